@@ -1,0 +1,3 @@
+"""Streamlit dashboard for product managers and engineers."""
+
+__all__: list[str] = []

@@ -1,0 +1,28 @@
+"""Every evallens table, split by area. Importing this module registers them all on ``Base.metadata``."""
+
+from evallens.db.models.evals import (
+    EvalCase,
+    EvalResult,
+    EvalRun,
+    EvalSet,
+    EvalTag,
+    GateReport,
+)
+from evallens.db.models.knowledge import Chunk, Document
+from evallens.db.models.metrics import MetricSample
+from evallens.db.models.prices import ModelPrice
+from evallens.db.models.traces import Span
+
+__all__ = [
+    "Chunk",
+    "Document",
+    "EvalCase",
+    "EvalResult",
+    "EvalRun",
+    "EvalSet",
+    "EvalTag",
+    "GateReport",
+    "MetricSample",
+    "ModelPrice",
+    "Span",
+]

@@ -1,0 +1,41 @@
+"""Shared pieces of the settings classes.
+
+The rest of the code never touches ``os.environ``: it asks for a settings object, or for a copy of
+the environment to hand to a child process.
+"""
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic_settings import SettingsConfigDict
+
+ENV_PREFIX = "EVALLENS_"
+
+DEFAULT_DATA_DIR = Path("~/.evallens")
+
+
+def settings_config(**overrides: object) -> SettingsConfigDict:
+    """The configuration every evallens settings class shares: ``EVALLENS_`` prefix, no extras."""
+    config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
+    config.update(overrides)  # type: ignore[typeddict-item]
+    return config
+
+
+def read_environment(name: str) -> str | None:
+    """Read one variable that is not an evallens setting (e.g. a third-party tool's own knob)."""
+    return os.environ.get(name)
+
+
+def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of this process's environment, with ``extra`` on top, for a child process."""
+    environment = dict(os.environ)
+    environment.update(extra or {})
+    return environment
+
+
+def set_process_environment(values: Mapping[str, str], *, override: bool = False) -> None:
+    """Set variables that third-party libraries read from the environment (vLLM, torch, ragas)."""
+    for name, value in values.items():
+        if override or name not in os.environ:
+            os.environ[name] = value

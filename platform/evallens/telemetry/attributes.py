@@ -1,0 +1,79 @@
+"""Span attribute and header names, defined once.
+
+GenAI names follow the OpenTelemetry GenAI semantic conventions; OpenInference names are read so
+traces from other tools land too. There is no standard for cost, tenant or eval links yet, so
+evallens defines its own under ``evallens.*``.
+"""
+
+# OpenTelemetry GenAI semantic conventions
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_SYSTEM = "gen_ai.system"  # deprecated predecessor of gen_ai.provider.name
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+GEN_AI_REQUEST_TOP_P = "gen_ai.request.top_p"
+GEN_AI_REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_SEED = "gen_ai.request.seed"
+GEN_AI_RESPONSE_ID = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_PROMPT_TOKENS = "gen_ai.usage.prompt_tokens"  # deprecated
+GEN_AI_USAGE_COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"  # deprecated
+GEN_AI_RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
+GEN_AI_SERVER_TIME_TO_FIRST_TOKEN = "gen_ai.server.time_to_first_token"
+
+# OpenInference
+LLM_MODEL_NAME = "llm.model_name"
+LLM_TOKEN_COUNT_PROMPT = "llm.token_count.prompt"
+LLM_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
+LLM_TOKEN_COUNT_TOTAL = "llm.token_count.total"
+OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+RETRIEVAL_DOCUMENTS_PREFIX = "retrieval.documents"
+
+
+def retrieval_document_id(index: int) -> str:
+    """OpenInference attribute holding the id of the ``index``-th retrieved document."""
+    return f"{RETRIEVAL_DOCUMENTS_PREFIX}.{index}.document.id"
+
+
+def retrieval_document_score(index: int) -> str:
+    """OpenInference attribute holding the score of the ``index``-th retrieved document."""
+    return f"{RETRIEVAL_DOCUMENTS_PREFIX}.{index}.document.score"
+
+
+# OpenTelemetry resource
+SERVICE_NAME = "service.name"
+
+# evallens' own names
+COST_USD = "evallens.cost_usd"
+TENANT = "evallens.tenant"
+USER = "evallens.user"
+FEATURE = "evallens.feature"
+PROJECT = "evallens.project"
+EVAL_RUN_ID = "evallens.eval.run_id"
+EVAL_CASE_ID = "evallens.eval.case_id"
+PROMPT_HASH = "evallens.prompt.hash"
+PROMPT_LENGTH = "evallens.prompt.length_chars"
+TIME_TO_FIRST_TOKEN_S = "evallens.ttft_s"
+ENGINE_TIME_S = "evallens.engine_time_s"
+CACHE_EXACT_HIT = "evallens.cache.exact.hit"
+CACHE_SEMANTIC_HIT = "evallens.cache.semantic.hit"
+CACHE_SEMANTIC_SIMILARITY = "evallens.cache.semantic.similarity"
+DEGRADED = "evallens.degraded"
+DEGRADED_REASON = "evallens.degraded.reason"
+TIMEOUT = "evallens.timeout"
+ROUTE = "evallens.route"
+CONFIG_FINGERPRINT = "evallens.config.fingerprint"
+FEEDBACK_SCORE = "evallens.feedback.score"
+FEEDBACK_COMMENT = "evallens.feedback.comment"
+FEEDBACK_TARGET_TRACE_ID = "evallens.feedback.trace_id"
+
+# HTTP headers the eval runner and users send to the reference service
+HEADER_TENANT = "x-evallens-tenant"
+HEADER_USER = "x-evallens-user"
+HEADER_FEATURE = "x-evallens-feature"
+HEADER_EVAL_RUN_ID = "x-evallens-eval-run-id"
+HEADER_EVAL_CASE_ID = "x-evallens-eval-case-id"
+HEADER_API_KEY = "x-evallens-key"

@@ -1,0 +1,77 @@
+"""Test harness: one embedded PostgreSQL per test session, a migrated template, a clone per test."""
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from evallens.db.migrate import upgrade
+from evallens.db.server import DatabaseServer, embedded_url, ensure_database, start_embedded
+
+TEMPLATE_DATABASE = "evallens_template"
+DATABASE_FIXTURES = {"database_url", "empty_database_url", "postgres_server", "template_database_url"}
+
+# Torch and vLLM on two shared cores: more threads are slower, sometimes 30x.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test by what it needs: ``integration`` when it touches PostgreSQL, else ``unit``."""
+    for item in items:
+        own = {mark.name for mark in item.iter_markers()}
+        if own & {"integration", "slow", "gpu"}:
+            continue
+        fixtures = set(getattr(item, "fixturenames", ()))
+        item.add_marker(pytest.mark.integration if fixtures & DATABASE_FIXTURES else pytest.mark.unit)
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DatabaseServer]:
+    """An embedded PostgreSQL 18 + pgvector for the whole test session."""
+    pgdata = tmp_path_factory.mktemp("postgres") / "data"
+    server = start_embedded(pgdata)
+    yield DatabaseServer(url=embedded_url(server, "postgres"), embedded=server)
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def template_database_url(postgres_server: DatabaseServer) -> str:
+    """A database migrated to head once, cloned by ``database_url`` for each test."""
+    ensure_database(postgres_server.url, TEMPLATE_DATABASE)
+    url = embedded_url(postgres_server.embedded, TEMPLATE_DATABASE)
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def database_url(postgres_server: DatabaseServer, template_database_url: str) -> Iterator[str]:
+    """A fresh database at the head revision, private to one test."""
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.url, autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(TEMPLATE_DATABASE)
+            )
+        )
+    yield embedded_url(postgres_server.embedded, name)
+    with psycopg.connect(postgres_server.url, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def empty_database_url(postgres_server: DatabaseServer) -> Iterator[str]:
+    """A fresh database with no schema at all, for migration tests."""
+    name = f"empty_{uuid.uuid4().hex[:12]}"
+    ensure_database(postgres_server.url, name)
+    yield embedded_url(postgres_server.embedded, name)
+    with psycopg.connect(postgres_server.url, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -1,0 +1,43 @@
+"""Daily span partitions: created ahead, listed, dropped whole."""
+
+from datetime import date
+
+from sqlalchemy import text
+
+from evallens.db import create_db_engine
+from evallens.db.partitions import (
+    create_partitions_ahead,
+    create_span_partitions,
+    drop_span_partitions_before,
+    list_span_partitions,
+)
+
+
+def test_partitions_created_ahead_and_dropped(database_url: str) -> None:
+    engine = create_db_engine(database_url)
+    with engine.begin() as connection:
+        created = create_partitions_ahead(connection, days_ahead=2, today=date(2026, 3, 10))
+        assert created == ["spans_p20260309", "spans_p20260310", "spans_p20260311", "spans_p20260312"]
+        # idempotent
+        assert create_partitions_ahead(connection, days_ahead=2, today=date(2026, 3, 10)) == []
+        create_span_partitions(connection, [date(2026, 1, 1)])
+        connection.execute(
+            text(
+                "INSERT INTO spans (trace_id, span_id, start_time, end_time, duration_ms, name, kind,"
+                " status_code, attributes, resource, events) VALUES"
+                " ('a', 'b', '2026-03-10T23:59:59+00', '2026-03-11T00:00:01+00', 2000, 'x', 1, 0,"
+                " '{}', '{}', '[]')"
+            )
+        )
+        stored_in = connection.execute(text("SELECT tableoid::regclass::text FROM spans")).scalar_one()
+        assert stored_in == "spans_p20260310"
+
+        dropped = drop_span_partitions_before(connection, date(2026, 3, 10))
+        assert dropped == ["spans_p20260101", "spans_p20260309"]
+        assert list_span_partitions(connection) == [
+            "spans_p20260310",
+            "spans_p20260311",
+            "spans_p20260312",
+        ]
+        assert connection.execute(text("SELECT count(*) FROM spans")).scalar_one() == 1
+    engine.dispose()
