@@ -4,7 +4,7 @@ from sqlalchemy.orm import Session
 
 from evallens.db.models import EvalRun
 from evallens.reports import GateReportBody, InfraSummary
-from evals.compare.cells import TestOptions, compare_cells
+from evals.compare.cells import ComparisonOptions, compare_cells
 from evals.compare.flips import flipped_cases
 from evals.compare.hints import config_changes, draw_hints
 from evals.errors import RunNotFound
@@ -12,7 +12,9 @@ from evals.infra import compute_infra
 from evals.runs import RunRef, case_scores, load_results, resolve_run
 
 
-def compare_runs(session: Session, baseline: str, candidate: str, options: TestOptions) -> GateReportBody:
+def compare_runs(
+    session: Session, baseline: str, candidate: str, options: ComparisonOptions
+) -> GateReportBody:
     """The full comparison of two completed runs (ids or tags) of the same set.
 
     The infra summaries are recomputed, since spans can reach the collector after a run ends, and the
@@ -62,4 +64,4 @@ def _require_completed(ref: RunRef) -> None:
         raise RunNotFound(f"run {ref.run.id} is {ref.run.status}: only completed runs can be compared")
 
 
-__all__ = ["TestOptions", "compare_runs", "refresh_infra"]
+__all__ = ["ComparisonOptions", "compare_runs", "refresh_infra"]

@@ -11,7 +11,7 @@ OVERALL = "overall"
 
 
 @dataclass(frozen=True)
-class TestOptions:
+class ComparisonOptions:
     """How strict the comparison is."""
 
     min_effect: float = 0.03
@@ -21,7 +21,7 @@ class TestOptions:
 
 
 def compare_cells(
-    baseline: list[CaseScores], candidate: list[CaseScores], options: TestOptions
+    baseline: list[CaseScores], candidate: list[CaseScores], options: ComparisonOptions
 ) -> list[MetricComparison]:
     """One comparison per (scenario or overall) x metric over the cases both runs scored."""
     paired = _pairs(baseline, candidate)
@@ -62,7 +62,7 @@ def _pairs(
 
 
 def _test(
-    scenario: str, metric: str, pairs: list[tuple[float, float]], options: TestOptions
+    scenario: str, metric: str, pairs: list[tuple[float, float]], options: ComparisonOptions
 ) -> MetricComparison | None:
     if not pairs:
         return None
