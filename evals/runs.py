@@ -84,7 +84,7 @@ def load_results(session: Session, run_id: uuid.UUID) -> list[StoredResult]:
         .where(EvalResult.run_id == run_id)
         .order_by(EvalCase.case_key, EvalResult.repeat)
     )
-    return [StoredResult(case=case, result=result) for case, result in session.execute(query).tuples()]
+    return [StoredResult(case=case, result=result) for case, result in session.execute(query)]
 
 
 def case_scores(results: list[StoredResult]) -> list[CaseScores]:

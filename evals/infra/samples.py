@@ -45,7 +45,7 @@ def _delta(session: Session, name: str, start: datetime, end: datetime) -> float
         .order_by(MetricSample.time)
     )
     series: dict[str, list[tuple[datetime, float]]] = defaultdict(list)
-    for time, labels, value in session.execute(query).tuples():
+    for time, labels, value in session.execute(query):
         series[repr(sorted((labels or {}).items()))].append((time, value))
     total, found = 0.0, False
     for points in series.values():

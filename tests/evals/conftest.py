@@ -19,8 +19,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db import create_db_engine, create_session_factory
 from evallens.settings import child_environment
+from evals.metrics._embedding import MiniLmSimilarity
 
 SETS = Path(__file__).parent / "sets"
+
+
+@pytest.fixture(scope="session")
+def similarity() -> MiniLmSimilarity:
+    return MiniLmSimilarity()
 
 
 @pytest.fixture
@@ -60,6 +66,7 @@ class ScriptedTarget:
     config: dict[str, Any] = field(default_factory=lambda: {"fingerprint": "cfg-1", "model": "scripted"})
     documents: list[str] = field(default_factory=list)
     headers_seen: list[dict[str, str]] = field(default_factory=list)
+    failing: set[str] = field(default_factory=set)
 
 
 def _scripted_app(target: ScriptedTarget) -> FastAPI:
@@ -78,6 +85,8 @@ def _scripted_app(target: ScriptedTarget) -> FastAPI:
         body = await request.json()
         target.headers_seen.append(dict(request.headers))
         question = body["messages"][-1]["content"]
+        if question in target.failing:
+            return JSONResponse({"error": {"message": "engine exploded"}}, status_code=500)  # type: ignore[return-value]
         answer = target.answers.get(question, "I'm sorry, but I can't help with that.")
         extension = {
             "retrieved_ids": target.retrieved.get(question, []),
