@@ -51,7 +51,11 @@ def test_a_run_records_answers_timings_citations_and_scores(
     assert first.retrieved_ids == ["returns-policy"]
     assert first.scores == {"accuracy": 1.0, "irrelevance": 0.0, "harmfulness": 0.0, "recall": 1.0}
     assert first.ttft_ms is not None and first.latency_ms is not None and first.ttft_ms <= first.latency_ms
-    assert (first.input_tokens, first.output_tokens, first.semantic_cache_hit) == (12, 14, False)  # 14 words in the scripted answer
+    assert (first.input_tokens, first.output_tokens, first.semantic_cache_hit) == (
+        12,
+        14,
+        False,
+    )  # 14 words in the scripted answer
     assert first.trace_id is not None and len(first.trace_id) == 32
     second = by_response[scripted_target.answers[RR2]]
     assert second.semantic_cache_hit is True and second.scores["recall"] == 0.0
