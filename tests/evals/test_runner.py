@@ -122,3 +122,26 @@ def test_cli_run_then_tag(
     assert tagged.returncode == 0 and run_id in tagged.stdout
     with sessions() as session:
         assert session.scalars(select(EvalRun.status)).all() == ["completed"]
+
+
+def test_watch_replays_when_the_fingerprint_changes(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    from evals.watch import watch
+
+    _sync(sessions)
+    polls: list[str] = []
+
+    def next_poll(_: float) -> None:
+        polls.append(scripted_target.config["fingerprint"])
+        if len(polls) == 2:  # the operator changes the model between the second and third poll
+            scripted_target.config = {"fingerprint": "cfg-2", "model": "scripted"}
+
+    settings = EvalSettings(eval_endpoint=scripted_target.url, eval_watch_interval_s=0.01)
+    reports = watch(
+        sessions, ["mini-support"], settings, ScoringContext(similarity=similarity),
+        endpoint=scripted_target.url, max_polls=4, sleep=next_poll,
+    )  # fmt: skip
+    assert [r.config_fingerprint for r in reports] == ["cfg-1", "cfg-2"]
+    with sessions() as session:
+        assert sorted(session.scalars(select(EvalRun.config_fingerprint))) == ["cfg-1", "cfg-2"]
