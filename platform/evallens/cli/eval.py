@@ -1,25 +1,101 @@
-"""``evallens eval``: replay eval sets, compare runs, re-run on every config change."""
+"""``evallens eval``: sync eval sets, replay them, compare runs, tag baselines, re-run on config changes."""
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
-
-from evallens.cli._common import not_built
+from rich.console import Console
 
 app = typer.Typer(help="Replay eval sets against an endpoint and compare runs.", no_args_is_help=True)
+sets_app = typer.Typer(help="Eval-set files: validate and store versions.", no_args_is_help=True)
+app.add_typer(sets_app, name="sets")
+
+ENDPOINT_HELP = "OpenAI-compatible target (default: EVALLENS_EVAL_ENDPOINT)."
+
+
+@sets_app.command("sync")
+def sync(
+    path: Annotated[Path, typer.Argument(help="A set file or a folder of *.yaml/*.yml/*.jsonl files.")],
+    docs: Annotated[
+        Path | None, typer.Option(help="Folder of <doc-id>.md files to check reference ids against.")
+    ] = None,
+    endpoint: Annotated[
+        str | None, typer.Option(help="Check reference ids against this target's /v1/documents.")
+    ] = None,
+) -> None:
+    """Validate set files and store a new version of each set whose content changed."""
+    from evals.commands import sync_command
+
+    report = sync_command(path, docs, endpoint)
+    console = Console()
+    for item in report.sets:
+        state = "new version" if item.created else "unchanged"
+        console.print(f"{item.name}: version {item.version} ({state}, {item.num_cases} cases)")
+    console.print(f"reference context ids checked against {report.checked_against}")
 
 
 @app.command("run")
-def run() -> None:
-    """Replay an eval set once."""
-    not_built("eval run")
+def run(
+    eval_set: Annotated[
+        str, typer.Option("--set", help="Stored set: NAME (latest version) or NAME@VERSION.")
+    ],
+    endpoint: Annotated[str | None, typer.Option(help=ENDPOINT_HELP)] = None,
+    repeats: Annotated[int, typer.Option(min=1, help="Replays per case.")] = 1,
+    label: Annotated[str | None, typer.Option(help="A label stored with the run.")] = None,
+) -> None:
+    """Replay an eval set once and store the run."""
+    from evals.commands import run_command
+
+    report = run_command(eval_set, endpoint, repeats, label)
+    console = Console()
+    console.print(
+        f"run {report.run_id}: {report.eval_set_name} v{report.eval_set_version} against {report.endpoint}"
+    )
+    for metric, estimate in report.summary.overall.items():
+        console.print(
+            f"  {metric}: {estimate.mean:.3f} [{estimate.ci_low:.3f}, {estimate.ci_high:.3f}] n={estimate.n}"
+        )
+    console.print(f"  cases {report.summary.num_cases}, failed requests {report.summary.num_errors}")
 
 
 @app.command("compare")
-def compare() -> None:
-    """Compare two runs with paired statistics."""
-    not_built("eval compare")
+def compare(
+    baseline: Annotated[str, typer.Argument(help="Baseline run id or tag.")],
+    candidate: Annotated[str, typer.Argument(help="Candidate run id or tag.")],
+    report_dir: Annotated[
+        Path | None, typer.Option(help="Also write gate.md, gate.xml and gate.json here.")
+    ] = None,
+) -> None:
+    """Compare two runs with paired statistics, infra deltas and hints."""
+    from evals.commands import compare_command
+
+    compare_command(baseline, candidate, report_dir, Console(width=160))
+
+
+@app.command("tag")
+def tag(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id.")],
+    name: Annotated[str, typer.Argument(help="Tag name, e.g. main.")],
+) -> None:
+    """Name a completed run (e.g. ``main``) so the gate can use it as a baseline."""
+    from evals.commands import tag_command
+
+    Console().print(f"tag {name} -> run {tag_command(run_id, name)}")
 
 
 @app.command("watch")
-def watch() -> None:
-    """Replay whenever the target's config fingerprint changes."""
-    not_built("eval watch")
+def watch(
+    eval_sets: Annotated[list[str], typer.Option("--set", help="Stored set(s) to replay on every change.")],
+    endpoint: Annotated[str | None, typer.Option(help=ENDPOINT_HELP)] = None,
+    config_file: Annotated[
+        Path | None, typer.Option(help="Watch this file's content instead of /v1/config.")
+    ] = None,
+    max_polls: Annotated[
+        int | None, typer.Option(min=1, help="Stop after this many polls (default: forever).")
+    ] = None,
+) -> None:
+    """Replay the sets whenever the target's config fingerprint (or a config file) changes."""
+    from evals.commands import watch_command
+
+    reports = watch_command(eval_sets, endpoint, config_file, max_polls, Console())
+    Console().print(f"{len(reports)} run(s) made")

@@ -1,8 +1,34 @@
 """``evallens gate``: the CI gate (exit 0 pass, 1 regression, 2 error)."""
 
-from evallens.cli._common import not_built
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from evallens.errors import EvallensError
 
 
-def gate() -> None:
+def gate(
+    baseline: Annotated[str, typer.Option(help="Baseline run id or tag (e.g. main).")],
+    candidate: Annotated[str | None, typer.Option(help="Candidate run id or tag.")] = None,
+    candidate_endpoint: Annotated[
+        str | None,
+        typer.Option(help="Replay the baseline's set version against this endpoint now and gate that run."),
+    ] = None,
+    report_dir: Annotated[
+        Path | None, typer.Option(help="Write gate.md, gate.xml (JUnit) and gate.json here.")
+    ] = None,
+) -> None:
     """Compare a candidate run against a baseline and fail on significant regressions."""
-    not_built("gate")
+    if (candidate is None) == (candidate_endpoint is None):
+        raise EvallensError("give exactly one of --candidate or --candidate-endpoint")
+    from evals.commands import gate_command
+
+    try:
+        outcome = gate_command(baseline, candidate, candidate_endpoint, report_dir, Console(width=160))
+    except EvallensError:
+        raise
+    except Exception as error:  # exit code 1 means "regression"; a crash must be 2, never 1
+        raise EvallensError(f"gate failed: {type(error).__name__}: {error}") from error
+    raise typer.Exit(outcome.exit_code)

@@ -1,0 +1,86 @@
+"""What the ``evallens eval`` and ``evallens gate`` commands do, each returning a typed result."""
+
+from pathlib import Path
+
+from rich.console import Console
+
+from evallens.settings import EvalSettings
+from evals._db import open_sessions
+from evals.compare import compare_runs
+from evals.gate import GateOutcome, gate_endpoint, options_from_settings, run_gate
+from evals.metrics.context import build_scoring_context
+from evals.reports import print_report, write_reports
+from evals.runner.run import RunReport, run_eval
+from evals.runs import tag_run
+from evals.sets.store import find_set_version
+from evals.sets.sync import SyncReport, sync_path
+from evals.watch import watch
+
+
+def sync_command(path: Path, docs_dir: Path | None, endpoint: str | None) -> SyncReport:
+    """Load, check and store every set under ``path``."""
+    settings = EvalSettings()
+    with open_sessions() as sessions, sessions.begin() as session:
+        return sync_path(session, path, docs_dir=docs_dir or settings.eval_docs_dir, endpoint=endpoint)
+
+
+def run_command(selector: str, endpoint: str | None, repeats: int, label: str | None) -> RunReport:
+    """Replay a stored set (``name`` or ``name@version``) once."""
+    settings = EvalSettings()
+    with open_sessions() as sessions:
+        with sessions() as session:
+            eval_set_id = find_set_version(session, selector).id
+        scoring = build_scoring_context(settings)
+        return run_eval(
+            sessions, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats, label=label
+        )
+
+
+def compare_command(baseline: str, candidate: str, report_dir: Path | None, console: Console) -> GateOutcome:
+    """Compare two runs, print the tables and hints, and optionally write the report files."""
+    with open_sessions() as sessions, sessions.begin() as session:
+        body = compare_runs(session, baseline, candidate, options_from_settings(EvalSettings()))
+    print_report(body, console)
+    if report_dir is not None:
+        write_reports(body, report_dir)
+    return GateOutcome(body=body, gate_report_id=0)
+
+
+def gate_command(
+    baseline: str, candidate: str | None, endpoint: str | None, report_dir: Path | None, console: Console
+) -> GateOutcome:
+    """Gate a stored candidate run, or a run made now against ``endpoint``; print and write reports."""
+    settings = EvalSettings()
+    with open_sessions() as sessions:
+        if endpoint is not None:
+            outcome = gate_endpoint(sessions, baseline, endpoint, settings, build_scoring_context(settings))
+        else:
+            outcome = run_gate(sessions, baseline, candidate or "", options_from_settings(settings))
+    print_report(outcome.body, console)
+    if report_dir is not None:
+        write_reports(outcome.body, report_dir)
+    return outcome
+
+
+def tag_command(run: str, tag: str) -> str:
+    """Point ``tag`` at ``run``; returns the run id."""
+    with open_sessions() as sessions, sessions.begin() as session:
+        return str(tag_run(session, run, tag).run.id)
+
+
+def watch_command(
+    selectors: list[str],
+    endpoint: str | None,
+    config_file: Path | None,
+    max_polls: int | None,
+    console: Console,
+) -> list[RunReport]:
+    """Poll and replay until interrupted (or ``max_polls`` polls)."""
+    settings = EvalSettings()
+    target = endpoint or settings.eval_endpoint
+    with open_sessions() as sessions:
+        scoring = build_scoring_context(settings)
+        return watch(
+            sessions, selectors, settings, scoring, endpoint=target, config_file=config_file,
+            max_polls=max_polls, on_event=console.print,
+        )  # fmt: skip

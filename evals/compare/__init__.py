@@ -1,0 +1,67 @@
+"""Compare a candidate run with a baseline run: paired statistics, infra deltas, hints, flipped cases."""
+
+from sqlalchemy.orm import Session
+
+from evallens.db.models import EvalRun
+from evallens.reports import GateReportBody, InfraSummary
+from evals.compare.cells import ComparisonOptions, compare_cells
+from evals.compare.flips import flipped_cases
+from evals.compare.hints import config_changes, draw_hints
+from evals.errors import RunNotFound
+from evals.infra import compute_infra
+from evals.runs import RunRef, case_scores, load_results, resolve_run
+
+
+def compare_runs(
+    session: Session, baseline: str, candidate: str, options: ComparisonOptions
+) -> GateReportBody:
+    """The full comparison of two completed runs (ids or tags) of the same set.
+
+    The infra summaries are recomputed, since spans can reach the collector after a run ends, and the
+    fresher figures are stored back on the runs.
+    """
+    candidate_ref = resolve_run(session, candidate)
+    baseline_ref = resolve_run(session, baseline, eval_set_name=candidate_ref.eval_set.name)
+    for ref in (baseline_ref, candidate_ref):
+        _require_completed(ref)
+    if baseline_ref.eval_set.name != candidate_ref.eval_set.name:
+        raise RunNotFound(
+            f"the runs replay different sets ('{baseline_ref.eval_set.name}' and "
+            f"'{candidate_ref.eval_set.name}'); compare runs of one set"
+        )
+    base_results = load_results(session, baseline_ref.run.id)
+    cand_results = load_results(session, candidate_ref.run.id)
+    comparisons = compare_cells(case_scores(base_results), case_scores(cand_results), options)
+    infra_base, infra_cand = (
+        refresh_infra(session, baseline_ref.run),
+        refresh_infra(session, candidate_ref.run),
+    )
+    changes = config_changes(baseline_ref.run.config, candidate_ref.run.config)
+    return GateReportBody(
+        verdict="regression" if any(c.regression for c in comparisons) else "pass",
+        eval_set_name=candidate_ref.eval_set.name,
+        baseline_run_id=str(baseline_ref.run.id),
+        candidate_run_id=str(candidate_ref.run.id),
+        min_effect=options.min_effect,
+        alpha=options.alpha,
+        comparisons=comparisons,
+        infra_baseline=infra_base,
+        infra_candidate=infra_cand,
+        hints=draw_hints(comparisons, infra_base, infra_cand, changes, options.min_effect),
+        flipped_cases=flipped_cases(base_results, cand_results),
+    )
+
+
+def refresh_infra(session: Session, run: EvalRun) -> InfraSummary:
+    """Recompute a run's infra summary from what the database holds now, and store it."""
+    infra = compute_infra(session, run)
+    run.infra = infra.model_dump(mode="json")
+    return infra
+
+
+def _require_completed(ref: RunRef) -> None:
+    if ref.run.status != "completed":
+        raise RunNotFound(f"run {ref.run.id} is {ref.run.status}: only completed runs can be compared")
+
+
+__all__ = ["ComparisonOptions", "compare_runs", "refresh_infra"]

@@ -1,0 +1,15 @@
+"""User-facing failures of the eval engine: each reaches the CLI as one line and exit code 2."""
+
+from evallens.errors import EvallensError
+
+
+class EvalSetError(EvallensError):
+    """An eval-set file is malformed, or a case references something that does not exist."""
+
+
+class EndpointUnreachable(EvallensError):
+    """The target (or judge) endpoint cannot be reached or does not speak the expected protocol."""
+
+
+class RunNotFound(EvallensError):
+    """A run id or tag that names no stored run."""

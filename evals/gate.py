@@ -1,0 +1,79 @@
+"""The CI gate: compare a candidate with a baseline, store the verdict, say which exit code it means."""
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db.models import GateReport
+from evallens.reports import GateReportBody
+from evallens.settings import EvalSettings
+from evals.compare import ComparisonOptions, compare_runs
+from evals.metrics.result import ScoringContext
+from evals.runner.run import run_eval
+from evals.runs import resolve_run
+
+EXIT_PASS = 0
+EXIT_REGRESSION = 1
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """The report, the id of its ``gate_reports`` row and the exit code it means."""
+
+    body: GateReportBody
+    gate_report_id: int
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 regression."""
+        return EXIT_REGRESSION if self.body.verdict == "regression" else EXIT_PASS
+
+
+def options_from_settings(settings: EvalSettings) -> ComparisonOptions:
+    """The statistical knobs of the gate from the settings."""
+    return ComparisonOptions(
+        min_effect=settings.eval_min_effect,
+        alpha=settings.eval_alpha,
+        resamples=settings.eval_bootstrap_resamples,
+        seed=settings.eval_seed,
+    )
+
+
+def run_gate(
+    session_factory: sessionmaker[Session], baseline: str, candidate: str, options: ComparisonOptions
+) -> GateOutcome:
+    """Compare two stored runs and store a ``gate_reports`` row with the full report."""
+    with session_factory.begin() as session:
+        body = compare_runs(session, baseline, candidate, options)
+        row = GateReport(
+            eval_set_name=body.eval_set_name,
+            baseline_run_id=uuid.UUID(body.baseline_run_id),
+            candidate_run_id=uuid.UUID(body.candidate_run_id),
+            verdict=body.verdict,
+            report=body.model_dump(mode="json"),
+        )
+        session.add(row)
+        session.flush()
+        return GateOutcome(body=body, gate_report_id=row.id)
+
+
+def gate_endpoint(
+    session_factory: sessionmaker[Session],
+    baseline: str,
+    endpoint: str,
+    settings: EvalSettings,
+    scoring: ScoringContext,
+    *,
+    progress: bool = True,
+) -> GateOutcome:
+    """Replay the baseline's exact set version against ``endpoint`` now, then gate that run."""
+    with session_factory() as session:
+        ref = resolve_run(session, baseline)
+        eval_set_id = ref.run.eval_set_id
+        repeats = ref.run.repeats
+    report = run_eval(
+        session_factory, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats,
+        label="gate candidate", progress=progress,
+    )  # fmt: skip
+    return run_gate(session_factory, str(ref.run.id), str(report.run_id), options_from_settings(settings))

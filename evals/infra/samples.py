@@ -1,0 +1,69 @@
+"""Engine and service figures of a time window from scraped Prometheus samples.
+
+Gauges are averaged and maximised over the window; counters are deltas between the last sample at
+or before the window start and the last sample up to a short grace after its end, per label set.
+"""
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from evallens.db.models import MetricSample
+
+# Scrapes are periodic: a sample taken shortly after the run still describes it.
+SCRAPE_GRACE = timedelta(seconds=15)
+
+
+def gauge_stats(
+    session: Session, name: str, start: datetime, end: datetime
+) -> tuple[float | None, float | None]:
+    """Mean and max of a gauge's samples inside the window (None, None without samples)."""
+    query = select(MetricSample.value).where(
+        MetricSample.name == name, MetricSample.time >= start, MetricSample.time <= end + SCRAPE_GRACE
+    )
+    values = list(session.scalars(query))
+    if not values:
+        return None, None
+    return sum(values) / len(values), max(values)
+
+
+def counter_delta(session: Session, name: str, start: datetime, end: datetime) -> float | None:
+    """How much a counter grew over the window, summed over label sets (None without samples)."""
+    for candidate in dict.fromkeys((name, f"{name}_total", name.removesuffix("_total"))):
+        delta = _delta(session, candidate, start, end)
+        if delta is not None:
+            return delta
+    return None
+
+
+def _delta(session: Session, name: str, start: datetime, end: datetime) -> float | None:
+    query = (
+        select(MetricSample.time, MetricSample.labels, MetricSample.value)
+        .where(MetricSample.name == name, MetricSample.time <= end + SCRAPE_GRACE)
+        .order_by(MetricSample.time)
+    )
+    series: dict[str, list[tuple[datetime, float]]] = defaultdict(list)
+    for time, labels, value in session.execute(query):
+        series[repr(sorted((labels or {}).items()))].append((time, value))
+    total, found = 0.0, False
+    for points in series.values():
+        before = [value for time, value in points if time <= start]
+        inside = [value for time, value in points if time > start]
+        if not inside:
+            continue
+        first = before[-1] if before else inside[0]
+        last = inside[-1]
+        total += last - first if last >= first else last  # a restart reset the counter
+        found = True
+    return total if found else None
+
+
+def histogram_mean(session: Session, name: str, start: datetime, end: datetime) -> float | None:
+    """Mean observation of a histogram over the window: delta(_sum) / delta(_count)."""
+    total = counter_delta(session, f"{name}_sum", start, end)
+    count = counter_delta(session, f"{name}_count", start, end)
+    if total is None or not count:
+        return None
+    return total / count

@@ -1,0 +1,38 @@
+"""The comparison as JUnit XML: one test suite per scenario, one test case per metric."""
+
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+
+from evallens.reports import GateReportBody, MetricComparison
+from evals.reports._figures import points
+
+
+def render_junit(body: GateReportBody) -> str:
+    """JUnit XML that CI test tabs show; a regression is a failed test case."""
+    by_scenario: dict[str, list[MetricComparison]] = defaultdict(list)
+    for comparison in body.comparisons:
+        by_scenario[comparison.scenario].append(comparison)
+    failures = sum(c.regression for c in body.comparisons)
+    root = ET.Element(
+        "testsuites", name=f"evallens gate {body.eval_set_name}", tests=str(len(body.comparisons)),
+        failures=str(failures), errors="0",
+    )  # fmt: skip
+    for scenario, comparisons in by_scenario.items():
+        suite = ET.SubElement(
+            root, "testsuite", name=scenario, tests=str(len(comparisons)),
+            failures=str(sum(c.regression for c in comparisons)), errors="0", skipped="0",
+        )  # fmt: skip
+        for c in comparisons:
+            case = ET.SubElement(suite, "testcase", classname=f"evallens.{scenario}", name=c.metric, time="0")
+            summary = (
+                f"{c.metric} {c.baseline:.3f} -> {c.candidate:.3f} ({points(c.delta)} points), "
+                f"n={c.num_pairs}, "
+                f"{c.test} p={c.p_value:.4g}, Holm p={c.p_adjusted:.4g}"
+            )
+            if c.regression:
+                failure = ET.SubElement(case, "failure", message=f"regression: {summary}", type="regression")
+                failure.text = summary
+            else:
+                ET.SubElement(case, "system-out").text = summary
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

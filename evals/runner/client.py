@@ -1,0 +1,141 @@
+"""One streamed chat completion against an OpenAI-compatible endpoint, measured and parsed."""
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID
+from evals.metrics.recall import document_id
+
+EXTENSION_FIELD = "evallens"
+TRACE_ID_HEADER = "x-trace-id"
+TRACEPARENT_HEADER = "traceparent"
+
+
+@dataclass
+class Completion:
+    """What one request returned (or how it failed), with client-side timings."""
+
+    text: str | None = None
+    retrieved_ids: list[str] = field(default_factory=list)
+    latency_ms: float | None = None
+    ttft_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    exact_cache_hit: bool | None = None
+    semantic_cache_hit: bool | None = None
+    degraded: bool | None = None
+    trace_id: str | None = None
+    error: str | None = None
+    connection_failed: bool = False
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """The body and eval headers of one case's request."""
+
+    model: str
+    messages: list[dict[str, str]]
+    run_id: str
+    case_key: str
+    temperature: float
+    max_tokens: int
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body: streamed, with usage in the final chunk."""
+        return {
+            "model": self.model,
+            "messages": self.messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+
+    def headers(self) -> dict[str, str]:
+        """Headers that tie the service's trace to this run and case."""
+        return {HEADER_EVAL_RUN_ID: self.run_id, HEADER_EVAL_CASE_ID: self.case_key}
+
+
+async def complete(client: httpx.AsyncClient, url: str, request: ChatRequest) -> Completion:
+    """Send one streamed request; a failure is returned as ``Completion.error``, never raised."""
+    result = Completion()
+    started = time.perf_counter()
+    try:
+        async with client.stream("POST", url, json=request.body(), headers=request.headers()) as response:
+            result.trace_id = trace_id_from_headers(response.headers)
+            if response.status_code != 200:
+                body = (await response.aread()).decode(errors="replace")[:200]
+                result.error = f"HTTP {response.status_code}: {body}"
+            elif response.headers.get("content-type", "").startswith("application/json"):
+                _apply_chunk(result, json.loads(await response.aread()), started)
+            else:
+                await _read_stream(response, result, started)
+    except httpx.HTTPError as error:
+        result.error = f"{type(error).__name__}: {str(error).strip()[:200]}"
+        result.connection_failed = isinstance(error, httpx.ConnectError)
+    except ValueError as error:
+        result.error = f"unreadable response: {str(error)[:200]}"
+    result.latency_ms = (time.perf_counter() - started) * 1000
+    if result.error is None and result.text is None:
+        result.text = ""
+    return result
+
+
+async def _read_stream(response: httpx.Response, result: Completion, started: float) -> None:
+    async for line in response.aiter_lines():
+        if not line.startswith("data:"):
+            continue
+        data = line[len("data:") :].strip()
+        if data == "[DONE]":
+            break
+        chunk = json.loads(data)
+        if "error" in chunk and not chunk.get("choices"):
+            result.error = f"stream error: {json.dumps(chunk['error'])[:200]}"
+            return
+        _apply_chunk(result, chunk, started)
+
+
+def _apply_chunk(result: Completion, chunk: dict[str, Any], started: float) -> None:
+    for choice in chunk.get("choices") or []:
+        piece = (choice.get("delta") or choice.get("message") or {}).get("content")
+        if piece:
+            if result.ttft_ms is None:
+                result.ttft_ms = (time.perf_counter() - started) * 1000
+            result.text = (result.text or "") + piece
+    usage = chunk.get("usage")
+    if isinstance(usage, dict):
+        result.input_tokens = usage.get("prompt_tokens", result.input_tokens)
+        result.output_tokens = usage.get("completion_tokens", result.output_tokens)
+    extension = chunk.get(EXTENSION_FIELD)
+    if isinstance(extension, dict):
+        _apply_extension(result, extension)
+
+
+def _apply_extension(result: Completion, extension: dict[str, Any]) -> None:
+    cited = extension.get("retrieved_ids")
+    if isinstance(cited, list):
+        documents = [document_id(str(item)) for item in cited]
+        result.retrieved_ids = list(dict.fromkeys(documents))
+    cache = extension.get("cache")
+    if isinstance(cache, dict):
+        result.exact_cache_hit = bool(cache.get("exact", False))
+        result.semantic_cache_hit = bool(cache.get("semantic", False))
+    if "degraded" in extension:
+        result.degraded = bool(extension["degraded"])
+
+
+def trace_id_from_headers(headers: httpx.Headers) -> str | None:
+    """The trace id from ``x-trace-id``, or from a W3C ``traceparent`` response header."""
+    explicit = headers.get(TRACE_ID_HEADER)
+    if explicit:
+        return str(explicit).strip().lower()
+    parent = headers.get(TRACEPARENT_HEADER)
+    if parent:
+        parts = parent.strip().split("-")
+        if len(parts) >= 3 and len(parts[1]) == 32:
+            return str(parts[1]).lower()
+    return None

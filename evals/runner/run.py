@@ -1,0 +1,222 @@
+"""``evallens eval run``: replay one stored set version against a target and store everything."""
+
+import subprocess
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import httpx
+from rich.console import Console
+from rich.progress import Progress
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db.models import EvalResult, EvalRun, EvalSet
+from evallens.reports import MetricName, RunSummary
+from evallens.settings import EvalSettings
+from evals.errors import EndpointUnreachable, EvalSetError
+from evals.infra import compute_infra
+from evals.metrics.result import Answer, MetricResult, ScoringContext
+from evals.runner.replay import ReplayedCase, ReplayOptions, replay
+from evals.runner.target import TargetConfig, api_url, fetch_target_config, first_model_id
+from evals.scoring import average_repeats, score_answer, summarize
+from evals.sets.format import CaseSpec
+from evals.sets.store import case_spec, load_cases
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """The outcome of one run."""
+
+    run_id: uuid.UUID
+    eval_set_name: str
+    eval_set_version: int
+    endpoint: str
+    config_fingerprint: str
+    summary: RunSummary
+
+
+def run_eval(
+    session_factory: sessionmaker[Session],
+    eval_set_id: int,
+    settings: EvalSettings,
+    scoring: ScoringContext,
+    *,
+    endpoint: str | None = None,
+    repeats: int = 1,
+    label: str | None = None,
+    progress: bool = True,
+) -> RunReport:
+    """Replay the set version ``eval_set_id``; the run ends ``completed``, or ``failed`` and re-raises.
+
+    An unreachable target raises ``EndpointUnreachable`` before any run is stored.
+    """
+    target_url = endpoint or settings.eval_endpoint
+    with session_factory() as session:
+        eval_set = session.get_one(EvalSet, eval_set_id)
+        cases = [case_spec(case) for case in load_cases(session, eval_set_id)]
+        case_ids = {case.case_key: case.id for case in load_cases(session, eval_set_id)}
+    if not cases:
+        raise EvalSetError(f"eval set '{eval_set.name}' version {eval_set.version} has no active cases")
+    target = fetch_target_config(target_url, api_key=settings.eval_api_key)
+    model = settings.eval_model or first_model_id(target.config) or resolve_model(target_url, settings)
+    run_id = _start_run(session_factory, eval_set, target_url, target, label, repeats, settings)
+    try:
+        options = ReplayOptions(
+            endpoint=target_url,
+            model=model,
+            run_id=str(run_id),
+            concurrency=settings.eval_concurrency,
+            repeats=repeats,
+            timeout_s=settings.eval_request_timeout_s,
+            temperature=settings.eval_temperature,
+            max_tokens=settings.eval_max_tokens,
+            api_key=settings.eval_api_key,
+        )
+        replayed = _replay_with_progress(cases, options, progress)
+        replay_ended = datetime.now(UTC)
+        if all(item.completion.connection_failed for item in replayed):
+            raise EndpointUnreachable(f"the target at {target_url} stopped answering during the run")
+        with session_factory.begin() as session:
+            summary = _store(session, run_id, replayed, case_ids, scoring, settings, replay_ended)
+    except BaseException as error:
+        _fail_run(session_factory, run_id, error)
+        raise
+    return RunReport(run_id, eval_set.name, eval_set.version, target_url, target.fingerprint, summary)
+
+
+def resolve_model(endpoint: str, settings: EvalSettings) -> str:
+    """The first model the target lists under ``/v1/models``."""
+    headers = {"authorization": f"Bearer {settings.eval_api_key}"} if settings.eval_api_key else {}
+    try:
+        response = httpx.get(api_url(endpoint, "/models"), timeout=10.0, headers=headers)
+        models = response.json().get("data") or []
+        return str(models[0]["id"])
+    except (httpx.HTTPError, ValueError, LookupError, AttributeError, TypeError):
+        raise EndpointUnreachable(
+            f"{endpoint} lists no model under /v1/models; set EVALLENS_EVAL_MODEL"
+        ) from None
+
+
+def _start_run(
+    session_factory: sessionmaker[Session],
+    eval_set: EvalSet,
+    endpoint: str,
+    target: TargetConfig,
+    label: str | None,
+    repeats: int,
+    settings: EvalSettings,
+) -> uuid.UUID:
+    run = EvalRun(
+        id=uuid.uuid4(),
+        project=eval_set.project,
+        eval_set_id=eval_set.id,
+        label=label,
+        endpoint=endpoint,
+        config=target.config,
+        config_fingerprint=target.fingerprint,
+        git_sha=settings.eval_git_sha or current_git_sha(),
+        status="running",
+        repeats=repeats,
+        started_at=datetime.now(UTC),
+    )
+    with session_factory.begin() as session:
+        session.add(run)
+    return run.id
+
+
+def _replay_with_progress(
+    cases: list[CaseSpec], options: ReplayOptions, progress: bool
+) -> list[ReplayedCase]:
+    total = len(cases) * options.repeats
+    with Progress(console=Console(stderr=True), disable=not progress, transient=True) as bar:
+        task = bar.add_task(f"replaying {len(cases)} cases", total=total)
+        return replay(cases, options, on_done=lambda: bar.advance(task))
+
+
+def _store(
+    session: Session,
+    run_id: uuid.UUID,
+    replayed: list[ReplayedCase],
+    case_ids: dict[str, int],
+    scoring: ScoringContext,
+    settings: EvalSettings,
+    replay_ended: datetime,
+) -> RunSummary:
+    scoring.similarity.prepare(_texts_to_embed(replayed))
+    rows = []
+    for item in replayed:
+        completion = item.completion
+        answer = Answer(text=completion.text, retrieved_ids=completion.retrieved_ids, error=completion.error)
+        results = score_answer(item.case, answer, scoring)
+        scores: dict[str, float] = {name: r.score for name, r in results.items() if r.score is not None}
+        session.add(_result_row(run_id, case_ids[item.case.id], item, scores, results))
+        rows.append((item.case.id, item.case.scenario, scores))
+    run = session.get_one(EvalRun, run_id)
+    num_errors = sum(1 for item in replayed if item.completion.error is not None)
+    summary = summarize(
+        average_repeats(rows),
+        num_errors=num_errors,
+        resamples=settings.eval_bootstrap_resamples,
+        seed=settings.eval_seed,
+    )
+    run.finished_at = replay_ended
+    session.flush()
+    run.summary = summary.model_dump(mode="json")
+    run.infra = compute_infra(session, run).model_dump(mode="json")
+    run.status = "completed"
+    return summary
+
+
+def _result_row(
+    run_id: uuid.UUID,
+    case_id: int,
+    item: ReplayedCase,
+    scores: dict[str, float],
+    results: dict[MetricName, MetricResult],
+) -> EvalResult:
+    completion = item.completion
+    return EvalResult(
+        run_id=run_id,
+        case_id=case_id,
+        repeat=item.repeat,
+        response=completion.text,
+        retrieved_ids=completion.retrieved_ids,
+        scores=scores,
+        passed={name: r.passed for name, r in results.items() if r.passed is not None},
+        latency_ms=completion.latency_ms,
+        ttft_ms=completion.ttft_ms,
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+        exact_cache_hit=completion.exact_cache_hit,
+        semantic_cache_hit=completion.semantic_cache_hit,
+        degraded=completion.degraded,
+        error=completion.error,
+        trace_id=completion.trace_id,
+    )
+
+
+def _texts_to_embed(replayed: list[ReplayedCase]) -> list[str]:
+    texts = []
+    for item in replayed:
+        texts += [item.case.prompt_text(), item.case.reference_answer or "", item.completion.text or ""]
+    return [text for text in texts if text]
+
+
+def _fail_run(session_factory: sessionmaker[Session], run_id: uuid.UUID, error: BaseException) -> None:
+    with session_factory.begin() as session:
+        run = session.get_one(EvalRun, run_id)
+        run.status = "failed"
+        run.error = (str(error).splitlines() or [type(error).__name__])[0][:500]
+        run.finished_at = datetime.now(UTC)
+
+
+def current_git_sha() -> str | None:
+    """The commit checked out in the working directory, if it is a git checkout."""
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = result.stdout.strip()
+    return sha if result.returncode == 0 and sha else None

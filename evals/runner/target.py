@@ -1,0 +1,90 @@
+"""What the target is: its URLs, its ``/v1/config`` and the fingerprint a run records."""
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from evals.errors import EndpointUnreachable
+
+
+def base_url(endpoint: str) -> str:
+    """The endpoint without a trailing slash or ``/v1``: users may give either form."""
+    url = endpoint.rstrip("/")
+    return url.removesuffix("/v1")
+
+
+def api_url(endpoint: str, path: str) -> str:
+    """The URL of an OpenAI-style API path (``/chat/completions``) on ``endpoint``."""
+    return f"{base_url(endpoint)}/v1{path}"
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """The target's configuration as it reported it, and the fingerprint that identifies it."""
+
+    config: dict[str, Any]
+    fingerprint: str
+
+
+def fingerprint_of(value: Any) -> str:
+    """A short stable hash of any JSON value."""
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def fetch_target_config(
+    endpoint: str, *, timeout_s: float = 10.0, api_key: str | None = None
+) -> TargetConfig:
+    """``GET /v1/config`` (the reference service), else the model list of any OpenAI-compatible server.
+
+    Raises ``EndpointUnreachable`` when the endpoint answers neither.
+    """
+    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with httpx.Client(timeout=timeout_s, headers=headers) as client:
+            response = client.get(api_url(endpoint, "/config"))
+            if response.status_code == 200:
+                config = _json_object(response, endpoint)
+                fingerprint = str(config.get("fingerprint") or fingerprint_of(config))
+                return TargetConfig(config=config, fingerprint=fingerprint)
+            models = client.get(api_url(endpoint, "/models"))
+    except httpx.HTTPError as error:
+        raise EndpointUnreachable(f"cannot reach the target at {endpoint}: {_reason(error)}") from None
+    if models.status_code != 200:
+        raise EndpointUnreachable(
+            f"{endpoint} is not an OpenAI-compatible endpoint: GET /v1/config gave {response.status_code}, "
+            f"GET /v1/models gave {models.status_code}"
+        )
+    listing = _json_object(models, endpoint)
+    config = {"endpoint": base_url(endpoint), "models": listing.get("data", [])}
+    return TargetConfig(config=config, fingerprint=fingerprint_of(config))
+
+
+def first_model_id(config: dict[str, Any]) -> str | None:
+    """A model name from a stored config: its ``model`` key or the first listed model."""
+    for key in ("model", "model_name", "served_model_name"):
+        value = config.get(key)
+        if isinstance(value, str) and value:
+            return value
+    models = config.get("models")
+    if isinstance(models, list) and models and isinstance(models[0], dict) and "id" in models[0]:
+        return str(models[0]["id"])
+    return None
+
+
+def _json_object(response: httpx.Response, endpoint: str) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise EndpointUnreachable(f"{response.request.url} did not return a JSON object ({endpoint})")
+    return body
+
+
+def _reason(error: httpx.HTTPError) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__

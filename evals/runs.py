@@ -1,0 +1,92 @@
+"""Stored runs: find them by id or tag, tag them, read their per-case scores back."""
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from evallens.db.models import EvalCase, EvalResult, EvalRun, EvalSet, EvalTag
+from evallens.db.models.traces import DEFAULT_PROJECT
+from evals.errors import RunNotFound
+from evals.scoring import CaseScores, average_repeats
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """A resolved run with the name of its set."""
+
+    run: EvalRun
+    eval_set: EvalSet
+
+
+def resolve_run(
+    session: Session, reference: str, *, eval_set_name: str | None = None, project: str = DEFAULT_PROJECT
+) -> RunRef:
+    """The run named by a run id (or a unique id prefix) or by a tag (within ``eval_set_name`` if given)."""
+    run = _run_by_id(session, reference) or _run_by_tag(session, reference, eval_set_name, project)
+    if run is None:
+        raise RunNotFound(f"no run or tag '{reference}'")
+    return RunRef(run=run, eval_set=session.get_one(EvalSet, run.eval_set_id))
+
+
+def _run_by_id(session: Session, reference: str) -> EvalRun | None:
+    try:
+        return session.get(EvalRun, uuid.UUID(reference))
+    except ValueError:
+        pass
+    if len(reference) < 6 or any(c not in "0123456789abcdef-" for c in reference.lower()):
+        return None
+    matches = list(session.scalars(select(EvalRun).where(EvalRun.id.cast(str).like(f"{reference.lower()}%"))))
+    return matches[0] if len(matches) == 1 else None
+
+
+def _run_by_tag(session: Session, tag: str, eval_set_name: str | None, project: str) -> EvalRun | None:
+    query = select(EvalTag).where(EvalTag.project == project, EvalTag.tag == tag)
+    if eval_set_name is not None:
+        query = query.where(EvalTag.eval_set_name == eval_set_name)
+    tags = list(session.scalars(query))
+    if len(tags) > 1:
+        raise RunNotFound(f"tag '{tag}' exists for several sets; give a run id")
+    return session.get(EvalRun, tags[0].run_id) if tags else None
+
+
+def tag_run(session: Session, reference: str, tag: str, *, project: str = DEFAULT_PROJECT) -> RunRef:
+    """Point ``tag`` (e.g. ``main``) at a completed run of its set, replacing an earlier target."""
+    ref = resolve_run(session, reference, project=project)
+    if ref.run.status != "completed":
+        raise RunNotFound(f"run {ref.run.id} is {ref.run.status}, only completed runs can be tagged")
+    statement = insert(EvalTag).values(
+        project=project, eval_set_name=ref.eval_set.name, tag=tag, run_id=ref.run.id
+    )
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["project", "eval_set_name", "tag"], set_={"run_id": ref.run.id}
+        )
+    )
+    return ref
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """One stored result row with its case, for comparisons and flipped-case reports."""
+
+    case: EvalCase
+    result: EvalResult
+
+
+def load_results(session: Session, run_id: uuid.UUID) -> list[StoredResult]:
+    """Every result of a run with its case, first repeat first."""
+    query = (
+        select(EvalCase, EvalResult)
+        .join(EvalResult, EvalResult.case_id == EvalCase.id)
+        .where(EvalResult.run_id == run_id)
+        .order_by(EvalCase.case_key, EvalResult.repeat)
+    )
+    return [StoredResult(case=case, result=result) for case, result in session.execute(query)]
+
+
+def case_scores(results: list[StoredResult]) -> list[CaseScores]:
+    """Per-case scores of a run, averaged over repeats."""
+    return average_repeats([(r.case.case_key, r.case.scenario, dict(r.result.scores)) for r in results])

@@ -1,0 +1,75 @@
+"""The eval-set file format (docs/evalset-format.md) as pydantic models."""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Expected = Literal["answer", "decline", "refuse"]
+Fact = str | int | float
+
+
+class Message(BaseModel):
+    """One chat message of a multi-turn case."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str = Field(min_length=1)
+
+
+class CaseSpec(BaseModel):
+    """One case as written in a set file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, description="unique within the set")
+    scenario: str = Field(min_length=1)
+    question: str | None = None
+    messages: list[Message] | None = None
+    reference_answer: str | None = None
+    required_facts: list[Fact] = Field(default_factory=list)
+    reference_context_ids: list[str] = Field(default_factory=list)
+    expected: Expected = "answer"
+    tags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> "CaseSpec":
+        if (self.question is None) == (self.messages is None):
+            raise ValueError("give exactly one of 'question' or 'messages'")
+        if self.messages is not None and not any(m.role == "user" for m in self.messages):
+            raise ValueError("'messages' needs at least one user message")
+        if self.expected == "answer" and not self.reference_answer:
+            raise ValueError("a case with expected 'answer' needs a 'reference_answer'")
+        return self
+
+    def chat_messages(self) -> list[dict[str, str]]:
+        """The messages sent to the target."""
+        if self.messages is not None:
+            return [message.model_dump() for message in self.messages]
+        return [{"role": "user", "content": self.question or ""}]
+
+    def prompt_text(self) -> str:
+        """The question the answer must address: the question, or the last user message."""
+        if self.question is not None:
+            return self.question
+        return [m.content for m in self.messages or [] if m.role == "user"][-1]
+
+
+class SetFile(BaseModel):
+    """A YAML set file: a set name, a default scenario and the cases."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    set: str = Field(min_length=1)
+    scenario: str | None = None
+    description: str | None = None
+    cases: list[dict[str, object]] = Field(min_length=1)
+
+
+class EvalSetSpec(BaseModel):
+    """All cases of one named set, gathered from every file that names it."""
+
+    name: str
+    description: str | None = None
+    source_path: str
+    cases: list[CaseSpec]

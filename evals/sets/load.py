@@ -1,0 +1,114 @@
+"""Read eval-set files (YAML or JSONL) into validated sets; every error names the file and the case."""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from evals.errors import EvalSetError
+from evals.sets.format import CaseSpec, EvalSetSpec, SetFile
+
+SET_SUFFIXES = (".yaml", ".yml", ".jsonl")
+
+
+def load_sets(path: Path) -> list[EvalSetSpec]:
+    """Every set found in ``path`` (a file, or a folder searched recursively), cases grouped by set name."""
+    files = _set_files(path)
+    grouped: dict[str, list[tuple[Path, CaseSpec]]] = {}
+    descriptions: dict[str, str | None] = {}
+    for file in files:
+        for set_name, description, case in _read_file(file):
+            grouped.setdefault(set_name, []).append((file, case))
+            if description and not descriptions.get(set_name):
+                descriptions[set_name] = description
+    sets = []
+    for name, located in sorted(grouped.items()):
+        _reject_duplicates(name, located)
+        sets.append(
+            EvalSetSpec(
+                name=name,
+                description=descriptions.get(name),
+                source_path=str(path),
+                cases=[case for _, case in located],
+            )
+        )
+    return sets
+
+
+def _set_files(path: Path) -> list[Path]:
+    if not path.exists():
+        raise EvalSetError(f"{path}: no such file or folder")
+    if path.is_file():
+        if path.suffix not in SET_SUFFIXES:
+            raise EvalSetError(f"{path}: not a set file (expected {', '.join(SET_SUFFIXES)})")
+        return [path]
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SET_SUFFIXES)
+    if not files:
+        raise EvalSetError(f"{path}: no *.yaml, *.yml or *.jsonl set files")
+    return files
+
+
+def _read_file(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
+    if file.suffix == ".jsonl":
+        yield from _read_jsonl(file)
+    else:
+        yield from _read_yaml(file)
+
+
+def _read_yaml(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
+    try:
+        document = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise EvalSetError(f"{file}:{where} not valid YAML: {getattr(error, 'problem', error)}") from None
+    try:
+        set_file = SetFile.model_validate(document)
+    except ValidationError as error:
+        raise EvalSetError(f"{file}: {_first_problem(error)}") from None
+    for index, raw in enumerate(set_file.cases):
+        case = {"scenario": set_file.scenario, **raw} if set_file.scenario else dict(raw)
+        yield set_file.set, set_file.description, _validate_case(file, case, f"case #{index + 1}")
+
+
+def _read_jsonl(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise EvalSetError(f"{file}: line {number}: not valid JSON: {error.msg}") from None
+        if not isinstance(raw, dict) or not isinstance(raw.get("set"), str) or not raw["set"]:
+            raise EvalSetError(f"{file}: line {number}: each line needs an object with a 'set' name")
+        set_name = raw.pop("set")
+        raw.pop("description", None)
+        yield set_name, None, _validate_case(file, raw, f"line {number}")
+
+
+def _validate_case(file: Path, raw: dict[str, Any], position: str) -> CaseSpec:
+    label = f"case '{raw['id']}'" if isinstance(raw.get("id"), str) else position
+    try:
+        return CaseSpec.model_validate(raw)
+    except ValidationError as error:
+        raise EvalSetError(f"{file}: {label}: {_first_problem(error)}") from None
+
+
+def _first_problem(error: ValidationError) -> str:
+    problem = error.errors()[0]
+    where = ".".join(str(part) for part in problem["loc"])
+    message = problem["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def _reject_duplicates(set_name: str, located: list[tuple[Path, CaseSpec]]) -> None:
+    seen: dict[str, Path] = {}
+    for file, case in located:
+        if case.id in seen:
+            raise EvalSetError(
+                f"{file}: case '{case.id}': duplicate id in set '{set_name}' (also in {seen[case.id]})"
+            )
+        seen[case.id] = file

@@ -1,0 +1,116 @@
+"""Store eval sets in PostgreSQL, one version per distinct content hash, and find them again."""
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from evallens.db.models import EvalCase, EvalSet
+from evallens.db.models.traces import DEFAULT_PROJECT
+from evals.errors import EvalSetError
+from evals.sets.format import CaseSpec, EvalSetSpec
+
+
+@dataclass(frozen=True)
+class SyncedSet:
+    """The stored version a set file maps to, and whether this sync created it."""
+
+    name: str
+    version: int
+    eval_set_id: int
+    content_hash: str
+    num_cases: int
+    created: bool
+
+
+def content_hash(eval_set: EvalSetSpec) -> str:
+    """A hash of the cases' content, independent of file layout and case order."""
+    cases = sorted((case.model_dump(mode="json") for case in eval_set.cases), key=lambda c: str(c["id"]))
+    canonical = json.dumps(cases, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def sync_set(session: Session, eval_set: EvalSetSpec, *, project: str = DEFAULT_PROJECT) -> SyncedSet:
+    """Store ``eval_set`` as a new version unless a version with the same content exists."""
+    digest = content_hash(eval_set)
+    existing = session.scalars(
+        select(EvalSet).where(
+            EvalSet.project == project, EvalSet.name == eval_set.name, EvalSet.content_hash == digest
+        )
+    ).one_or_none()
+    if existing is not None:
+        return SyncedSet(eval_set.name, existing.version, existing.id, digest, len(eval_set.cases), False)
+    latest = session.scalar(
+        select(func.max(EvalSet.version)).where(EvalSet.project == project, EvalSet.name == eval_set.name)
+    )
+    row = EvalSet(
+        project=project,
+        name=eval_set.name,
+        version=(latest or 0) + 1,
+        content_hash=digest,
+        description=eval_set.description,
+        source_path=eval_set.source_path,
+    )
+    session.add(row)
+    session.flush()
+    session.add_all(_case_row(row.id, case) for case in eval_set.cases)
+    session.flush()
+    return SyncedSet(eval_set.name, row.version, row.id, digest, len(eval_set.cases), True)
+
+
+def _case_row(eval_set_id: int, case: CaseSpec) -> EvalCase:
+    return EvalCase(
+        eval_set_id=eval_set_id,
+        case_key=case.id,
+        scenario=case.scenario,
+        question=case.question,
+        messages=[m.model_dump() for m in case.messages] if case.messages is not None else None,
+        reference_answer=case.reference_answer,
+        required_facts=list(case.required_facts),
+        reference_context_ids=list(case.reference_context_ids),
+        expected_behavior=case.expected,
+        tags=list(case.tags),
+    )
+
+
+def find_set_version(session: Session, selector: str, *, project: str = DEFAULT_PROJECT) -> EvalSet:
+    """The stored set named by ``name`` (latest version) or ``name@version``."""
+    name, _, version_text = selector.partition("@")
+    query = select(EvalSet).where(EvalSet.project == project, EvalSet.name == name)
+    if version_text:
+        if not version_text.isdigit():
+            raise EvalSetError(f"'{selector}': the version after '@' must be a number")
+        query = query.where(EvalSet.version == int(version_text))
+    row = session.scalars(query.order_by(EvalSet.version.desc()).limit(1)).one_or_none()
+    if row is None:
+        raise EvalSetError(f"no stored eval set '{selector}': run `evallens eval sets sync PATH` first")
+    return row
+
+
+def load_cases(session: Session, eval_set_id: int) -> list[EvalCase]:
+    """The active cases of one stored set version, in case-key order."""
+    query = (
+        select(EvalCase)
+        .where(EvalCase.eval_set_id == eval_set_id, EvalCase.status == "active")
+        .order_by(EvalCase.case_key)
+    )
+    return list(session.scalars(query))
+
+
+def case_spec(case: EvalCase) -> CaseSpec:
+    """A stored case back as the file-format model (what the runner and metrics work on)."""
+    return CaseSpec.model_validate(
+        {
+            "id": case.case_key,
+            "scenario": case.scenario,
+            "question": case.question,
+            "messages": case.messages,
+            "reference_answer": case.reference_answer,
+            "required_facts": case.required_facts,
+            "reference_context_ids": case.reference_context_ids,
+            "expected": case.expected_behavior,
+            "tags": case.tags,
+        }
+    )

@@ -1,0 +1,128 @@
+"""Fixtures for the eval engine: sessions on the test database, the CLI, and a scripted target."""
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db import create_db_engine, create_session_factory
+from evallens.settings import child_environment
+from evals.metrics._embedding import MiniLmSimilarity
+
+SETS = Path(__file__).parent / "sets"
+
+
+@pytest.fixture(scope="session")
+def similarity() -> MiniLmSimilarity:
+    return MiniLmSimilarity()
+
+
+@pytest.fixture
+def sessions(database_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = create_db_engine(database_url)
+    yield create_session_factory(engine)
+    engine.dispose()
+
+
+def run_cli(
+    *args: str, database_url: str, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {"EVALLENS_DATABASE_URL": database_url, "COLUMNS": "200", **(extra_env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "evallens", *args],
+        env=child_environment(env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ScriptedTarget:
+    """An OpenAI-compatible server that answers each question from a script (a stand-in target)."""
+
+    url: str
+    answers: dict[str, str] = field(default_factory=dict)
+    retrieved: dict[str, list[str]] = field(default_factory=dict)
+    semantic_hits: set[str] = field(default_factory=set)
+    config: dict[str, Any] = field(default_factory=lambda: {"fingerprint": "cfg-1", "model": "scripted"})
+    documents: list[str] = field(default_factory=list)
+    headers_seen: list[dict[str, str]] = field(default_factory=list)
+    failing: set[str] = field(default_factory=set)
+
+
+def _scripted_app(target: ScriptedTarget) -> FastAPI:
+    app = FastAPI()
+
+    @app.get("/v1/config")
+    async def config() -> JSONResponse:
+        return JSONResponse(target.config)
+
+    @app.get("/v1/documents")
+    async def documents() -> JSONResponse:
+        return JSONResponse({"documents": [{"id": d} for d in target.documents]})
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> StreamingResponse:
+        body = await request.json()
+        target.headers_seen.append(dict(request.headers))
+        question = body["messages"][-1]["content"]
+        if question in target.failing:
+            return JSONResponse({"error": {"message": "engine exploded"}}, status_code=500)  # type: ignore[return-value]
+        answer = target.answers.get(question, "I'm sorry, but I can't help with that.")
+        extension = {
+            "retrieved_ids": target.retrieved.get(question, []),
+            "cache": {"exact": False, "semantic": question in target.semantic_hits},
+            "degraded": False,
+        }
+
+        async def stream() -> AsyncIterator[str]:
+            words = answer.split(" ")
+            for i in range(0, len(words), 3):
+                piece = " ".join(words[i : i + 3]) + (" " if i + 3 < len(words) else "")
+                yield f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': piece}}]})}\n\n"
+            final = {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": len(words)}}
+            yield f"data: {json.dumps({**final, 'evallens': extension})}\n\n"
+            yield "data: [DONE]\n\n"
+
+        trace = f"{abs(hash(question)):032x}"[-32:]
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"x-trace-id": trace})
+
+    return app
+
+
+@pytest.fixture
+def scripted_target() -> Iterator[ScriptedTarget]:
+    port = free_port()
+    target = ScriptedTarget(url=f"http://127.0.0.1:{port}")
+    server = uvicorn.Server(
+        uvicorn.Config(_scripted_app(target), host="127.0.0.1", port=port, log_level="error")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("scripted target did not start")
+        time.sleep(0.05)
+    yield target
+    server.should_exit = True
+    thread.join(timeout=10)

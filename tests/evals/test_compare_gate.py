@@ -1,0 +1,257 @@
+"""Compare and gate on runs, results, spans and metric samples written into the real test database."""
+
+import json
+import uuid
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db.models import EvalResult, EvalRun, GateReport, MetricSample, Span
+from evallens.db.partitions import create_span_partitions
+from evallens.reports import GateReportBody
+from evallens.telemetry import attributes as attr
+from evallens.telemetry import metrics as prom
+from evals.compare import ComparisonOptions, compare_runs
+from evals.runs import tag_run
+from evals.sets.format import CaseSpec, EvalSetSpec
+from evals.sets.store import load_cases, sync_set
+from tests.evals.conftest import run_cli
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+NUM_CASES = 30
+
+
+def _make_set(session: Session) -> int:
+    cases = [
+        CaseSpec(
+            id=f"{scenario[:2]}-{i:03d}",
+            scenario=scenario,
+            question=f"question {scenario} {i}?",
+            reference_answer=f"answer {i}",
+            reference_context_ids=[f"doc-{i}"],
+        )
+        for scenario in ("returns_refunds", "shipping_logistics")
+        for i in range(NUM_CASES)
+    ]
+    spec = EvalSetSpec(name="synthetic", source_path="memory", cases=cases)
+    return sync_set(session, spec).eval_set_id
+
+
+def _add_run(
+    session: Session,
+    eval_set_id: int,
+    start: datetime,
+    *,
+    wrong: int = 0,
+    semantic_hits: int = 0,
+    recall_misses: int = 0,
+    config: dict[str, object] | None = None,
+) -> uuid.UUID:
+    """A completed run; in returns_refunds the first ``wrong`` answers are inaccurate and the first
+    ``semantic_hits`` requests were served from the semantic cache (one span per request)."""
+    run = EvalRun(
+        id=uuid.uuid4(),
+        eval_set_id=eval_set_id,
+        endpoint="http://target",
+        config=config or {"top_k": 5},
+        config_fingerprint=json.dumps(config or {}),
+        status="completed",
+        started_at=start,
+        finished_at=start + timedelta(minutes=5),
+    )
+    session.add(run)
+    session.flush()
+    for n, case in enumerate(load_cases(session, eval_set_id)):
+        index = int(case.case_key.split("-")[1])
+        in_returns = case.scenario == "returns_refunds"
+        accurate = not (in_returns and index < wrong)
+        retrieved = not (case.scenario == "shipping_logistics" and index < recall_misses)
+        session.add(
+            EvalResult(
+                run_id=run.id,
+                case_id=case.id,
+                response=f"reply {case.case_key}",
+                scores={
+                    "accuracy": float(accurate),
+                    "irrelevance": 0.0,
+                    "harmfulness": 0.0,
+                    "recall": float(retrieved),
+                },
+                passed={"accuracy": accurate},
+                latency_ms=400.0,
+                trace_id=f"{run.id.hex[:16]}{n:016x}",
+            )
+        )
+        hit = in_returns and index < semantic_hits
+        session.add(
+            Span(
+                trace_id=f"{run.id.hex[:16]}{n:016x}",
+                span_id=f"{n:016x}",
+                start_time=start + timedelta(seconds=n),
+                end_time=start + timedelta(seconds=n, milliseconds=300),
+                duration_ms=300.0 + n,
+                name="chat",
+                kind=2,
+                status_code=1,
+                attributes={attr.CACHE_SEMANTIC_HIT: hit, attr.TIME_TO_FIRST_TOKEN_S: 0.05},
+                resource={},
+                events=[],
+                eval_run_id=str(run.id),
+                eval_case_id=case.case_key,
+                output_tokens=20,
+            )
+        )
+    return run.id
+
+
+def _add_samples(session: Session, start: datetime, *, kv: float, prefix_hits: float) -> None:
+    for minute, (queries, hits) in enumerate([(0, 0), (50, 25), (100, 100 * prefix_hits)]):
+        time = start + timedelta(minutes=2 * minute)
+        session.add_all(
+            [
+                MetricSample(
+                    time=time,
+                    name=prom.VLLM_KV_CACHE_USAGE,
+                    labels={},
+                    value=kv * (minute + 1) / 3,
+                    target="t",
+                ),
+                MetricSample(
+                    time=time,
+                    name=prom.VLLM_PREFIX_CACHE_QUERIES,
+                    labels={},
+                    value=1000 + queries,
+                    target="t",
+                ),
+                MetricSample(
+                    time=time, name=prom.VLLM_PREFIX_CACHE_HITS, labels={}, value=500 + hits, target="t"
+                ),
+            ]
+        )
+
+
+@pytest.fixture
+def runs(sessions: sessionmaker[Session]) -> dict[str, uuid.UUID]:
+    with sessions.begin() as session:
+        create_span_partitions(session.connection(), [T0.date()])
+        eval_set_id = _make_set(session)
+        baseline = _add_run(session, eval_set_id, T0)
+        _add_samples(session, T0, kv=0.3, prefix_hits=0.5)
+        same = _add_run(session, eval_set_id, T0 + timedelta(hours=1))
+        cached = _add_run(
+            session,
+            eval_set_id,
+            T0 + timedelta(hours=2),
+            wrong=14,
+            semantic_hits=20,
+            config={"top_k": 5, "semantic_cache": {"threshold": 0.2}},
+        )
+        retrieval_off = _add_run(
+            session, eval_set_id, T0 + timedelta(hours=3), recall_misses=25, config={"top_k": 0}
+        )
+        tag_run(session, str(baseline), "main")
+    return {"baseline": baseline, "same": same, "cached": cached, "retrieval_off": retrieval_off}
+
+
+def test_infra_summary_from_spans_and_samples(
+    sessions: sessionmaker[Session], runs: dict[str, uuid.UUID]
+) -> None:
+    with sessions.begin() as session:
+        body = compare_runs(session, "main", str(runs["cached"]), ComparisonOptions())
+    base = body.infra_baseline
+    assert base is not None and body.infra_candidate is not None
+    assert base.num_requests == 60 and base.latency_ms_p50 == pytest.approx(329.5)
+    assert base.ttft_ms_p95 == pytest.approx(50.0)
+    assert base.output_tokens_per_s == pytest.approx(60 * 20 / (sum(300.0 + n for n in range(60)) / 1000))
+    assert base.kv_cache_usage_max == pytest.approx(0.3) and base.kv_cache_usage_mean == pytest.approx(0.2)
+    assert base.prefix_cache_hit_rate == pytest.approx(0.5)  # (550 - 500) / (1100 - 1000)
+    assert base.semantic_cache_hit_rate == 0.0
+    assert body.infra_candidate.semantic_cache_hit_rate == pytest.approx(20 / 60)
+    assert body.infra_candidate.kv_cache_usage_max is None  # no samples in the candidate's window
+
+
+def test_semantic_cache_regression_names_the_cache(
+    sessions: sessionmaker[Session], runs: dict[str, uuid.UUID]
+) -> None:
+    with sessions.begin() as session:
+        body = compare_runs(session, "main", str(runs["cached"]), ComparisonOptions())
+    assert body.verdict == "regression"
+    regressions = {(c.scenario, c.metric) for c in body.comparisons if c.regression}
+    assert regressions == {("overall", "accuracy"), ("returns_refunds", "accuracy")}
+    cell = next(c for c in body.comparisons if (c.scenario, c.metric) == ("returns_refunds", "accuracy"))
+    assert cell.test == "mcnemar" and cell.p_value == pytest.approx(2 / 2**14)
+    (cache_hint,) = [h for h in body.hints if "semantic-cache" in h.message]
+    assert "too loose" in cache_hint.message
+    assert cache_hint.evidence["semantic_cache_hit_rate_baseline"] == 0.0
+    assert cache_hint.evidence["semantic_cache_hit_rate_candidate"] == pytest.approx(1 / 3)
+    assert any("semantic_cache.threshold" in h.message for h in body.hints)
+    assert {f.case_key for f in body.flipped_cases} == {f"re-{i:03d}" for i in range(14)}
+
+
+def test_recall_regression_points_at_retrieval(
+    sessions: sessionmaker[Session], runs: dict[str, uuid.UUID]
+) -> None:
+    with sessions.begin() as session:
+        body = compare_runs(session, "main", str(runs["retrieval_off"]), ComparisonOptions())
+    regressions = {(c.scenario, c.metric) for c in body.comparisons if c.regression}
+    assert regressions == {("overall", "recall"), ("shipping_logistics", "recall")}
+    assert any("index, the embedding model or top_k" in h.message for h in body.hints)
+    assert not any("semantic-cache" in h.message for h in body.hints)
+
+
+def test_gate_cli_exit_codes_and_reports(
+    database_url: str, sessions: sessionmaker[Session], runs: dict[str, uuid.UUID], tmp_path: Path
+) -> None:
+    passing = run_cli(
+        "gate",
+        "--baseline",
+        "main",
+        "--candidate",
+        str(runs["same"]),
+        "--report-dir",
+        str(tmp_path / "pass"),
+        database_url=database_url,
+    )
+    assert passing.returncode == 0, passing.stderr
+    assert "verdict: pass" in passing.stdout
+    failing = run_cli(
+        "gate",
+        "--baseline",
+        "main",
+        "--candidate",
+        str(runs["cached"]),
+        "--report-dir",
+        str(tmp_path / "fail"),
+        database_url=database_url,
+    )
+    assert failing.returncode == 1, failing.stderr
+    assert "REGRESSION" in failing.stdout and "semantic-cache hits rose" in failing.stdout
+
+    body = GateReportBody.model_validate_json((tmp_path / "fail" / "gate.json").read_text())
+    assert body.verdict == "regression" and body.candidate_run_id == str(runs["cached"])
+    markdown = (tmp_path / "fail" / "gate.md").read_text()
+    assert markdown.startswith("## :x: evallens gate: regression")
+    assert "| returns_refunds | accuracy | 1.000 | 0.533 | -46.7 |" in markdown and "too loose" in markdown
+    junit = ET.parse(tmp_path / "fail" / "gate.xml").getroot()
+    assert junit.get("failures") == "2"
+    failed = {(s.get("name"), c.get("name")) for s in junit for c in s if c.find("failure") is not None}
+    assert failed == {("overall", "accuracy"), ("returns_refunds", "accuracy")}
+    passed_junit = ET.parse(tmp_path / "pass" / "gate.xml").getroot()
+    assert passed_junit.get("failures") == "0"
+
+    with sessions() as session:
+        verdicts = {(str(r.candidate_run_id), r.verdict) for r in session.scalars(select(GateReport))}
+        stored = session.scalars(select(GateReport).where(GateReport.verdict == "regression")).one()
+    assert verdicts == {(str(runs["same"]), "pass"), (str(runs["cached"]), "regression")}
+    assert GateReportBody.model_validate(stored.report).hints == body.hints
+
+    compare = run_cli("eval", "compare", "main", str(runs["retrieval_off"]), database_url=database_url)
+    assert compare.returncode == 0 and "retrieval recall fell" in compare.stdout
+    missing = run_cli(
+        "gate", "--baseline", "nope", "--candidate", str(runs["same"]), database_url=database_url
+    )
+    assert missing.returncode == 2 and missing.stderr.strip() == "evallens: error: no run or tag 'nope'"

@@ -1,0 +1,147 @@
+"""The runner against an OpenAI-compatible target: what it records, and how failures end."""
+
+from pathlib import Path
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db.models import EvalResult, EvalRun
+from evallens.reports import InfraSummary, RunSummary
+from evallens.settings import EvalSettings
+from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID
+from evals.metrics._embedding import MiniLmSimilarity
+from evals.metrics.result import ScoringContext
+from evals.runner.run import run_eval
+from evals.sets.sync import sync_path
+from tests.evals.conftest import SETS, ScriptedTarget, free_port, run_cli
+
+RR1 = "How many days do I have to return an unopened item?"
+RR2 = "How long does a refund take to reach my card?"
+OOS = "Who won the 1998 football World Cup?"
+
+
+def _sync(sessions: sessionmaker[Session]) -> int:
+    with sessions.begin() as session:
+        return sync_path(session, SETS / "good").sets[0].eval_set_id
+
+
+def test_a_run_records_answers_timings_citations_and_scores(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    eval_set_id = _sync(sessions)
+    scripted_target.answers = {
+        RR1: "You can return unopened items within 30 days of delivery for a full refund.",
+        RR2: "Refunds usually arrive within 5 business days once we receive your return.",
+        OOS: "France won the 1998 World Cup.",
+    }
+    scripted_target.retrieved = {RR1: ["returns-policy#0", "returns-policy#2"], RR2: ["shipping-rates#1"]}
+    scripted_target.semantic_hits = {RR2}
+    settings = EvalSettings(eval_endpoint=scripted_target.url + "/v1/", eval_concurrency=2)
+    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity), progress=False)
+
+    with sessions() as session:
+        run = session.get_one(EvalRun, report.run_id)
+        assert (run.status, run.config_fingerprint, run.config["model"]) == ("completed", "cfg-1", "scripted")
+        results = {
+            r.case_id: r for r in session.scalars(select(EvalResult).where(EvalResult.run_id == run.id))
+        }
+    assert len(results) == 4
+    by_response = {r.response: r for r in results.values()}
+    first = by_response[scripted_target.answers[RR1]]
+    assert first.retrieved_ids == ["returns-policy"]
+    assert first.scores == {"accuracy": 1.0, "irrelevance": 0.0, "harmfulness": 0.0, "recall": 1.0}
+    assert first.ttft_ms is not None and first.latency_ms is not None and first.ttft_ms <= first.latency_ms
+    assert (first.input_tokens, first.output_tokens, first.semantic_cache_hit) == (
+        12,
+        14,
+        False,
+    )  # 14 words in the scripted answer
+    assert first.trace_id is not None and len(first.trace_id) == 32
+    second = by_response[scripted_target.answers[RR2]]
+    assert second.semantic_cache_hit is True and second.scores["recall"] == 0.0
+    assert by_response[scripted_target.answers[OOS]].scores["irrelevance"] == 1.0
+
+    summary = RunSummary.model_validate(run.summary)
+    assert summary.num_cases == 4 and summary.num_errors == 0
+    assert summary.scenarios["returns_refunds"]["recall"].mean == 0.5
+    assert summary.overall["harmfulness"].mean == 0.0  # the default answer refuses the harmful request
+    infra = InfraSummary.model_validate(run.infra)
+    assert infra.num_requests == 4 and infra.semantic_cache_hit_rate == 0.25
+    sent = {(h[HEADER_EVAL_RUN_ID], h[HEADER_EVAL_CASE_ID]) for h in scripted_target.headers_seen}
+    assert sent == {(str(run.id), key) for key in ("rr-001", "rr-002", "oos-001", "h-001")}
+
+
+def test_a_failed_request_is_a_recorded_failure(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    eval_set_id = _sync(sessions)
+    scripted_target.failing = {RR1}
+    settings = EvalSettings(eval_endpoint=scripted_target.url)
+    report = run_eval(
+        sessions, eval_set_id, settings, ScoringContext(similarity=similarity), repeats=2, progress=False
+    )
+    assert report.summary.num_errors == 2
+    with sessions() as session:
+        failed = list(session.scalars(select(EvalResult).where(EvalResult.error.is_not(None))))
+        run = session.get_one(EvalRun, report.run_id)
+    assert run.status == "completed" and len(failed) == 2
+    assert all(r.error.startswith("HTTP 500") and r.scores["accuracy"] == 0.0 for r in failed)  # type: ignore[union-attr]
+    assert {r.repeat for r in failed} == {0, 1}
+
+
+def test_an_unreachable_endpoint_is_one_line_exit_2_and_no_run(
+    database_url: str, sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    sync = run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url)
+    assert sync.returncode == 0, sync.stderr
+    dead = f"http://127.0.0.1:{free_port()}"
+    result = run_cli("eval", "run", "--set", "mini-support", "--endpoint", dead, database_url=database_url)
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"evallens: error: cannot reach the target at {dead}")
+    gate = run_cli("gate", "--baseline", "main", "--candidate-endpoint", dead, database_url=database_url)
+    assert gate.returncode == 2 and len(gate.stderr.strip().splitlines()) == 1
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalRun)) == 0
+
+
+def test_cli_run_then_tag(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.answers = {
+        RR1: "Unopened items can be returned within 30 days of delivery for a full refund."
+    }
+    result = run_cli(
+        "eval", "run", "--set", "mini-support@1", "--endpoint", scripted_target.url, database_url=database_url
+    )
+    assert result.returncode == 0, result.stderr
+    run_id = result.stdout.split()[1].rstrip(":")
+    assert "accuracy" in result.stdout and "failed requests 0" in result.stdout
+    tagged = run_cli("eval", "tag", run_id, "main", database_url=database_url)
+    assert tagged.returncode == 0 and run_id in tagged.stdout
+    with sessions() as session:
+        assert session.scalars(select(EvalRun.status)).all() == ["completed"]
+
+
+def test_watch_replays_when_the_fingerprint_changes(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    from evals.watch import watch
+
+    _sync(sessions)
+    polls: list[str] = []
+
+    def next_poll(_: float) -> None:
+        polls.append(scripted_target.config["fingerprint"])
+        if len(polls) == 2:  # the operator changes the model between the second and third poll
+            scripted_target.config = {"fingerprint": "cfg-2", "model": "scripted"}
+
+    settings = EvalSettings(eval_endpoint=scripted_target.url, eval_watch_interval_s=0.01)
+    reports = watch(
+        sessions, ["mini-support"], settings, ScoringContext(similarity=similarity),
+        endpoint=scripted_target.url, max_polls=4, sleep=next_poll,
+    )  # fmt: skip
+    assert [r.config_fingerprint for r in reports] == ["cfg-1", "cfg-2"]
+    with sessions() as session:
+        assert sorted(session.scalars(select(EvalRun.config_fingerprint))) == ["cfg-1", "cfg-2"]

@@ -1,0 +1,121 @@
+"""Set loading, validation errors (one line, exit 2 through the CLI) and versioned sync."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db.models import EvalCase, EvalSet
+from evals.errors import EvalSetError
+from evals.sets.load import load_sets
+from evals.sets.store import find_set_version, load_cases
+from evals.sets.sync import sync_path
+from tests.evals.conftest import SETS, ScriptedTarget, run_cli
+
+
+def test_yaml_and_jsonl_files_form_one_set() -> None:
+    (eval_set,) = load_sets(SETS / "good")
+    assert eval_set.name == "mini-support"
+    by_id = {case.id: case for case in eval_set.cases}
+    assert sorted(by_id) == ["h-001", "oos-001", "rr-001", "rr-002"]
+    assert by_id["rr-002"].scenario == "returns_refunds"  # the file's default
+    assert by_id["oos-001"].scenario == "out_of_scope"  # the case's override
+    assert by_id["h-001"].expected == "refuse"
+    assert by_id["rr-001"].chat_messages() == [
+        {"role": "user", "content": "How many days do I have to return an unopened item?"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("set: x\ncases:\n  - id: a\n    question: [unclosed\n", "not valid YAML"),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q?\n",
+            "case 'a1': a case with expected 'answer'",
+        ),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: maybe\n",
+            "case 'a1': expected",
+        ),
+        ("set: x\ncases:\n  - id: a1\n    question: q\n    expected: decline\n", "case 'a1': scenario"),
+        ("cases: []\n", "set: Field required"),
+    ],
+)
+def test_malformed_files_name_file_and_case(tmp_path: Path, content: str, expected: str) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(content)
+    with pytest.raises(EvalSetError) as error:
+        load_sets(tmp_path)
+    assert str(error.value).startswith(f"{path}:")
+    assert expected in str(error.value)
+
+
+def test_duplicate_case_ids_across_files(tmp_path: Path) -> None:
+    shutil.copy(SETS / "good" / "returns.yaml", tmp_path / "a.yaml")
+    shutil.copy(SETS / "good" / "returns.yaml", tmp_path / "b.yaml")
+    with pytest.raises(EvalSetError, match="case 'rr-001': duplicate id in set 'mini-support'"):
+        load_sets(tmp_path)
+
+
+def test_malformed_file_is_one_line_and_exit_2(database_url: str, tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"set": "x", "id": "a", "question": "q", "expected": "decline"\n')
+    result = run_cli("eval", "sets", "sync", str(tmp_path), database_url=database_url)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"evallens: error: {tmp_path / 'bad.jsonl'}: line 1: not valid JSON: Expecting ',' delimiter"
+    ]
+
+
+def test_unknown_document_ids_are_one_line_and_exit_2(database_url: str, tmp_path: Path) -> None:
+    shutil.copytree(SETS / "good", tmp_path / "sets")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "returns-policy.md").write_text("# Returns\n")
+    result = run_cli("eval", "sets", "sync", str(tmp_path / "sets"), database_url=database_url)
+    assert result.returncode == 2, result.stdout
+    (line,) = result.stderr.strip().splitlines()
+    assert "case 'rr-002'" in line and "unknown document id(s) refund-timing" in line
+    assert "version" not in result.stdout
+
+
+def test_sync_stores_a_version_per_content_hash(sessions: sessionmaker[Session], tmp_path: Path) -> None:
+    shutil.copytree(SETS / "good", tmp_path / "sets")
+    shutil.copytree(SETS / "docs", tmp_path / "docs")
+    with sessions.begin() as session:
+        first = sync_path(session, tmp_path / "sets")
+    assert first.checked_against.startswith("docs folder")
+    with sessions.begin() as session:
+        again = sync_path(session, tmp_path / "sets")
+    assert [(s.version, s.created) for s in first.sets] == [(1, True)]
+    assert [(s.version, s.created) for s in again.sets] == [(1, False)]
+
+    path = tmp_path / "sets" / "returns.yaml"
+    path.write_text(path.read_text().replace("within 30 days of delivery", "within 30 days of receipt"))
+    with sessions.begin() as session:
+        changed = sync_path(session, tmp_path / "sets")
+    assert [(s.version, s.created) for s in changed.sets] == [(2, True)]
+
+    with sessions() as session:
+        v1, latest = find_set_version(session, "mini-support@1"), find_set_version(session, "mini-support")
+        assert (v1.version, latest.version) == (1, 2)
+        answers = {c.case_key: c.reference_answer for c in load_cases(session, v1.id)}
+        assert "delivery" in (answers["rr-001"] or "")
+        assert session.scalar(select(func.count()).select_from(EvalCase)) == 8
+        assert session.scalar(select(func.count()).select_from(EvalSet)) == 2
+        with pytest.raises(EvalSetError, match="no stored eval set 'mini-support@3'"):
+            find_set_version(session, "mini-support@3")
+
+
+def test_ids_checked_against_the_targets_knowledge_base(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, tmp_path: Path
+) -> None:
+    shutil.copytree(SETS / "good", tmp_path / "sets")
+    scripted_target.documents = ["returns-policy"]
+    with sessions.begin() as session, pytest.raises(EvalSetError, match="unknown document id.*refund-timing"):
+        sync_path(session, tmp_path / "sets", endpoint=scripted_target.url)
+    scripted_target.documents = ["returns-policy", "refund-timing"]
+    with sessions.begin() as session:
+        report = sync_path(session, tmp_path / "sets", endpoint=scripted_target.url)
+    assert report.checked_against == f"knowledge base of {scripted_target.url}"
