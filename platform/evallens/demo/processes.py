@@ -1,0 +1,100 @@
+"""Child processes the demo starts: each logs to a file, is waited on until healthy, and is stopped."""
+
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from evallens.errors import EvallensError
+from evallens.settings import child_environment
+
+
+class ProcessFailed(EvallensError):
+    """A child process exited or never became healthy."""
+
+
+@dataclass
+class ManagedProcess:
+    """One child process with its log file."""
+
+    name: str
+    command: Sequence[str]
+    log_path: Path
+    environment: Mapping[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the process, appending its output to ``log_path``."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                list(self.command),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=child_environment(self.environment),
+                start_new_session=True,  # Ctrl-C reaches the demo, which stops children in order
+            )
+
+    def wait_healthy(self, url: str, timeout_s: float) -> None:
+        """Poll ``url`` until it answers 200; fail with the log's location if the process dies."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise ProcessFailed(
+                    f"{self.name} exited with code {self.process.returncode}; see {self.log_path}"
+                )
+            try:
+                if httpx.get(url, timeout=2.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise ProcessFailed(
+            f"{self.name} was not healthy at {url} after {timeout_s:.0f} s; see {self.log_path}"
+        )
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        """SIGTERM, then SIGKILL after ``timeout_s``."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    @property
+    def running(self) -> bool:
+        """Whether the process is alive."""
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
+class ProcessGroup:
+    """The demo's children, stopped in reverse start order."""
+
+    processes: list[ManagedProcess] = field(default_factory=list)
+
+    def add(self, process: ManagedProcess) -> ManagedProcess:
+        """Start ``process`` and remember it for ``stop_all``."""
+        process.start()
+        self.processes.append(process)
+        return process
+
+    def stop(self, name: str) -> None:
+        """Stop and forget the process called ``name``."""
+        for process in [p for p in self.processes if p.name == name]:
+            process.stop()
+            self.processes.remove(process)
+
+    def stop_all(self) -> None:
+        """Stop every child, newest first."""
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
