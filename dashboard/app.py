@@ -5,11 +5,11 @@ import streamlit as st
 from dashboard import _ui
 
 PAGES = (
-    ("pages/overview.py", "Overview", ":material/dashboard:", "overview"),
-    ("pages/compare.py", "Compare runs", ":material/compare_arrows:", "compare"),
-    ("pages/traces.py", "Traces", ":material/account_tree:", "traces"),
-    ("pages/serving.py", "Serving metrics", ":material/monitoring:", "serving"),
-    ("pages/cases.py", "Cases", ":material/playlist_add:", "cases"),
+    ("app_pages/overview.py", "Overview", ":material/dashboard:", "overview"),
+    ("app_pages/compare.py", "Compare runs", ":material/compare_arrows:", "compare"),
+    ("app_pages/traces.py", "Traces", ":material/account_tree:", "traces"),
+    ("app_pages/serving.py", "Serving metrics", ":material/monitoring:", "serving"),
+    ("app_pages/cases.py", "Cases", ":material/playlist_add:", "cases"),
 )
 
 

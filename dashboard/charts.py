@@ -34,15 +34,16 @@ def metric_trend(trend: pd.DataFrame) -> Any:
 
 def stacked_per_day(frame: pd.DataFrame, value: str, title: str, fmt: str) -> Any:
     """A stacked bar per UTC day, one colour per key."""
+    frame = frame.assign(day=frame["day"].dt.strftime("%Y-%m-%d"))
     return (
         alt.Chart(frame)
         .mark_bar()
         .encode(
-            x=alt.X("yearmonthdate(day):T", title="day (UTC)"),
+            x=alt.X("day:O", title="day (UTC)", axis=alt.Axis(labelAngle=0)),
             y=alt.Y(f"sum({value}):Q", title=title),
             color=alt.Color("key:N", title=None),
             tooltip=[
-                alt.Tooltip("yearmonthdate(day):T", title="day"),
+                alt.Tooltip("day:O", title="day"),
                 alt.Tooltip("key:N"),
                 alt.Tooltip(f"sum({value}):Q", format=fmt, title=title),
             ],
@@ -83,7 +84,7 @@ def quality_heatmap(deltas: pd.DataFrame) -> Any:
         text=[f"{delta:+.1f}" for delta in deltas["delta_pts"]],
     )
     base = alt.Chart(frame).encode(
-        x=alt.X("metric:N", title=None),
+        x=alt.X("metric:N", title=None, axis=alt.Axis(labelAngle=0, orient="top")),
         y=alt.Y("scenario:N", title=None, sort=list(frame["scenario"].unique())),
     )
     cells = base.mark_rect().encode(
@@ -100,7 +101,7 @@ def quality_heatmap(deltas: pd.DataFrame) -> Any:
         ],
     )
     labels = base.mark_text().encode(text="text:N")
-    return (cells + labels).properties(height=max(120, 28 * frame["scenario"].nunique()))
+    return (cells + labels).properties(height=alt.Step(30), width=alt.Step(110))
 
 
 def waterfall(frame: pd.DataFrame) -> Any:
@@ -117,7 +118,7 @@ def waterfall(frame: pd.DataFrame) -> Any:
             ),
             tooltip=["name:N", alt.Tooltip("duration_ms:Q", format=".1f", title="duration (ms)"), "status:N"],
         )
-        .properties(height=max(80, 26 * len(frame)))
+        .properties(height=alt.Step(24))
         .interactive(bind_y=False)
     )
 
@@ -131,7 +132,7 @@ def series_with_runs(
         alt.Chart(series)
         .mark_line(point=alt.OverlayMarkDef(size=12))
         .encode(
-            x=alt.X("time:T", title="time (UTC)", scale=x_scale),
+            x=alt.X("time:T", title="time (UTC)", scale=x_scale, axis=alt.Axis(format="%m-%d %H:%M")),
             y=alt.Y("value:Q", title=title),
             color=alt.Color("series:N", title=None),
             tooltip=[
@@ -145,7 +146,7 @@ def series_with_runs(
         return line.properties(height=HEIGHT).interactive(bind_y=False)
     bands = (
         alt.Chart(runs)
-        .mark_rect(opacity=0.12, color="#ff7f0e")
+        .mark_rect(opacity=0.2, color="#ff7f0e")
         .encode(
             x=alt.X("started_at:T", scale=x_scale),
             x2="finished_at:T",

@@ -429,8 +429,9 @@ WITH t AS (
   SELECT trace_id, min(start_time) AS start_time,
          max(duration_ms) FILTER (WHERE parent_span_id IS NULL) AS latency_ms,
          sum(cost_usd) AS cost_usd, max(model) AS model, max(tenant) AS tenant, max(feature) AS feature,
-         bool_or(status_code = 2) AS error, bool_or(attributes -> :a_degraded = 'true') AS degraded,
-         bool_or(attributes -> :a_timeout = 'true') AS timeout,
+         bool_or(status_code = 2) AS error,
+         coalesce(bool_or(attributes -> :a_degraded = 'true'), false) AS degraded,
+         coalesce(bool_or(attributes -> :a_timeout = 'true'), false) AS timeout,
          bool_or(attributes ? :a_docs OR attributes ? :a_doc0) AS cited, bool_or(model IS NOT NULL) AS answered,
          min(CASE WHEN jsonb_typeof(attributes -> :a_feedback) = 'number'
              THEN (attributes ->> :a_feedback)::float END) AS own_feedback,

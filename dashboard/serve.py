@@ -1,7 +1,9 @@
 """Start the dashboard as a ``streamlit run`` child process: loopback, headless, no usage statistics."""
 
+import signal
 import subprocess
 import sys
+from types import FrameType
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,9 +55,23 @@ def dashboard_environment(database_url: str) -> dict[str, str]:
 
 def run_dashboard(settings: DashboardSettings, database_settings: DatabaseSettings) -> DashboardRun:
     """Run the dashboard until it exits, on the configured PostgreSQL or the embedded default."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     with database(database_settings) as server:
-        process = subprocess.run(
-            streamlit_command(settings), env=dashboard_environment(server.url), check=False
-        )
+        process = subprocess.Popen(streamlit_command(settings), env=dashboard_environment(server.url))
+        try:
+            exit_code = process.wait()
+        finally:
+            # a terminated or interrupted CLI must not leave Streamlit running on the port
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
     url = f"http://{settings.dashboard_host}:{settings.dashboard_port}"
-    return DashboardRun(url=url, exit_code=process.returncode)
+    return DashboardRun(url=url, exit_code=exit_code)
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)

@@ -79,8 +79,9 @@ def infra_deltas(baseline: InfraSummary | None, candidate: InfraSummary | None) 
         base = None if base is None else float(base) * scale
         cand = None if cand is None else float(cand) * scale
         delta = None if base is None or cand is None else cand - base
-        rows.append({"measure": label, "baseline": base, "candidate": cand, "delta": delta})
-    return pd.DataFrame(rows)
+        if base is not None or cand is not None:
+            rows.append({"measure": label, "baseline": base, "candidate": cand, "delta": delta})
+    return pd.DataFrame(rows, columns=["measure", "baseline", "candidate", "delta"])
 
 
 def _ratio(numerator: pd.Series, denominator: pd.Series) -> pd.Series:
@@ -181,7 +182,7 @@ def retrieved_documents(span_attributes: dict[str, Any]) -> list[str]:
 def span_facts(span: pd.Series) -> dict[str, Any]:
     """The attributes an engineer looks at first: tokens, cost, cache hits, degradation, documents."""
     attributes: dict[str, Any] = span["attributes"] or {}
-    return {
+    facts = {
         "model": span["model"],
         "duration (ms)": round(float(span["duration_ms"]), 1),
         "input tokens": span["input_tokens"],
@@ -192,5 +193,11 @@ def span_facts(span: pd.Series) -> dict[str, Any]:
         "degraded": attributes.get(attr.DEGRADED),
         "degraded reason": attributes.get(attr.DEGRADED_REASON),
         "retrieved documents": ", ".join(retrieved_documents(attributes)) or None,
-        "status": span["status_message"] or {0: "unset", 1: "ok", 2: "error"}.get(int(span["status_code"])),
+        "status": _known(span["status_message"]) or {0: "unset", 1: "ok", 2: "error"}.get(int(span["status_code"])),
     }
+    return {name: _known(value) for name, value in facts.items()}
+
+
+def _known(value: Any) -> Any:
+    """None for SQL NULLs that pandas turned into NaN or NaT."""
+    return None if value is None or (not isinstance(value, (list, dict)) and pd.isna(value)) else value

@@ -33,7 +33,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "address",
         re.compile(
             r"\b\d{1,5}\s+(?:[A-Z][a-z]+\s+){1,3}"
-            r"(?:Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Way|Court|Ct)\b\.?"
+            r"(?:Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Way|Court|Ct)\b"
         ),
     ),
 )
@@ -192,7 +192,7 @@ def promote_traces(
     source = latest_eval_set(session, eval_set_name, project)
     questions = _checked_questions(session, unique_ids, source)
     new_cases = [
-        PromotedCase(case_key=f"prod-{trace_id[:16]}", trace_id=trace_id, question=redact(question))
+        PromotedCase(case_key=f"prod-{trace_id}", trace_id=trace_id, question=redact(question))
         for trace_id, question in questions.items()
     ]
     target = EvalSet(

@@ -32,7 +32,7 @@ def seeded(app_database: str) -> Seeded:
 
 
 def open_page(page: str | None = None, **query_params: str) -> AppTest:
-    """Run the app, switch to ``page`` (e.g. ``pages/compare.py``) and return the rendered result."""
+    """Run the app, switch to ``page`` (e.g. ``app_pages/compare.py``) and return the rendered result."""
     app = AppTest.from_file(APP_FILE, default_timeout=TIMEOUT_S)
     app.query_params.update(query_params)
     app.run()

@@ -29,7 +29,7 @@ def test_overview_shows_verdict_scorecards_and_cost(seeded: Seeded) -> None:
 
 
 def test_compare_defaults_to_latest_run_and_its_tagged_baseline(seeded: Seeded) -> None:
-    app = open_page("pages/compare.py")
+    app = open_page("app_pages/compare.py")
     candidate, baseline = app.selectbox[0], app.selectbox[1]
     assert candidate.value == seeded.candidate_id
     assert baseline.value == seeded.baseline_id
@@ -50,7 +50,7 @@ def test_compare_defaults_to_latest_run_and_its_tagged_baseline(seeded: Seeded) 
 
 
 def test_compare_without_gate_report_says_how_to_get_significance(seeded: Seeded) -> None:
-    app = open_page("pages/compare.py")
+    app = open_page("app_pages/compare.py")
     app.selectbox[0].set_value(seeded.baseline_id).run()
     app.selectbox[1].set_value(seeded.candidate_id).run()
     assert "No gate report for this pair" in texts(app)
@@ -61,7 +61,7 @@ def test_compare_without_gate_report_says_how_to_get_significance(seeded: Seeded
 
 
 def test_traces_filters_and_opens_a_linked_trace(seeded: Seeded) -> None:
-    app = open_page("pages/traces.py", trace_id=seeded.error_trace)
+    app = open_page("app_pages/traces.py", trace_id=seeded.error_trace)
     table = app.dataframe[0].value
     # every trace of the last 24 hours (28 production, the feedback trace, 2 eval); not the day-old one
     assert len(table) == 31
@@ -78,7 +78,7 @@ def test_traces_filters_and_opens_a_linked_trace(seeded: Seeded) -> None:
 
 
 def test_traces_filter_by_tenant_and_errors(seeded: Seeded) -> None:
-    app = open_page("pages/traces.py")
+    app = open_page("app_pages/traces.py")
     next(box for box in app.selectbox if box.label == "Tenant").set_value("acme").run()
     next(box for box in app.checkbox if box.label == "Errors only").check().run()
     table = app.dataframe[0].value
@@ -86,7 +86,7 @@ def test_traces_filter_by_tenant_and_errors(seeded: Seeded) -> None:
 
 
 def test_serving_draws_metrics_with_eval_run_bands(seeded: Seeded) -> None:
-    app = open_page("pages/serving.py")
+    app = open_page("app_pages/serving.py")
     shown = texts(app)
     assert "2 eval runs" in shown
     titles = {element.value.strip("*") for element in app.markdown}
@@ -102,12 +102,14 @@ def test_serving_draws_metrics_with_eval_run_bands(seeded: Seeded) -> None:
 
 
 def test_cases_lists_bad_production_traces_only(seeded: Seeded) -> None:
-    app = open_page("pages/cases.py")
+    app = open_page("app_pages/cases.py")
     table = app.dataframe[0].value.set_index("trace_id")
     costly = hex_id("c", 1)  # the day-old request to a model ten times the price
     assert set(table.index) == {seeded.feedback_trace, seeded.error_trace, seeded.slow_trace, costly}
     assert table.loc[costly, "reasons"] == "costly outlier"
     assert table.loc[seeded.feedback_trace, "reasons"] == "negative feedback"
+    assert table.loc[seeded.feedback_trace, "badness"] == 3
+    assert table.loc[seeded.slow_trace, "badness"] == 1
     assert table.loc[seeded.error_trace, "reasons"] == "error"
     assert table.loc[seeded.slow_trace, "reasons"] == "slow outlier"
     assert table.loc[seeded.feedback_trace, "question"] == PII_QUESTION

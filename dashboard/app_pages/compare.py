@@ -127,7 +127,7 @@ def show_answer(
     )
     if isinstance(trace_id, str) and trace_id:
         column.page_link(
-            "pages/traces.py",
+            "app_pages/traces.py",
             label=f"trace {trace_id[:12]}",
             icon=":material/account_tree:",
             query_params={"trace_id": trace_id},

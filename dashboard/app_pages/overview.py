@@ -25,11 +25,13 @@ def scorecard(scenario: str, current: dict[str, MetricEstimate], before: dict[st
             column.metric(metric, "n/a", help="metric does not apply to this scenario")
             continue
         previous = before.get(metric)
+        change = estimate.mean - previous.mean if previous else None
+        unchanged = change is not None and abs(change) < 0.0005
         column.metric(
             metric,
             _ui.pct(estimate.mean),
-            delta=_ui.points(estimate.mean - previous.mean) if previous else None,
-            delta_color="inverse" if metric in LOWER_IS_BETTER else "normal",
+            delta=None if change is None else ("±0.0 pts" if unchanged else _ui.points(change)),
+            delta_color="off" if unchanged else "inverse" if metric in LOWER_IS_BETTER else "normal",
             help=f"95% CI {_ui.pct(estimate.ci_low)} – {_ui.pct(estimate.ci_high)}, n = {estimate.n}",
         )
 
@@ -39,8 +41,8 @@ gates = data.latest_gates(ctx.url, ctx.project)
 if gates.empty:
     _ui.empty_state("gates")
 for column, gate in zip(st.columns(max(1, min(4, len(gates)))), gates.itertuples(), strict=False):
-    verdict = ":green[PASS]" if gate.verdict == "pass" else ":red[REGRESSION]"
-    column.markdown(f"#### {gate.eval_set_name}\n{verdict}")
+    verdict = ":green-badge[PASS]" if gate.verdict == "pass" else ":red-badge[REGRESSION]"
+    column.markdown(f"**{gate.eval_set_name}** {verdict}")
     column.caption(
         f"{gate.candidate} vs {gate.baseline} · {gate.num_regressions} regressed cells · "
         f"{gate.created_at:%Y-%m-%d %H:%M} UTC"

@@ -1,1 +1,0 @@
-"""One module per dashboard page; each is a Streamlit script run by ``st.navigation``."""
