@@ -48,13 +48,20 @@ def _cached(func: Callable[P, R]) -> Callable[P, R]:
     return cast(Callable[P, R], st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)(func))
 
 
-@st.cache_resource(show_spinner=False)
+def _resource(**options: Any) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        return cast(Callable[P, R], st.cache_resource(show_spinner=False, **options)(func))
+
+    return decorate
+
+
+@_resource()
 def database_url() -> str:
     """The configured database, or the embedded default (started or joined once per process)."""
     return open_database(DatabaseSettings()).url
 
 
-@st.cache_resource(show_spinner=False, on_release=lambda engine: engine.dispose())
+@_resource(on_release=lambda engine: engine.dispose())
 def _engine(url: str) -> Engine:
     return create_db_engine(url, pool_size=3)
 
@@ -97,7 +104,7 @@ def data_present(url: str, project: str) -> dict[str, bool]:
         " EXISTS (SELECT 1 FROM eval_sets WHERE project = :p) AS sets",
         p=project,
     ).iloc[0]
-    return {name: bool(value) for name, value in row.items()}
+    return {str(name): bool(value) for name, value in row.items()}
 
 
 # --- eval runs and gates -------------------------------------------------------------------------
@@ -155,10 +162,12 @@ def latest_gates(url: str, project: str) -> pd.DataFrame:
         url,
         """
         SELECT DISTINCT ON (g.eval_set_name) g.eval_set_name, g.verdict, g.created_at,
-          coalesce(b.label, left(b.id::text, 8)) AS baseline, coalesce(c.label, left(c.id::text, 8)) AS candidate,
+          coalesce(b.label, left(b.id::text, 8)) AS baseline,
+          coalesce(c.label, left(c.id::text, 8)) AS candidate,
           (SELECT count(*) FROM jsonb_array_elements(g.report->'comparisons') x
              WHERE x->>'regression' = 'true') AS num_regressions
-        FROM gate_reports g JOIN eval_runs b ON b.id = g.baseline_run_id JOIN eval_runs c ON c.id = g.candidate_run_id
+        FROM gate_reports g JOIN eval_runs b ON b.id = g.baseline_run_id
+        JOIN eval_runs c ON c.id = g.candidate_run_id
         WHERE g.project = :p ORDER BY g.eval_set_name, g.created_at DESC
         """,
         p=project,
@@ -281,13 +290,15 @@ def trace_filter_options(url: str, project: str, hours: int) -> dict[str, list[s
         p=project,
         hours=hours,
     ).iloc[0]
-    return {name: sorted(values or []) for name, values in found.items()}
+    return {str(name): sorted(values or []) for name, values in found.items()}
 
 
 TRACES_SQL = f"""
-SELECT trace_id, min(start_time) AS start_time, max(duration_ms) FILTER (WHERE parent_span_id IS NULL) AS latency_ms,
+SELECT trace_id, min(start_time) AS start_time,
+       max(duration_ms) FILTER (WHERE parent_span_id IS NULL) AS latency_ms,
        count(*) AS num_spans, sum(cost_usd) AS cost_usd, sum(input_tokens) AS input_tokens,
-       sum(output_tokens) AS output_tokens, max(model) AS model, max(tenant) AS tenant, max(feature) AS feature,
+       sum(output_tokens) AS output_tokens, max(model) AS model, max(tenant) AS tenant,
+       max(feature) AS feature,
        max(eval_run_id) AS eval_run_id, bool_or(status_code = 2) AS error,
        max(name) FILTER (WHERE parent_span_id IS NULL) AS root_name
 FROM spans WHERE project = :p AND {WINDOW}
@@ -340,7 +351,8 @@ def trace_spans(url: str, trace_id: str) -> pd.DataFrame:
     """The spans of one trace in start order, with their attributes."""
     return _frame(
         url,
-        "SELECT span_id, parent_span_id, name, start_time, end_time, duration_ms, status_code, status_message,"
+        "SELECT span_id, parent_span_id, name, start_time, end_time, duration_ms, status_code,"
+        " status_message,"
         " service_name, model, input_tokens, output_tokens, cost_usd, tenant, feature, eval_run_id,"
         " attributes, events FROM spans WHERE trace_id = :t ORDER BY start_time, span_id",
         t=trace_id,
@@ -384,17 +396,22 @@ def gauge_series(url: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int
 
 @_cached
 def counter_increases(url: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int) -> pd.DataFrame:
-    """Increase of each counter series per time bucket (a reset counts from zero)."""
+    """Increase of each counter series per time bucket: last value minus the previous bucket's (a reset
+    counts from zero)."""
     return _frame(
         url,
         """
-        WITH s AS (
-          SELECT time, name, labels, value,
-                 value - lag(value) OVER (PARTITION BY name, labels, target ORDER BY time) AS step
-          FROM metric_samples WHERE name = ANY(:names) AND time BETWEEN :start AND :end)
-        SELECT date_bin(make_interval(secs => :bucket), time, :start) AS time, name,
-               labels->>'cache' AS cache, labels->>'result' AS result,
-               sum(CASE WHEN step < 0 THEN value ELSE step END) AS increase
+        WITH b AS (
+          SELECT date_bin(make_interval(secs => :bucket), time, :start) AS time, name, labels, target,
+                 max(value) AS last_value
+          FROM metric_samples WHERE name = ANY(:names) AND time BETWEEN :start AND :end
+          GROUP BY 1, 2, 3, 4),
+        s AS (
+          SELECT time, name, labels, last_value,
+                 last_value - lag(last_value) OVER (PARTITION BY name, labels, target ORDER BY time) AS step
+          FROM b)
+        SELECT time, name, labels->>'cache' AS cache, labels->>'result' AS result,
+               sum(CASE WHEN step < 0 THEN last_value ELSE step END) AS increase
         FROM s WHERE step IS NOT NULL GROUP BY 1, 2, 3, 4 ORDER BY 1
         """,
         names=list(COUNTERS),
@@ -432,7 +449,8 @@ WITH t AS (
          bool_or(status_code = 2) AS error,
          coalesce(bool_or(attributes -> :a_degraded = 'true'), false) AS degraded,
          coalesce(bool_or(attributes -> :a_timeout = 'true'), false) AS timeout,
-         bool_or(attributes ? :a_docs OR attributes ? :a_doc0) AS cited, bool_or(model IS NOT NULL) AS answered,
+         bool_or(attributes ? :a_docs OR attributes ? :a_doc0) AS cited,
+         bool_or(model IS NOT NULL) AS answered,
          min(CASE WHEN jsonb_typeof(attributes -> :a_feedback) = 'number'
              THEN (attributes ->> :a_feedback)::float END) AS own_feedback,
          bool_or(eval_run_id IS NOT NULL OR attributes ? :a_feedback_trace) AS excluded
@@ -450,8 +468,10 @@ lim AS (
          percentile_cont(0.5) WITHIN GROUP (ORDER BY cost_usd) AS cost_p50,
          percentile_cont(0.95) WITHIN GROUP (ORDER BY cost_usd) AS cost_p95 FROM prod),
 flagged AS (
-  SELECT prod.*, coalesce(feedback_score < 0, false) AS negative_feedback, answered AND NOT cited AS no_citations,
-         (lim.n >= :min_traces AND latency_ms > greatest(lim.latency_p95, 2 * lim.latency_p50)) AS latency_outlier,
+  SELECT prod.*, coalesce(feedback_score < 0, false) AS negative_feedback,
+         answered AND NOT cited AS no_citations,
+         (lim.n >= :min_traces AND latency_ms > greatest(lim.latency_p95, 2 * lim.latency_p50))
+           AS latency_outlier,
          coalesce(lim.n >= :min_traces AND cost_usd > greatest(lim.cost_p95, 2 * lim.cost_p50), false)
            AS cost_outlier
   FROM prod, lim)

@@ -3,9 +3,9 @@
 import signal
 import subprocess
 import sys
-from types import FrameType
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 from evallens.db.server import database
 from evallens.settings import DashboardSettings, DatabaseSettings, child_environment
@@ -73,5 +73,5 @@ def run_dashboard(settings: DashboardSettings, database_settings: DatabaseSettin
     return DashboardRun(url=url, exit_code=exit_code)
 
 
-def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)

@@ -193,7 +193,8 @@ def span_facts(span: pd.Series) -> dict[str, Any]:
         "degraded": attributes.get(attr.DEGRADED),
         "degraded reason": attributes.get(attr.DEGRADED_REASON),
         "retrieved documents": ", ".join(retrieved_documents(attributes)) or None,
-        "status": _known(span["status_message"]) or {0: "unset", 1: "ok", 2: "error"}.get(int(span["status_code"])),
+        "status": _known(span["status_message"])
+        or {0: "unset", 1: "ok", 2: "error"}.get(int(span["status_code"])),
     }
     return {name: _known(value) for name, value in facts.items()}
 

@@ -1,5 +1,6 @@
 """Cases: production traces that look bad, and a form to promote them into an eval set for review."""
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import _ui, data
@@ -34,7 +35,9 @@ if bad.empty:
     st.stop()
 questions = data.questions(ctx.url, tuple(bad["trace_id"]))
 bad = bad.assign(
-    question=[questions.get(trace_id) for trace_id in bad["trace_id"]],
+    question=pd.Series(
+        [questions.get(trace_id) for trace_id in bad["trace_id"]], index=bad.index, dtype=object
+    ),
     reasons=[
         ", ".join(label for column, label in REASONS.items() if row[column]) for _, row in bad.iterrows()
     ],
@@ -98,7 +101,7 @@ if submitted:
                 selected,
                 eval_set_name=set_name,
                 scenario=scenario,
-                expected=expected,  # type: ignore[arg-type]
+                expected=expected,
                 reference_answer=reference or None,
                 project=ctx.project,
             )
@@ -108,8 +111,8 @@ if submitted:
         st.stop()
     data.clear_caches()
     st.success(
-        f"Promoted {len(report.cases)} case(s) into {report.eval_set_name} v{report.version} as needs review: "
-        + ", ".join(case.case_key for case in report.cases)
+        f"Promoted {len(report.cases)} case(s) into {report.eval_set_name} v{report.version} "
+        "as needs review: " + ", ".join(case.case_key for case in report.cases)
     )
     for case in report.cases:
         kinds = ", ".join(r.kind for r in case.question.redactions) or "nothing"

@@ -1,6 +1,5 @@
 """Compare runs, for engineers: quality deltas with significance beside what the serving stack did."""
 
-import pandas as pd
 import streamlit as st
 
 from dashboard import _ui, charts, data, transform
@@ -17,7 +16,7 @@ if all_runs.empty:
 
 labels = {
     row.run_id: f"{row.label} · {row.eval_set_name} v{row.set_version} · {row.started_at:%Y-%m-%d %H:%M}"
-    + (f" · [{row.tags}]" if row.tags else "")
+    + (f" · [{row.tags}]" if isinstance(row.tags, str) else "")
     for row in all_runs.itertuples()
 }
 run_ids = list(labels)
@@ -71,6 +70,15 @@ with quality_col:
         st.dataframe(
             deltas,
             hide_index=True,
+            column_order=[
+                "scenario",
+                "metric",
+                "baseline",
+                "candidate",
+                "delta_pts",
+                "significance",
+                "p_adjusted",
+            ],
             column_config={
                 "baseline": st.column_config.NumberColumn("baseline (%)", format="percent"),
                 "candidate": st.column_config.NumberColumn("candidate (%)", format="percent"),
@@ -120,7 +128,7 @@ def show_answer(
 ) -> None:
     """One side of a flipped case: the answer, its cited documents and a link to its trace."""
     column.markdown(f"**{title}**")
-    column.text(str(answer) if answer is not None and not pd.isna(answer) else "(no answer)")
+    column.text(answer if isinstance(answer, str) else "(no answer)")
     column.caption(
         "cited: "
         + (", ".join(map(str, documents)) if isinstance(documents, list) and documents else "nothing")
@@ -135,9 +143,10 @@ def show_answer(
 
 
 for case in flipped.head(ctx.max_rows).itertuples():
-    with st.expander(f"{case.scenario} · {case.case_key} · fails {case.metric}"):
-        st.markdown(f"**Question:** {case.question}")
-        st.markdown(f"**Reference:** {case.reference_answer or '—'}")
+    with st.expander(f"{case.scenario!s} · {case.case_key!s} · fails {case.metric!s}"):
+        st.markdown(f"**Question:** {case.question!s}")
+        reference = case.reference_answer if isinstance(case.reference_answer, str) else "—"
+        st.markdown(f"**Reference:** {reference}")
         base_col, cand_col = st.columns(2)
         show_answer(
             base_col, "Baseline", case.baseline_response, case.baseline_retrieved_ids, case.baseline_trace_id

@@ -67,7 +67,8 @@ else:
         baseline = RunSummary.model_validate(baseline_json) if baseline_json else None
         base_label = all_runs.set_index("run_id")["label"].get(baseline_id, "none") if baseline_id else "none"
         st.caption(
-            f"Run **{latest['label']}** ({latest['started_at']:%Y-%m-%d %H:%M} UTC, {summary.num_cases} cases, "
+            f"Run **{latest['label']}** ({latest['started_at']:%Y-%m-%d %H:%M} UTC, "
+            f"{summary.num_cases} cases, "
             f"{summary.num_errors} failed requests) against baseline **{base_label}**. "
             "Hover a tile for its 95% confidence interval."
         )

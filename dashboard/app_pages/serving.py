@@ -21,6 +21,7 @@ window = data.metrics_window(ctx.url, hours)
 if window is None:
     _ui.empty_state("samples")
     st.stop()
+    raise SystemExit  # st.stop() raises; this tells the type checker
 start, end = window
 bucket_s = max(10, hours * 3600 // POINTS_PER_CHART)
 panels = transform.serving_panels(

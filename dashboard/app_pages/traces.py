@@ -1,5 +1,6 @@
 """Traces: filter, open one, read its span waterfall and the attributes of the chosen span."""
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import _ui, charts, data, transform
@@ -77,7 +78,8 @@ st.subheader(f"Trace {trace_id}")
 st.altair_chart(charts.waterfall(frame), width="stretch")
 span_labels = dict(zip(frame["span_id"], frame["label"].str.strip(), strict=True))
 span_id = str(st.selectbox("Span", list(span_labels), format_func=span_labels.__getitem__))
-span = frame.set_index("span_id").loc[span_id]
+span = frame.set_index("span_id").loc[span_id].squeeze()
+assert isinstance(span, pd.Series)
 facts_col, raw_col = st.columns(2)
 with facts_col:
     st.markdown(f"**{span['name']}**")

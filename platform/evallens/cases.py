@@ -239,7 +239,7 @@ def _checked_questions(session: Session, trace_ids: list[str], source: EvalSet) 
     )
     if promoted:
         raise AlreadyPromoted(
-            f"trace {sorted(promoted)[0]} is already a case of {source.name} v{source.version}"
+            f"trace {sorted(map(str, promoted))[0]} is already a case of {source.name} v{source.version}"
         )
     questions = trace_questions(session, trace_ids)
     checked: dict[str, str] = {}
@@ -252,11 +252,7 @@ def _checked_questions(session: Session, trace_ids: list[str], source: EvalSet) 
 
 
 def _copy_cases(session: Session, source_id: int, target_id: int) -> None:
-    columns = [
-        column
-        for column in EvalCase.__table__.columns
-        if column.name not in {"id", "eval_set_id"}  # type: ignore[attr-defined]
-    ]
+    columns = [column for column in EvalCase.__table__.columns if column.name not in {"id", "eval_set_id"}]
     copied = select(literal(target_id), *columns).where(EvalCase.eval_set_id == source_id)
     session.execute(
         insert(EvalCase).from_select(["eval_set_id", *(column.name for column in columns)], copied)

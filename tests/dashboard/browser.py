@@ -35,7 +35,8 @@ CHROMIUM_FLAGS = [
 PAGE_STATE_JS = """(() => {
   const main = document.querySelector('[data-testid="stMainBlockContainer"]');
   const status = document.querySelector('[data-testid="stStatusWidget"]');
-  const errors = [...document.querySelectorAll('[data-testid="stException"], [data-testid="stAlertContentError"]')]
+  const boxes = '[data-testid="stException"], [data-testid="stAlertContentError"]';
+  const errors = [...document.querySelectorAll(boxes)]
     .map(e => e.innerText.slice(0, 500));
   return JSON.stringify({
     rendered: !!main && main.innerText.trim().length > 0,
@@ -105,8 +106,13 @@ class Tab:
 
     def screenshot(self, path: Path, height: int) -> None:
         """Save the page as a PNG, tall enough to show the whole scrolled content."""
-        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=min(max(height, 900), 6000),
-                  deviceScaleFactor=1, mobile=False)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=1400,
+            height=min(max(height, 900), 6000),
+            deviceScaleFactor=1,
+            mobile=False,
+        )
         time.sleep(1.0)  # let the charts re-lay out at the new size
         data = self.call("Page.captureScreenshot", format="png")["data"]
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -42,8 +42,12 @@ def stored_cases(url: str, version: int) -> list[EvalCase]:
     engine = create_db_engine(url)
     try:
         with Session(engine) as db:
-            set_id = db.scalars(select(EvalSet.id).where(EvalSet.name == SET_NAME, EvalSet.version == version)).one()
-            return list(db.scalars(select(EvalCase).where(EvalCase.eval_set_id == set_id).order_by(EvalCase.case_key)))
+            set_id = db.scalars(
+                select(EvalSet.id).where(EvalSet.name == SET_NAME, EvalSet.version == version)
+            ).one()
+            return list(
+                db.scalars(select(EvalCase).where(EvalCase.eval_set_id == set_id).order_by(EvalCase.case_key))
+            )
     finally:
         engine.dispose()
 
@@ -58,7 +62,10 @@ def test_promote_errors_change_nothing(app_database: str, seeded: Seeded) -> Non
                 cases.promote_traces(db, ["f" * 32], eval_set_name=SET_NAME, scenario="x")
             db.rollback()
             report = cases.promote_traces(
-                db, [seeded.feedback_trace, seeded.error_trace], eval_set_name=SET_NAME, scenario="returns_refunds"
+                db,
+                [seeded.feedback_trace, seeded.error_trace],
+                eval_set_name=SET_NAME,
+                scenario="returns_refunds",
             )
             db.commit()
             assert report.version == 2

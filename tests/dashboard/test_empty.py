@@ -22,7 +22,9 @@ def test_empty_database_shows_what_to_run(app_database: str, page: str | None, h
     assert not app.get("vega_lite_chart")
 
 
-def test_a_database_without_schema_says_to_migrate(empty_database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_database_without_schema_says_to_migrate(
+    empty_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import streamlit as st
 
     monkeypatch.setenv("EVALLENS_DATABASE_URL", empty_database_url)

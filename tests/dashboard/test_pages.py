@@ -6,7 +6,11 @@ from tests.dashboard.seed import PII_QUESTION, SET_NAME, Seeded, hex_id
 
 def texts(app) -> str:
     """Everything the page wrote as markdown, captions, infos and successes, joined."""
-    parts = [element.value for kind in ("markdown", "caption", "info", "success", "warning") for element in app.get(kind)]
+    parts = [
+        element.value
+        for kind in ("markdown", "caption", "info", "success", "warning")
+        for element in app.get(kind)
+    ]
     return "\n".join(str(part) for part in parts)
 
 

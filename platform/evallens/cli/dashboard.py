@@ -13,7 +13,7 @@ def run(
     """Run the dashboard on 127.0.0.1 until interrupted."""
     if ctx.invoked_subcommand is not None:
         return
-    from dashboard import run_dashboard  # components load only when their command runs
+    from dashboard.serve import run_dashboard  # components load only when their command runs
     from evallens.settings import DashboardSettings, DatabaseSettings
 
     settings = DashboardSettings()
