@@ -56,13 +56,14 @@ def stacked_per_day(frame: pd.DataFrame, value: str, title: str, fmt: str) -> An
 def traffic(frame: pd.DataFrame) -> Any:
     """Requests per day as bars and the error rate as a line on its own axis."""
     rated = frame.assign(
-        error_rate=frame["num_errors"] / frame["num_requests"].where(frame["num_requests"] > 0)
+        day=frame["day"].dt.strftime("%Y-%m-%d"),
+        error_rate=frame["num_errors"] / frame["num_requests"].where(frame["num_requests"] > 0),
     )
-    base = alt.Chart(rated).encode(x=alt.X("yearmonthdate(day):T", title="day (UTC)"))
+    base = alt.Chart(rated).encode(x=alt.X("day:O", title="day (UTC)", axis=alt.Axis(labelAngle=0)))
     bars = base.mark_bar(opacity=0.6).encode(
         y=alt.Y("num_requests:Q", title="requests per day"),
         tooltip=[
-            "yearmonthdate(day):T",
+            "day:O",
             "num_requests:Q",
             "num_errors:Q",
             alt.Tooltip("error_rate:Q", format=".2%"),

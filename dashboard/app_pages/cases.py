@@ -28,7 +28,7 @@ if not data.data_present(ctx.url, ctx.project)["spans"]:
     _ui.empty_state("spans")
     st.stop()
 
-hours = _ui.window_hours("Window", "last 7 days", key="cases_window")
+hours = _ui.window_hours("Window", "last 24 hours", key="cases_window")
 bad = data.bad_traces(ctx.url, ctx.project, hours, ctx.max_rows)
 if bad.empty:
     st.success("No production trace in this window has negative feedback, an error, or an outlier.")

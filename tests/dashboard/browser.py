@@ -45,6 +45,7 @@ PAGE_STATE_JS = """(() => {
     charts: document.querySelectorAll('.vega-embed').length,
     errors: errors,
     heading: (document.querySelector('h1') || {innerText: ''}).innerText,
+    dialogs: [...document.querySelectorAll('[role="dialog"]')].map(e => e.innerText.slice(0, 300)),
     height: (document.querySelector('[data-testid="stMain"]') || document.body).scrollHeight,
   });
 })()"""
@@ -65,6 +66,7 @@ class PageState:
 
     heading: str
     errors: list[str]
+    dialogs: list[str]
     charts: int
     height: int
 
@@ -102,7 +104,13 @@ class Tab:
             calm = calm + 1 if ready else 0
         if calm < 4:
             raise TimeoutError(f"{url} did not finish rendering: {state}")
-        return PageState(state["heading"], list(state["errors"]), int(state["charts"]), int(state["height"]))
+        return PageState(
+            state["heading"],
+            list(state["errors"]),
+            list(state["dialogs"]),
+            int(state["charts"]),
+            int(state["height"]),
+        )
 
     def screenshot(self, path: Path, height: int) -> None:
         """Save the page as a PNG, tall enough to show the whole scrolled content."""

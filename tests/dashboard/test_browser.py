@@ -17,8 +17,8 @@ from tests.dashboard.browser import chromium_tab, ensure_chromium
 from tests.dashboard.seed import Seeded
 
 SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
-PAGES = {
-    "overview": "Overview",
+PAGES = {  # url path -> heading; the default page lives at the root
+    "": "Overview",
     "compare": "Compare runs",
     "traces": "Traces",
     "serving": "Serving metrics",
@@ -75,11 +75,13 @@ def test_every_page_renders_without_an_error_box(dashboard_url: str, seeded: See
     with chromium_tab(executable) as tab:
         for path, heading in PAGES.items():
             state = tab.open(f"{dashboard_url}/{path}")
-            tab.screenshot(SCREENSHOTS / f"{path}.png", state.height)
-            if state.errors or state.heading != heading:
-                failures.append((path, state.heading, state.errors))
+            tab.screenshot(SCREENSHOTS / f"{path or 'overview'}.png", state.height)
+            if state.errors or state.dialogs or state.heading != heading:
+                failures.append((path, state.heading, state.errors, state.dialogs))
         state = tab.open(f"{dashboard_url}/traces?trace_id={seeded.error_trace}")
         tab.screenshot(SCREENSHOTS / "trace.png", state.height)
         assert state.charts >= 1
     assert failures == []
-    assert {f"{path}.png" for path in PAGES} <= {shot.name for shot in SCREENSHOTS.glob("*.png")}
+    assert {f"{path or 'overview'}.png" for path in PAGES} <= {
+        shot.name for shot in SCREENSHOTS.glob("*.png")
+    }

@@ -107,6 +107,8 @@ def test_serving_draws_metrics_with_eval_run_bands(seeded: Seeded) -> None:
 
 def test_cases_lists_bad_production_traces_only(seeded: Seeded) -> None:
     app = open_page("app_pages/cases.py")
+    assert hex_id("c", 1) not in set(app.dataframe[0].value["trace_id"])  # a day old: outside the default
+    next(box for box in app.selectbox if box.label == "Window").set_value("last 7 days").run()
     table = app.dataframe[0].value.set_index("trace_id")
     costly = hex_id("c", 1)  # the day-old request to a model ten times the price
     assert set(table.index) == {seeded.feedback_trace, seeded.error_trace, seeded.slow_trace, costly}
