@@ -1,3 +1,5 @@
-"""Streamlit dashboard for product managers and engineers."""
+"""The evallens Streamlit dashboard: an ``st.navigation`` entry file and one module per page."""
 
-__all__: list[str] = []
+from dashboard.serve import DashboardRun, run_dashboard, streamlit_command
+
+__all__ = ["DashboardRun", "run_dashboard", "streamlit_command"]

@@ -6,11 +6,13 @@ from evallens.settings._base import (
     read_environment,
     set_process_environment,
 )
+from evallens.settings.dashboard import DashboardSettings
 from evallens.settings.database import DatabaseSettings
 from evallens.settings.evals import EvalSettings
 
 __all__ = [
     "ENV_PREFIX",
+    "DashboardSettings",
     "DatabaseSettings",
     "EvalSettings",
     "child_environment",

@@ -23,6 +23,9 @@ GEN_AI_USAGE_PROMPT_TOKENS = "gen_ai.usage.prompt_tokens"  # deprecated
 GEN_AI_USAGE_COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"  # deprecated
 GEN_AI_RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
 GEN_AI_SERVER_TIME_TO_FIRST_TOKEN = "gen_ai.server.time_to_first_token"
+# the chat input/output as JSON: [{"role": "user", "parts": [{"type": "text", "content": ...}]}]
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 
 # OpenInference
 LLM_MODEL_NAME = "llm.model_name"
@@ -30,6 +33,8 @@ LLM_TOKEN_COUNT_PROMPT = "llm.token_count.prompt"
 LLM_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
 LLM_TOKEN_COUNT_TOTAL = "llm.token_count.total"
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+INPUT_VALUE = "input.value"
+OUTPUT_VALUE = "output.value"
 RETRIEVAL_DOCUMENTS_PREFIX = "retrieval.documents"
 
 

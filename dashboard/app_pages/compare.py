@@ -1,0 +1,160 @@
+"""Compare runs, for engineers: quality deltas with significance beside what the serving stack did."""
+
+import streamlit as st
+
+from dashboard import _ui, charts, data, transform
+from evallens.reports import GateReportBody, InfraSummary, RunSummary
+
+ctx = _ui.context()
+st.title("Compare runs")
+st.caption("A candidate run against its baseline: quality per scenario, serving metrics, flipped cases.")
+
+all_runs = data.runs(ctx.url, ctx.project)
+if all_runs.empty:
+    _ui.empty_state("runs")
+    st.stop()
+
+labels = {
+    row.run_id: f"{row.label} · {row.eval_set_name} v{row.set_version} · {row.started_at:%Y-%m-%d %H:%M}"
+    + (f" · [{row.tags}]" if isinstance(row.tags, str) else "")
+    for row in all_runs.itertuples()
+}
+run_ids = list(labels)
+left, right = st.columns(2)
+with left:
+    candidate_id = str(st.selectbox("Candidate", run_ids, index=0, format_func=labels.__getitem__))
+default_baseline = data.baseline_of(ctx.url, candidate_id)
+with right:
+    baseline_id = str(
+        st.selectbox(
+            "Baseline",
+            run_ids,
+            index=run_ids.index(default_baseline)
+            if default_baseline in run_ids
+            else min(1, len(run_ids) - 1),
+            format_func=labels.__getitem__,
+        )
+    )
+if baseline_id == candidate_id:
+    st.info("Pick two different runs. With a single run, run `evallens eval run` again after a change.")
+    st.stop()
+
+baseline_docs = data.run_documents(ctx.url, baseline_id)
+candidate_docs = data.run_documents(ctx.url, candidate_id)
+report_json = data.gate_report(ctx.url, baseline_id, candidate_id)
+report = GateReportBody.model_validate(report_json) if report_json else None
+if report:
+    verdict = ":green[PASS]" if report.verdict == "pass" else ":red[REGRESSION]"
+    st.markdown(
+        f"Gate verdict: **{verdict}** (minimum effect {report.min_effect * 100:.0f} pts, "
+        f"alpha {report.alpha}, Holm-corrected)"
+    )
+else:
+    st.caption(
+        "No gate report for this pair, so no significance marks or hints: run "
+        f"`evallens gate --baseline {baseline_id[:8]} --candidate {candidate_id[:8]}`."
+    )
+
+quality_col, infra_col = st.columns([3, 2])
+with quality_col:
+    st.subheader("Quality deltas")
+    if baseline_docs["summary"] is None or candidate_docs["summary"] is None:
+        st.info("One of the runs has no summary (it is still running or failed).")
+    else:
+        deltas = transform.quality_deltas(
+            RunSummary.model_validate(baseline_docs["summary"]),
+            RunSummary.model_validate(candidate_docs["summary"]),
+            report,
+        )
+        st.altair_chart(charts.quality_heatmap(deltas), width="stretch")
+        st.dataframe(
+            deltas,
+            hide_index=True,
+            column_order=[
+                "scenario",
+                "metric",
+                "baseline",
+                "candidate",
+                "delta_pts",
+                "significance",
+                "p_adjusted",
+            ],
+            column_config={
+                "baseline": st.column_config.NumberColumn("baseline (%)", format="percent"),
+                "candidate": st.column_config.NumberColumn("candidate (%)", format="percent"),
+                "delta_pts": st.column_config.NumberColumn("delta (pts)", format="%+.1f"),
+                "p_adjusted": st.column_config.NumberColumn("p (Holm)", format="%.4f"),
+            },
+        )
+with infra_col:
+    st.subheader("Serving deltas")
+    infra = transform.infra_deltas(
+        InfraSummary.model_validate(baseline_docs["infra"]) if baseline_docs["infra"] else None,
+        InfraSummary.model_validate(candidate_docs["infra"]) if candidate_docs["infra"] else None,
+    )
+    st.dataframe(
+        infra,
+        hide_index=True,
+        column_config={
+            name: st.column_config.NumberColumn(format="%+.2f" if name == "delta" else "%.2f")
+            for name in ("baseline", "candidate", "delta")
+        },
+    )
+    st.subheader("Hints")
+    if report is None or not report.hints:
+        st.caption(
+            "No hints: " + ("no gate report for this pair." if report is None else "nothing stood out.")
+        )
+    for hint in report.hints if report else []:
+        evidence = ", ".join(
+            f"{name} = {value:.3g}" for name, value in hint.evidence.items() if value is not None
+        )
+        st.info(f"{hint.message}\n\n*Based on {evidence}*", icon=":material/lightbulb:")
+
+st.subheader("Cases that flipped from pass to fail")
+flipped = data.flipped_cases(ctx.url, baseline_id, candidate_id)
+if flipped.empty:
+    st.success("No case passed in the baseline and failed in the candidate.")
+    st.stop()
+st.dataframe(flipped[["scenario", "case_key", "metric", "question"]], hide_index=True)
+
+
+def show_answer(
+    column: "st.delta_generator.DeltaGenerator",
+    title: str,
+    answer: object,
+    documents: object,
+    trace_id: object,
+) -> None:
+    """One side of a flipped case: the answer, its cited documents and a link to its trace."""
+    column.markdown(f"**{title}**")
+    column.text(answer if isinstance(answer, str) else "(no answer)")
+    column.caption(
+        "cited: "
+        + (", ".join(map(str, documents)) if isinstance(documents, list) and documents else "nothing")
+    )
+    if isinstance(trace_id, str) and trace_id:
+        column.page_link(
+            "app_pages/traces.py",
+            label=f"trace {trace_id[:12]}",
+            icon=":material/account_tree:",
+            query_params={"trace_id": trace_id},
+        )
+
+
+for case in flipped.head(ctx.max_rows).itertuples():
+    with st.expander(f"{case.scenario!s} · {case.case_key!s} · fails {case.metric!s}"):
+        st.markdown(f"**Question:** {case.question!s}")
+        reference = case.reference_answer if isinstance(case.reference_answer, str) else "—"
+        st.markdown(f"**Reference:** {reference}")
+        base_col, cand_col = st.columns(2)
+        show_answer(
+            base_col, "Baseline", case.baseline_response, case.baseline_retrieved_ids, case.baseline_trace_id
+        )
+        show_answer(
+            cand_col,
+            "Candidate",
+            case.candidate_response,
+            case.candidate_retrieved_ids,
+            case.candidate_trace_id,
+        )

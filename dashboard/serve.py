@@ -1,0 +1,77 @@
+"""Start the dashboard as a ``streamlit run`` child process: loopback, headless, no usage statistics."""
+
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from evallens.db.server import database
+from evallens.settings import DashboardSettings, DatabaseSettings, child_environment
+
+APP_FILE = Path(__file__).with_name("app.py")
+
+
+@dataclass(frozen=True)
+class DashboardRun:
+    """How a dashboard process ended."""
+
+    url: str
+    exit_code: int
+
+
+def streamlit_command(settings: DashboardSettings) -> list[str]:
+    """The ``streamlit run`` command line for ``settings``: headless, no telemetry, no file watcher."""
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP_FILE),
+        f"--server.address={settings.dashboard_host}",
+        f"--server.port={settings.dashboard_port}",
+        "--server.headless=true",
+        "--server.fileWatcherType=none",
+        "--server.runOnSave=false",
+        "--browser.gatherUsageStats=false",
+        "--global.developmentMode=false",
+        "--client.toolbarMode=minimal",
+        "--client.showErrorDetails=false",
+        "--theme.base=light",
+    ]
+
+
+def dashboard_environment(database_url: str) -> dict[str, str]:
+    """The child's environment: the resolved database, and Streamlit's own telemetry switched off."""
+    return child_environment(
+        {
+            "EVALLENS_DATABASE_URL": database_url,
+            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+            "STREAMLIT_SERVER_HEADLESS": "true",
+        }
+    )
+
+
+def run_dashboard(settings: DashboardSettings, database_settings: DatabaseSettings) -> DashboardRun:
+    """Run the dashboard until it exits, on the configured PostgreSQL or the embedded default."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    with database(database_settings) as server:
+        process = subprocess.Popen(streamlit_command(settings), env=dashboard_environment(server.url))
+        try:
+            exit_code = process.wait()
+        finally:
+            # a terminated or interrupted CLI must not leave Streamlit running on the port
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+    url = f"http://{settings.dashboard_host}:{settings.dashboard_port}"
+    return DashboardRun(url=url, exit_code=exit_code)
+
+
+def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)

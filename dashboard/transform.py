@@ -1,0 +1,204 @@
+"""Pure reshaping of query results into what the pages show: deltas, rates, a waterfall, span facts."""
+
+from typing import Any
+
+import pandas as pd
+
+from evallens.reports import LOWER_IS_BETTER, METRICS, GateReportBody, InfraSummary, RunSummary
+from evallens.telemetry import attributes as attr
+from evallens.telemetry import metrics
+
+# (field of InfraSummary, label with unit, scale applied before display)
+INFRA_ROWS: tuple[tuple[str, str, float], ...] = (
+    ("latency_ms_p50", "latency p50 (ms)", 1.0),
+    ("latency_ms_p95", "latency p95 (ms)", 1.0),
+    ("latency_ms_p99", "latency p99 (ms)", 1.0),
+    ("ttft_ms_p50", "TTFT p50 (ms)", 1.0),
+    ("ttft_ms_p95", "TTFT p95 (ms)", 1.0),
+    ("output_tokens_per_s", "output tokens/s", 1.0),
+    ("kv_cache_usage_mean", "KV-cache usage mean (%)", 100.0),
+    ("kv_cache_usage_max", "KV-cache usage max (%)", 100.0),
+    ("prefix_cache_hit_rate", "prefix-cache hit rate (%)", 100.0),
+    ("exact_cache_hit_rate", "exact-cache hit rate (%)", 100.0),
+    ("semantic_cache_hit_rate", "semantic-cache hit rate (%)", 100.0),
+    ("queue_time_ms_mean", "queue time mean (ms)", 1.0),
+    ("num_requests_waiting_max", "waiting requests max", 1.0),
+    ("num_preemptions", "preemptions", 1.0),
+    ("num_degraded", "degraded requests", 1.0),
+    ("num_timeouts", "timed-out requests", 1.0),
+    ("num_errors", "failed requests", 1.0),
+)
+
+
+def significance_mark(regression: bool | None, significant: bool | None) -> str:
+    """How a quality delta is marked: a regression, a significant change, or not significant."""
+    if regression is None:
+        return "— (no gate report)"
+    if regression:
+        return "▼ regression"
+    return "● significant" if significant else "not significant"
+
+
+def quality_deltas(
+    baseline: RunSummary, candidate: RunSummary, report: GateReportBody | None
+) -> pd.DataFrame:
+    """One row per scenario x metric: both means, the delta in points and its significance mark."""
+    tests = {(c.scenario, c.metric): c for c in (report.comparisons if report else [])}
+    rows = []
+    groups = {"overall": (baseline.overall, candidate.overall)}
+    for scenario in sorted(set(baseline.scenarios) | set(candidate.scenarios)):
+        groups[scenario] = (baseline.scenarios.get(scenario, {}), candidate.scenarios.get(scenario, {}))
+    for scenario, (base, cand) in groups.items():
+        for metric in METRICS:
+            if metric not in base or metric not in cand:
+                continue
+            test = tests.get((scenario, metric))
+            rows.append(
+                {
+                    "scenario": scenario,
+                    "metric": metric,
+                    "baseline": base[metric].mean,
+                    "candidate": cand[metric].mean,
+                    "delta_pts": (cand[metric].mean - base[metric].mean) * 100,
+                    "better": "lower" if metric in LOWER_IS_BETTER else "higher",
+                    "p_adjusted": test.p_adjusted if test else None,
+                    "significance": significance_mark(
+                        test.regression if test else None, test.significant if test else None
+                    ),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def infra_deltas(baseline: InfraSummary | None, candidate: InfraSummary | None) -> pd.DataFrame:
+    """One row per serving measure of the two runs' windows, with the difference."""
+    rows = []
+    for field, label, scale in INFRA_ROWS:
+        base = getattr(baseline, field) if baseline else None
+        cand = getattr(candidate, field) if candidate else None
+        base = None if base is None else float(base) * scale
+        cand = None if cand is None else float(cand) * scale
+        delta = None if base is None or cand is None else cand - base
+        if base is not None or cand is not None:
+            rows.append({"measure": label, "baseline": base, "candidate": cand, "delta": delta})
+    return pd.DataFrame(rows, columns=["measure", "baseline", "candidate", "delta"])
+
+
+def _ratio(numerator: pd.Series, denominator: pd.Series) -> pd.Series:
+    return numerator / denominator.where(denominator > 0)
+
+
+def serving_panels(gauges: pd.DataFrame, counters: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Time series per panel (columns time, series, value), keyed by the panel's axis title."""
+    panels: dict[str, pd.DataFrame] = {}
+    if not gauges.empty:
+        kv = gauges[gauges["name"] == metrics.VLLM_KV_CACHE_USAGE]
+        panels["KV-cache usage (%)"] = kv.assign(series="KV-cache usage", value=kv["value"] * 100)
+        requests = gauges[
+            gauges["name"].isin([metrics.VLLM_NUM_REQUESTS_RUNNING, metrics.VLLM_NUM_REQUESTS_WAITING])
+        ]
+        panels["requests (count)"] = requests.assign(series=requests["name"].str.replace("vllm:num_", ""))
+    if not counters.empty:
+        wide = counters.pivot_table(index="time", columns="name", values="increase", aggfunc="sum")
+        wide = wide.reindex(columns=sorted(set(wide.columns) | _counter_names()), fill_value=float("nan"))
+        hit = wide[metrics.VLLM_PREFIX_CACHE_HITS]
+        queries = wide[metrics.VLLM_PREFIX_CACHE_QUERIES]
+        panels["prefix-cache hit rate (%)"] = _long(_ratio(hit, queries) * 100, "prefix cache")
+        ttft = metrics.VLLM_TIME_TO_FIRST_TOKEN
+        panels["TTFT mean (ms)"] = _long(_ratio(wide[f"{ttft}_sum"], wide[f"{ttft}_count"]) * 1000, "TTFT")
+        queue = metrics.VLLM_REQUEST_QUEUE_TIME
+        panels["queue time mean (ms)"] = _long(
+            _ratio(wide[f"{queue}_sum"], wide[f"{queue}_count"]) * 1000, "queue time"
+        )
+        panels["response-cache hit rate (%)"] = _cache_hit_rates(counters)
+    return {title: frame.dropna(subset=["value"]) for title, frame in panels.items()}
+
+
+def _counter_names() -> set[str]:
+    ttft, queue = metrics.VLLM_TIME_TO_FIRST_TOKEN, metrics.VLLM_REQUEST_QUEUE_TIME
+    return {
+        metrics.VLLM_PREFIX_CACHE_HITS,
+        metrics.VLLM_PREFIX_CACHE_QUERIES,
+        f"{ttft}_sum",
+        f"{ttft}_count",
+        f"{queue}_sum",
+        f"{queue}_count",
+    }
+
+
+def _long(values: pd.Series, series: str) -> pd.DataFrame:
+    return pd.DataFrame({"time": values.index, "series": series, "value": values.to_numpy()})
+
+
+def _cache_hit_rates(counters: pd.DataFrame) -> pd.DataFrame:
+    lookups = counters[counters["name"] == f"{metrics.CACHE_LOOKUPS}_total"]
+    if lookups.empty:
+        return pd.DataFrame(columns=["time", "series", "value"])
+    wide = lookups.pivot_table(index=["time", "cache"], columns="result", values="increase", aggfunc="sum")
+    wide = wide.reindex(columns=["hit", "miss"], fill_value=0.0).fillna(0.0)
+    rate = _ratio(wide["hit"], wide["hit"] + wide["miss"]) * 100
+    frame = rate.rename("value").reset_index()
+    return frame.assign(series=frame["cache"] + " cache")[["time", "series", "value"]]
+
+
+def waterfall(spans: pd.DataFrame) -> pd.DataFrame:
+    """Spans with their offset from the trace start, their depth and an indented label."""
+    parents = dict(zip(spans["span_id"], spans["parent_span_id"], strict=True))
+
+    def depth(span_id: str) -> int:
+        level, seen = 0, {span_id}
+        while (parent := parents.get(span_id)) in parents and parent not in seen:
+            level, span_id = level + 1, str(parent)
+            seen.add(span_id)
+        return level
+
+    start = spans["start_time"].min()
+    frame = spans.assign(
+        depth=[depth(span_id) for span_id in spans["span_id"]],
+        offset_ms=(spans["start_time"] - start).dt.total_seconds() * 1000,
+        status=spans["status_code"].map({2: "error"}).fillna("ok"),
+    )
+    frame["end_ms"] = frame["offset_ms"] + frame["duration_ms"]
+    frame["label"] = [
+        f"{' ' * 2 * level}{name} · {span_id[:6]}"
+        for level, name, span_id in zip(frame["depth"], frame["name"], frame["span_id"], strict=True)
+    ]
+    return frame
+
+
+def retrieved_documents(span_attributes: dict[str, Any]) -> list[str]:
+    """Document ids a span retrieved or cited, from GenAI or OpenInference attributes."""
+    found = span_attributes.get(attr.GEN_AI_RETRIEVAL_DOCUMENTS)
+    if isinstance(found, str):
+        found = [part.strip() for part in found.strip("[]").replace('"', "").split(",") if part.strip()]
+    documents = [str(item.get("id", item)) if isinstance(item, dict) else str(item) for item in found or []]
+    index = 0
+    while (document := span_attributes.get(attr.retrieval_document_id(index))) is not None:
+        documents.append(str(document))
+        index += 1
+    return documents
+
+
+def span_facts(span: pd.Series) -> dict[str, Any]:
+    """The attributes an engineer looks at first: tokens, cost, cache hits, degradation, documents."""
+    attributes: dict[str, Any] = span["attributes"] or {}
+    facts = {
+        "model": span["model"],
+        "duration (ms)": round(float(span["duration_ms"]), 1),
+        "input tokens": span["input_tokens"],
+        "output tokens": span["output_tokens"],
+        "cost (USD)": span["cost_usd"],
+        "exact-cache hit": attributes.get(attr.CACHE_EXACT_HIT),
+        "semantic-cache hit": attributes.get(attr.CACHE_SEMANTIC_HIT),
+        "degraded": attributes.get(attr.DEGRADED),
+        "degraded reason": attributes.get(attr.DEGRADED_REASON),
+        "retrieved documents": ", ".join(retrieved_documents(attributes)) or None,
+        "status": _known(span["status_message"])
+        or {0: "unset", 1: "ok", 2: "error"}.get(int(span["status_code"])),
+    }
+    return {name: _known(value) for name, value in facts.items()}
+
+
+def _known(value: Any) -> Any:
+    """None for SQL NULLs that pandas turned into NaN or NaT."""
+    return None if value is None or (not isinstance(value, (list, dict)) and pd.isna(value)) else value

@@ -1,0 +1,25 @@
+"""How the Streamlit dashboard listens and guards itself."""
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings
+
+from evallens.settings._base import settings_config
+
+
+class DashboardSettings(BaseSettings):
+    """The dashboard's address, scope and optional password."""
+
+    model_config = settings_config()
+
+    dashboard_host: str = Field(default="127.0.0.1", description="Address the dashboard listens on.")
+    dashboard_port: int = Field(default=8501, ge=1, le=65535, description="Port the dashboard listens on.")
+    dashboard_password: SecretStr | None = Field(
+        default=None,
+        description="When set, the dashboard asks for this password before showing any page.",
+    )
+    dashboard_project: str = Field(
+        default="default", description="Project whose traces, runs and metrics the dashboard shows."
+    )
+    dashboard_max_rows: int = Field(
+        default=200, ge=10, le=10_000, description="Most rows a table of traces or cases lists."
+    )

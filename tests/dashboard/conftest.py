@@ -1,0 +1,42 @@
+"""Fixtures: a dashboard pointed at a fresh database, empty or seeded with runs, traces and metrics."""
+
+from collections.abc import Iterator
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import REPO_ROOT
+from tests.dashboard.seed import Seeded, seed
+
+APP_FILE = str(REPO_ROOT / "dashboard" / "app.py")
+TIMEOUT_S = 60
+
+
+@pytest.fixture
+def app_database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A migrated, empty database that the dashboard reads through ``EVALLENS_DATABASE_URL``."""
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    monkeypatch.delenv("EVALLENS_DASHBOARD_PASSWORD", raising=False)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield database_url
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def seeded(app_database: str) -> Seeded:
+    """The app database filled by ``tests.dashboard.seed``."""
+    return seed(app_database)
+
+
+def open_page(page: str | None = None, **query_params: str) -> AppTest:
+    """Run the app, switch to ``page`` (e.g. ``app_pages/compare.py``) and return the rendered result."""
+    app = AppTest.from_file(APP_FILE, default_timeout=TIMEOUT_S)
+    app.query_params.update(query_params)
+    app.run()
+    if page is not None:
+        app.switch_page(page).run()
+    assert not app.exception, [exception.value for exception in app.exception]
+    return app

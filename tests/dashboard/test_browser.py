@@ -1,0 +1,87 @@
+"""A real headless chromium opens every page of a running ``evallens dashboard`` and screenshots it."""
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tests.dashboard.browser import chromium_tab, ensure_chromium
+from tests.dashboard.seed import Seeded
+
+SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
+PAGES = {  # url path -> heading; the default page lives at the root
+    "": "Overview",
+    "compare": "Compare runs",
+    "traces": "Traces",
+    "serving": "Serving metrics",
+    "cases": "Cases",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def dashboard_url(seeded: Seeded, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``evallens dashboard`` on a free port, reading the seeded database."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "evallens", "dashboard", "--port", str(port)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.read() == b"ok":
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                output = process.stdout.read() if process.stdout else ""
+                pytest.fail(f"the dashboard did not start:\n{output}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()  # the CLI forwards this to Streamlit
+        try:
+            process.communicate(timeout=30)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # only this test's own process group
+
+
+@pytest.mark.slow
+def test_every_page_renders_without_an_error_box(dashboard_url: str, seeded: Seeded) -> None:
+    executable = ensure_chromium()
+    failures = []
+    with chromium_tab(executable) as tab:
+        for path, heading in PAGES.items():
+            state = tab.open(f"{dashboard_url}/{path}")
+            tab.screenshot(SCREENSHOTS / f"{path or 'overview'}.png", state.height)
+            if state.errors or state.dialogs or state.heading != heading:
+                failures.append((path, state.heading, state.errors, state.dialogs))
+        state = tab.open(f"{dashboard_url}/traces?trace_id={seeded.error_trace}")
+        tab.screenshot(SCREENSHOTS / "trace.png", state.height)
+        assert state.charts >= 1
+    assert failures == []
+    assert {f"{path or 'overview'}.png" for path in PAGES} <= {
+        shot.name for shot in SCREENSHOTS.glob("*.png")
+    }

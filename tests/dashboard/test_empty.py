@@ -1,0 +1,49 @@
+"""An empty database: every page says what to run instead of failing; a password guards the pages."""
+
+import pytest
+
+from tests.dashboard.conftest import open_page
+
+PAGES_AND_HINTS = [
+    (None, "evallens eval run"),
+    ("app_pages/compare.py", "evallens eval run"),
+    ("app_pages/traces.py", "evallens collector"),
+    ("app_pages/serving.py", "scrapes the service's and vLLM's /metrics"),
+    ("app_pages/cases.py", "evallens collector"),
+]
+
+
+@pytest.mark.parametrize(("page", "hint"), PAGES_AND_HINTS)
+def test_empty_database_shows_what_to_run(app_database: str, page: str | None, hint: str) -> None:
+    app = open_page(page)
+    infos = [info.value for info in app.info]
+    assert any(hint in info for info in infos), infos
+    assert not app.error
+    assert not app.get("vega_lite_chart")
+
+
+def test_a_database_without_schema_says_to_migrate(
+    empty_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import streamlit as st
+
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", empty_database_url)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    app = open_page()
+    assert any("evallens db upgrade" in warning.value for warning in app.warning)
+    st.cache_resource.clear()
+
+
+def test_password_guards_every_page(app_database: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALLENS_DASHBOARD_PASSWORD", "s3cret")
+    app = open_page()
+    assert [box.label for box in app.text_input] == ["Password"]
+    assert not app.title or app.title[0].value == "evallens"
+    app.text_input[0].input("wrong")
+    app.button[0].click().run()
+    assert [error.value for error in app.error] == ["Wrong password."]
+    assert not any(title.value == "Overview" for title in app.title)
+    app.text_input[0].input("s3cret")
+    app.button[0].click().run()
+    assert any(title.value == "Overview" for title in app.title)

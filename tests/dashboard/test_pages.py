@@ -1,0 +1,121 @@
+"""Every page against a real PostgreSQL seeded with runs, results, spans, metric samples and a gate report."""
+
+from tests.dashboard.conftest import open_page
+from tests.dashboard.seed import PII_QUESTION, SET_NAME, Seeded, hex_id
+
+
+def texts(app) -> str:
+    """Everything the page wrote as markdown, captions, infos and successes, joined."""
+    parts = [
+        element.value
+        for kind in ("markdown", "caption", "info", "success", "warning")
+        for element in app.get(kind)
+    ]
+    return "\n".join(str(part) for part in parts)
+
+
+def test_overview_shows_verdict_scorecards_and_cost(seeded: Seeded) -> None:
+    app = open_page()
+    shown = texts(app)
+    assert SET_NAME in shown and "REGRESSION" in shown
+    tiles = [(metric.label, metric.value, metric.delta) for metric in app.metric]
+    # overall row first: candidate accuracy 70% against the main-tagged baseline's 90%
+    assert ("accuracy", "70.0%", "-20.0 pts") in tiles
+    assert ("recall", "50.0%", "-50.0 pts") in tiles
+    # harmfulness does not apply to returns_refunds
+    assert ("harmfulness", "n/a", "") in tiles
+    by_label = {label: value for label, value, _ in tiles}
+    # 31 production + 2 eval requests with one chat span each; 25+3 at $0.001, 2 eval at $0.001, one at $0.01
+    assert by_label["cost (USD)"] == "$0.0400"
+    assert by_label["requests"] == "32"
+    assert by_label["error rate"] == "6.25%"
+    assert len(app.get("vega_lite_chart")) == 3
+
+
+def test_compare_defaults_to_latest_run_and_its_tagged_baseline(seeded: Seeded) -> None:
+    app = open_page("app_pages/compare.py")
+    candidate, baseline = app.selectbox[0], app.selectbox[1]
+    assert candidate.value == seeded.candidate_id
+    assert baseline.value == seeded.baseline_id
+    quality, serving, flipped = (frame.value for frame in app.dataframe)
+    cell = quality.set_index(["scenario", "metric"]).loc[("returns_refunds", "accuracy")]
+    assert round(cell["delta_pts"], 1) == -50.0
+    assert cell["significance"] == "▼ regression"
+    overall = quality.set_index(["scenario", "metric"]).loc[("overall", "accuracy")]
+    assert overall["significance"] == "not significant"
+    semantic = serving.set_index("measure").loc["semantic-cache hit rate (%)"]
+    assert (round(semantic["baseline"], 1), round(semantic["candidate"], 1)) == (5.0, 40.0)
+    assert any("cache threshold is too loose" in info.value for info in app.info)
+    assert sorted(zip(flipped["case_key"], flipped["metric"], strict=True)) == [
+        ("rr-002", "accuracy"),
+        ("rr-002", "recall"),
+    ]
+    assert "REGRESSION" in texts(app)
+
+
+def test_compare_without_gate_report_says_how_to_get_significance(seeded: Seeded) -> None:
+    app = open_page("app_pages/compare.py")
+    app.selectbox[0].set_value(seeded.baseline_id).run()
+    app.selectbox[1].set_value(seeded.candidate_id).run()
+    assert "No gate report for this pair" in texts(app)
+    quality = app.dataframe[0].value
+    assert set(quality["significance"]) == {"— (no gate report)"}
+    assert app.dataframe[2].value.empty if len(app.dataframe) > 2 else True
+    assert "No case passed in the baseline and failed in the candidate." in texts(app)
+
+
+def test_traces_filters_and_opens_a_linked_trace(seeded: Seeded) -> None:
+    app = open_page("app_pages/traces.py", trace_id=seeded.error_trace)
+    table = app.dataframe[0].value
+    # every trace of the last 24 hours (28 production, the feedback trace, 2 eval); not the day-old one
+    assert len(table) == 31
+    assert hex_id("c", 1) not in set(table["trace_id"])
+    opened = next(box for box in app.selectbox if box.label == "Open trace")
+    assert opened.value == seeded.error_trace
+    facts = app.table[0].value
+    assert "engine failed" in list(facts["value"])  # the root span is chosen first
+    span_box = next(box for box in app.selectbox if box.label == "Span")
+    span_box.set_value(hex_id("5", 202 * 10 + 1, 16)).run()
+    facts = dict(zip(app.table[0].value["attribute"], app.table[0].value["value"], strict=True))
+    assert facts["retrieved documents"] == "returns-policy"
+    assert len(app.get("vega_lite_chart")) == 1
+
+
+def test_traces_filter_by_tenant_and_errors(seeded: Seeded) -> None:
+    app = open_page("app_pages/traces.py")
+    next(box for box in app.selectbox if box.label == "Tenant").set_value("acme").run()
+    next(box for box in app.checkbox if box.label == "Errors only").check().run()
+    table = app.dataframe[0].value
+    assert set(table["trace_id"]) == {seeded.error_trace, seeded.eval_error_trace}
+
+
+def test_serving_draws_metrics_with_eval_run_bands(seeded: Seeded) -> None:
+    app = open_page("app_pages/serving.py")
+    shown = texts(app)
+    assert "2 eval runs" in shown
+    titles = {element.value.strip("*") for element in app.markdown}
+    assert {
+        "KV-cache usage (%)",
+        "requests (count)",
+        "prefix-cache hit rate (%)",
+        "TTFT mean (ms)",
+        "response-cache hit rate (%)",
+    } <= titles
+    assert "queue time mean (ms)" in shown  # listed as having no samples
+    assert len(app.get("vega_lite_chart")) == 5
+
+
+def test_cases_lists_bad_production_traces_only(seeded: Seeded) -> None:
+    app = open_page("app_pages/cases.py")
+    assert hex_id("c", 1) not in set(app.dataframe[0].value["trace_id"])  # a day old: outside the default
+    next(box for box in app.selectbox if box.label == "Window").set_value("last 7 days").run()
+    table = app.dataframe[0].value.set_index("trace_id")
+    costly = hex_id("c", 1)  # the day-old request to a model ten times the price
+    assert set(table.index) == {seeded.feedback_trace, seeded.error_trace, seeded.slow_trace, costly}
+    assert table.loc[costly, "reasons"] == "costly outlier"
+    assert table.loc[seeded.feedback_trace, "reasons"] == "negative feedback"
+    assert table.loc[seeded.feedback_trace, "badness"] == 3
+    assert table.loc[seeded.slow_trace, "badness"] == 1
+    assert table.loc[seeded.error_trace, "reasons"] == "error"
+    assert table.loc[seeded.slow_trace, "reasons"] == "slow outlier"
+    assert table.loc[seeded.feedback_trace, "question"] == PII_QUESTION
