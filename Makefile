@@ -18,7 +18,7 @@ export HF_HUB_OFFLINE := 1
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/python -m pip install --quiet --upgrade pip wheel
 	$(BIN)/python -m pip install --quiet -e '.[service,evals,dashboard,dev]'
 	@# pip pulls builds of these that do not match CPU torch; they break transformers' imports
 	$(BIN)/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
