@@ -6,10 +6,12 @@ from evallens.settings._base import (
     read_environment,
     set_process_environment,
 )
+from evallens.settings.collector import CollectorSettings
 from evallens.settings.database import DatabaseSettings
 
 __all__ = [
     "ENV_PREFIX",
+    "CollectorSettings",
     "DatabaseSettings",
     "child_environment",
     "read_environment",

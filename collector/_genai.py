@@ -1,0 +1,102 @@
+"""Pull the GenAI fields the dashboard and gate query out of span and resource attributes.
+
+Reads the OpenTelemetry GenAI conventions (including the deprecated token names), OpenInference
+and evallens' own ``evallens.*`` names, all defined once in ``evallens.telemetry.attributes``.
+"""
+
+import math
+from typing import Any
+
+from evallens.db.models.traces import DEFAULT_PROJECT
+from evallens.telemetry import attributes as names
+
+MODEL_NAMES = (names.GEN_AI_RESPONSE_MODEL, names.GEN_AI_REQUEST_MODEL, names.LLM_MODEL_NAME)
+INPUT_TOKEN_NAMES = (
+    names.GEN_AI_USAGE_INPUT_TOKENS,
+    names.GEN_AI_USAGE_PROMPT_TOKENS,
+    names.LLM_TOKEN_COUNT_PROMPT,
+)
+OUTPUT_TOKEN_NAMES = (
+    names.GEN_AI_USAGE_OUTPUT_TOKENS,
+    names.GEN_AI_USAGE_COMPLETION_TOKENS,
+    names.LLM_TOKEN_COUNT_COMPLETION,
+)
+BIGINT_MAX = 2**63 - 1
+
+
+def first_present(attributes: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value of the first of ``keys`` present in ``attributes``."""
+    for key in keys:
+        value = attributes.get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def as_text(value: Any) -> str | None:
+    """A non-empty string, or None for anything else."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def as_count(value: Any) -> int | None:
+    """A token count: a non-negative integer that fits a bigint, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    return value if isinstance(value, int) and 0 <= value <= BIGINT_MAX else None
+
+
+def as_number(value: Any) -> float | None:
+    """A finite non-negative number, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def scoped_text(attributes: dict[str, Any], resource: dict[str, Any], key: str) -> str | None:
+    """A text attribute from the span, falling back to its resource."""
+    return as_text(attributes.get(key)) or as_text(resource.get(key))
+
+
+class GenAIFields:
+    """The extracted fields of one span."""
+
+    __slots__ = (
+        "concurrent_requests",
+        "cost_usd",
+        "engine_time_s",
+        "eval_case_id",
+        "eval_run_id",
+        "feature",
+        "input_tokens",
+        "model",
+        "output_tokens",
+        "project",
+        "tenant",
+        "user_id",
+    )
+
+    def __init__(self, attributes: dict[str, Any], resource: dict[str, Any]) -> None:
+        self.model = as_text(first_present(attributes, MODEL_NAMES))
+        self.input_tokens = as_count(first_present(attributes, INPUT_TOKEN_NAMES))
+        self.output_tokens = as_count(first_present(attributes, OUTPUT_TOKEN_NAMES))
+        self.cost_usd = as_number(attributes.get(names.COST_USD))
+        self.engine_time_s = as_number(attributes.get(names.ENGINE_TIME_S))
+        self.concurrent_requests = as_count(attributes.get(names.ENGINE_CONCURRENT_REQUESTS))
+        self.project = scoped_text(attributes, resource, names.PROJECT) or DEFAULT_PROJECT
+        self.tenant = scoped_text(attributes, resource, names.TENANT)
+        self.user_id = scoped_text(attributes, resource, names.USER)
+        self.feature = scoped_text(attributes, resource, names.FEATURE)
+        self.eval_run_id = scoped_text(attributes, resource, names.EVAL_RUN_ID)
+        self.eval_case_id = scoped_text(attributes, resource, names.EVAL_CASE_ID)
