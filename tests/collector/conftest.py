@@ -4,7 +4,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +41,26 @@ def collector_settings(database_url: str, data_dir: Path, **overrides: Any) -> C
 
 
 @pytest.fixture
-def running_collector(database_url: str, tmp_path: Path) -> Iterator[Collector]:
+def make_collector(tmp_path: Path) -> Iterator[Callable[..., Collector]]:
+    """Start collectors in this process (free ports, private spool) with settings overrides."""
+    started: list[Collector] = []
+
+    def start(database_url: str, **overrides: Any) -> Collector:
+        data_dir = tmp_path / f"collector-{len(started)}"
+        collector = Collector(collector_settings(database_url, data_dir, **overrides), database_url)
+        collector.start_in_background()
+        started.append(collector)
+        return collector
+
+    yield start
+    for collector in started:
+        collector.stop()
+
+
+@pytest.fixture
+def running_collector(database_url: str, make_collector: Callable[..., Collector]) -> Collector:
     """A collector serving HTTP and gRPC from this process, on free ports."""
-    collector = Collector(collector_settings(database_url, tmp_path), database_url)
-    collector.start_in_background()
-    yield collector
-    collector.stop()
+    return make_collector(database_url)
 
 
 def otlp_value(value: Any) -> AnyValue:
