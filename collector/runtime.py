@@ -1,6 +1,7 @@
 """One collector process: OTLP/HTTP, OTLP/gRPC, the writer, the scraper and the price refresher."""
 
 import logging
+import signal
 import socket
 import threading
 import time
@@ -92,18 +93,25 @@ class Collector:
         self._spawn(self._refresh_prices_forever, "collector-prices")
 
     def serve(self, ready: Callable[["Collector"], None] | None = None) -> None:
-        """Start, serve HTTP in this thread until SIGTERM/SIGINT, then shut down cleanly."""
-        self.start()
+        """Serve until SIGTERM/SIGINT, then shut down cleanly (must run in the main thread)."""
+        stop_requested = threading.Event()
+        previous = {
+            number: signal.signal(number, lambda *_: stop_requested.set())
+            for number in (signal.SIGTERM, signal.SIGINT)
+        }
         try:
-            self._server = uvicorn.Server(self._uvicorn_config())
+            self.start_in_background()
             if ready is not None:
                 ready(self)
-            self._server.run(sockets=[self._listening_socket()])
+            while not stop_requested.wait(0.5):
+                pass
         finally:
             self.stop()
+            for number, handler in previous.items():
+                signal.signal(number, handler)
 
     def start_in_background(self, timeout_s: float = 30.0) -> None:
-        """Start and serve HTTP from a thread (for tests and embedding); ``stop`` ends it."""
+        """Start and serve HTTP from a thread; ``stop`` ends it. Handles no signals (``serve`` does)."""
         self.start()
         self._server = uvicorn.Server(self._uvicorn_config())
         server, sock = self._server, self._listening_socket()
