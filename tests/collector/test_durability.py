@@ -1,4 +1,4 @@
-"""What a 200 promises: after SIGKILL, or with PostgreSQL stopped mid-load, every acknowledged span is stored once."""
+"""What a 200 promises: after SIGKILL, or PostgreSQL stopped mid-load, each acknowledged span is stored once."""
 
 import itertools
 import signal

@@ -57,7 +57,7 @@ json_documents = (
 )
 
 
-@st.composite
+@st.composite  # type: ignore[untyped-decorator]
 def mutated_protobuf(draw: st.DrawFn) -> bytes:
     data = bytearray(SEED_REQUEST)
     for _ in range(draw(st.integers(1, 6))):
@@ -90,8 +90,8 @@ def test_fuzzed_payloads(running_collector: Collector, database_url: str) -> Non
     url = f"http://127.0.0.1:{running_collector.http_port}/v1/traces"
     with httpx.Client(timeout=30) as client:
 
-        @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-        @given(payloads)
+        @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))  # type: ignore[untyped-decorator]
+        @given(payloads)  # type: ignore[untyped-decorator]
         def send(payload: tuple[str, bytes]) -> None:
             content_type, body = payload
             response = client.post(url, content=body, headers={"content-type": content_type})
