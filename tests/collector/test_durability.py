@@ -1,4 +1,4 @@
-"""What a 200 promises: after SIGKILL, or PostgreSQL stopped mid-load, each acknowledged span is stored once."""
+"""A 200 is a promise: after SIGKILL, or PostgreSQL stopped mid-load, acknowledged spans are stored once."""
 
 import itertools
 import signal
