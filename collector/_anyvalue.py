@@ -34,4 +34,16 @@ def any_value(value: Any) -> Any:
 
 def key_values(items: Iterable[Any]) -> dict[str, Any]:
     """A ``repeated KeyValue`` as a flat dict (the last of repeated keys wins)."""
-    return {clean_text(item.key): any_value(item.value) for item in items}
+    flat: dict[str, Any] = {}
+    for item in items:
+        value = item.value
+        kind = value.WhichOneof("value")
+        # strings and numbers are nearly all attributes: read them without another call
+        if kind == "string_value":
+            text = value.string_value
+            flat[clean_text(item.key)] = text if "\x00" not in text else clean_text(text)
+        elif kind == "int_value":
+            flat[clean_text(item.key)] = value.int_value
+        else:
+            flat[clean_text(item.key)] = any_value(value)
+    return flat

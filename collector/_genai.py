@@ -64,13 +64,23 @@ def as_number(value: Any) -> float | None:
     return number if math.isfinite(number) and number >= 0 else None
 
 
-def scoped_text(attributes: dict[str, Any], resource: dict[str, Any], key: str) -> str | None:
-    """A text attribute from the span, falling back to its resource."""
-    return as_text(attributes.get(key)) or as_text(resource.get(key))
+SCOPED_NAMES = (
+    names.PROJECT,
+    names.TENANT,
+    names.USER,
+    names.FEATURE,
+    names.EVAL_RUN_ID,
+    names.EVAL_CASE_ID,
+)
+
+
+def resource_defaults(resource: dict[str, Any]) -> tuple[str | None, ...]:
+    """Project, tenant, user, feature, eval run and case set on the resource (spans may override them)."""
+    return tuple(as_text(resource.get(key)) for key in SCOPED_NAMES)
 
 
 class GenAIFields:
-    """The extracted fields of one span."""
+    """The extracted fields of one span; ``defaults`` come from ``resource_defaults`` of its resource."""
 
     __slots__ = (
         "concurrent_requests",
@@ -87,16 +97,23 @@ class GenAIFields:
         "user_id",
     )
 
-    def __init__(self, attributes: dict[str, Any], resource: dict[str, Any]) -> None:
+    def __init__(self, attributes: dict[str, Any], defaults: tuple[str | None, ...]) -> None:
+        get = attributes.get
         self.model = as_text(first_present(attributes, MODEL_NAMES))
         self.input_tokens = as_count(first_present(attributes, INPUT_TOKEN_NAMES))
         self.output_tokens = as_count(first_present(attributes, OUTPUT_TOKEN_NAMES))
-        self.cost_usd = as_number(attributes.get(names.COST_USD))
-        self.engine_time_s = as_number(attributes.get(names.ENGINE_TIME_S))
-        self.concurrent_requests = as_count(attributes.get(names.ENGINE_CONCURRENT_REQUESTS))
-        self.project = scoped_text(attributes, resource, names.PROJECT) or DEFAULT_PROJECT
-        self.tenant = scoped_text(attributes, resource, names.TENANT)
-        self.user_id = scoped_text(attributes, resource, names.USER)
-        self.feature = scoped_text(attributes, resource, names.FEATURE)
-        self.eval_run_id = scoped_text(attributes, resource, names.EVAL_RUN_ID)
-        self.eval_case_id = scoped_text(attributes, resource, names.EVAL_CASE_ID)
+        cost, engine_time, concurrent = (
+            get(names.COST_USD),
+            get(names.ENGINE_TIME_S),
+            get(names.ENGINE_CONCURRENT_REQUESTS),
+        )
+        self.cost_usd = None if cost is None else as_number(cost)
+        self.engine_time_s = None if engine_time is None else as_number(engine_time)
+        self.concurrent_requests = None if concurrent is None else as_count(concurrent)
+        project, tenant, user_id, feature, eval_run_id, eval_case_id = (
+            (as_text(value) or default) if (value := get(key)) is not None else default
+            for key, default in zip(SCOPED_NAMES, defaults, strict=True)
+        )
+        self.project = project or DEFAULT_PROJECT
+        self.tenant, self.user_id, self.feature = tenant, user_id, feature
+        self.eval_run_id, self.eval_case_id = eval_run_id, eval_case_id

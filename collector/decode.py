@@ -7,7 +7,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector._anyvalue import clean_text, key_values
-from collector._genai import GenAIFields
+from collector._genai import GenAIFields, resource_defaults
 from collector.records import DecodedBatch, SpanRecord
 from evallens.telemetry import attributes as names
 
@@ -43,6 +43,7 @@ def decode_request(
         resource = key_values(resource_spans.resource.attributes)
         service_name = resource.get(names.SERVICE_NAME)
         service_name = service_name if isinstance(service_name, str) else None
+        defaults = resource_defaults(resource)
         for scope_spans in resource_spans.scope_spans:
             scope = (
                 clean_text(scope_spans.scope.name) or None,
@@ -50,7 +51,7 @@ def decode_request(
             )
             for span in scope_spans.spans:
                 try:
-                    spans.append(decode_span(span, resource, service_name, scope, window))
+                    spans.append(decode_span(span, resource, (service_name, *scope), defaults, window))
                 except InvalidSpan as error:
                     num_rejected += 1
                     if len(messages) < 5:
@@ -61,11 +62,14 @@ def decode_request(
 def decode_span(
     span: Any,
     resource: dict[str, Any],
-    service_name: str | None,
-    scope: tuple[str | None, str | None],
+    origin: tuple[str | None, str | None, str | None],
+    defaults: tuple[str | None, ...],
     window: tuple[int, int],
 ) -> SpanRecord:
-    """One OTLP ``Span`` as a record, or ``InvalidSpan`` saying what is wrong with it."""
+    """One OTLP ``Span`` as a record, or ``InvalidSpan`` saying what is wrong with it.
+
+    ``origin`` is (service name, scope name, scope version); ``defaults`` come from the resource.
+    """
     trace_id, span_id, parent_span_id = span_ids(span)
     start_ns, end_ns = span.start_time_unix_nano, span.end_time_unix_nano
     if not window[0] <= start_ns <= window[1]:
@@ -73,7 +77,7 @@ def decode_span(
     if end_ns < start_ns:
         raise InvalidSpan(f"span {span_id}: end time is before start time")
     attributes = key_values(span.attributes)
-    fields = GenAIFields(attributes, resource)
+    fields = GenAIFields(attributes, defaults)
     status = span.status
     return SpanRecord(
         trace_id=trace_id,
@@ -83,14 +87,14 @@ def decode_span(
         parent_span_id=parent_span_id,
         name=clean_text(span.name),
         kind=span.kind if 0 <= span.kind <= MAX_SPAN_KIND else 0,
-        service_name=service_name,
-        scope_name=scope[0],
-        scope_version=scope[1],
+        service_name=origin[0],
+        scope_name=origin[1],
+        scope_version=origin[2],
         status_code=status.code if 0 <= status.code <= MAX_STATUS_CODE else 0,
         status_message=clean_text(status.message) or None,
         attributes=attributes,
         resource=resource,
-        events=[decode_event(event) for event in span.events],
+        events=[decode_event(event) for event in span.events] if span.events else [],
         project=fields.project,
         model=fields.model,
         input_tokens=fields.input_tokens,

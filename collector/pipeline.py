@@ -80,7 +80,8 @@ class Ingestor:
         """Raise ``Refused`` when a new request would certainly be refused (before reading its body)."""
         if self._num_spans >= self._limits.max_spans or self._num_bytes >= self._limits.max_bytes:
             raise Overloaded("the collector's queue is full", self._limits.retry_after_s)
-        if not self.database_up and self._spool is None:
+        if self._spool is None and not self._database_worth_trying():
+            # once the retry interval is over a request gets through, and its flush probes PostgreSQL
             raise Unavailable("PostgreSQL is unreachable", self._limits.retry_after_s)
 
     def submit(self, spans: list[SpanRecord], num_bytes: int) -> Future[str]:
@@ -210,7 +211,7 @@ class Ingestor:
             return
         try:
             spans = Spool.read(pending[0])
-            self._writer.write(spans)
+            self._writer.write(spans, expect_duplicates=True)
         except DatabaseDown as error:
             self._mark_database_down(error)
             return

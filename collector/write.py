@@ -1,8 +1,11 @@
-"""Bulk writer: many requests' spans in one COPY, made idempotent by ``ON CONFLICT DO NOTHING``.
+"""Bulk writer: many requests' spans in one COPY, idempotent through the spans primary key.
 
-Spans are COPYed into a temporary staging table (no WAL, no indexes), then moved into the
-partitioned ``spans`` table in the same transaction; a span sent twice (a client retry, a spool
-replayed after a crash) hits the primary key and is skipped.
+The fast path COPYs straight into the partitioned ``spans`` table. A span sent twice (a client
+retry, a spool replayed after a crash) makes that COPY fail on the primary key and roll back whole;
+the batch is then COPYed into a temporary staging table and moved over with
+``INSERT ... SELECT ... ON CONFLICT DO NOTHING``, which skips what is already stored. The staging
+path costs PostgreSQL about twice the work, so it is only taken after a conflict (and for a while
+after one, since retries come in bursts) and for spool replays.
 """
 
 from collections.abc import Iterable, Sequence
@@ -20,6 +23,8 @@ from evallens.db.partitions import create_span_partitions, list_span_partitions
 STAGING_TABLE = "spans_staging"
 _COLUMN_LIST = ", ".join(SPAN_COLUMNS)
 COPY_STAGING = f"COPY {STAGING_TABLE} ({_COLUMN_LIST}) FROM STDIN"
+COPY_SPANS = f"COPY spans ({_COLUMN_LIST}) FROM STDIN"
+FLUSHES_CAREFUL_AFTER_CONFLICT = 20
 MOVE_STAGED = (
     f"INSERT INTO spans ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM {STAGING_TABLE} ON CONFLICT DO NOTHING"
 )
@@ -91,8 +96,9 @@ class SpanWriter:
         self._connection: psycopg.Connection[Any] | None = None
         self._engine: Engine | None = None
         self._partition_days: set[str] = set()
+        self._careful_flushes = 0
 
-    def write(self, spans: Sequence[SpanRecord]) -> int:
+    def write(self, spans: Sequence[SpanRecord], expect_duplicates: bool = False) -> int:
         """Store ``spans`` in one transaction; return how many were new.
 
         Raises ``DatabaseDown`` or ``RowsRefused``; either way nothing was committed.
@@ -100,12 +106,14 @@ class SpanWriter:
         try:
             self._ensure_partitions(spans)
             connection = self._connect()
-            with connection.transaction(), connection.cursor() as cursor:
-                with cursor.copy(COPY_STAGING) as copy:
-                    for row in span_rows(spans):
-                        copy.write_row(row)
-                cursor.execute(MOVE_STAGED)
-                return max(cursor.rowcount, 0)
+            rows = list(span_rows(spans))
+            if not expect_duplicates and self._careful_flushes == 0:
+                try:
+                    return self._copy(connection, COPY_SPANS, rows)
+                except psycopg.errors.UniqueViolation:
+                    self._careful_flushes = FLUSHES_CAREFUL_AFTER_CONFLICT
+            self._careful_flushes = max(self._careful_flushes - 1, 0)
+            return self._copy(connection, COPY_STAGING, rows, then=MOVE_STAGED)
         except (psycopg.OperationalError, psycopg.InterfaceError) as error:
             self.close()
             raise DatabaseDown(_first_line(error)) from error
@@ -114,6 +122,19 @@ class SpanWriter:
                 self.close()
                 raise DatabaseDown(_first_line(error)) from error
             raise RowsRefused(_first_line(error)) from error
+
+    @staticmethod
+    def _copy(
+        connection: psycopg.Connection[Any], statement: str, rows: list[tuple[Any, ...]], then: str = ""
+    ) -> int:
+        with connection.transaction(), connection.cursor() as cursor:
+            with cursor.copy(statement) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            if not then:
+                return len(rows)
+            cursor.execute(then)
+            return max(cursor.rowcount, 0)
 
     def _connect(self) -> psycopg.Connection[Any]:
         if self._connection is None or self._connection.closed:
