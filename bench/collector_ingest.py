@@ -4,7 +4,7 @@ Builds realistic GenAI traces (request -> retrieval, embedding, rerank, generati
 500-span batches from several concurrent clients to a collector subprocess, waits until every span
 is counted in PostgreSQL, then COPYs the same decoded rows into an identical scratch table.
 
-    python bench/collector_ingest.py [--spans 100000] [--clients 4] [--batch 500]
+    python bench/collector_ingest.py [--spans 100000] [--clients 8] [--batch 500]
 """
 
 import argparse
@@ -83,7 +83,7 @@ def trace_spans(rng: random.Random, number: int, now_ns: int) -> list[Span]:
         names.USER: f"user-{number % 101}",
     }
     question, answer = text(rng), text(rng)
-    children = {
+    children: dict[str, dict[str, object]] = {
         "retrieve": {
             "openinference.span.kind": "RETRIEVER",
             "input.value": question,
@@ -222,7 +222,7 @@ def watch_rss(pid: int, stop: threading.Event, peak: list[int]) -> None:
 
 def copy_ceiling(url: str, payloads: list[bytes]) -> float:
     """Rows/s of one COPY of the same decoded rows into a table like spans (same indexes, not partitioned)."""
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for body in payloads:
         batch = decode_request(ExportTraceServiceRequest.FromString(body), SpanLimits())
         rows.extend(span_rows(batch.spans))
@@ -246,7 +246,7 @@ def copy_ceiling(url: str, payloads: list[bytes]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=100_000)
-    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--batch", type=int, default=500)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="evallens-bench-") as scratch:
