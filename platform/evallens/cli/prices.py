@@ -1,19 +1,55 @@
 """``evallens prices``: the model price table used for cost tags."""
 
-import typer
+from datetime import datetime
+from typing import Annotated
 
-from evallens.cli._common import not_built
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from evallens.settings import DatabaseSettings
 
 app = typer.Typer(help="Model prices for cost tagging.", no_args_is_help=True)
 
 
 @app.command("list")
-def list_prices() -> None:
-    """List the model prices in force."""
-    not_built("prices list")
+def list_prices(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+    """List the model prices (the shipped defaults are added the first time)."""
+    from collector.commands import price_table
+    from collector.prices import price_as_dict
+
+    rows = [price_as_dict(entry) for entry in price_table(DatabaseSettings())]
+    if as_json:
+        typer.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
+        return
+    table = Table("model", "provider", "in $/1M tok", "out $/1M tok", "$/GPU-hour", "valid from", "valid to")
+    for row in rows:
+        table.add_row(*("" if value is None else str(value) for value in row.values()))
+    Console().print(table)
 
 
 @app.command("set")
-def set_price() -> None:
-    """Set a model's price."""
-    not_built("prices set")
+def set_price(
+    model: Annotated[
+        str, typer.Argument(help="Model name; also matches names it prefixes (gpt-4o-2024-08-06).")
+    ],
+    input_usd: Annotated[float | None, typer.Option("--input", help="USD per 1M input tokens.")] = None,
+    output_usd: Annotated[float | None, typer.Option("--output", help="USD per 1M output tokens.")] = None,
+    gpu_hour_usd: Annotated[float | None, typer.Option("--gpu-hour", help="USD per GPU-hour.")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", help="openai, self-hosted, ...")] = None,
+    valid_from: Annotated[datetime | None, typer.Option("--valid-from", help="From when (UTC).")] = None,
+) -> None:
+    """Set (insert or replace) a model's price."""
+    from collector.commands import price_entry, price_table
+
+    entry = price_entry(
+        model,
+        input_usd_per_mtok=input_usd,
+        output_usd_per_mtok=output_usd,
+        gpu_hour_usd=gpu_hour_usd,
+        provider=provider,
+        valid_from=valid_from,
+    )
+    price_table(DatabaseSettings(), update=entry)
+    Console().print(f"price of {model} set")

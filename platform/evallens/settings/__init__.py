@@ -6,12 +6,14 @@ from evallens.settings._base import (
     read_environment,
     set_process_environment,
 )
+from evallens.settings.collector import CollectorSettings
 from evallens.settings.dashboard import DashboardSettings
 from evallens.settings.database import DatabaseSettings
 from evallens.settings.evals import EvalSettings
 
 __all__ = [
     "ENV_PREFIX",
+    "CollectorSettings",
     "DashboardSettings",
     "DatabaseSettings",
     "EvalSettings",

@@ -63,6 +63,8 @@ PROMPT_HASH = "evallens.prompt.hash"
 PROMPT_LENGTH = "evallens.prompt.length_chars"
 TIME_TO_FIRST_TOKEN_S = "evallens.ttft_s"
 ENGINE_TIME_S = "evallens.engine_time_s"
+# requests the engine served at once during this call; its GPU time is shared among them
+ENGINE_CONCURRENT_REQUESTS = "evallens.engine.concurrent_requests"
 CACHE_EXACT_HIT = "evallens.cache.exact.hit"
 CACHE_SEMANTIC_HIT = "evallens.cache.semantic.hit"
 CACHE_SEMANTIC_SIMILARITY = "evallens.cache.semantic.similarity"

@@ -1,0 +1,1 @@
+"""Benchmarks: run on demand, print figures, never run by tests."""

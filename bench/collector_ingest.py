@@ -1,0 +1,308 @@
+"""Collector ingest benchmark: durable spans/s through OTLP/HTTP against the raw COPY ceiling.
+
+Builds realistic GenAI traces (request -> retrieval, embedding, rerank, generation), sends them in
+500-span batches from several concurrent clients to a collector subprocess, waits until every span
+is counted in PostgreSQL, then COPYs the same decoded rows into an identical scratch table.
+
+    python bench/collector_ingest.py [--spans 100000] [--clients 8] [--batch 500]
+"""
+
+import argparse
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import psycopg
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+from collector.decode import SpanLimits, decode_request
+from collector.write import COPY_STAGING, span_rows
+from evallens.db.migrate import upgrade
+from evallens.db.server import embedded_url, ensure_database, start_embedded
+from evallens.settings import child_environment
+from evallens.telemetry import attributes as names
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+WORDS = [
+    "the",
+    "model",
+    "retrieved",
+    "three",
+    "passages",
+    "about",
+    "kv",
+    "cache",
+    "eviction",
+    "and",
+    "prefix",
+    "caching",
+    "before",
+    "answering",
+]
+
+
+def text(rng: random.Random, length: int = 300) -> str:
+    words: list[str] = []
+    while sum(len(w) + 1 for w in words) < length:
+        words.append(rng.choice(WORDS))
+    return " ".join(words)[:length]
+
+
+def attrs(values: dict[str, object]) -> list[KeyValue]:
+    out = []
+    for key, value in values.items():
+        if isinstance(value, bool):
+            any_value = AnyValue(bool_value=value)
+        elif isinstance(value, int):
+            any_value = AnyValue(int_value=value)
+        elif isinstance(value, float):
+            any_value = AnyValue(double_value=value)
+        else:
+            any_value = AnyValue(string_value=str(value))
+        out.append(KeyValue(key=key, value=any_value))
+    return out
+
+
+def trace_spans(rng: random.Random, number: int, now_ns: int) -> list[Span]:
+    """A request span with retrieval, embedding, rerank and generation children."""
+    trace_id = rng.randbytes(16)
+    root_id = rng.randbytes(8)
+    start = now_ns - rng.randrange(10**9, 60 * 10**9)
+    common = {
+        names.TENANT: f"tenant-{number % 7}",
+        names.FEATURE: "support-chat",
+        names.USER: f"user-{number % 101}",
+    }
+    question, answer = text(rng), text(rng)
+    children: dict[str, dict[str, object]] = {
+        "retrieve": {
+            "openinference.span.kind": "RETRIEVER",
+            "input.value": question,
+            **{names.retrieval_document_id(i): f"doc-{rng.randrange(10_000)}" for i in range(3)},
+            **{names.retrieval_document_score(i): rng.random() for i in range(3)},
+        },
+        "embed": {names.GEN_AI_OPERATION_NAME: "embeddings", names.GEN_AI_REQUEST_MODEL: "all-MiniLM-L6-v2"},
+        "rerank": {"openinference.span.kind": "RERANKER", "reranker.top_k": 3},
+        "chat": {
+            names.GEN_AI_OPERATION_NAME: "chat",
+            names.GEN_AI_PROVIDER_NAME: "openai",
+            names.GEN_AI_REQUEST_MODEL: "gpt-4o-mini",
+            names.GEN_AI_RESPONSE_MODEL: "gpt-4o-mini-2024-07-18",
+            names.GEN_AI_REQUEST_TEMPERATURE: 0.2,
+            names.GEN_AI_USAGE_INPUT_TOKENS: rng.randrange(200, 2000),
+            names.GEN_AI_USAGE_OUTPUT_TOKENS: rng.randrange(20, 400),
+            names.LLM_TOKEN_COUNT_PROMPT: 0,
+            "input.value": question,
+            "output.value": answer,
+        },
+    }
+    spans = [
+        Span(
+            trace_id=trace_id,
+            span_id=root_id,
+            name="POST /v1/chat/completions",
+            kind=Span.SPAN_KIND_SERVER,
+            start_time_unix_nano=start,
+            end_time_unix_nano=start + 900_000_000,
+            attributes=attrs({**common, "http.route": "/v1/chat/completions", names.EVAL_RUN_ID: "bench"}),
+        )
+    ]
+    offset = start
+    for name, values in children.items():
+        duration = rng.randrange(5, 300) * 1_000_000
+        spans.append(
+            Span(
+                trace_id=trace_id,
+                span_id=rng.randbytes(8),
+                parent_span_id=root_id,
+                name=name,
+                kind=Span.SPAN_KIND_CLIENT,
+                start_time_unix_nano=offset,
+                end_time_unix_nano=offset + duration,
+                attributes=attrs({**common, **values}),
+            )
+        )
+        offset += duration
+    return spans
+
+
+def build_payloads(num_spans: int, batch: int) -> list[bytes]:
+    rng, now_ns = random.Random(7), time.time_ns()
+    spans: list[Span] = []
+    number = 0
+    while len(spans) < num_spans:
+        spans.extend(trace_spans(rng, number, now_ns))
+        number += 1
+    payloads = []
+    for first in range(0, num_spans, batch):
+        request = ExportTraceServiceRequest()
+        resource_spans = ResourceSpans(scope_spans=[ScopeSpans(spans=spans[first : first + batch])])
+        resource_spans.resource.attributes.extend(
+            attrs({"service.name": "bench-rag", "service.version": "1.0"})
+        )
+        resource_spans.scope_spans[0].scope.name = "bench"
+        request.resource_spans.append(resource_spans)
+        payloads.append(request.SerializeToString())
+    return payloads
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Clients:
+    """Concurrent senders that retry refused batches (429/503) after a short pause."""
+
+    def __init__(self, url: str, payloads: list[bytes], num_clients: int) -> None:
+        self.url, self.payloads, self.num_clients = url, payloads, num_clients
+        self.rejected = self.retried = 0
+        self._lock = threading.Lock()
+        self._next = 0
+
+    def run(self) -> None:
+        threads = [threading.Thread(target=self._client) for _ in range(self.num_clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _client(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+        with httpx.Client(timeout=120) as client:
+            while True:
+                with self._lock:
+                    if self._next >= len(self.payloads):
+                        return
+                    body, self._next = self.payloads[self._next], self._next + 1
+                while True:
+                    response = client.post(
+                        self.url, content=body, headers={"content-type": "application/x-protobuf"}
+                    )
+                    if response.status_code == 200:
+                        rejected = ExportTraceServiceResponse.FromString(
+                            response.content
+                        ).partial_success.rejected_spans
+                        with self._lock:
+                            self.rejected += rejected
+                        break
+                    if response.status_code not in (429, 503):
+                        raise RuntimeError(f"collector answered {response.status_code}: {response.text}")
+                    with self._lock:
+                        self.retried += 1
+                    time.sleep(float(response.headers.get("retry-after", "1")) / 10)
+
+
+def count_spans(url: str) -> int:
+    with psycopg.connect(url) as connection:
+        row = connection.execute("SELECT count(*) FROM spans").fetchone()
+        return int(row[0]) if row else 0
+
+
+def watch_rss(pid: int, stop: threading.Event, peak: list[int]) -> None:
+    process = psutil.Process(pid)
+    while not stop.is_set():
+        try:
+            peak[0] = max(peak[0], process.memory_info().rss)
+        except psutil.Error:
+            return
+        stop.wait(0.05)
+
+
+def copy_ceiling(url: str, payloads: list[bytes]) -> float:
+    """Rows/s of one COPY of the same decoded rows into a table like spans (same indexes, not partitioned)."""
+    rows: list[tuple[object, ...]] = []
+    for body in payloads:
+        batch = decode_request(ExportTraceServiceRequest.FromString(body), SpanLimits())
+        rows.extend(span_rows(batch.spans))
+    with psycopg.connect(url) as connection:
+        connection.execute("CREATE TABLE spans_scratch (LIKE spans INCLUDING ALL)")
+        connection.commit()
+        started = time.perf_counter()
+        with (
+            connection.cursor() as cursor,
+            cursor.copy(COPY_STAGING.replace("spans_staging", "spans_scratch")) as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+        connection.commit()
+        elapsed = time.perf_counter() - started
+        connection.execute("DROP TABLE spans_scratch")
+        connection.commit()
+    return len(rows) / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spans", type=int, default=100_000)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=500)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="evallens-bench-") as scratch:
+        server = start_embedded(Path(scratch) / "pg")
+        try:
+            ensure_database(embedded_url(server, "postgres"), "bench")
+            url = embedded_url(server, "bench")
+            upgrade(url)
+            run(url, Path(scratch), args)
+        finally:
+            server.cleanup()
+
+
+def run(url: str, scratch: Path, args: argparse.Namespace) -> None:
+    print(f"building {args.spans} spans in {args.batch}-span batches ...", flush=True)
+    payloads = build_payloads(args.spans, args.batch)
+    port = free_port()
+    environment = child_environment(
+        {
+            "EVALLENS_DATABASE_URL": url,
+            "EVALLENS_DATA_DIR": str(scratch / "data"),
+            "EVALLENS_COLLECTOR_HTTP_PORT": str(port),
+            "EVALLENS_COLLECTOR_GRPC_ENABLED": "false",
+        }
+    )
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "evallens", "collector"], cwd=REPO_ROOT, env=environment
+    )
+    try:
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        peak, stop = [0], threading.Event()
+        threading.Thread(target=watch_rss, args=(collector.pid, stop, peak), daemon=True).start()
+        clients = Clients(f"http://127.0.0.1:{port}/v1/traces", payloads, args.clients)
+        started = time.perf_counter()
+        clients.run()
+        while count_spans(url) < args.spans - clients.rejected:
+            time.sleep(0.02)
+        durable_s = time.perf_counter() - started
+        stop.set()
+    finally:
+        collector.terminate()
+        collector.wait(60)
+    durable_rate = args.spans / durable_s
+    ceiling = copy_ceiling(url, payloads)
+    print(f"spans sent:           {args.spans} ({len(payloads)} batches, {args.clients} clients)")
+    print(f"durable spans/s:      {durable_rate:,.0f}  ({durable_s:.1f} s until all counted in PostgreSQL)")
+    print(f"COPY ceiling rows/s:  {ceiling:,.0f}")
+    print(f"ratio:                {durable_rate / ceiling:.2f}")
+    print(f"peak collector RSS:   {peak[0] / 2**20:,.0f} MiB")
+    print(f"rejected / retried:   {clients.rejected} spans / {clients.retried} requests")
+
+
+if __name__ == "__main__":
+    main()

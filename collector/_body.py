@@ -1,0 +1,50 @@
+"""Reading a request body under a size cap, before and after gzip, without buffering a bomb."""
+
+import zlib
+from collections.abc import AsyncIterator
+
+GZIP_WBITS = 16 + zlib.MAX_WBITS
+CHUNK_BYTES = 64 * 1024
+
+
+class BodyTooLarge(Exception):
+    """The body, or what it inflates to, is over the limit."""
+
+
+class BadEncoding(Exception):
+    """The body says it is gzip but is not."""
+
+
+async def read_capped(chunks: AsyncIterator[bytes], max_bytes: int) -> bytes:
+    """The whole body, or ``BodyTooLarge`` as soon as it passes ``max_bytes``."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > max_bytes:
+            raise BodyTooLarge(f"request body is over {max_bytes} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def gunzip_capped(data: bytes, max_bytes: int) -> bytes:
+    """Inflate gzip ``data`` a bounded step at a time; ``BodyTooLarge`` once output passes ``max_bytes``."""
+    inflater = zlib.decompressobj(GZIP_WBITS)
+    parts: list[bytes] = []
+    size = 0
+    pending = data
+    try:
+        while not inflater.eof:
+            chunk = inflater.decompress(pending, CHUNK_BYTES)
+            pending = inflater.unconsumed_tail
+            if not chunk and not pending:
+                break  # it wants more input than the body has
+            size += len(chunk)
+            if size > max_bytes:
+                raise BodyTooLarge(f"decompressed request body is over {max_bytes} bytes")
+            parts.append(chunk)
+    except zlib.error as error:
+        raise BadEncoding(f"body is not valid gzip: {error}") from None
+    if not inflater.eof:
+        raise BadEncoding("body is not valid gzip: truncated stream")
+    return b"".join(parts)

@@ -1,0 +1,126 @@
+"""OTLP/HTTP: content types, gzip, size caps and status codes; everything else is ``receive``'s job."""
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from collector._body import BadEncoding, BodyTooLarge, gunzip_capped, read_capped
+from collector.otlp_json import MalformedRequest, message_to_json, parse_json_request, parse_protobuf_request
+from collector.pipeline import Overloaded, Refused, WriteFailed
+from collector.receive import TraceReceiver, export_response
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+PARSERS = {
+    PROTOBUF: parse_protobuf_request,
+    "application/protobuf": parse_protobuf_request,
+    JSON: parse_json_request,
+}
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class HttpError(Exception):
+    """An answer other than 200: HTTP status, ``google.rpc`` code, message and optional Retry-After."""
+
+    def __init__(self, status: int, code: int, message: str, retry_after_s: int | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.retry_after_s = status, code, retry_after_s
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """Largest body accepted, on the wire and after gzip."""
+
+    max_request_bytes: int = 16 * 1024 * 1024
+
+
+def create_app(
+    receiver: TraceReceiver, limits: HttpLimits, health: Callable[[], dict[str, Any]]
+) -> Starlette:
+    """The OTLP/HTTP app: ``POST /v1/traces``, ``GET /metrics``, ``GET /healthz``."""
+
+    async def traces(request: Request) -> Response:
+        content_type = media_type(request.headers.get("content-type", ""))
+        try:
+            answer = await export(request, receiver, limits, content_type)
+        except HttpError as error:
+            return error_response(error, content_type)
+        return encode(answer, content_type, 200)
+
+    async def metrics(_: Request) -> Response:
+        return Response(receiver.stats.exposition(), media_type=PROMETHEUS_TEXT)
+
+    async def healthz(_: Request) -> Response:
+        report = health()
+        return Response(orjson.dumps(report), status_code=200 if report["ok"] else 503, media_type=JSON)
+
+    return Starlette(
+        routes=[
+            Route("/v1/traces", traces, methods=["POST"]),
+            Route("/metrics", metrics, methods=["GET"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ]
+    )
+
+
+async def export(request: Request, receiver: TraceReceiver, limits: HttpLimits, content_type: str) -> Message:
+    """Read, check, decode and queue one export request; wait until its spans are durable."""
+    parse = PARSERS.get(content_type)
+    if parse is None:
+        raise HttpError(415, code_pb2.INVALID_ARGUMENT, f"unsupported content type {content_type!r}")
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("gzip", "identity", ""):
+        raise HttpError(415, code_pb2.INVALID_ARGUMENT, f"unsupported content encoding {encoding!r}")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_request_bytes:
+        raise HttpError(
+            413, code_pb2.RESOURCE_EXHAUSTED, f"request body is over {limits.max_request_bytes} bytes"
+        )
+    try:
+        receiver.ingestor.check_admission()
+        body = await read_capped(request.stream(), limits.max_request_bytes)
+        if encoding == "gzip":
+            body = gunzip_capped(body, limits.max_request_bytes)
+        batch, future = receiver.accept(parse(body), len(body))
+        await asyncio.wrap_future(future)
+    except BodyTooLarge as error:
+        raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
+    except (BadEncoding, MalformedRequest) as error:
+        raise HttpError(400, code_pb2.INVALID_ARGUMENT, str(error)) from None
+    except Refused as error:
+        status = 429 if isinstance(error, Overloaded) else 503
+        raise HttpError(status, code_pb2.UNAVAILABLE, str(error), error.retry_after_s) from None
+    except WriteFailed as error:
+        raise HttpError(500, code_pb2.INTERNAL, f"PostgreSQL refused the spans: {error}") from None
+    return export_response(batch)
+
+
+def media_type(header: str) -> str:
+    """``application/json`` from ``Application/JSON; charset=utf-8``."""
+    return header.split(";", 1)[0].strip().lower()
+
+
+def encode(
+    message: Message, content_type: str, status: int, headers: dict[str, str] | None = None
+) -> Response:
+    """``message`` in the request's encoding (protobuf unless the request was JSON)."""
+    if content_type == JSON:
+        return Response(message_to_json(message), status_code=status, media_type=JSON, headers=headers)
+    return Response(message.SerializeToString(), status_code=status, media_type=PROTOBUF, headers=headers)
+
+
+def error_response(error: HttpError, content_type: str) -> Response:
+    """A ``google.rpc.Status`` body saying what was wrong, JSON unless the request was protobuf."""
+    status = status_pb2.Status(code=error.code, message=str(error))
+    headers = {"Retry-After": str(error.retry_after_s)} if error.retry_after_s is not None else None
+    answer_type = content_type if content_type in PARSERS else JSON
+    return encode(status, PROTOBUF if answer_type != JSON else JSON, error.status, headers)

@@ -1,0 +1,133 @@
+"""OTLP export requests (protobuf messages) into plain span records, rejecting bad spans one by one."""
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from collector._anyvalue import clean_text, key_values
+from collector._genai import GenAIFields, resource_defaults
+from collector.records import DecodedBatch, SpanRecord
+from evallens.telemetry import attributes as names
+
+TRACE_ID_BYTES = 16
+SPAN_ID_BYTES = 8
+NS_PER_S = 1_000_000_000
+MAX_SPAN_KIND = 5
+MAX_STATUS_CODE = 2
+
+
+class InvalidSpan(ValueError):
+    """A span that cannot be stored; its message goes into ``partial_success``."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanLimits:
+    """Plausible span times: no older than ``max_age_s``, no further ahead than ``max_future_s``."""
+
+    max_age_s: float = 365 * 86_400
+    max_future_s: float = 86_400
+
+
+def decode_request(
+    request: ExportTraceServiceRequest, limits: SpanLimits, now_ns: int | None = None
+) -> DecodedBatch:
+    """Every valid span of ``request`` as a record; invalid ones counted with a message."""
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    window = (now_ns - int(limits.max_age_s * NS_PER_S), now_ns + int(limits.max_future_s * NS_PER_S))
+    spans: list[SpanRecord] = []
+    messages: list[str] = []
+    num_rejected = 0
+    for resource_spans in request.resource_spans:
+        resource = key_values(resource_spans.resource.attributes)
+        service_name = resource.get(names.SERVICE_NAME)
+        service_name = service_name if isinstance(service_name, str) else None
+        defaults = resource_defaults(resource)
+        for scope_spans in resource_spans.scope_spans:
+            scope = (
+                clean_text(scope_spans.scope.name) or None,
+                clean_text(scope_spans.scope.version) or None,
+            )
+            for span in scope_spans.spans:
+                try:
+                    spans.append(decode_span(span, resource, (service_name, *scope), defaults, window))
+                except InvalidSpan as error:
+                    num_rejected += 1
+                    if len(messages) < 5:
+                        messages.append(str(error))
+    return DecodedBatch(spans=spans, num_rejected=num_rejected, rejection_messages=tuple(messages))
+
+
+def decode_span(
+    span: Any,
+    resource: dict[str, Any],
+    origin: tuple[str | None, str | None, str | None],
+    defaults: tuple[str | None, ...],
+    window: tuple[int, int],
+) -> SpanRecord:
+    """One OTLP ``Span`` as a record, or ``InvalidSpan`` saying what is wrong with it.
+
+    ``origin`` is (service name, scope name, scope version); ``defaults`` come from the resource.
+    """
+    trace_id, span_id, parent_span_id = span_ids(span)
+    start_ns, end_ns = span.start_time_unix_nano, span.end_time_unix_nano
+    if not window[0] <= start_ns <= window[1]:
+        raise InvalidSpan(f"span {span_id}: start time {start_ns} ns is outside the accepted window")
+    if end_ns < start_ns:
+        raise InvalidSpan(f"span {span_id}: end time is before start time")
+    attributes = key_values(span.attributes)
+    fields = GenAIFields(attributes, defaults)
+    status = span.status
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        start_time_ns=start_ns,
+        end_time_ns=end_ns,
+        parent_span_id=parent_span_id,
+        name=clean_text(span.name),
+        kind=span.kind if 0 <= span.kind <= MAX_SPAN_KIND else 0,
+        service_name=origin[0],
+        scope_name=origin[1],
+        scope_version=origin[2],
+        status_code=status.code if 0 <= status.code <= MAX_STATUS_CODE else 0,
+        status_message=clean_text(status.message) or None,
+        attributes=attributes,
+        resource=resource,
+        events=[decode_event(event) for event in span.events] if span.events else [],
+        project=fields.project,
+        model=fields.model,
+        input_tokens=fields.input_tokens,
+        output_tokens=fields.output_tokens,
+        cost_usd=fields.cost_usd,
+        tenant=fields.tenant,
+        user_id=fields.user_id,
+        feature=fields.feature,
+        eval_run_id=fields.eval_run_id,
+        eval_case_id=fields.eval_case_id,
+        engine_time_s=fields.engine_time_s,
+        concurrent_requests=fields.concurrent_requests,
+    )
+
+
+def span_ids(span: Any) -> tuple[str, str, str | None]:
+    """Hex trace, span and parent ids, checked for length and for the all-zero invalid id."""
+    trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+    if len(trace_id) != TRACE_ID_BYTES or not any(trace_id):
+        raise InvalidSpan(f"invalid trace id {trace_id.hex()!r} (need 16 non-zero bytes)")
+    if len(span_id) != SPAN_ID_BYTES or not any(span_id):
+        raise InvalidSpan(
+            f"invalid span id {span_id.hex()!r} in trace {trace_id.hex()} (need 8 non-zero bytes)"
+        )
+    if parent and len(parent) != SPAN_ID_BYTES:
+        raise InvalidSpan(f"invalid parent span id {parent.hex()!r} for span {span_id.hex()}")
+    return trace_id.hex(), span_id.hex(), (parent.hex() if any(parent) else None)
+
+
+def decode_event(event: Any) -> dict[str, Any]:
+    """A span event as JSON: name, time and attributes."""
+    return {
+        "name": clean_text(event.name),
+        "time_unix_nano": event.time_unix_nano,
+        "attributes": key_values(event.attributes),
+    }

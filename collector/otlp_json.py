@@ -1,0 +1,90 @@
+"""OTLP/JSON into the protobuf request, and responses back to OTLP/JSON.
+
+OTLP/JSON differs from protobuf's canonical JSON in one way that matters: trace and span ids are
+hex, not base64. Everything else (lowerCamelCase or snake_case names, integer enums, int64 as
+strings) ``json_format`` already accepts; unknown fields are ignored as the spec asks.
+"""
+
+import base64
+import binascii
+from typing import Any
+
+import orjson
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
+
+
+class MalformedRequest(ValueError):
+    """The body is not a well-formed OTLP export request; the message says what is wrong."""
+
+
+def parse_json_request(body: bytes) -> ExportTraceServiceRequest:
+    """An ``ExportTraceServiceRequest`` from an OTLP/JSON body."""
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise MalformedRequest(f"body is not valid JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise MalformedRequest("body must be a JSON object with resourceSpans")
+    for span in iter_span_objects(document):
+        rewrite_ids(span)
+        for link in _list(span.get("links")):
+            if isinstance(link, dict):
+                rewrite_ids(link)
+    request = ExportTraceServiceRequest()
+    try:
+        json_format.ParseDict(document, request, ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as error:
+        raise MalformedRequest(f"not an OTLP ExportTraceServiceRequest: {error}") from None
+    return request
+
+
+def parse_protobuf_request(body: bytes) -> ExportTraceServiceRequest:
+    """An ``ExportTraceServiceRequest`` from a binary protobuf body."""
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except Exception as error:  # protobuf raises DecodeError, or RuntimeError for deep recursion
+        raise MalformedRequest(f"body is not a protobuf ExportTraceServiceRequest: {error}") from None
+    return request
+
+
+def iter_span_objects(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The span objects of an OTLP/JSON document, whatever their field-name style."""
+    spans: list[dict[str, Any]] = []
+    for resource_spans in _list(_get(document, "resourceSpans", "resource_spans")):
+        for scope_spans in _list(_get(resource_spans, "scopeSpans", "scope_spans")):
+            spans.extend(span for span in _list(_get(scope_spans, "spans")) if isinstance(span, dict))
+    return spans
+
+
+def rewrite_ids(item: dict[str, Any]) -> None:
+    """Hex ids into the base64 ``json_format`` wants; a bad hex id becomes empty (the span is rejected)."""
+    for key in ID_FIELDS:
+        value = item.get(key)
+        if isinstance(value, str):
+            try:
+                item[key] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
+            except (ValueError, binascii.Error):
+                item[key] = ""
+
+
+def message_to_json(message: Message) -> bytes:
+    """A response message as OTLP/JSON (lowerCamelCase, int64 as strings)."""
+    return json_format.MessageToJson(message, indent=None).encode()
+
+
+def _get(item: Any, *keys: str) -> Any:
+    if not isinstance(item, dict):
+        return None
+    for key in keys:
+        if key in item:
+            return item[key]
+    return None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,216 @@
+"""One collector process: OTLP/HTTP, OTLP/gRPC, the writer, the scraper and the price refresher."""
+
+import logging
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import uvicorn
+from sqlalchemy import inspect
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from collector.api import HttpLimits, create_app
+from collector.decode import SpanLimits
+from collector.grpc_service import create_grpc_server
+from collector.pipeline import Ingestor, QueueLimits
+from collector.prices import PriceBook, list_prices, seed_default_prices
+from collector.receive import TraceReceiver
+from collector.scrape import Scraper
+from collector.spool import Spool
+from collector.stats import CollectorStats
+from collector.write import SpanWriter
+from evallens.db import create_db_engine
+from evallens.errors import EvallensError
+from evallens.settings import CollectorSettings
+
+logger = logging.getLogger(__name__)
+
+
+class SchemaMissing(EvallensError):
+    """The database has no spans table yet."""
+
+
+class Collector:
+    """Everything ``evallens collector`` runs, built from settings and a database URL."""
+
+    def __init__(self, settings: CollectorSettings, database_url: str) -> None:
+        self.settings = settings
+        self.stats = CollectorStats()
+        self.engine = create_db_engine(database_url, connect_timeout_s=settings.database_connect_timeout_s)
+        spool = (
+            Spool(settings.spool_dir, settings.collector_spool_max_bytes)
+            if settings.collector_spool_enabled
+            else None
+        )
+        self.spool = spool
+        self.ingestor = Ingestor(
+            SpanWriter(database_url, settings.database_connect_timeout_s),
+            spool,
+            queue_limits(settings),
+            self.stats,
+        )
+        span_limits = SpanLimits(
+            settings.collector_span_max_age_days * 86_400, settings.collector_span_max_future_s
+        )
+        self.receiver = TraceReceiver(self.ingestor, span_limits, self.stats, PriceBook([]))
+        self.app = create_app(self.receiver, HttpLimits(settings.collector_max_request_bytes), self.health)
+        self.scraper = Scraper(
+            self.engine,
+            settings.collector_scrape_targets,
+            settings.collector_scrape_interval_s,
+            settings.collector_scrape_timeout_s,
+            self.stats,
+        )
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._grpc: Any = None
+        self._server: uvicorn.Server | None = None
+        self._socket: socket.socket | None = None
+        self.http_port = 0
+        self.grpc_port = 0
+
+    def start(self) -> None:
+        """Check the schema, load prices, bind the ports and start the background work (not HTTP serving)."""
+        self._check_schema()
+        self.refresh_prices(seed=True)
+        self.ingestor.start()
+        self._socket = bind_socket(self.settings.collector_http_host, self.settings.collector_http_port)
+        self.http_port = self._socket.getsockname()[1]
+        if self.settings.collector_grpc_enabled:
+            address = f"{self.settings.collector_grpc_host}:{self.settings.collector_grpc_port}"
+            self._grpc, self.grpc_port = create_grpc_server(
+                self.receiver,
+                address,
+                self.settings.collector_grpc_workers,
+                self.settings.collector_max_request_bytes,
+            )
+            self._grpc.start()
+        self.scraper.start()
+        self._spawn(self._refresh_prices_forever, "collector-prices")
+
+    def serve(self, ready: Callable[["Collector"], None] | None = None) -> None:
+        """Serve until SIGTERM/SIGINT, then shut down cleanly (must run in the main thread)."""
+        stop_requested = threading.Event()
+        previous = {
+            number: signal.signal(number, lambda *_: stop_requested.set())
+            for number in (signal.SIGTERM, signal.SIGINT)
+        }
+        try:
+            self.start_in_background()
+            if ready is not None:
+                ready(self)
+            while not stop_requested.wait(0.5):
+                pass
+        finally:
+            self.stop()
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+    def start_in_background(self, timeout_s: float = 30.0) -> None:
+        """Start and serve HTTP from a thread; ``stop`` ends it. Handles no signals (``serve`` does)."""
+        self.start()
+        self._server = uvicorn.Server(self._uvicorn_config())
+        server, sock = self._server, self._listening_socket()
+        self._spawn(lambda: server.run(sockets=[sock]), "collector-http")
+        deadline = time.monotonic() + timeout_s
+        while not server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the collector's HTTP server did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        """Stop receiving, finish in-flight requests, write what is queued, stop every thread."""
+        if self._server is not None:
+            self._server.should_exit = True
+        self._stop.set()
+        if self._grpc is not None:
+            self._grpc.stop(grace=10).wait()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join()
+        self._threads.clear()
+        self.scraper.stop()
+        self.ingestor.stop()
+        if self._socket is not None:
+            self._socket.close()
+        self.engine.dispose()
+
+    def health(self) -> dict[str, Any]:
+        """``/healthz``: ok while spans can be made durable (PostgreSQL up, or a spool to fall back on)."""
+        return {
+            "ok": self.ingestor.database_up or self.spool is not None,
+            "database_up": self.ingestor.database_up,
+            "queued_spans": self.ingestor.num_queued_spans,
+            "spooled_bytes": self.spool.num_bytes if self.spool is not None else 0,
+        }
+
+    def refresh_prices(self, seed: bool = False) -> None:
+        """Reload the price table (adding the shipped defaults first when ``seed``)."""
+        try:
+            with Session(self.engine) as session, session.begin():
+                if seed:
+                    seed_default_prices(session)
+                self.receiver.prices = PriceBook(list_prices(session))
+        except SQLAlchemyError as error:
+            logger.warning("cannot load model prices (keeping the previous ones): %s", error)
+
+    def _refresh_prices_forever(self) -> None:
+        while not self._stop.wait(self.settings.collector_price_refresh_s):
+            self.refresh_prices()
+
+    def _check_schema(self) -> None:
+        try:
+            present = inspect(self.engine).has_table("spans")
+        except SQLAlchemyError as error:
+            logger.warning("PostgreSQL is unreachable at start (%s); spans will be spooled", error)
+            return
+        if not present:
+            raise SchemaMissing("the database has no spans table: run `evallens db upgrade` first")
+
+    def _listening_socket(self) -> socket.socket:
+        if self._socket is None:
+            raise RuntimeError("start() binds the socket first")
+        return self._socket
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _uvicorn_config(self) -> uvicorn.Config:
+        return uvicorn.Config(
+            self.app,
+            log_level="warning",
+            lifespan="off",
+            limit_concurrency=self.settings.collector_max_concurrent_requests,
+            timeout_graceful_shutdown=10,
+        )
+
+
+def queue_limits(settings: CollectorSettings) -> QueueLimits:
+    """The queue bounds in ``settings``."""
+    return QueueLimits(
+        max_spans=settings.collector_queue_max_spans,
+        max_bytes=settings.collector_queue_max_bytes,
+        flush_max_spans=settings.collector_flush_max_spans,
+        retry_after_s=settings.collector_retry_after_s,
+        db_retry_s=settings.collector_db_retry_s,
+    )
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (0 picks a free port)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise EvallensError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock

@@ -1,0 +1,178 @@
+"""Bulk writer: many requests' spans in one COPY, idempotent through the spans primary key.
+
+The fast path COPYs straight into the partitioned ``spans`` table. A span sent twice (a client
+retry, a spool replayed after a crash) makes that COPY fail on the primary key and roll back whole;
+the batch is then COPYed into a temporary staging table and moved over with
+``INSERT ... SELECT ... ON CONFLICT DO NOTHING``, which skips what is already stored. The staging
+path costs PostgreSQL about twice the work, so it is only taken after a conflict (and for a while
+after one, since retries come in bursts) and for spool replays.
+"""
+
+from collections.abc import Iterable, Sequence
+from datetime import date
+from typing import Any
+
+import orjson
+import psycopg
+from sqlalchemy import Engine
+
+from collector.records import SPAN_COLUMNS, SpanRecord, datetime_from_ns
+from evallens.db.engine import create_db_engine, libpq_url
+from evallens.db.partitions import create_span_partitions, list_span_partitions
+
+STAGING_TABLE = "spans_staging"
+_COLUMN_LIST = ", ".join(SPAN_COLUMNS)
+COPY_STAGING = f"COPY {STAGING_TABLE} ({_COLUMN_LIST}) FROM STDIN"
+COPY_SPANS = f"COPY spans ({_COLUMN_LIST}) FROM STDIN"
+FLUSHES_CAREFUL_AFTER_CONFLICT = 20
+MOVE_STAGED = (
+    f"INSERT INTO spans ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM {STAGING_TABLE} ON CONFLICT DO NOTHING"
+)
+NS_PER_DAY = 86_400 * 1_000_000_000
+
+
+class DatabaseDown(Exception):
+    """PostgreSQL could not be reached, or the connection broke mid-write; nothing was committed."""
+
+
+class RowsRefused(Exception):
+    """PostgreSQL refused the rows themselves (a data error); nothing was committed."""
+
+
+def span_row(span: SpanRecord, resource_json: str) -> tuple[Any, ...]:
+    """The COPY row of ``span`` in ``SPAN_COLUMNS`` order."""
+    return (
+        span.trace_id,
+        span.span_id,
+        datetime_from_ns(span.start_time_ns),
+        datetime_from_ns(span.end_time_ns),
+        span.duration_ms,
+        span.parent_span_id,
+        span.name,
+        span.kind,
+        span.service_name,
+        span.scope_name,
+        span.scope_version,
+        span.status_code,
+        span.status_message,
+        orjson.dumps(span.attributes).decode(),
+        resource_json,
+        orjson.dumps(span.events).decode(),
+        span.project,
+        span.model,
+        span.input_tokens,
+        span.output_tokens,
+        span.cost_usd,
+        span.tenant,
+        span.user_id,
+        span.feature,
+        span.eval_run_id,
+        span.eval_case_id,
+    )
+
+
+def span_rows(spans: Iterable[SpanRecord]) -> Iterable[tuple[Any, ...]]:
+    """COPY rows, serialising each resource once: spans of one request share the same dict."""
+    resource_json: dict[int, str] = {}
+    for span in spans:
+        key = id(span.resource)
+        text = resource_json.get(key)
+        if text is None:
+            text = resource_json[key] = orjson.dumps(span.resource).decode()
+        yield span_row(span, text)
+
+
+def span_days(spans: Iterable[SpanRecord]) -> set[date]:
+    """The UTC days the spans start on, i.e. the partitions they need."""
+    return {datetime_from_ns(ns - ns % NS_PER_DAY).date() for ns in {s.start_time_ns for s in spans}}
+
+
+class SpanWriter:
+    """One PostgreSQL connection that writes span batches; reconnects after a failure."""
+
+    def __init__(self, database_url: str, connect_timeout_s: int = 5) -> None:
+        self._url = libpq_url(database_url)
+        self._connect_timeout_s = connect_timeout_s
+        self._connection: psycopg.Connection[Any] | None = None
+        self._engine: Engine | None = None
+        self._partition_days: set[str] = set()
+        self._careful_flushes = 0
+
+    def write(self, spans: Sequence[SpanRecord], expect_duplicates: bool = False) -> int:
+        """Store ``spans`` in one transaction; return how many were new.
+
+        Raises ``DatabaseDown`` or ``RowsRefused``; either way nothing was committed.
+        """
+        try:
+            self._ensure_partitions(spans)
+            connection = self._connect()
+            rows = list(span_rows(spans))
+            if not expect_duplicates and self._careful_flushes == 0:
+                try:
+                    return self._copy(connection, COPY_SPANS, rows)
+                except psycopg.errors.UniqueViolation:
+                    self._careful_flushes = FLUSHES_CAREFUL_AFTER_CONFLICT
+            self._careful_flushes = max(self._careful_flushes - 1, 0)
+            return self._copy(connection, COPY_STAGING, rows, then=MOVE_STAGED)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as error:
+            self.close()
+            raise DatabaseDown(_first_line(error)) from error
+        except psycopg.Error as error:
+            if self._connection is not None and self._connection.closed:
+                self.close()
+                raise DatabaseDown(_first_line(error)) from error
+            raise RowsRefused(_first_line(error)) from error
+
+    @staticmethod
+    def _copy(
+        connection: psycopg.Connection[Any], statement: str, rows: list[tuple[Any, ...]], then: str = ""
+    ) -> int:
+        with connection.transaction(), connection.cursor() as cursor:
+            with cursor.copy(statement) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            if not then:
+                return len(rows)
+            cursor.execute(then)
+            return max(cursor.rowcount, 0)
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        if self._connection is None or self._connection.closed:
+            connection = psycopg.connect(self._url, autocommit=True, connect_timeout=self._connect_timeout_s)
+            connection.execute(
+                f"CREATE TEMP TABLE IF NOT EXISTS {STAGING_TABLE} "
+                "(LIKE spans INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+            )
+            self._connection = connection
+        return self._connection
+
+    def _ensure_partitions(self, spans: Sequence[SpanRecord]) -> None:
+        days = span_days(spans)
+        if {f"{day:%Y%m%d}" for day in days} <= self._partition_days:
+            return
+        if self._engine is None:
+            self._engine = create_db_engine(self._url, connect_timeout_s=self._connect_timeout_s, pool_size=1)
+        try:
+            with self._engine.begin() as connection:
+                create_span_partitions(connection, sorted(days))
+                self._partition_days = {name[-8:] for name in list_span_partitions(connection)}
+        except Exception as error:  # SQLAlchemy wraps psycopg's errors; unwrap to classify them
+            original = getattr(error, "orig", None)
+            if isinstance(original, psycopg.Error):
+                raise original from error
+            raise
+
+    def close(self) -> None:
+        """Drop the connection (the next write reconnects)."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+        self._partition_days = set()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

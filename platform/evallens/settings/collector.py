@@ -1,0 +1,93 @@
+"""Settings of the collector: where it listens, how much it buffers, where it spools, what it scrapes."""
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
+
+from evallens.settings._base import settings_config
+from evallens.settings.database import DatabaseSettings
+
+MIB = 1024 * 1024
+
+
+class CollectorSettings(DatabaseSettings):
+    """The OTLP receiver (HTTP and gRPC), its bulk writer and spool, and the Prometheus scraper."""
+
+    model_config = settings_config()
+
+    collector_http_host: str = Field(default="127.0.0.1", description="Bind address of OTLP/HTTP.")
+    collector_http_port: int = Field(
+        default=4318, ge=0, le=65535, description="Port of OTLP/HTTP (/v1/traces, /metrics); 0 picks one."
+    )
+    collector_grpc_enabled: bool = Field(default=True, description="Whether to serve OTLP/gRPC at all.")
+    collector_grpc_host: str = Field(default="127.0.0.1", description="Bind address of OTLP/gRPC.")
+    collector_grpc_port: int = Field(
+        default=4317, ge=0, le=65535, description="Port of OTLP/gRPC; 0 picks a free one."
+    )
+    collector_grpc_workers: int = Field(default=8, ge=1, description="Threads serving gRPC exports.")
+    collector_max_request_bytes: int = Field(
+        default=16 * MIB, ge=1024, description="Largest request body accepted, before and after gzip."
+    )
+    collector_max_concurrent_requests: int = Field(
+        default=64, ge=1, description="HTTP connections served at once; more are answered 503."
+    )
+    collector_queue_max_spans: int = Field(
+        default=50_000, ge=1, description="Spans waiting to be written before new requests get 503."
+    )
+    collector_queue_max_bytes: int = Field(
+        default=128 * MIB, ge=1024, description="Request bytes waiting to be written before 503."
+    )
+    collector_flush_max_spans: int = Field(
+        default=10_000, ge=1, description="Most spans written in one COPY transaction."
+    )
+    collector_retry_after_s: int = Field(
+        default=2, ge=1, description="Retry-After seconds sent with 503/429 answers."
+    )
+    collector_spool_enabled: bool = Field(
+        default=True, description="Spool acknowledged spans to local disk while PostgreSQL is down."
+    )
+    collector_spool_dir: Path | None = Field(
+        default=None, description="Spool directory; unset means <data_dir>/collector/spool."
+    )
+    collector_spool_max_bytes: int = Field(
+        default=1024 * MIB, ge=0, description="Spool size beyond which requests get 503 instead."
+    )
+    collector_db_retry_s: float = Field(
+        default=1.0, gt=0, description="Seconds between reconnection attempts while PostgreSQL is down."
+    )
+    collector_price_refresh_s: float = Field(
+        default=60.0, gt=0, description="Seconds between reloads of the model price table."
+    )
+    collector_span_max_age_days: int = Field(
+        default=365, ge=1, description="Spans that started longer ago than this are rejected."
+    )
+    collector_span_max_future_s: int = Field(
+        default=86_400, ge=0, description="Spans that start this far in the future are rejected."
+    )
+    collector_scrape_targets: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Prometheus /metrics URLs to scrape, comma-separated (e.g. the service and vLLM).",
+    )
+    collector_scrape_interval_s: float = Field(
+        default=15.0, gt=0, description="Seconds between two scrapes of every target."
+    )
+    collector_scrape_timeout_s: float = Field(default=5.0, gt=0, description="Timeout of one scrape.")
+
+    @field_validator("collector_scrape_targets", mode="before")
+    @classmethod
+    def _split_targets(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [target.strip() for target in value.split(",") if target.strip()]
+        return value
+
+    @field_validator("collector_spool_dir")
+    @classmethod
+    def _expand_spool_dir(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @property
+    def spool_dir(self) -> Path:
+        """Where acknowledged-but-unwritten spans wait for PostgreSQL."""
+        return self.collector_spool_dir or self.data_dir / "collector" / "spool"

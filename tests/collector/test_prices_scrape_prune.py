@@ -1,0 +1,181 @@
+"""Price table (defaults, CLI set/list, GPU-hour costs), the Prometheus scraper, and retention."""
+
+import threading
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import orjson
+import psycopg
+import pytest
+from sqlalchemy.orm import Session
+from typer.testing import CliRunner
+
+from collector.prices import (
+    PriceBook,
+    PriceEntry,
+    default_prices,
+    list_prices,
+    seed_default_prices,
+    span_cost,
+)
+from collector.records import SpanRecord
+from collector.retention import InvalidAge, parse_age
+from collector.runtime import Collector
+from collector.scrape import Scraper
+from collector.stats import CollectorStats
+from evallens.cli import create_cli
+from evallens.db import create_db_engine
+from evallens.db.partitions import create_span_partitions, list_span_partitions
+from evallens.telemetry.cost import Price
+
+EXPOSITION = """# HELP vllm:kv_cache_usage_perc KV-cache usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{model_name="smol"} 0.25
+# HELP vllm:time_to_first_token_seconds TTFT.
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{le="0.1"} 3
+vllm:time_to_first_token_seconds_bucket{le="+Inf"} 5
+vllm:time_to_first_token_seconds_sum 1.5
+vllm:time_to_first_token_seconds_count 5
+"""
+
+
+def record(model: str, **fields: object) -> SpanRecord:
+    values: dict[str, object] = {
+        "trace_id": "1" * 32,
+        "span_id": "1" * 16,
+        "start_time_ns": 1_700_000_000 * 10**9,
+        "end_time_ns": 1_700_000_002 * 10**9,
+        "parent_span_id": None,
+        "name": "gen",
+        "kind": 0,
+        "service_name": None,
+        "scope_name": None,
+        "scope_version": None,
+        "status_code": 0,
+        "status_message": None,
+        "attributes": {},
+        "resource": {},
+        "events": [],
+        "model": model,
+    }
+    values.update(fields)
+    return SpanRecord(**values)  # type: ignore[arg-type]
+
+
+def test_price_book_prefix_validity_and_gpu_hours() -> None:
+    book = PriceBook(
+        [
+            PriceEntry(Price("gpt-4o", 2.5, 10.0)),
+            PriceEntry(Price("gpt-4o-mini", 0.15, 0.6)),
+            PriceEntry(Price("smol", gpu_hour_usd=3.6), valid_to=datetime(2020, 1, 1, tzinfo=UTC)),
+            PriceEntry(Price("smol", gpu_hour_usd=7.2), valid_from=datetime(2020, 1, 1, tzinfo=UTC)),
+        ]
+    )
+    assert book.price_for("gpt-4o-mini-2024-07-18", 0) == Price("gpt-4o-mini", 0.15, 0.6)
+    assert book.price_for("gpt-4o-2024-08-06", 0) == Price("gpt-4o", 2.5, 10.0)
+    assert book.price_for("llama", 0) is None
+    spans = [
+        record("smol", input_tokens=10, output_tokens=5, engine_time_s=1.0, concurrent_requests=4),
+        record("smol", input_tokens=10, output_tokens=5),  # no engine time: the span's 2 s duration
+        record("gpt-4o", input_tokens=10, output_tokens=5, cost_usd=9.0),  # a cost it carries is kept
+        record("gpt-4o", input_tokens=None, output_tokens=None),
+    ]
+    book.tag_costs(spans)
+    assert spans[0].cost_usd == pytest.approx(7.2 * 1.0 / 4 / 3600)
+    assert spans[1].cost_usd == pytest.approx(7.2 * 2.0 / 3600)
+    assert (spans[2].cost_usd, spans[3].cost_usd) == (9.0, None)
+    assert span_cost(record("x", input_tokens=1_000_000, output_tokens=0), Price("x", 1.0, 2.0)) == 1.0
+
+
+def test_prices_cli_seeds_defaults_and_set_upserts(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    cli = create_cli()
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["prices", "list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert {row["model"] for row in orjson.loads(listed.output)} == {e.price.model for e in default_prices()}
+    for price in ("1.5", "2.5"):  # the second set replaces the first
+        result = runner.invoke(cli, ["prices", "set", "my-model", "--input", price, "--output", "4"])
+        assert result.exit_code == 0, result.output
+    rows = [
+        row
+        for row in orjson.loads(runner.invoke(cli, ["prices", "list", "--json"]).output)
+        if row["model"] == "my-model"
+    ]
+    assert len(rows) == 1 and rows[0]["input_usd_per_mtok"] == 2.5
+    refused = runner.invoke(cli, ["prices", "set", "half", "--input", "1"])
+    assert refused.exit_code != 0 and "GPU-hour" in str(refused.exception)
+
+
+def test_collector_uses_prices_set_after_start(database_url: str, make_collector) -> None:
+    collector: Collector = make_collector(database_url, collector_price_refresh_s=0.1)
+    engine = create_db_engine(database_url)
+    with Session(engine) as session, session.begin():
+        seed_default_prices(session)
+        from collector.prices import set_price
+
+        set_price(session, PriceEntry(Price("late-model", 1.0, 1.0)))
+        assert "late-model" in {entry.price.model for entry in list_prices(session)}
+    engine.dispose()
+    deadline = datetime.now(UTC) + timedelta(seconds=30)
+    while collector.receiver.prices.price_for("late-model", 0) is None:
+        assert datetime.now(UTC) < deadline
+        threading.Event().wait(0.05)
+
+
+class _Metrics(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802
+        body = EXPOSITION.encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/plain")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_scraper_stores_samples(database_url: str) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    target = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    engine = create_db_engine(database_url)
+    scraper = Scraper(engine, [target, "http://127.0.0.1:9/metrics"], 60, 2, CollectorStats())
+    try:
+        assert scraper.scrape_once() == 5
+    finally:
+        scraper.stop()
+        server.shutdown()
+        server.server_close()
+        engine.dispose()
+    with psycopg.connect(database_url) as connection:
+        rows = connection.execute(
+            "SELECT name, labels, value, target FROM metric_samples ORDER BY name, value"
+        ).fetchall()
+    assert ("vllm:kv_cache_usage_perc", {"model_name": "smol"}, 0.25, target) in rows
+    assert ("vllm:time_to_first_token_seconds_bucket", {"le": "+Inf"}, 5.0, target) in rows
+
+
+def test_prune_drops_old_partitions_only(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    today = datetime.now(UTC).date()
+    engine = create_db_engine(database_url)
+    with engine.begin() as connection:
+        create_span_partitions(connection, [today - timedelta(days=40), today - timedelta(days=31), today])
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    result = CliRunner().invoke(create_cli(), ["collector", "prune", "--older-than", "30d"])
+    assert result.exit_code == 0, result.output
+    with engine.connect() as connection:
+        remaining = list_span_partitions(connection)
+    engine.dispose()
+    assert remaining == [f"spans_p{today:%Y%m%d}"]
+    assert "dropped 2" in result.output
+    assert parse_age("2w") == timedelta(days=14)
+    with pytest.raises(InvalidAge):
+        parse_age("30 minutes")
