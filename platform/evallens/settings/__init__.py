@@ -7,10 +7,14 @@ from evallens.settings._base import (
     set_process_environment,
 )
 from evallens.settings.database import DatabaseSettings
+from evallens.settings.rag import CacheSettings, GuardSettings, RagSettings
 
 __all__ = [
     "ENV_PREFIX",
+    "CacheSettings",
     "DatabaseSettings",
+    "GuardSettings",
+    "RagSettings",
     "child_environment",
     "read_environment",
     "set_process_environment",
