@@ -18,7 +18,7 @@ class RecordingEmbedder(Embedder):
         super().__init__(settings)
         self.embedded: list[str] = []
 
-    def embed(self, texts: list[str]):  # type: ignore[no-untyped-def]
+    def embed(self, texts: list[str]):
         self.embedded.extend(texts)
         return super().embed(texts)
 

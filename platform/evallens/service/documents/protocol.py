@@ -11,7 +11,9 @@ DOCUMENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
 class DocumentIn(BaseModel):
     """A document to add or replace, by id."""
 
-    id: str = Field(pattern=DOCUMENT_ID_PATTERN, description="Stable id; re-posting it replaces the document.")
+    id: str = Field(
+        pattern=DOCUMENT_ID_PATTERN, description="Stable id; re-posting it replaces the document."
+    )
     title: str | None = Field(default=None, description="Human title.")
     text: str = Field(min_length=1, description="Markdown text; headings and paragraphs guide chunking.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form JSON metadata.")

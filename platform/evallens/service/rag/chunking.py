@@ -107,7 +107,9 @@ def _units(paragraphs: list[str], budget: int, count_tokens: TokenCounter) -> li
             continue
         for sentence in split_sentences(paragraph):
             sentence_tokens = count_tokens(sentence)
-            pieces = [sentence] if sentence_tokens <= budget else _word_windows(sentence, budget, count_tokens)
+            pieces = (
+                [sentence] if sentence_tokens <= budget else _word_windows(sentence, budget, count_tokens)
+            )
             units.extend(_Unit(piece, count_tokens(piece), index) for piece in pieces)
     return units
 

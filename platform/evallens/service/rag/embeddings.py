@@ -72,7 +72,8 @@ class Embedder:
 
     def embed_one(self, text: str) -> Vectors:
         """The unit-length embedding of one text (a 1-D vector)."""
-        return self.embed([text])[0]
+        vector: Vectors = self.embed([text])[0]
+        return vector
 
     async def aembed(self, texts: list[str]) -> Vectors:
         """``embed`` off the event loop."""

@@ -18,9 +18,12 @@ from evallens.service.rag.store import ScoredId
 
 _WORD = re.compile(r"[a-z0-9]+(?:[-_./][a-z0-9]+)*")
 _PART = re.compile(r"[a-z0-9]+")
-STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "is", "it", "its", "my", "of", "on", "or", "our", "so", "than", "that", "the", "their", "then", "there", "these", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your"]
+_STOPWORDS_TEXT = (
+    "a an and are as at be but by can do does for from has have how i if in is it its my of on "
+    "or our so than that the their then there these this to was we were what when where which "
+    "who why will with you your "
 )
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 
 def _normalize(word: str) -> str:
@@ -94,4 +97,6 @@ class KeywordIndex:
         get_scores: Callable[[list[str]], Sequence[float]] = retriever.get_scores  # type: ignore[attr-defined]
         scores = get_scores(terms)
         ranked = sorted(range(len(chunk_ids)), key=lambda index: (-scores[index], index))
-        return [ScoredId(chunk_ids[index], float(scores[index])) for index in ranked[:limit] if scores[index] > 0]
+        return [
+            ScoredId(chunk_ids[index], float(scores[index])) for index in ranked[:limit] if scores[index] > 0
+        ]

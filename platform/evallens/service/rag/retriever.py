@@ -57,7 +57,9 @@ class HybridRetriever:
         s = self.settings
         return {
             "retrieval_enabled": s.retrieval_enabled,
-            "embedding_model": (s.embedding_model_path.name if s.embedding_model_path else "all-MiniLM-L6-v2"),
+            "embedding_model": (
+                s.embedding_model_path.name if s.embedding_model_path else "all-MiniLM-L6-v2"
+            ),
             "chunk_tokens": s.chunk_tokens,
             "overlap": s.overlap,
             "top_k": s.top_k,
@@ -76,7 +78,9 @@ class HybridRetriever:
         self, query: str, *, query_embedding: Vectors | None = None, top_k: int | None = None
     ) -> RetrievalResult:
         """Retrieve for ``query`` off the event loop (pass ``query_embedding`` if already computed)."""
-        return await asyncio.to_thread(self.retrieve_sync, query, query_embedding=query_embedding, top_k=top_k)
+        return await asyncio.to_thread(
+            self.retrieve_sync, query, query_embedding=query_embedding, top_k=top_k
+        )
 
     def retrieve_sync(
         self, query: str, *, query_embedding: Vectors | None = None, top_k: int | None = None
@@ -146,7 +150,9 @@ class HybridRetriever:
             vectors = store.fetch_embeddings(session, rows)
             cosines = {chunk_id: float(np.dot(vector, embedding)) for chunk_id, vector in vectors.items()}
             candidates = [
-                Candidate(hit.id, rows[hit.id].text, hit.score, cosines[hit.id]) for hit in pool if hit.id in rows
+                Candidate(hit.id, rows[hit.id].text, hit.score, cosines[hit.id])
+                for hit in pool
+                if hit.id in rows
             ]
             ranked = self._reranker.rerank(query, candidates, top_k)
             span.set_attributes(

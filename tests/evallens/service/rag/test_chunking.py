@@ -20,7 +20,9 @@ Hand wash only.
 
 
 def test_chunks_follow_headings_and_carry_their_heading_path(embedder: RecordingEmbedder) -> None:
-    chunks = chunk_document("tr", DOCUMENT, count_tokens=embedder.count_tokens, chunk_tokens=128, overlap=0.12)
+    chunks = chunk_document(
+        "tr", DOCUMENT, count_tokens=embedder.count_tokens, chunk_tokens=128, overlap=0.12
+    )
     assert chunks[0].text.startswith("Trailhead 45 Backpack > Overview\n")
     assert "Model TR-4410" in chunks[0].text and "rain cover" in chunks[0].text
     assert "\n\n" in chunks[0].text  # two paragraphs of one section share a chunk
@@ -31,7 +33,9 @@ def test_chunks_follow_headings_and_carry_their_heading_path(embedder: Recording
 
 
 def test_chunks_stay_within_the_token_limit(embedder: RecordingEmbedder) -> None:
-    chunks = chunk_document("tr", DOCUMENT, count_tokens=embedder.count_tokens, chunk_tokens=128, overlap=0.12)
+    chunks = chunk_document(
+        "tr", DOCUMENT, count_tokens=embedder.count_tokens, chunk_tokens=128, overlap=0.12
+    )
     for chunk in chunks:
         assert chunk.num_tokens == embedder.count_tokens(chunk.text)
         assert chunk.num_tokens <= 128
@@ -49,7 +53,9 @@ def shared_words(previous: str, following: str) -> str:
 def test_consecutive_chunks_of_a_long_paragraph_overlap_by_about_the_setting(
     embedder: RecordingEmbedder,
 ) -> None:
-    chunks = chunk_document("tr", DOCUMENT, count_tokens=embedder.count_tokens, chunk_tokens=128, overlap=0.12)
+    chunks = chunk_document(
+        "tr", DOCUMENT, count_tokens=embedder.count_tokens, chunk_tokens=128, overlap=0.12
+    )
     long_chunks = [c for c in chunks if c.text.startswith("Trailhead 45 Backpack > Long section")]
     for previous, following in zip(long_chunks, long_chunks[1:], strict=False):
         shared = shared_words(previous.text.partition("\n")[2], following.text.partition("\n")[2])
@@ -72,7 +78,7 @@ def test_a_single_huge_sentence_is_split_by_words(embedder: RecordingEmbedder) -
 
 
 def test_chunk_ids_are_stable_content_hashes(embedder: RecordingEmbedder) -> None:
-    def chunk(text: str, document_id: str = "tr"):  # type: ignore[no-untyped-def]
+    def chunk(text: str, document_id: str = "tr"):
         return chunk_document(
             document_id, text, count_tokens=embedder.count_tokens, chunk_tokens=128, overlap=0.12
         )

@@ -31,18 +31,24 @@ def test_only_changed_chunks_are_re_embedded(
     session_factory: sessionmaker[Session],
 ) -> None:
     embedder.embedded.clear()
-    created = document_service.upsert_sync(DocumentIn(id="returns-policy", title="Returns", text=render(SECTIONS)))
+    created = document_service.upsert_sync(
+        DocumentIn(id="returns-policy", title="Returns", text=render(SECTIONS))
+    )
     assert (created.status, created.num_chunks, created.num_chunks_embedded) == ("created", 4, 4)
     assert len(embedder.embedded) == 4
     before = stored_chunks(session_factory)
 
     embedder.embedded.clear()
-    same = document_service.upsert_sync(DocumentIn(id="returns-policy", title="Returns", text=render(SECTIONS)))
+    same = document_service.upsert_sync(
+        DocumentIn(id="returns-policy", title="Returns", text=render(SECTIONS))
+    )
     assert (same.status, same.num_chunks_embedded) == ("unchanged", 0)
     assert embedder.embedded == []
 
     changed = dict(SECTIONS, Refunds="Refunds reach your card within 3 business days after we receive it.")
-    updated = document_service.upsert_sync(DocumentIn(id="returns-policy", title="Returns", text=render(changed)))
+    updated = document_service.upsert_sync(
+        DocumentIn(id="returns-policy", title="Returns", text=render(changed))
+    )
     assert (updated.status, updated.num_chunks_embedded, updated.num_chunks_deleted) == ("updated", 1, 1)
     assert len(embedder.embedded) == 1 and "3 business days" in embedder.embedded[0]
     after = stored_chunks(session_factory)
