@@ -53,6 +53,12 @@ class RagSettings(BaseSettings):
     rerank_candidates: int = Field(
         default=30, ge=1, le=200, description="Fused candidates the reranker reorders (20-50 is usual)."
     )
+    rerank_fusion_weight: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description="Share of the normalized fusion score in the cosine reranker (0: pure cosine).",
+    )
     compress: bool = Field(
         default=True, description="Drop sentences unrelated to the question from the retrieved chunks."
     )
@@ -123,7 +129,7 @@ class GuardSettings(BaseSettings):
         default=True, description="Decline questions the knowledge base has nothing relevant for."
     )
     scope_min_relevance: float = Field(
-        default=0.25,
+        default=0.30,
         ge=-1.0,
         le=1.0,
         description="Best retrieved chunk's cosine to the question below which the service declines.",

@@ -44,7 +44,9 @@ class HybridRetriever:
         self._embedder = embedder
         self._sessions = session_factory
         self._keywords = keyword_index
-        self._reranker = reranker or create_reranker(settings.rerank)
+        self._reranker = reranker or create_reranker(
+            settings.rerank, fusion_weight=settings.rerank_fusion_weight
+        )
         self._compressor = Compressor(
             embedder,
             min_similarity=settings.compress_min_similarity,
@@ -68,6 +70,7 @@ class HybridRetriever:
             "candidates_per_leg": s.candidates_per_leg,
             "rerank": self._reranker.name,
             "rerank_candidates": s.rerank_candidates,
+            "rerank_fusion_weight": s.rerank_fusion_weight,
             "compress": s.compress,
             "compress_min_similarity": s.compress_min_similarity,
             "context_token_budget": s.context_token_budget,
