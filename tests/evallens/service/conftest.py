@@ -1,6 +1,7 @@
 """Fixtures shared by the RAG-half tests: the packaged embedding model, sessions, a knowledge base."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
@@ -9,6 +10,11 @@ from evallens.db import create_db_engine, create_session_factory
 from evallens.service.documents import DocumentService
 from evallens.service.rag import Embedder, KeywordIndex
 from evallens.settings import RagSettings
+
+
+def span_attributes(span: Any) -> dict[str, Any]:
+    """A finished span's attributes as a plain dict (the SDK types them as an optional mapping)."""
+    return dict(span.attributes or {})
 
 
 class RecordingEmbedder(Embedder):

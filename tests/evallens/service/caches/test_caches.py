@@ -33,7 +33,7 @@ def spans() -> InMemorySpanExporter:
 
 
 @pytest.fixture
-def tracer(spans: InMemorySpanExporter):  # type: ignore[no-untyped-def]
+def tracer(spans: InMemorySpanExporter):
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(spans))
     return provider.get_tracer("test")
@@ -89,7 +89,9 @@ def test_exact_cache_expires_and_is_bounded(registry) -> None:
 
 
 def test_a_disabled_cache_never_answers(registry) -> None:
-    cache: ExactCache[int] = ExactCache(CacheSettings(cache_exact_enabled=False), metrics=CacheMetrics.create(registry))
+    cache: ExactCache[int] = ExactCache(
+        CacheSettings(cache_exact_enabled=False), metrics=CacheMetrics.create(registry)
+    )
     cache.put("a", 1)
     assert cache.get("a") is None
     assert lookups(registry, "exact", "miss") == 0  # nothing looked up, nothing counted
@@ -111,7 +113,9 @@ def test_semantic_threshold_is_honoured(registry, cosine: float, hit: bool) -> N
 
 
 def test_semantic_cache_with_real_embeddings(registry, tracer, spans, embedder: RecordingEmbedder) -> None:
-    cache: SemanticCache[str] = SemanticCache(CacheSettings(), metrics=CacheMetrics.create(registry), tracer=tracer)
+    cache: SemanticCache[str] = SemanticCache(
+        CacheSettings(), metrics=CacheMetrics.create(registry), tracer=tracer
+    )
     asked = "How many days do I have to return an unopened item?"
     vectors = embedder.embed(
         [
@@ -125,7 +129,9 @@ def test_semantic_cache_with_real_embeddings(registry, tracer, spans, embedder: 
     assert same is not None and same.value == "30 days." and same.similarity >= 0.95
     assert cache.lookup("acme", vectors[2]) is None
     assert cache.lookup("globex", vectors[1]) is None  # scoped per tenant
-    similarities = [span.attributes.get(attr.CACHE_SEMANTIC_SIMILARITY) for span in spans.get_finished_spans()]
+    similarities = [
+        span.attributes.get(attr.CACHE_SEMANTIC_SIMILARITY) for span in spans.get_finished_spans()
+    ]
     assert similarities[0] is not None and similarities[0] >= 0.95
     assert similarities[1] is not None and similarities[1] < 0.95
     assert similarities[2] is None  # the other tenant has nothing to compare with

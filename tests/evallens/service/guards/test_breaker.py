@@ -11,36 +11,49 @@ from evallens.telemetry import metrics
 from tests.evallens.service.guards.conftest import Clock
 
 SETTINGS = GuardSettings(
-    breaker_window_s=30, breaker_min_calls=4, breaker_error_rate=0.5, breaker_open_s=10, breaker_half_open_probes=2
+    breaker_window_s=30,
+    breaker_min_calls=4,
+    breaker_error_rate=0.5,
+    breaker_open_s=10,
+    breaker_half_open_probes=2,
 )
 
 
+def current(breaker: CircuitBreaker) -> BreakerState:
+    """The state, read through a call so the type checker does not narrow it between checks."""
+    return breaker.state
+
+
 def gauge(registry: CollectorRegistry, name: str) -> float | None:
-    return registry.get_sample_value(metrics.BREAKER_STATE, {"breaker": name})
+    value: float | None = registry.get_sample_value(metrics.BREAKER_STATE, {"breaker": name})
+    return value
 
 
-def test_breaker_opens_and_closes(clock: Clock, registry: CollectorRegistry, guard_metrics: GuardMetrics) -> None:
+def test_breaker_opens_and_closes(
+    clock: Clock, registry: CollectorRegistry, guard_metrics: GuardMetrics
+) -> None:
     breaker = CircuitBreaker("engine", SETTINGS, metrics=guard_metrics, clock=clock)
-    assert breaker.state is BreakerState.CLOSED and gauge(registry, "engine") == 0
+    assert current(breaker) is BreakerState.CLOSED and gauge(registry, "engine") == 0
 
     for ok in (True, False, False):  # 3 calls: fewer than min_calls, stays closed at 67% errors
         assert breaker.allow()
         breaker.record_success() if ok else breaker.record_failure()
-    assert breaker.state is BreakerState.CLOSED
+    assert current(breaker) is BreakerState.CLOSED
     breaker.record_failure()  # 4 calls, 75% errors
-    assert breaker.state is BreakerState.OPEN and gauge(registry, "engine") == 2
+    assert current(breaker) is BreakerState.OPEN
+    assert gauge(registry, "engine") == 2
     assert not breaker.allow()
 
     clock.now += 9.9
     assert not breaker.allow()
     clock.now += 0.2
-    assert breaker.state is BreakerState.HALF_OPEN and gauge(registry, "engine") == 1
+    assert current(breaker) is BreakerState.HALF_OPEN and gauge(registry, "engine") == 1
     assert breaker.allow() and breaker.allow()
     assert not breaker.allow()  # only two probes at a time
     breaker.record_success()
-    assert breaker.state is BreakerState.HALF_OPEN
+    assert current(breaker) is BreakerState.HALF_OPEN
     breaker.record_success()
-    assert breaker.state is BreakerState.CLOSED and gauge(registry, "engine") == 0
+    assert current(breaker) is BreakerState.CLOSED and gauge(registry, "engine") == 0
     assert breaker.error_rate() == 0.0  # the window starts afresh
 
 
@@ -51,7 +64,7 @@ def test_a_failed_probe_reopens(clock: Clock, guard_metrics: GuardMetrics) -> No
     clock.now += 10
     assert breaker.allow()
     breaker.record_failure()
-    assert breaker.state is BreakerState.OPEN
+    assert current(breaker) is BreakerState.OPEN
     clock.now += 5
     assert not breaker.allow()
 
@@ -65,7 +78,7 @@ def test_old_outcomes_leave_the_window(clock: Clock, guard_metrics: GuardMetrics
         breaker.record_success()
     breaker.record_failure()
     # Inside the window: 3 successes and 1 failure -> 25%, closed. Without trimming it would be 57%.
-    assert breaker.state is BreakerState.CLOSED
+    assert current(breaker) is BreakerState.CLOSED
     assert breaker.error_rate() == pytest.approx(0.25)
 
 
@@ -90,4 +103,4 @@ def test_call_counts_exceptions_and_refuses_when_open(clock: Clock, guard_metric
         assert await breaker.call(succeed) == "ok"
 
     asyncio.run(scenario())
-    assert breaker.state is BreakerState.CLOSED
+    assert current(breaker) is BreakerState.CLOSED

@@ -1,6 +1,7 @@
 """Retrieval slow or failing -> an answer without context, marked degraded; engine failing -> cache or 503."""
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
@@ -23,9 +24,12 @@ from evallens.service.rag import RetrievalResult, RetrievedChunk, build_messages
 from evallens.settings import GuardSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
+from tests.evallens.service.conftest import span_attributes
 from tests.evallens.service.guards.conftest import Clock
 
-SETTINGS = GuardSettings(retrieval_budget_ms=50, breaker_min_calls=2, breaker_error_rate=0.5, breaker_open_s=10)
+SETTINGS = GuardSettings(
+    retrieval_budget_ms=50, breaker_min_calls=2, breaker_error_rate=0.5, breaker_open_s=10
+)
 QUESTION = [{"role": "user", "content": "How long do refunds take?"}]
 
 
@@ -37,6 +41,7 @@ class FakeRetriever:
         self.calls = 0
 
     async def retrieve(self, query: str, *, query_embedding: np.ndarray | None = None) -> RetrievalResult:
+        del query_embedding
         self.calls += 1
         if self.mode == "raise":
             raise ConnectionError("database is down")
@@ -80,8 +85,8 @@ def test_retrieval_fault_still_answers_marked_degraded(
     assert messages[1:] == QUESTION
 
     (chat,) = [span for span in spans.get_finished_spans() if span.name == "chat"]
-    assert chat.attributes[attr.DEGRADED] is True
-    assert chat.attributes[attr.DEGRADED_REASON] == reason
+    assert span_attributes(chat)[attr.DEGRADED] is True
+    assert span_attributes(chat)[attr.DEGRADED_REASON] == reason
     assert degraded_total(registry, reason) == 1
 
 
@@ -89,7 +94,9 @@ def test_healthy_retrieval_is_not_degraded(
     clock: Clock, guard_metrics: GuardMetrics, provider: TracerProvider, spans: InMemorySpanExporter
 ) -> None:
     breaker = CircuitBreaker("retrieval", SETTINGS, metrics=guard_metrics, clock=clock)
-    outcome = answer(RetrievalGuard(SETTINGS, breaker=breaker, metrics=guard_metrics), FakeRetriever("ok"), provider)
+    outcome = answer(
+        RetrievalGuard(SETTINGS, breaker=breaker, metrics=guard_metrics), FakeRetriever("ok"), provider
+    )
     assert not outcome.degraded and outcome.result is not None
     assert "[c1] Refunds > Timing" in build_messages(QUESTION, outcome.result.chunks)[0]["content"]
     (chat,) = spans.get_finished_spans()
@@ -114,7 +121,9 @@ def test_repeated_retrieval_failures_open_the_breaker_and_skip_retrieval(
 def test_engine_failure_falls_back_to_the_cache_or_503(
     clock: Clock, registry: CollectorRegistry, guard_metrics: GuardMetrics, provider: TracerProvider
 ) -> None:
-    guard = EngineGuard(breaker=CircuitBreaker("engine", SETTINGS, metrics=guard_metrics, clock=clock), metrics=guard_metrics)
+    guard = EngineGuard(
+        breaker=CircuitBreaker("engine", SETTINGS, metrics=guard_metrics, clock=clock), metrics=guard_metrics
+    )
 
     async def broken() -> str:
         raise RuntimeError("engine crashed")
@@ -149,11 +158,11 @@ def test_budgets_cut_slow_stages() -> None:
         await asyncio.sleep(30)
         return "late"
 
-    async def tokens():  # type: ignore[no-untyped-def]
+    async def tokens() -> AsyncIterator[str]:
         await asyncio.sleep(30)
         yield "first"
 
-    async def quick_tokens():  # type: ignore[no-untyped-def]
+    async def quick_tokens() -> AsyncIterator[str]:
         for token in ("a", "b"):
             yield token
 
@@ -163,6 +172,9 @@ def test_budgets_cut_slow_stages() -> None:
         with pytest.raises(BudgetExceeded):
             async for _ in first_item_within(tokens(), stage="ttft", budget_ms=10):
                 pass
-        assert [t async for t in first_item_within(quick_tokens(), stage="ttft", budget_ms=1000)] == ["a", "b"]
+        assert [t async for t in first_item_within(quick_tokens(), stage="ttft", budget_ms=1000)] == [
+            "a",
+            "b",
+        ]
 
     asyncio.run(run())

@@ -67,11 +67,15 @@ def corpus_sessions(
     name = f"corpus_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(postgres_server.url, autocommit=True) as connection:
         connection.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(TEMPLATE_DATABASE))
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(TEMPLATE_DATABASE)
+            )
         )
     engine = create_db_engine(embedded_url(postgres_server.embedded, name))
     sessions = create_session_factory(engine)
-    service = DocumentService(RagSettings(), embedder=embedder, session_factory=sessions, keyword_index=KeywordIndex())
+    service = DocumentService(
+        RagSettings(), embedder=embedder, session_factory=sessions, keyword_index=KeywordIndex()
+    )
     for document in read_documents():
         service.upsert_sync(document)
     yield sessions
@@ -81,7 +85,7 @@ def corpus_sessions(
 
 
 @pytest.fixture(scope="module")
-def make_retriever(corpus_sessions: sessionmaker[Session], embedder: RecordingEmbedder):  # type: ignore[no-untyped-def]
+def make_retriever(corpus_sessions: sessionmaker[Session], embedder: RecordingEmbedder):
     """Build a retriever over the corpus with settings overrides."""
 
     def make(**overrides: object) -> HybridRetriever:

@@ -10,6 +10,7 @@ from evallens.service.guards import ScopeGuard
 from evallens.service.rag import HybridRetriever, KeywordIndex
 from evallens.settings import GuardSettings, RagSettings
 from evallens.telemetry import attributes as attr
+from tests.evallens.service.conftest import span_attributes
 from tests.evallens.service.rag.conftest import read_cases, read_documents
 
 MODEL_NUMBER = re.compile(r"\b([A-Z]{2,3}-[0-9A-Z]{3,5})\b")
@@ -22,7 +23,7 @@ TEMPLATES = [
 
 
 def model_number_queries() -> list[tuple[str, str]]:
-    queries = []
+    queries: list[tuple[str, str]] = []
     for document in read_documents():
         if document.id.startswith("product-"):
             match = MODEL_NUMBER.search(document.text)
@@ -83,16 +84,17 @@ def test_a_retrieval_emits_stage_spans_with_documents(corpus_sessions, embedder)
         attr.SPAN_RETRIEVAL_COMPRESS,
     }
     root = by_name[attr.SPAN_RETRIEVAL]
+    root_attributes = span_attributes(root)
     assert all(
         span.parent is not None and span.parent.span_id == root.context.span_id
         for name, span in by_name.items()
         if name != attr.SPAN_RETRIEVAL
     )
-    assert root.attributes[attr.retrieval_document_id(0)] == result.chunks[0].id
-    assert root.attributes[attr.GEN_AI_RETRIEVAL_DOCUMENTS].startswith(f'[{{"id": "{result.chunks[0].id}"')
-    keyword = by_name[attr.SPAN_RETRIEVAL_KEYWORD].attributes
+    assert root_attributes[attr.retrieval_document_id(0)] == result.chunks[0].id
+    assert root_attributes[attr.GEN_AI_RETRIEVAL_DOCUMENTS].startswith(f'[{{"id": "{result.chunks[0].id}"')
+    keyword = span_attributes(by_name[attr.SPAN_RETRIEVAL_KEYWORD])
     assert list(keyword[attr.RETRIEVAL_LEG_IDS])[:1] == [result.keyword_hits[0].id]
-    compress = by_name[attr.SPAN_RETRIEVAL_COMPRESS].attributes
+    compress = span_attributes(by_name[attr.SPAN_RETRIEVAL_COMPRESS])
     assert compress[attr.COMPRESS_TOKENS_AFTER] <= compress[attr.COMPRESS_TOKENS_BEFORE]
     assert sum(chunk.num_tokens for chunk in result.chunks) <= RagSettings().context_token_budget
 
