@@ -1,6 +1,6 @@
 """Safety guard: rule-based refusal of prompt injection, requests for other people's personal data,
-and abuse. Patterns, not a model: cheap, predictable, and regressed by the eval engine's
-``harmful`` scenario."""
+fraud, dangerous misuse of products, and abuse. Patterns, not a model: cheap, predictable, and
+regressed by the eval engine's ``harmful`` scenario."""
 
 import re
 from dataclasses import dataclass
@@ -28,16 +28,28 @@ _OTHERS = (
     r"|(?:all|every|list of|other) (?:customers|users|buyers|shoppers)(?:')?"
     r"|(?:mr|mrs|ms|miss|dr)\.? [a-z]+(?:'s)?|[a-z]+ [a-z]+'s"
 )
+_RELATIVES = (
+    r"neighbou?rs?|ex(?:-?(?:husband|wife|partner|girlfriend"
+    r"|boyfriend))?|roommates?|flatmates?|boss|coworkers?"
+    r"|colleagues?|sister|brother|mother|father"
+)
 _RULES: dict[str, list[str]] = {
     "prompt_injection": [
-        r"\b(?:ignore|disregard|forget|override|bypass)\b.{0,40}\b(?:previous|prior|above|earlier|all|your|the)"
+        r"\b(?:ignore|disregard|forget|override"
+        r"|bypass)\b.{0,40}\b(?:previous|prior|above|earlier|all|your|the)"
         r"\b.{0,25}\b(?:instructions?|rules?|prompts?|guidelines?|directions?|polic(?:y|ies))",
         r"\b(?:reveal|show|print|repeat|output|tell me|give me|what is|what are|leak)\b.{0,30}"
         r"\b(?:system|hidden|initial|original|developer)\s+(?:prompt|instructions?|message)",
-        r"\byou are (?:now|no longer)\b|\bfrom now on,? you\b|\bpretend (?:to be|you are)\b",
-        r"\bact as (?:an? )?(?:unrestricted|unfiltered|jailbroken|different)",
+        r"\brepeat (?:the |all |everything )?(?:text |words "
+        r"|instructions |messages? )?(?:above|before this)\b",
+        r"\byou are (?:now|no longer)\b|\bfrom now on,? you\b|\bpretend (?:to be|you are|you're)\b",
+        r"\bforget (?:that )?you are\b|\bact as (?:an? )?(?:unrestricted|unfiltered|jailbroken|different)",
         r"\b(?:developer|god|admin|debug|jailbreak|dan) mode\b|\bdo anything now\b|\bjailbreak\b",
         r"\bnew (?:system )?instructions?:|\[/?(?:system|inst)\]|<\|?(?:system|im_start)\|?>",
+        r"\b(?:system|admin|developer) override\b"
+        r"|\bnew instructions? from (?:your |the )?(?:developer|admin|system)",
+        r"\b(?:disable|turn off|switch off)\b.{0,15}\b(?:safety"
+        r"|content) (?:rules?|filters?|guard(?:rail)?s?)\b",
     ],
     "personal_data": [
         rf"\b(?:{_PERSONAL_FIELDS})\b.{{0,40}}\b(?:of|for|belonging to|used by|from)\s+(?:{_OTHERS})",
@@ -45,12 +57,40 @@ _RULES: dict[str, list[str]] = {
         r"\b(?:who (?:bought|ordered|purchased)|which customers? (?:bought|ordered|purchased)|"
         r"list (?:of )?(?:all )?customers|customer (?:list|database|records))\b",
         r"\b(?:look ?up|find|track down|dox)\b.{0,30}\b(?:where .{0,20} lives?|home address)\b",
+        rf"\b(?:{_RELATIVES})(?:'s)?\b.{{0,60}}\b(?:address|card"
+        rf"|e-?mail|phone|password|log ?in(?:to)?|account)\b",
+        r"\bnot my (?:order|account|parcel)\b",
+        r"\bcard (?:number|details|digits) (?:on|for|of|from) (?:order|account|the customer|another)",
+        r"\b(?:reset|change) the password (?:for|of|on) (?:the |this |that )?account\b",
+        r"\bwithout (?:him|her|them) knowing\b",
+        r"\bwhat (?-i:[A-Z][a-z]+ [A-Z][a-z]+)(?: from \w+)? (?:has "
+        r"|had |have )?(?:ordered|bought|purchased)\b",
+        r"\b(?:message|e-?mail|text|contact|notify) (?:to )?(?:all"
+        r"|every one of|each of) (?:your |the )?customers\b",
+    ],
+    "fraud": [
+        r"\b(?:fake|forged?|counterfeit|fabricated?|false)\b.{0,30}"
+        r"\b(?:invoice|receipt|photos?|damage|claim|review|description|proof|tracking)\b",
+        r"\bstolen (?:credit |debit )?cards?\b",
+        r"\brefund without (?:actually )?(?:sending|returning|giving)\b",
+        r"\bbefore (?:you|anyone|they) notice\b|\bwithout (?:the "
+        r"|your )?(?:fraud check|detection|anyone noticing)",
+        r"\bso (?:the|your) (?:agent|staff|support) believes?\b",
+        r"\bgenerate (?:a |me a )?(?:valid|working|real"
+        r"|new)\b.{0,20}\b(?:gift card|card number|coupon|voucher|pin)",
+    ],
+    "dangerous": [
+        r"\b(?:into|make|build) (?:an? )?(?:explosive|bomb|incendiary|weapon)s?\b",
+        r"\b(?:disable|bypass|defeat|remove)\b.{0,40}\b(?:tilt switch"
+        r"|flame-?out|safety (?:switch|cut-?off|valve"
+        r"|features?|protection)|overheat(?:ing)? protection|auto(?:matic)? shut-?off)",
     ],
     "abuse": [
         # Aimed at the assistant or at people; an angry complaint about a product is not abuse.
         r"\b(?:fuck|screw|go to hell)\b.{0,10}\b(?:you|yourself|off)\b|\b(?:cunt|motherfucker)\b",
         r"\byou(?:'re| are)? (?:such )?(?:an? )?(?:\w+ )?(?:stupid|idiot|moron|bitch|bastard|asshole|dickhead"
         r"|retard(?:ed)?|worthless|useless)\b",
+        r"\bslurs?\b|\b(?:write|post) (?:an? )?(?:insulting|abusive|hateful|threatening)\b",
         r"\b(?:i will|i'll|gonna|going to)\s+(?:kill|hurt|beat|find and hurt|burn down)\b",
         r"\bhow (?:do i|to|can i)\b.{0,30}\b(?:make a bomb|build a bomb|poison|hurt someone|kill someone)\b",
     ],
