@@ -4,7 +4,7 @@ import sys
 
 import typer
 
-from evallens.cli import cases, collector, dashboard, db, demo, eval, gate, keys, model, prices, service
+from evallens.cli import cases, collector, dashboard, db, demo, eval, gate, kb, keys, model, prices, service
 from evallens.errors import EvallensError
 
 EXIT_ERROR = 2
@@ -27,6 +27,7 @@ def create_cli() -> typer.Typer:
     cli.add_typer(cases.app, name="cases")
     cli.add_typer(dashboard.app, name="dashboard")
     cli.add_typer(model.app, name="model")
+    cli.add_typer(kb.app, name="kb")
     cli.add_typer(prices.app, name="prices")
     cli.add_typer(keys.app, name="keys")
     cli.command("demo")(demo.demo)

@@ -10,13 +10,17 @@ from evallens.settings.collector import CollectorSettings
 from evallens.settings.dashboard import DashboardSettings
 from evallens.settings.database import DatabaseSettings
 from evallens.settings.evals import EvalSettings
+from evallens.settings.rag import CacheSettings, GuardSettings, RagSettings
 
 __all__ = [
     "ENV_PREFIX",
+    "CacheSettings",
     "CollectorSettings",
     "DashboardSettings",
     "DatabaseSettings",
     "EvalSettings",
+    "GuardSettings",
+    "RagSettings",
     "child_environment",
     "read_environment",
     "set_process_environment",

@@ -73,9 +73,51 @@ DEGRADED_REASON = "evallens.degraded.reason"
 TIMEOUT = "evallens.timeout"
 ROUTE = "evallens.route"
 CONFIG_FINGERPRINT = "evallens.config.fingerprint"
+RETRIEVAL_QUERY_LENGTH = "evallens.retrieval.query.length_chars"
+RETRIEVAL_FUSION = "evallens.retrieval.fusion"
+RETRIEVAL_TOP_K = "evallens.retrieval.top_k"
+RETRIEVAL_NUM_RESULTS = "evallens.retrieval.num_results"
+RETRIEVAL_LEG = "evallens.retrieval.leg"  # vector | keyword
+RETRIEVAL_LEG_IDS = "evallens.retrieval.leg.ids"  # chunk ids in the leg's rank order
+RETRIEVAL_LEG_SCORES = "evallens.retrieval.leg.scores"
+RETRIEVAL_CHUNK_IDS = "evallens.retrieval.chunk_ids"  # the chunks cited in the answer
+RETRIEVAL_BEST_RELEVANCE = "evallens.retrieval.best_relevance"
+RERANK_METHOD = "evallens.rerank.method"
+RERANK_NUM_CANDIDATES = "evallens.rerank.num_candidates"
+COMPRESS_TOKENS_BEFORE = "evallens.compress.tokens_before"
+COMPRESS_TOKENS_AFTER = "evallens.compress.tokens_after"
+COMPRESS_SENTENCES_DROPPED = "evallens.compress.sentences_dropped"
+PROMPT_TEMPLATE_VERSION = "evallens.prompt.template_version"
+CACHE_NAME = "evallens.cache.name"  # exact | semantic
+CACHE_HIT = "evallens.cache.hit"
+BREAKER_NAME = "evallens.breaker.name"
+BREAKER_STATE = "evallens.breaker.state"  # closed | half_open | open
+BUDGET_MS = "evallens.budget_ms"
+GUARD_SCOPE_DECLINED = "evallens.guard.scope.declined"
+GUARD_SCOPE_RELEVANCE = "evallens.guard.scope.relevance"
+GUARD_SAFETY_REFUSED = "evallens.guard.safety.refused"
+GUARD_SAFETY_CATEGORY = "evallens.guard.safety.category"
+KB_DOCUMENT_ID = "evallens.kb.document_id"
+KB_NUM_CHUNKS_EMBEDDED = "evallens.kb.num_chunks_embedded"
+KB_NUM_CHUNKS_DELETED = "evallens.kb.num_chunks_deleted"
 FEEDBACK_SCORE = "evallens.feedback.score"
 FEEDBACK_COMMENT = "evallens.feedback.comment"
 FEEDBACK_TARGET_TRACE_ID = "evallens.feedback.trace_id"
+
+# Span names of the reference service's RAG stages (children of the chat request span)
+SPAN_RETRIEVAL = "retrieval"  # gen_ai.operation.name = retrieval
+SPAN_RETRIEVAL_VECTOR = "retrieval.vector"
+SPAN_RETRIEVAL_KEYWORD = "retrieval.keyword"
+SPAN_RETRIEVAL_FUSE = "retrieval.fuse"
+SPAN_RETRIEVAL_RERANK = "retrieval.rerank"
+SPAN_RETRIEVAL_COMPRESS = "retrieval.compress"
+SPAN_CACHE_EXACT = "cache.exact"
+SPAN_CACHE_SEMANTIC = "cache.semantic"
+SPAN_GUARD_SAFETY = "guard.safety"
+SPAN_GUARD_SCOPE = "guard.scope"
+OPERATION_RETRIEVAL = "retrieval"
+OPENINFERENCE_KIND_RETRIEVER = "RETRIEVER"
+OPENINFERENCE_KIND_RERANKER = "RERANKER"
 
 # HTTP headers the eval runner and users send to the reference service
 HEADER_TENANT = "x-evallens-tenant"

@@ -1,0 +1,70 @@
+"""Load a folder of Markdown documents into a running service through ``POST /v1/documents``."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from evallens.errors import EvallensError
+
+
+class KnowledgeBaseLoadError(EvallensError):
+    """The corpus folder or the service could not be used."""
+
+
+@dataclass
+class LoadReport:
+    """What loading changed: document ids by upsert status, and chunks embedded."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    num_chunks_embedded: int = 0
+
+
+def read_corpus(path: Path) -> list[dict[str, object]]:
+    """One request body per ``*.md`` file: id = file stem, title = first ``#`` heading."""
+    files = [path] if path.is_file() else sorted(path.glob("*.md"))
+    if not files:
+        raise KnowledgeBaseLoadError(f"no Markdown documents (*.md) in {path}")
+    bodies: list[dict[str, object]] = []
+    for file in files:
+        text = file.read_text(encoding="utf-8")
+        first = text.lstrip().splitlines()[0] if text.strip() else ""
+        title = first.lstrip("#").strip() if first.startswith("#") else file.stem
+        bodies.append({"id": file.stem, "title": title, "text": text, "metadata": {"source": path.name}})
+    return bodies
+
+
+def load_corpus(
+    path: Path,
+    service_url: str,
+    *,
+    client: httpx.Client | None = None,
+    on_document: Callable[[str], None] | None = None,
+) -> LoadReport:
+    """Upsert every document of ``path`` into the service at ``service_url``."""
+    bodies = read_corpus(path)
+    report = LoadReport()
+    own = client is None
+    http = client or httpx.Client(base_url=service_url, timeout=120.0)
+    try:
+        for body in bodies:
+            try:
+                response = http.post("/v1/documents", json=body)
+            except httpx.HTTPError as error:
+                raise KnowledgeBaseLoadError(f"cannot reach the service at {service_url}: {error}") from None
+            if response.status_code >= 400:
+                raise KnowledgeBaseLoadError(
+                    f"{body['id']}: the service answered {response.status_code}: {response.text[:200]}"
+                )
+            result = response.json()
+            getattr(report, result["status"]).append(result["id"])
+            report.num_chunks_embedded += int(result["num_chunks_embedded"])
+            if on_document is not None:
+                on_document(str(body["id"]))
+    finally:
+        if own:
+            http.close()
+    return report

@@ -1,0 +1,132 @@
+"""Knowledge-base logic: chunk, embed only what changed, write, and tell the keyword leg."""
+
+import asyncio
+import hashlib
+import json
+
+from opentelemetry import trace
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.service.documents.protocol import (
+    DeleteResult,
+    DocumentIn,
+    DocumentList,
+    DocumentOut,
+    UpsertResult,
+)
+from evallens.service.rag import store
+from evallens.service.rag.chunking import chunk_document
+from evallens.service.rag.embeddings import Embedder
+from evallens.service.rag.keyword import KeywordIndex
+from evallens.settings import RagSettings
+from evallens.telemetry import attributes as attr
+
+TRACER_NAME = "evallens.service.documents"
+
+
+def content_hash(document: DocumentIn) -> str:
+    """Hash of everything stored about a document."""
+    payload = json.dumps([document.title, document.text, document.metadata], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class DocumentService:
+    """Upserts, deletes and lists knowledge-base documents; each call is one transaction."""
+
+    def __init__(
+        self,
+        settings: RagSettings,
+        *,
+        embedder: Embedder,
+        session_factory: sessionmaker[Session],
+        keyword_index: KeywordIndex,
+        tracer: trace.Tracer | None = None,
+    ) -> None:
+        self._settings = settings
+        self._embedder = embedder
+        self._sessions = session_factory
+        self._keywords = keyword_index
+        self._tracer = tracer or trace.get_tracer(TRACER_NAME)
+
+    async def upsert(self, document: DocumentIn) -> UpsertResult:
+        """Add or replace a document; unchanged chunks keep their embeddings."""
+        return await asyncio.to_thread(self.upsert_sync, document)
+
+    async def delete(self, document_id: str) -> DeleteResult:
+        """Delete a document and its chunks."""
+        return await asyncio.to_thread(self.delete_sync, document_id)
+
+    async def list(self) -> DocumentList:
+        """Every document, by id."""
+        return await asyncio.to_thread(self.list_sync)
+
+    def upsert_sync(self, document: DocumentIn) -> UpsertResult:
+        """Blocking ``upsert``."""
+        with self._tracer.start_as_current_span("documents.upsert") as span:
+            span.set_attribute(attr.KB_DOCUMENT_ID, document.id)
+            chunks = chunk_document(
+                document.id,
+                document.text,
+                count_tokens=self._embedder.count_tokens,
+                chunk_tokens=self._settings.chunk_tokens,
+                overlap=self._settings.overlap,
+            )
+            digest = content_hash(document)
+            with self._sessions() as session, session.begin():
+                existing = store.get_document(session, document.id)
+                plan = store.plan_reindex(store.chunk_ordinals(session, document.id), chunks)
+                if existing is not None and existing.content_hash == digest and not plan.changes_chunks:
+                    status = "unchanged"
+                else:
+                    status = "created" if existing is None else "updated"
+                    embeddings = self._embedder.embed([chunk.text for chunk in plan.to_embed])
+                    store.write_document(
+                        session,
+                        document_id=document.id,
+                        title=document.title,
+                        body=document.text,
+                        content_hash=digest,
+                        metadata=document.metadata,
+                    )
+                    store.apply_reindex(session, document.id, plan, embeddings)
+            if status != "unchanged":
+                self._keywords.invalidate()
+            span.set_attributes(
+                {
+                    attr.KB_NUM_CHUNKS_EMBEDDED: len(plan.to_embed),
+                    attr.KB_NUM_CHUNKS_DELETED: len(plan.to_delete),
+                }
+            )
+            return UpsertResult(
+                id=document.id,
+                status=status,
+                num_chunks=len(chunks),
+                num_chunks_embedded=len(plan.to_embed) if status != "unchanged" else 0,
+                num_chunks_deleted=len(plan.to_delete) if status != "unchanged" else 0,
+            )
+
+    def delete_sync(self, document_id: str) -> DeleteResult:
+        """Blocking ``delete``."""
+        with self._sessions() as session, session.begin():
+            deleted = store.delete_document(session, document_id)
+        if deleted:
+            self._keywords.invalidate()
+        return DeleteResult(id=document_id, deleted=deleted)
+
+    def list_sync(self) -> DocumentList:
+        """Blocking ``list``."""
+        with self._sessions() as session:
+            documents = store.list_documents(session)
+        return DocumentList(
+            data=[
+                DocumentOut(
+                    id=doc.id,
+                    title=doc.title,
+                    content_hash=doc.content_hash,
+                    metadata=doc.metadata,
+                    num_chunks=doc.num_chunks,
+                    updated_at=doc.updated_at,
+                )
+                for doc in documents
+            ]
+        )

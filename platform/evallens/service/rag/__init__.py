@@ -1,0 +1,30 @@
+"""Retrieval for the reference service: chunking, embeddings, the pgvector store, BM25, fusion,
+reranking, compression, the hybrid pipeline and the versioned prompt template."""
+
+from evallens.service.rag.chunking import TextChunk, chunk_document
+from evallens.service.rag.embeddings import Embedder
+from evallens.service.rag.fusion import reciprocal_rank_fusion
+from evallens.service.rag.keyword import KeywordIndex
+from evallens.service.rag.prompt import build_messages, get_template, last_user_message
+from evallens.service.rag.rerank import Candidate, Reranker, create_reranker
+from evallens.service.rag.retriever import HybridRetriever
+from evallens.service.rag.store import ScoredId
+from evallens.service.rag.types import RetrievalResult, RetrievedChunk
+
+__all__ = [
+    "Candidate",
+    "Embedder",
+    "HybridRetriever",
+    "KeywordIndex",
+    "Reranker",
+    "RetrievalResult",
+    "RetrievedChunk",
+    "ScoredId",
+    "TextChunk",
+    "build_messages",
+    "chunk_document",
+    "create_reranker",
+    "get_template",
+    "last_user_message",
+    "reciprocal_rank_fusion",
+]

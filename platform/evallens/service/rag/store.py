@@ -1,0 +1,224 @@
+"""The knowledge base in PostgreSQL: documents, chunks and their pgvector embeddings.
+
+Every function takes the session first and never commits; the caller owns the transaction.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, func, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from evallens.db.models.knowledge import Chunk, Document
+from evallens.service.rag.chunking import TextChunk
+from evallens.service.rag.embeddings import Vectors
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk as the store holds it."""
+
+    id: str
+    document_id: str
+    ordinal: int
+    text: str
+    num_tokens: int
+
+
+@dataclass(frozen=True)
+class ScoredId:
+    """A chunk id with a leg's score (cosine similarity for the vector leg, BM25 for keywords)."""
+
+    id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class DocumentSummary:
+    """One document of the knowledge base, without its text."""
+
+    id: str
+    title: str | None
+    content_hash: str
+    metadata: dict[str, Any]
+    num_chunks: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class ReindexPlan:
+    """What re-indexing one document changes: chunks to embed, to delete, and to renumber."""
+
+    to_embed: list[TextChunk]
+    to_delete: list[str]
+    renumbered: dict[str, int]
+
+    @property
+    def changes_chunks(self) -> bool:
+        """Whether any chunk row changes."""
+        return bool(self.to_embed or self.to_delete or self.renumbered)
+
+
+def plan_reindex(existing: Mapping[str, int], chunks: Sequence[TextChunk]) -> ReindexPlan:
+    """Compare stored chunk ordinals by id with a fresh chunking: only new text needs embedding."""
+    wanted = {chunk.id for chunk in chunks}
+    return ReindexPlan(
+        to_embed=[chunk for chunk in chunks if chunk.id not in existing],
+        to_delete=sorted(chunk_id for chunk_id in existing if chunk_id not in wanted),
+        renumbered={
+            chunk.id: chunk.ordinal
+            for chunk in chunks
+            if chunk.id in existing and existing[chunk.id] != chunk.ordinal
+        },
+    )
+
+
+def get_document(session: Session, document_id: str) -> Document | None:
+    """The document with ``document_id``, or None."""
+    return session.get(Document, document_id)
+
+
+def chunk_ordinals(session: Session, document_id: str) -> dict[str, int]:
+    """Ordinal of each stored chunk of a document, by chunk id."""
+    rows = session.execute(select(Chunk.id, Chunk.ordinal).where(Chunk.document_id == document_id))
+    return {row.id: row.ordinal for row in rows}
+
+
+def write_document(
+    session: Session,
+    *,
+    document_id: str,
+    title: str | None,
+    body: str,
+    content_hash: str,
+    metadata: dict[str, Any],
+) -> None:
+    """Insert or update a document row, stamping ``updated_at``."""
+    values = {
+        "id": document_id,
+        "title": title,
+        "text": body,
+        "content_hash": content_hash,
+        "metadata": metadata,
+        "updated_at": func.now(),
+    }
+    statement = insert(Document).values(values)
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[Document.id],
+            set_={key: statement.excluded[key] for key in values if key != "id"},
+        )
+    )
+
+
+def apply_reindex(session: Session, document_id: str, plan: ReindexPlan, embeddings: Vectors) -> None:
+    """Write a plan: delete gone chunks, renumber moved ones, insert new ones with their embeddings."""
+    if plan.to_delete:
+        session.execute(delete(Chunk).where(Chunk.id.in_(plan.to_delete)))
+    for chunk_id, ordinal in plan.renumbered.items():
+        session.execute(update(Chunk).where(Chunk.id == chunk_id).values(ordinal=ordinal))
+    if plan.to_embed:
+        session.execute(
+            insert(Chunk),
+            [
+                {
+                    "id": chunk.id,
+                    "document_id": document_id,
+                    "ordinal": chunk.ordinal,
+                    "text": chunk.text,
+                    "num_tokens": chunk.num_tokens,
+                    "embedding": vector,
+                }
+                for chunk, vector in zip(plan.to_embed, embeddings, strict=True)
+            ],
+        )
+
+
+def delete_document(session: Session, document_id: str) -> bool:
+    """Delete a document and (by cascade) its chunks; False when there was none."""
+    result = session.execute(delete(Document).where(Document.id == document_id).returning(Document.id))
+    return result.first() is not None
+
+
+def list_documents(session: Session) -> list[DocumentSummary]:
+    """Every document with its chunk count, by id."""
+    num_chunks = (
+        select(func.count(Chunk.id)).where(Chunk.document_id == Document.id).correlate(Document)
+    ).scalar_subquery()
+    rows = session.execute(
+        select(
+            Document.id,
+            Document.title,
+            Document.content_hash,
+            Document.metadata_,
+            Document.updated_at,
+            num_chunks.label("num_chunks"),
+        ).order_by(Document.id)
+    )
+    return [
+        DocumentSummary(
+            id=row.id,
+            title=row.title,
+            content_hash=row.content_hash,
+            metadata=dict(row.metadata_ or {}),
+            num_chunks=int(row.num_chunks),
+            updated_at=row.updated_at,
+        )
+        for row in rows
+    ]
+
+
+def vector_search(session: Session, embedding: Vectors, limit: int) -> list[ScoredId]:
+    """The ``limit`` chunks nearest to ``embedding`` by cosine (HNSW index), best first."""
+    # HNSW returns at most ef_search rows; widen it to the number asked for.
+    session.execute(text("SELECT set_config('hnsw.ef_search', :value, true)"), {"value": str(max(40, limit))})
+    distance = Chunk.embedding.cosine_distance(np.asarray(embedding, dtype=np.float32))
+    rows = session.execute(select(Chunk.id, distance.label("distance")).order_by(distance).limit(limit))
+    return [ScoredId(id=row.id, score=1.0 - float(row.distance)) for row in rows]
+
+
+def fetch_chunks(session: Session, chunk_ids: Iterable[str]) -> dict[str, StoredChunk]:
+    """Chunks by id (missing ids are absent from the result)."""
+    ids = list(chunk_ids)
+    if not ids:
+        return {}
+    rows = session.execute(
+        select(Chunk.id, Chunk.document_id, Chunk.ordinal, Chunk.text, Chunk.num_tokens).where(
+            Chunk.id.in_(ids)
+        )
+    )
+    return {
+        row.id: StoredChunk(row.id, row.document_id, row.ordinal, row.text, row.num_tokens) for row in rows
+    }
+
+
+def fetch_embeddings(session: Session, chunk_ids: Iterable[str]) -> dict[str, Vectors]:
+    """Stored embeddings by chunk id."""
+    ids = list(chunk_ids)
+    if not ids:
+        return {}
+    rows = session.execute(select(Chunk.id, Chunk.embedding).where(Chunk.id.in_(ids)))
+    return {row.id: np.asarray(row.embedding, dtype=np.float32) for row in rows}
+
+
+def all_chunk_texts(session: Session) -> list[tuple[str, str]]:
+    """(id, text) of every chunk, in a stable order, for building the keyword index."""
+    rows = session.execute(select(Chunk.id, Chunk.text).order_by(Chunk.document_id, Chunk.ordinal))
+    return [(row.id, row.text) for row in rows]
+
+
+def knowledge_base_version(session: Session) -> tuple[int, int, str | None]:
+    """Changes whenever a document or chunk is added, changed or deleted: (documents, chunks, newest)."""
+    row = session.execute(
+        select(
+            select(func.count()).select_from(Document).scalar_subquery(),
+            select(func.count()).select_from(Chunk).scalar_subquery(),
+            select(func.max(Document.updated_at)).scalar_subquery(),
+        )
+    ).one()
+    newest = row[2].isoformat() if row[2] is not None else None
+    return int(row[0]), int(row[1]), newest

@@ -1,0 +1,111 @@
+"""Hybrid retrieval on the demo corpus against vector-only: model numbers, recall@5, spans, scope."""
+
+import re
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from evallens.service.guards import ScopeGuard
+from evallens.service.rag import HybridRetriever, KeywordIndex
+from evallens.settings import GuardSettings, RagSettings
+from evallens.telemetry import attributes as attr
+from tests.evallens.service.conftest import span_attributes
+from tests.evallens.service.rag.conftest import read_cases, read_documents
+
+MODEL_NUMBER = re.compile(r"\b([A-Z]{2,3}-[0-9A-Z]{3,5})\b")
+TEMPLATES = [
+    "What is the price of the {}?",
+    "{} specs",
+    "Is the {} still under warranty after two years?",
+    "Does the {} ship free?",
+]
+
+
+def model_number_queries() -> list[tuple[str, str]]:
+    queries: list[tuple[str, str]] = []
+    for document in read_documents():
+        if document.id.startswith("product-"):
+            match = MODEL_NUMBER.search(document.text)
+            assert match is not None, document.id
+            queries.extend((template.format(match.group(1)), document.id) for template in TEMPLATES)
+    return queries
+
+
+def misses(retriever: HybridRetriever, queries: list[tuple[str, str]]) -> set[str]:
+    return {query for query, doc in queries if doc not in retriever.retrieve_sync(query).document_ids[:5]}
+
+
+def recall_at_5(retriever: HybridRetriever) -> tuple[float, int]:
+    cases = [case for case in read_cases() if case.context_ids]
+    total = 0.0
+    for case in cases:
+        found = set(retriever.retrieve_sync(case.question, top_k=5).document_ids[:5])
+        total += len(found & set(case.context_ids)) / len(case.context_ids)
+    return total / len(cases), len(cases)
+
+
+def test_hybrid_finds_model_numbers_that_vector_only_misses(make_retriever) -> None:
+    queries = model_number_queries()
+    assert len(queries) >= 40
+    vector_misses = misses(make_retriever(fusion="vector", compress=False), queries)
+    hybrid_misses = misses(make_retriever(fusion="rrf", compress=False), queries)
+    assert hybrid_misses < vector_misses  # strictly fewer, and nothing vector-only found is lost
+
+
+def test_hybrid_recall_at_5_is_at_least_vector_only(make_retriever) -> None:
+    hybrid, num_cases = recall_at_5(make_retriever(fusion="rrf"))
+    vector, _ = recall_at_5(make_retriever(fusion="vector"))
+    assert num_cases >= 30
+    assert hybrid >= vector
+    assert hybrid > 0.8
+
+
+def test_a_retrieval_emits_stage_spans_with_documents(corpus_sessions, embedder) -> None:
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    retriever = HybridRetriever(
+        RagSettings(),
+        embedder=embedder,
+        session_factory=corpus_sessions,
+        keyword_index=KeywordIndex(),
+        tracer=provider.get_tracer("test"),
+    )
+    result = retriever.retrieve_sync("How much does the TR-4410 weigh?")
+    assert "product-tr-4410-trailhead-45-backpack" in result.document_ids[:2]
+    by_name = {span.name: span for span in spans.get_finished_spans()}
+    assert set(by_name) == {
+        attr.SPAN_RETRIEVAL,
+        attr.SPAN_RETRIEVAL_VECTOR,
+        attr.SPAN_RETRIEVAL_KEYWORD,
+        attr.SPAN_RETRIEVAL_FUSE,
+        attr.SPAN_RETRIEVAL_RERANK,
+        attr.SPAN_RETRIEVAL_COMPRESS,
+    }
+    root = by_name[attr.SPAN_RETRIEVAL]
+    root_attributes = span_attributes(root)
+    assert all(
+        span.parent is not None and span.parent.span_id == root.context.span_id
+        for name, span in by_name.items()
+        if name != attr.SPAN_RETRIEVAL
+    )
+    assert root_attributes[attr.retrieval_document_id(0)] == result.chunks[0].id
+    assert root_attributes[attr.GEN_AI_RETRIEVAL_DOCUMENTS].startswith(f'[{{"id": "{result.chunks[0].id}"')
+    keyword = span_attributes(by_name[attr.SPAN_RETRIEVAL_KEYWORD])
+    assert list(keyword[attr.RETRIEVAL_LEG_IDS])[:1] == [result.keyword_hits[0].id]
+    compress = span_attributes(by_name[attr.SPAN_RETRIEVAL_COMPRESS])
+    assert compress[attr.COMPRESS_TOKENS_AFTER] <= compress[attr.COMPRESS_TOKENS_BEFORE]
+    assert sum(chunk.num_tokens for chunk in result.chunks) <= RagSettings().context_token_budget
+
+
+def test_scope_guard_declines_out_of_scope_but_not_in_scope_questions(make_retriever) -> None:
+    retriever = make_retriever()
+    guard = ScopeGuard(GuardSettings())
+    cases = read_cases()
+    in_scope = [c for c in cases if c.expected == "answer"]
+    out_of_scope = [c for c in cases if c.expected == "decline"]
+    wrongly_declined = [c.id for c in in_scope if guard.check(retriever.retrieve_sync(c.question)).declined]
+    declined = [c.id for c in out_of_scope if guard.check(retriever.retrieve_sync(c.question)).declined]
+    assert wrongly_declined == []
+    assert len(declined) >= len(out_of_scope) // 2
