@@ -1,6 +1,7 @@
 """``evallens model``: prepare model weights offline."""
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -24,7 +25,7 @@ def pull() -> None:
 
 
 @app.command("tiny")
-def tiny(path: Path = typer.Argument(..., help="Directory to write the tiny test model to.")) -> None:
+def tiny(path: Annotated[Path, typer.Argument(help="Directory to write the tiny test model to.")]) -> None:
     """Build a tiny random-weight Llama with a locally trained tokenizer (for fast tests)."""
     from evallens.service.models.tiny import build_tiny_llama
 

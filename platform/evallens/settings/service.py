@@ -27,11 +27,11 @@ class ServiceSettings(BaseSettings):
     )
     engine: Literal["vllm", "openai"] = Field(
         default="vllm",
-        description="`vllm`: vLLM in this process; `openai`: any OpenAI-compatible server at `openai_base_url`.",
+        description="`vllm`: vLLM in this process; `openai`: an OpenAI-compatible server (openai_base_url).",
     )
     model_path: Path | None = Field(
         default=None,
-        description="Model directory for the vLLM engine. Unset: the SmolLM2 model `evallens model pull` prepared.",
+        description="vLLM model directory. Unset: the SmolLM2 that `evallens model pull` made.",
     )
     served_model_name: str | None = Field(
         default=None,
@@ -39,32 +39,47 @@ class ServiceSettings(BaseSettings):
     )
     max_model_len: int = Field(default=2048, ge=16, description="Context window: prompt plus answer tokens.")
     kv_cache_bytes: int = Field(
-        default=256 * 1024 * 1024, ge=1024 * 1024, description="Bytes of memory vLLM may use for its KV cache."
+        default=256 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Bytes of memory vLLM may use for its KV cache.",
     )
     max_num_seqs: int = Field(default=8, ge=1, description="Sequences vLLM runs in one batch at most.")
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
         default="bfloat16", description="Weights and activations dtype for vLLM."
     )
-    enable_prefix_caching: bool = Field(default=True, description="Let vLLM reuse KV blocks of shared prefixes.")
-    openai_base_url: str | None = Field(
-        default=None, description="Base URL (ending in /v1) of the OpenAI-compatible server for engine `openai`."
+    enable_prefix_caching: bool = Field(
+        default=True, description="Let vLLM reuse KV blocks of shared prefixes."
     )
-    openai_api_key: str | None = Field(default=None, description="Bearer token for the `openai` engine, if any.")
-    openai_model: str | None = Field(default=None, description="Model name to request from the `openai` engine.")
+    openai_base_url: str | None = Field(
+        default=None,
+        description="Base URL (ending in /v1) of the OpenAI-compatible server for engine `openai`.",
+    )
+    openai_api_key: str | None = Field(
+        default=None, description="Bearer token for the `openai` engine, if any."
+    )
+    openai_model: str | None = Field(
+        default=None, description="Model name to request from the `openai` engine."
+    )
     system_prompt: str = Field(
         default="You are a helpful assistant. Answer briefly.",
         description="System message put before the user's messages when they bring none.",
     )
     default_max_tokens: int = Field(default=256, ge=1, description="`max_tokens` when a request gives none.")
-    default_temperature: float = Field(default=0.7, ge=0, le=2, description="`temperature` when a request gives none.")
+    default_temperature: float = Field(
+        default=0.7, ge=0, le=2, description="`temperature` when a request gives none."
+    )
     default_top_p: float = Field(default=1.0, gt=0, le=1, description="`top_p` when a request gives none.")
     max_in_flight: int = Field(default=8, ge=1, description="Requests sent to the engine at once.")
-    max_queued: int = Field(default=32, ge=0, description="Requests waiting for an in-flight slot; beyond: 429.")
+    max_queued: int = Field(
+        default=32, ge=0, description="Requests waiting for an in-flight slot; beyond: 429."
+    )
     retry_after_s: int = Field(default=1, ge=1, description="`Retry-After` seconds sent with a 429.")
     ttft_budget_s: float = Field(
         default=30.0, gt=0, description="Seconds to the first token (queueing included) before a 504."
     )
-    total_budget_s: float = Field(default=120.0, gt=0, description="Seconds for a whole request before a 504.")
+    total_budget_s: float = Field(
+        default=120.0, gt=0, description="Seconds for a whole request before a 504."
+    )
     otlp_endpoint: str | None = Field(
         default=None,
         description="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces. Unset: no export.",
@@ -79,7 +94,9 @@ class ServiceSettings(BaseSettings):
         description="Optional second, smaller vLLM model: short requests go to it (routing).",
     )
     route_max_prompt_chars: int = Field(
-        default=200, ge=1, description="Requests with prompts up to this many characters go to the small model."
+        default=200,
+        ge=1,
+        description="Requests with prompts up to this many characters go to the small model.",
     )
     log_level: str = Field(default="info", description="Log level of the service (uvicorn and evallens).")
 

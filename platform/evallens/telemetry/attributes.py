@@ -46,6 +46,10 @@ def retrieval_document_score(index: int) -> str:
 # OpenTelemetry resource
 SERVICE_NAME = "service.name"
 
+# OpenTelemetry general conventions
+ERROR_TYPE = "error.type"
+HTTP_RESPONSE_STATUS_CODE = "http.response.status_code"
+
 # evallens' own names
 COST_USD = "evallens.cost_usd"
 TENANT = "evallens.tenant"
@@ -65,6 +69,10 @@ DEGRADED = "evallens.degraded"
 DEGRADED_REASON = "evallens.degraded.reason"
 TIMEOUT = "evallens.timeout"
 ROUTE = "evallens.route"
+STREAM = "evallens.stream"
+QUEUE_TIME_S = "evallens.queue_time_s"
+ENGINE_QUEUE_TIME_S = "evallens.engine_queue_time_s"
+OUTPUT_TOKENS_PER_SECOND = "evallens.output_tokens_per_s"
 CONFIG_FINGERPRINT = "evallens.config.fingerprint"
 FEEDBACK_SCORE = "evallens.feedback.score"
 FEEDBACK_COMMENT = "evallens.feedback.comment"

@@ -88,7 +88,9 @@ def verify_manifest(target: Path) -> str | None:
     recorded = str(json.loads(manifest.read_text())["sha256"])
     weights = target / WEIGHTS
     if not weights.exists() or sha256_of(weights) != recorded:
-        raise ModelUnavailable(f"{weights} does not match its recorded checksum: delete {target} and pull again")
+        raise ModelUnavailable(
+            f"{weights} does not match its recorded checksum: delete {target} and pull again"
+        )
     return recorded
 
 
