@@ -1,6 +1,6 @@
 """OpenAI response bodies from engine chunks: one JSON answer, or server-sent events."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -68,7 +68,7 @@ def _event(payload: ChatCompletionChunk | ErrorResponse) -> str:
 
 async def sse_events(
     call: ChatCall, first: GenerationChunk, chunks: AsyncIterator[GenerationChunk]
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """``chat.completion.chunk`` events (the first one already drawn), a usage chunk if asked, ``[DONE]``."""
     recording = call.recording
     options = call.request.stream_options
@@ -89,7 +89,8 @@ async def sse_events(
     yield chunk_event(first, role=True)
     try:
         async for chunk in chunks:
-            yield chunk_event(chunk, role=False)
+            if chunk.text or chunk.finish_reason is not None:
+                yield chunk_event(chunk, role=False)
     except ServiceError as error:  # too late for a status code: say it in the stream, as vLLM does
         yield _event(
             ErrorResponse(error=ErrorDetail(message=error.message, type=error.error_type, code=error.code))
@@ -107,22 +108,20 @@ class EventStreamResponse(StreamingResponse):
     """Server-sent events that close the generation when the response ends for any reason.
 
     Starlette stops iterating when the client disconnects but leaves the iterator open; closing it
-    here is what aborts the engine request.
+    here, outside the cancelled scope, is what reliably aborts the engine request.
     """
 
-    def __init__(self, events: AsyncIterator[str], chunks: AsyncIterator[GenerationChunk]) -> None:
+    def __init__(self, events: AsyncGenerator[str, None], on_close: Callable[[], Awaitable[None]]) -> None:
         super().__init__(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         self._events = events
-        self._chunks = chunks
+        self._on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
-            for iterator in (self._events, self._chunks):
-                aclose = getattr(iterator, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            await self._events.aclose()
+            await self._on_close()
 
 
 __all__ = ["EventStreamResponse", "complete", "sse_events"]

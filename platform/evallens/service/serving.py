@@ -150,9 +150,10 @@ class ChatServing:
                     yield chunk
             self.finish(call, 200)
         except BaseException as error:
-            if not finished:
-                await _abort_quietly(call)
+            # Record first: in a cancelled task, any await below may be cancelled again.
             self.fail(recording, error)
+            if not finished:
+                await call.engine.abort(recording.request_id)
             raise
 
     async def _generate(self, call: ChatCall) -> AsyncGenerator[GenerationChunk, None]:
@@ -200,11 +201,14 @@ class ChatServing:
             status, kind = 500, type(error).__name__
         recording.end(status, kind, hour_usd=self.settings.hour_usd)
 
+    async def close(self, call: ChatCall) -> None:
+        """After the response ended however it ended (a client gone mid-stream included): make sure the
+        request is recorded and its engine request aborted. Runs outside any cancelled scope."""
+        if not call.recording.ended:
+            self.fail(call.recording, asyncio.CancelledError())
+        if call.recording.finish_reason is None:
+            await call.engine.abort(call.recording.request_id)
+
     def _update_gauges(self) -> None:
         self.metrics.in_flight.set(self.admission.num_in_flight)
         self.metrics.queued.set(self.admission.num_queued)
-
-
-async def _abort_quietly(call: ChatCall) -> None:
-    """Abort the engine request, shielded from the cancellation that may have ended it."""
-    await asyncio.shield(call.engine.abort(call.recording.request_id))

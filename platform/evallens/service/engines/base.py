@@ -4,9 +4,11 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from pydantic import JsonValue
+
 from evallens.errors import EvallensError
 
-JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
+JSONValue = JsonValue
 
 
 class EngineError(EvallensError):

@@ -26,5 +26,9 @@ async def create_chat_completion(
         return JSONResponse((await complete(call, chunks)).model_dump())
     # Draw the first chunk before answering, so that queueing and TTFT errors keep their status codes.
     first = await anext(chunks)
-    events = sse_events(call, first, chunks)
-    return EventStreamResponse(events, chunks)
+
+    async def close() -> None:
+        await chunks.aclose()
+        await serving.close(call)
+
+    return EventStreamResponse(sse_events(call, first, chunks), on_close=close)
