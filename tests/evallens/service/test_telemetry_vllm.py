@@ -91,7 +91,9 @@ def test_routing_sends_short_prompts_to_the_small_engine(
             short = client.post("/v1/chat/completions", json=chat("hi", max_tokens=2)).json()
             long = client.post("/v1/chat/completions", json=chat("tell me " * 10, max_tokens=2)).json()
     assert (short["evallens"]["route"], long["evallens"]["route"]) == ("small", "main")
-    routes = [span.attributes.get(attr.ROUTE) for span in span_exporter.get_finished_spans() if span.attributes]
+    routes = [
+        span.attributes.get(attr.ROUTE) for span in span_exporter.get_finished_spans() if span.attributes
+    ]
     assert "small" in routes and "main" in routes
 
 

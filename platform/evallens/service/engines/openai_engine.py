@@ -90,6 +90,8 @@ class OpenAIEngine:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if sampling.ignore_eos or sampling.min_tokens:  # vLLM's extensions: sent only when asked for
+            body.update(ignore_eos=sampling.ignore_eos, min_tokens=sampling.min_tokens)
         num_prompt_tokens = num_output_tokens = 0
         finish_reason: str | None = None
         request = self._client.build_request(
