@@ -83,18 +83,11 @@ def test_context_length_error_names_the_counts() -> None:
 
 
 def test_fingerprint_is_canonical_and_sensitive() -> None:
-    config: dict[str, JsonValue] = {
-        "engines": {"main": {"model": "m", "dtype": "bfloat16"}},
-        "defaults": {"temperature": 0.7},
-    }
-    reordered: dict[str, JsonValue] = {
-        "defaults": {"temperature": 0.7},
-        "engines": {"main": {"dtype": "bfloat16", "model": "m"}},
-    }
-    changed: dict[str, JsonValue] = {
-        "engines": {"main": {"model": "m", "dtype": "bfloat16"}},
-        "defaults": {"temperature": 0.8},
-    }
+    main: dict[str, JsonValue] = {"model": "m", "dtype": "bfloat16"}
+    config: dict[str, JsonValue] = {"engines": {"main": main}, "defaults": {"temperature": 0.7}}
+    flipped: dict[str, JsonValue] = dict(reversed(main.items()))
+    reordered: dict[str, JsonValue] = {"defaults": {"temperature": 0.7}, "engines": {"main": flipped}}
+    changed: dict[str, JsonValue] = {"engines": {"main": main}, "defaults": {"temperature": 0.8}}
     assert fingerprint(config) == fingerprint(reordered)
     assert fingerprint(config) != fingerprint(changed)
     assert len(fingerprint(config)) == 64
