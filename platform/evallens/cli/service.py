@@ -1,14 +1,18 @@
 """``evallens service``: the reference LLM/RAG service."""
 
 import typer
-
-from evallens.cli._common import not_built
+from rich.console import Console
 
 app = typer.Typer(help="The reference service: vLLM + RAG behind an OpenAI-compatible API.")
 
 
 @app.callback(invoke_without_command=True)
 def run(ctx: typer.Context) -> None:
-    """Run the reference service on 127.0.0.1:8000."""
-    if ctx.invoked_subcommand is None:
-        not_built("service")
+    """Run the reference service (EVALLENS_SERVICE_HOST/PORT, default 127.0.0.1:8000)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from evallens.service.server import run_service
+    from evallens.settings import ServiceSettings
+
+    report = run_service(ServiceSettings())
+    Console(soft_wrap=True).print(f"service at {report.url} ({report.engine}: {report.model}) stopped")

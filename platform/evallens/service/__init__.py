@@ -1,3 +1,5 @@
 """The reference LLM/RAG service: vLLM inference, retrieval, caches, guards, telemetry."""
 
-__all__: list[str] = []
+from evallens.service.app import create_app
+
+__all__ = ["create_app"]

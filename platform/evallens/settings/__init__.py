@@ -11,6 +11,7 @@ from evallens.settings.dashboard import DashboardSettings
 from evallens.settings.database import DatabaseSettings
 from evallens.settings.evals import EvalSettings
 from evallens.settings.rag import CacheSettings, GuardSettings, RagSettings
+from evallens.settings.service import ServiceSettings
 
 __all__ = [
     "ENV_PREFIX",
@@ -21,6 +22,7 @@ __all__ = [
     "EvalSettings",
     "GuardSettings",
     "RagSettings",
+    "ServiceSettings",
     "child_environment",
     "read_environment",
     "set_process_environment",

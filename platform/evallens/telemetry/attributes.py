@@ -51,6 +51,10 @@ def retrieval_document_score(index: int) -> str:
 # OpenTelemetry resource
 SERVICE_NAME = "service.name"
 
+# OpenTelemetry general conventions
+ERROR_TYPE = "error.type"
+HTTP_RESPONSE_STATUS_CODE = "http.response.status_code"
+
 # evallens' own names
 COST_USD = "evallens.cost_usd"
 TENANT = "evallens.tenant"
@@ -72,6 +76,10 @@ DEGRADED = "evallens.degraded"
 DEGRADED_REASON = "evallens.degraded.reason"
 TIMEOUT = "evallens.timeout"
 ROUTE = "evallens.route"
+STREAM = "evallens.stream"
+QUEUE_TIME_S = "evallens.queue_time_s"
+ENGINE_QUEUE_TIME_S = "evallens.engine_queue_time_s"
+OUTPUT_TOKENS_PER_SECOND = "evallens.output_tokens_per_s"
 CONFIG_FINGERPRINT = "evallens.config.fingerprint"
 RETRIEVAL_QUERY_LENGTH = "evallens.retrieval.query.length_chars"
 RETRIEVAL_FUSION = "evallens.retrieval.fusion"

@@ -9,6 +9,7 @@ REQUESTS = "evallens_requests"  # counter, labels: route, status
 REQUEST_LATENCY_SECONDS = "evallens_request_latency_seconds"  # histogram
 TIME_TO_FIRST_TOKEN_SECONDS = "evallens_time_to_first_token_seconds"  # histogram
 TOKENS = "evallens_tokens"  # counter, labels: direction (input|output)
+OUTPUT_TOKENS_PER_SECOND = "evallens_output_tokens_per_second"  # histogram, per request after the first token
 REQUESTS_IN_FLIGHT = "evallens_requests_in_flight"  # gauge
 REQUESTS_QUEUED = "evallens_requests_queued"  # gauge
 ERRORS = "evallens_errors"  # counter, labels: kind (timeout|overload|context_length|engine|...)

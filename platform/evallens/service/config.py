@@ -1,0 +1,43 @@
+"""``GET /v1/config``: the effective model and every parameter that changes answers, fingerprinted."""
+
+import hashlib
+import json
+
+from evallens.service.engines.base import JSONValue
+from evallens.service.engines.routing import EngineRouter
+from evallens.service.protocol import ServiceConfig
+from evallens.settings import ServiceSettings
+
+
+def answer_config(settings: ServiceSettings, router: EngineRouter) -> dict[str, JSONValue]:
+    """What an eval must replay after a change: engines, routing, prompt and sampling defaults."""
+    return {
+        "engines": router.config(),
+        "system_prompt": settings.system_prompt,
+        "defaults": {
+            "max_tokens": settings.default_max_tokens,
+            "temperature": settings.default_temperature,
+            "top_p": settings.default_top_p,
+        },
+    }
+
+
+def fingerprint(config: dict[str, JSONValue]) -> str:
+    """SHA-256 of the canonical JSON (sorted keys, no spaces): equal configs, equal fingerprints."""
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def service_config(settings: ServiceSettings, router: EngineRouter) -> ServiceConfig:
+    """The answer-changing configuration with its fingerprint, and the serving limits beside it."""
+    config = answer_config(settings, router)
+    serving: dict[str, JSONValue] = {
+        "max_in_flight": settings.max_in_flight,
+        "max_queued": settings.max_queued,
+        "ttft_budget_s": settings.ttft_budget_s,
+        "total_budget_s": settings.total_budget_s,
+        "kv_cache_bytes": settings.kv_cache_bytes,
+    }
+    return ServiceConfig(
+        model=router.main.model_name, fingerprint=fingerprint(config), answer_config=config, serving=serving
+    )

@@ -1,0 +1,73 @@
+"""Inference engines behind one small interface: vLLM in this process, or an OpenAI-compatible server."""
+
+from pathlib import Path
+
+from evallens.service.engines.base import (
+    Engine,
+    EngineError,
+    EngineRejected,
+    GenerationChunk,
+    GenerationResult,
+    Message,
+    Prompt,
+    SamplingOptions,
+    generate,
+)
+from evallens.service.engines.openai_engine import OpenAIEngine, OpenAIOptions
+from evallens.service.engines.routing import EngineRouter, Route
+from evallens.service.engines.vllm_engine import VllmEngine, VllmOptions
+from evallens.settings import ServiceSettings
+
+__all__ = [
+    "Engine",
+    "EngineError",
+    "EngineRejected",
+    "EngineRouter",
+    "GenerationChunk",
+    "GenerationResult",
+    "Message",
+    "OpenAIEngine",
+    "OpenAIOptions",
+    "Prompt",
+    "Route",
+    "SamplingOptions",
+    "VllmEngine",
+    "VllmOptions",
+    "create_engine",
+    "create_router",
+    "generate",
+    "vllm_options",
+]
+
+
+def vllm_options(settings: ServiceSettings, model_path: Path | None = None) -> VllmOptions:
+    """vLLM options from the service settings, for the main model or another one."""
+    path = model_path or settings.resolved_model_path
+    return VllmOptions(
+        model_path=path,
+        served_model_name=(settings.served_model_name if model_path is None else None) or path.name,
+        max_model_len=settings.max_model_len,
+        kv_cache_bytes=settings.kv_cache_bytes,
+        max_num_seqs=settings.max_num_seqs,
+        dtype=settings.dtype,
+        enable_prefix_caching=settings.enable_prefix_caching,
+        cache_dir=settings.cache_dir,
+    )
+
+
+def create_engine(settings: ServiceSettings) -> Engine:
+    """The main engine the settings ask for (not started)."""
+    if settings.engine == "openai":
+        if not settings.openai_base_url or not settings.openai_model:
+            raise EngineError("engine `openai` needs EVALLENS_OPENAI_BASE_URL and EVALLENS_OPENAI_MODEL")
+        return OpenAIEngine(
+            OpenAIOptions(settings.openai_base_url, settings.openai_model, api_key=settings.openai_api_key)
+        )
+    return VllmEngine(vllm_options(settings))
+
+
+def create_router(settings: ServiceSettings, main: Engine | None = None) -> EngineRouter:
+    """The main engine (given, or built from settings) and the optional small one for short prompts."""
+    small_path = settings.route_small_model_path
+    small = VllmEngine(vllm_options(settings, small_path)) if small_path is not None else None
+    return EngineRouter(main or create_engine(settings), small, settings.route_max_prompt_chars)

@@ -1,0 +1,138 @@
+"""Any OpenAI-compatible server (a user's own `vllm serve`, or anything else) as an engine."""
+
+import json
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+
+import httpx
+
+from evallens.service.engines.base import (
+    EngineError,
+    EngineRejected,
+    GenerationChunk,
+    JSONValue,
+    Message,
+    Prompt,
+    SamplingOptions,
+)
+
+SSE_DATA = "data: "
+SSE_DONE = "[DONE]"
+
+
+@dataclass(frozen=True)
+class OpenAIOptions:
+    """Where the server is and which of its models to ask."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    timeout_s: float = 600.0
+
+
+class OpenAIEngine:
+    """Streams chat completions from an OpenAI-compatible server over HTTP."""
+
+    provider = "openai"
+
+    def __init__(self, options: OpenAIOptions) -> None:
+        self.options = options
+        self.model_name = options.model
+        self.max_model_len: int | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._ready = False
+        self._open: dict[str, httpx.Response] = {}
+
+    async def start(self) -> None:
+        """Open the connection pool and check that the server lists models."""
+        if self._client is None:
+            headers = {"Authorization": f"Bearer {self.options.api_key}"} if self.options.api_key else {}
+            self._client = httpx.AsyncClient(
+                base_url=self.options.base_url.rstrip("/"), headers=headers, timeout=self.options.timeout_s
+            )
+        try:
+            response = await self._client.get("/models")
+            response.raise_for_status()
+        except httpx.HTTPError as error:
+            raise EngineError(
+                f"OpenAI-compatible server at {self.options.base_url} unreachable: {error}"
+            ) from error
+        self._ready = True
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client, self._ready = None, False
+
+    def is_ready(self) -> bool:
+        """True once the server answered ``GET /models``."""
+        return self._ready
+
+    def prepare(self, messages: Sequence[Message]) -> Prompt:
+        """The server tokenizes: only it knows the prompt length."""
+        return Prompt(messages=tuple(messages))
+
+    async def stream(
+        self, request_id: str, prompt: Prompt, sampling: SamplingOptions
+    ) -> AsyncGenerator[GenerationChunk, None]:
+        """Stream the server's SSE chunks; closing the connection early aborts the remote request."""
+        if self._client is None:
+            raise EngineError("the OpenAI engine is not started")
+        body: dict[str, JSONValue] = {
+            "model": self.model_name,
+            "messages": [{"role": m.role, "content": m.content} for m in prompt.messages],
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "seed": sampling.seed,
+            "stop": list(sampling.stop) or None,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if sampling.ignore_eos or sampling.min_tokens:  # vLLM's extensions: sent only when asked for
+            body.update(ignore_eos=sampling.ignore_eos, min_tokens=sampling.min_tokens)
+        num_prompt_tokens = num_output_tokens = 0
+        finish_reason: str | None = None
+        request = self._client.build_request(
+            "POST", "/chat/completions", json=body, headers={"X-Request-Id": request_id}
+        )
+        response = await self._client.send(request, stream=True)
+        self._open[request_id] = response
+        try:
+            if response.status_code >= 400:
+                detail = (await response.aread()).decode(errors="replace")[:500]
+                error_class = EngineRejected if response.status_code < 500 else EngineError
+                raise error_class(f"server answered {response.status_code}: {detail}")
+            async for line in response.aiter_lines():
+                if not line.startswith(SSE_DATA) or line == SSE_DATA + SSE_DONE:
+                    continue
+                event = json.loads(line[len(SSE_DATA) :])
+                if usage := event.get("usage"):
+                    num_prompt_tokens = int(usage.get("prompt_tokens", 0))
+                    num_output_tokens = int(usage.get("completion_tokens", num_output_tokens))
+                for choice in event.get("choices") or []:
+                    text = (choice.get("delta") or {}).get("content") or ""
+                    finish_reason = choice.get("finish_reason") or finish_reason
+                    num_output_tokens += 1 if text else 0  # exact count arrives with the usage chunk
+                    if text:
+                        yield GenerationChunk(text, num_prompt_tokens, num_output_tokens)
+            yield GenerationChunk("", num_prompt_tokens, num_output_tokens, finish_reason or "stop")
+        except httpx.HTTPError as error:
+            raise EngineError(f"OpenAI-compatible server failed: {error}") from error
+        finally:
+            self._open.pop(request_id, None)
+            await response.aclose()
+
+    async def abort(self, request_id: str) -> None:
+        """Close the request's connection: servers such as vLLM abort on disconnect."""
+        if (response := self._open.pop(request_id, None)) is not None:
+            await response.aclose()
+
+    def num_unfinished_requests(self) -> int:
+        """Requests with an open connection to the server."""
+        return len(self._open)
+
+    def config(self) -> dict[str, JSONValue]:
+        """The server and model this engine asks (the server's own settings are not visible)."""
+        return {"provider": self.provider, "model": self.model_name, "base_url": self.options.base_url}

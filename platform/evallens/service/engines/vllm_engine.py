@@ -1,0 +1,199 @@
+"""vLLM's async engine in this process (the engine core runs in a child process vLLM manages)."""
+
+import asyncio
+import hashlib
+import json
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evallens.service.engines.base import (
+    EngineError,
+    EngineRejected,
+    GenerationChunk,
+    JSONValue,
+    Message,
+    Prompt,
+    SamplingOptions,
+)
+from evallens.settings import set_process_environment
+
+MANIFEST = "evallens-model.json"
+
+
+@dataclass(frozen=True)
+class VllmOptions:
+    """What the service tells vLLM: the model, its context window, memory and batching."""
+
+    model_path: Path
+    served_model_name: str
+    max_model_len: int
+    kv_cache_bytes: int
+    max_num_seqs: int
+    dtype: str
+    enable_prefix_caching: bool
+    cache_dir: Path
+
+
+def vllm_environment(cache_dir: Path) -> dict[str, str]:
+    """Variables vLLM and torch read: in-process engine, one OpenMP thread, caches in our data dir."""
+    rpc_dir = cache_dir / "vllm-rpc"
+    rpc_dir.mkdir(parents=True, exist_ok=True)
+    return {
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        # More threads than free cores makes CPU inference up to 30x slower.
+        "OMP_NUM_THREADS": "1",
+        "VLLM_CACHE_ROOT": str(cache_dir / "vllm"),
+        "VLLM_RPC_BASE_PATH": str(rpc_dir),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "torchinductor"),
+        "TMPDIR": str(cache_dir / "tmp"),
+        "VLLM_NO_USAGE_STATS": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
+
+
+def weights_sha256(model_path: Path) -> str:
+    """The checksum `evallens model pull` recorded, else a hash of the weight files (model identity)."""
+    manifest = model_path / MANIFEST
+    if manifest.exists():
+        return str(json.loads(manifest.read_text())["sha256"])
+    digest = hashlib.sha256()
+    for weights in sorted(model_path.glob("*.safetensors")):
+        digest.update(weights.read_bytes())
+    return digest.hexdigest()
+
+
+class VllmEngine:
+    """vLLM ``AsyncLLM`` behind the service's engine interface."""
+
+    provider = "vllm"
+
+    def __init__(self, options: VllmOptions) -> None:
+        self.options = options
+        self.model_name = options.served_model_name
+        self.max_model_len: int | None = options.max_model_len
+        self._llm: Any = None
+        self._tokenizer: Any = None
+        self._weights_sha256 = ""
+        self._start_lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Load the model (tens of seconds on CPU) without blocking the event loop."""
+        async with self._start_lock:
+            if self._llm is None:
+                self._llm = await asyncio.to_thread(self._load)
+
+    def _load(self) -> Any:
+        if not (self.options.model_path / "config.json").exists():
+            raise EngineError(f"no model at {self.options.model_path}: run `evallens model pull`")
+        set_process_environment(vllm_environment(self.options.cache_dir))
+        (self.options.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        from transformers import AutoTokenizer
+        from vllm import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        self._tokenizer = AutoTokenizer.from_pretrained(self.options.model_path)
+        self._weights_sha256 = weights_sha256(self.options.model_path)
+        args = AsyncEngineArgs(
+            model=str(self.options.model_path),
+            served_model_name=[self.model_name],
+            max_model_len=self.options.max_model_len,
+            kv_cache_memory_bytes=self.options.kv_cache_bytes,
+            max_num_seqs=self.options.max_num_seqs,
+            dtype=self.options.dtype,
+            enable_prefix_caching=self.options.enable_prefix_caching,
+            distributed_executor_backend="uni",
+            enforce_eager=True,
+        )
+        return AsyncLLM.from_engine_args(args)
+
+    async def close(self) -> None:
+        """Shut the engine core down."""
+        if self._llm is not None:
+            llm, self._llm = self._llm, None
+            await asyncio.to_thread(llm.shutdown)
+
+    def is_ready(self) -> bool:
+        """True once the model is loaded and the engine has not died."""
+        return self._llm is not None and not self._llm.errored
+
+    def prepare(self, messages: Sequence[Message]) -> Prompt:
+        """Apply the model's chat template and tokenize, so the edge can check the context length."""
+        if self._tokenizer is None:
+            raise EngineError("the vLLM engine is not started")
+        turns = [{"role": message.role, "content": message.content} for message in messages]
+        try:
+            text = self._tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+        except Exception as error:  # jinja raises for role orders a template forbids
+            raise EngineRejected(f"the chat template rejected the messages: {error}") from error
+        token_ids = self._tokenizer.encode(text, add_special_tokens=False)
+        return Prompt(messages=tuple(messages), token_ids=tuple(token_ids))
+
+    async def stream(
+        self, request_id: str, prompt: Prompt, sampling: SamplingOptions
+    ) -> AsyncGenerator[GenerationChunk, None]:
+        """Stream deltas from vLLM; leaving the loop early (cancel, close) aborts the engine request."""
+        from vllm import SamplingParams
+        from vllm.inputs.engine import tokens_input
+        from vllm.sampling_params import RequestOutputKind
+
+        if self._llm is None or prompt.token_ids is None:
+            raise EngineError("the vLLM engine is not started")
+        params = SamplingParams(
+            max_tokens=sampling.max_tokens,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            seed=sampling.seed,
+            stop=list(sampling.stop) or None,
+            min_tokens=sampling.min_tokens,
+            ignore_eos=sampling.ignore_eos,
+            output_kind=RequestOutputKind.DELTA,
+        )
+        num_output_tokens = 0
+        finished = False
+        try:
+            async for output in self._llm.generate(tokens_input(list(prompt.token_ids)), params, request_id):
+                completion = output.outputs[0]
+                num_output_tokens += len(completion.token_ids)
+                finished = output.finished
+                yield GenerationChunk(
+                    text=completion.text,
+                    num_prompt_tokens=len(prompt.token_ids),
+                    num_output_tokens=num_output_tokens,
+                    finish_reason=completion.finish_reason if output.finished else None,
+                    engine_queue_s=_queue_time_s(output.metrics),
+                )
+        finally:
+            if not finished:
+                await self.abort(request_id)
+
+    async def abort(self, request_id: str) -> None:
+        """Abort in vLLM's output processor and engine core."""
+        if self._llm is not None:
+            await self._llm.abort(request_id)
+
+    def num_unfinished_requests(self) -> int:
+        """Requests vLLM still tracks (running or waiting)."""
+        return 0 if self._llm is None else int(self._llm.get_num_unfinished_requests())
+
+    def config(self) -> dict[str, JSONValue]:
+        """Model identity and the engine settings that change answers."""
+        from vllm import __version__ as vllm_version
+
+        return {
+            "provider": self.provider,
+            "model": self.model_name,
+            "weights_sha256": self._weights_sha256,
+            "dtype": self.options.dtype,
+            "max_model_len": self.options.max_model_len,
+            "max_num_seqs": self.options.max_num_seqs,
+            "enable_prefix_caching": self.options.enable_prefix_caching,
+            "vllm_version": str(vllm_version),
+        }
+
+
+def _queue_time_s(metrics: Any) -> float | None:
+    """Seconds the request waited in vLLM's scheduler, once it was scheduled."""
+    queued, scheduled = getattr(metrics, "queued_ts", 0.0), getattr(metrics, "scheduled_ts", 0.0)
+    return scheduled - queued if queued and scheduled else None

@@ -1,0 +1,115 @@
+"""Errors the API returns, each with its HTTP status, OpenAI error type and metric kind."""
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from evallens.service.protocol import ErrorDetail, ErrorResponse
+
+
+class ServiceError(Exception):
+    """A request that ends in an OpenAI-style error body."""
+
+    status_code = 500
+    error_type = "server_error"
+    kind = "engine"  # label of the errors metric
+
+    def __init__(
+        self, message: str, *, code: str | None = None, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.headers = headers or {}
+
+    def response(self) -> JSONResponse:
+        """The error as a JSON response."""
+        body = ErrorResponse(error=ErrorDetail(message=self.message, type=self.error_type, code=self.code))
+        return JSONResponse(body.model_dump(), status_code=self.status_code, headers=self.headers)
+
+
+class BadRequest(ServiceError):
+    """The request cannot be served as sent."""
+
+    status_code = 400
+    error_type = "invalid_request_error"
+    kind = "invalid_request"
+
+
+class ContextLengthExceeded(BadRequest):
+    """Prompt plus ``max_tokens`` do not fit the model's context window."""
+
+    kind = "context_length"
+
+    def __init__(self, num_prompt_tokens: int, max_tokens: int, max_model_len: int) -> None:
+        super().__init__(
+            f"This model's maximum context length is {max_model_len} tokens. However, you requested "
+            f"{num_prompt_tokens + max_tokens} tokens ({num_prompt_tokens} in the messages, "
+            f"{max_tokens} in the completion). Please reduce the length of the messages or completion.",
+            code="context_length_exceeded",
+        )
+        self.num_prompt_tokens = num_prompt_tokens
+        self.max_tokens = max_tokens
+        self.max_model_len = max_model_len
+
+
+class Overloaded(ServiceError):
+    """Every in-flight slot is taken and the queue is full."""
+
+    status_code = 429
+    error_type = "rate_limit_error"
+    kind = "overload"
+
+    def __init__(self, retry_after_s: int, num_in_flight: int, num_queued: int) -> None:
+        super().__init__(
+            f"The service is at capacity ({num_in_flight} requests in flight, {num_queued} queued). "
+            f"Retry after {retry_after_s} s.",
+            code="overloaded",
+            headers={"Retry-After": str(retry_after_s)},
+        )
+
+
+class BudgetExceeded(ServiceError):
+    """The request missed its time-to-first-token or total budget; its engine request was aborted."""
+
+    status_code = 504
+    error_type = "timeout_error"
+    kind = "timeout"
+
+    def __init__(self, budget: str, budget_s: float) -> None:
+        super().__init__(
+            f"The request exceeded its {budget} budget of {budget_s:g} s.", code=f"{budget}_timeout"
+        )
+        self.budget = budget
+
+
+class EngineUnavailable(ServiceError):
+    """The engine is not ready or failed."""
+
+    status_code = 503
+    error_type = "server_error"
+    kind = "engine"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Turn service errors and invalid bodies into OpenAI-style JSON errors."""
+
+    async def service_error(_: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, ServiceError)
+        return error.response()
+
+    async def invalid_body(_: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, RequestValidationError)
+        first = error.errors()[0] if error.errors() else {}
+        param = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
+        body = ErrorResponse(
+            error=ErrorDetail(
+                message=f"{param}: {first.get('msg', 'invalid request')}",
+                type="invalid_request_error",
+                param=param,
+            )
+        )
+        return JSONResponse(body.model_dump(), status_code=400)
+
+    app.add_exception_handler(ServiceError, service_error)
+    app.add_exception_handler(RequestValidationError, invalid_body)

@@ -1,0 +1,3 @@
+"""Model weights prepared offline: the default chat model and a tiny test model."""
+
+__all__: list[str] = []

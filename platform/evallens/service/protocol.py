@@ -1,0 +1,152 @@
+"""OpenAI-schema request and response models of the service's endpoints."""
+
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evallens.service.engines.base import JSONValue
+
+
+class ChatMessage(BaseModel):
+    """One chat turn (text content only)."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class StreamOptions(BaseModel):
+    """``include_usage``: send a last chunk with the token usage."""
+
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(BaseModel):
+    """``POST /v1/chat/completions`` body; unknown OpenAI fields are accepted and ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    # vLLM's extensions, for tests and load generators that need answers of a known length
+    min_tokens: int = Field(default=0, ge=0)
+    ignore_eos: bool = False
+
+    @property
+    def stop_sequences(self) -> tuple[str, ...]:
+        """``stop`` as a tuple, whichever form it came in."""
+        if self.stop is None:
+            return ()
+        return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
+
+
+class Usage(BaseModel):
+    """Token counts of one completion."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ChatChoice(BaseModel):
+    """The answer of a non-streaming completion."""
+
+    index: int = 0
+    message: ChatMessage
+    finish_reason: str | None
+
+
+class EvallensExtension(BaseModel):
+    """evallens' own response fields: what retrieval cited, the route taken, the trace to look up."""
+
+    cited_ids: list[str] = Field(default_factory=list)
+    route: str | None = None
+    trace_id: str | None = None
+    config_fingerprint: str | None = None
+
+
+class ChatCompletionResponse(BaseModel):
+    """Non-streaming ``chat.completion``."""
+
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int = Field(default_factory=lambda: int(time.time()))
+    model: str
+    choices: list[ChatChoice]
+    usage: Usage
+    evallens: EvallensExtension = Field(default_factory=EvallensExtension)
+
+
+class DeltaMessage(BaseModel):
+    """The new piece of a streamed answer."""
+
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+
+class ChunkChoice(BaseModel):
+    """One choice of a streamed chunk."""
+
+    index: int = 0
+    delta: DeltaMessage
+    finish_reason: str | None = None
+
+
+class ChatCompletionChunk(BaseModel):
+    """Streaming ``chat.completion.chunk``; the usage chunk has no choices."""
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int = Field(default_factory=lambda: int(time.time()))
+    model: str
+    choices: list[ChunkChoice]
+    usage: Usage | None = None
+    evallens: EvallensExtension | None = None
+
+
+class ModelCard(BaseModel):
+    """One entry of ``GET /v1/models``."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int = Field(default_factory=lambda: int(time.time()))
+    owned_by: str = "evallens"
+
+
+class ModelList(BaseModel):
+    """``GET /v1/models``."""
+
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class ServiceConfig(BaseModel):
+    """``GET /v1/config``: what changes answers, and its fingerprint (replay evals when it changes)."""
+
+    model: str
+    fingerprint: str
+    answer_config: dict[str, JSONValue]
+    serving: dict[str, JSONValue]
+
+
+class ErrorDetail(BaseModel):
+    """The ``error`` object of an OpenAI-style error body."""
+
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """OpenAI-style error body."""
+
+    error: ErrorDetail

@@ -1,0 +1,127 @@
+"""OpenAI response bodies from engine chunks: one JSON answer, or server-sent events."""
+
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from evallens.service.engines.base import GenerationChunk
+from evallens.service.errors import ServiceError
+from evallens.service.protocol import (
+    ChatChoice,
+    ChatCompletionChunk,
+    ChatCompletionResponse,
+    ChatMessage,
+    ChunkChoice,
+    DeltaMessage,
+    ErrorDetail,
+    ErrorResponse,
+    EvallensExtension,
+    Usage,
+)
+from evallens.service.serving import ChatCall
+
+SSE_DONE = "data: [DONE]\n\n"
+
+
+def extension(call: ChatCall) -> EvallensExtension:
+    """evallens' fields of a response."""
+    recording = call.recording
+    return EvallensExtension(
+        cited_ids=list(call.built.cited_ids),
+        route=recording.route,
+        trace_id=recording.trace_id,
+        config_fingerprint=call.fingerprint,
+    )
+
+
+def usage(call: ChatCall) -> Usage:
+    """Token usage so far."""
+    recording = call.recording
+    total = recording.num_prompt_tokens + recording.num_output_tokens
+    return Usage(
+        prompt_tokens=recording.num_prompt_tokens,
+        completion_tokens=recording.num_output_tokens,
+        total_tokens=total,
+    )
+
+
+async def complete(call: ChatCall, chunks: AsyncIterator[GenerationChunk]) -> ChatCompletionResponse:
+    """Run the request to the end and answer in one ``chat.completion``."""
+    text = "".join([chunk.text async for chunk in chunks])
+    recording = call.recording
+    choice = ChatChoice(
+        message=ChatMessage(role="assistant", content=text), finish_reason=recording.finish_reason
+    )
+    return ChatCompletionResponse(
+        id=recording.request_id,
+        model=recording.model,
+        choices=[choice],
+        usage=usage(call),
+        evallens=extension(call),
+    )
+
+
+def _event(payload: ChatCompletionChunk | ErrorResponse) -> str:
+    return f"data: {payload.model_dump_json(exclude_none=True)}\n\n"
+
+
+async def sse_events(
+    call: ChatCall, first: GenerationChunk, chunks: AsyncIterator[GenerationChunk]
+) -> AsyncGenerator[str, None]:
+    """``chat.completion.chunk`` events (the first one already drawn), a usage chunk if asked, ``[DONE]``."""
+    recording = call.recording
+    options = call.request.stream_options
+    include_usage = options is not None and options.include_usage
+
+    def chunk_event(chunk: GenerationChunk, role: bool) -> str:
+        delta = DeltaMessage(role="assistant" if role else None, content=chunk.text)
+        choice = ChunkChoice(delta=delta, finish_reason=chunk.finish_reason)
+        last = chunk.finish_reason is not None
+        body = ChatCompletionChunk(
+            id=recording.request_id,
+            model=recording.model,
+            choices=[choice],
+            evallens=extension(call) if last else None,
+        )
+        return _event(body)
+
+    yield chunk_event(first, role=True)
+    try:
+        async for chunk in chunks:
+            if chunk.text or chunk.finish_reason is not None:
+                yield chunk_event(chunk, role=False)
+    except ServiceError as error:  # too late for a status code: say it in the stream, as vLLM does
+        yield _event(
+            ErrorResponse(error=ErrorDetail(message=error.message, type=error.error_type, code=error.code))
+        )
+        yield SSE_DONE
+        return
+    if include_usage:
+        yield _event(
+            ChatCompletionChunk(id=recording.request_id, model=recording.model, choices=[], usage=usage(call))
+        )
+    yield SSE_DONE
+
+
+class EventStreamResponse(StreamingResponse):
+    """Server-sent events that close the generation when the response ends for any reason.
+
+    Starlette stops iterating when the client disconnects but leaves the iterator open; closing it
+    here, outside the cancelled scope, is what reliably aborts the engine request.
+    """
+
+    def __init__(self, events: AsyncGenerator[str, None], on_close: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        self._events = events
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._events.aclose()
+            await self._on_close()
+
+
+__all__ = ["EventStreamResponse", "complete", "sse_events"]

@@ -1,0 +1,121 @@
+"""The reference service: which engine and model, its limits, budgets and telemetry."""
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings
+
+from evallens.settings._base import DEFAULT_DATA_DIR, settings_config
+
+DEFAULT_CHAT_MODEL_DIR = "smollm2-135m-instruct"
+
+
+class ServiceSettings(BaseSettings):
+    """Everything ``evallens service`` reads: all from ``EVALLENS_*`` variables."""
+
+    model_config = settings_config()
+
+    data_dir: Path = Field(
+        default=DEFAULT_DATA_DIR,
+        description="Directory for evallens' own data: models, vLLM caches, logs.",
+    )
+    service_host: str = Field(default="127.0.0.1", description="Address the service listens on.")
+    service_port: int = Field(default=8000, ge=0, le=65535, description="Port the service listens on.")
+    service_name: str = Field(
+        default="evallens-reference-service", description="OpenTelemetry `service.name` of the service."
+    )
+    engine: Literal["vllm", "openai"] = Field(
+        default="vllm",
+        description="`vllm`: vLLM in this process; `openai`: an OpenAI-compatible server (openai_base_url).",
+    )
+    model_path: Path | None = Field(
+        default=None,
+        description="vLLM model directory. Unset: the SmolLM2 that `evallens model pull` made.",
+    )
+    served_model_name: str | None = Field(
+        default=None,
+        description="Model name the API reports. Unset: the model directory's name (or `openai_model`).",
+    )
+    max_model_len: int = Field(default=2048, ge=16, description="Context window: prompt plus answer tokens.")
+    kv_cache_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Bytes of memory vLLM may use for its KV cache.",
+    )
+    max_num_seqs: int = Field(default=8, ge=1, description="Sequences vLLM runs in one batch at most.")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        default="bfloat16", description="Weights and activations dtype for vLLM."
+    )
+    enable_prefix_caching: bool = Field(
+        default=True, description="Let vLLM reuse KV blocks of shared prefixes."
+    )
+    openai_base_url: str | None = Field(
+        default=None,
+        description="Base URL (ending in /v1) of the OpenAI-compatible server for engine `openai`.",
+    )
+    openai_api_key: str | None = Field(
+        default=None, description="Bearer token for the `openai` engine, if any."
+    )
+    openai_model: str | None = Field(
+        default=None, description="Model name to request from the `openai` engine."
+    )
+    system_prompt: str = Field(
+        default="You are a helpful assistant. Answer briefly.",
+        description="System message put before the user's messages when they bring none.",
+    )
+    default_max_tokens: int = Field(default=256, ge=1, description="`max_tokens` when a request gives none.")
+    default_temperature: float = Field(
+        default=0.7, ge=0, le=2, description="`temperature` when a request gives none."
+    )
+    default_top_p: float = Field(default=1.0, gt=0, le=1, description="`top_p` when a request gives none.")
+    max_in_flight: int = Field(default=8, ge=1, description="Requests sent to the engine at once.")
+    max_queued: int = Field(
+        default=32, ge=0, description="Requests waiting for an in-flight slot; beyond: 429."
+    )
+    retry_after_s: int = Field(default=1, ge=1, description="`Retry-After` seconds sent with a 429.")
+    ttft_budget_s: float = Field(
+        default=30.0, gt=0, description="Seconds to the first token (queueing included) before a 504."
+    )
+    total_budget_s: float = Field(
+        default=120.0, gt=0, description="Seconds for a whole request before a 504."
+    )
+    otlp_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces. Unset: no export.",
+    )
+    hour_usd: float = Field(
+        default=1.0,
+        ge=0,
+        description="Price of the inference machine per hour: a request's cost is its share of engine time.",
+    )
+    route_small_model_path: Path | None = Field(
+        default=None,
+        description="Optional second, smaller vLLM model: short requests go to it (routing).",
+    )
+    route_max_prompt_chars: int = Field(
+        default=200,
+        ge=1,
+        description="Requests with prompts up to this many characters go to the small model.",
+    )
+    log_level: str = Field(default="info", description="Log level of the service (uvicorn and evallens).")
+
+    @field_validator("data_dir", "model_path", "route_small_model_path")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @property
+    def models_dir(self) -> Path:
+        """Where `evallens model pull` puts model weights."""
+        return self.data_dir / "models"
+
+    @property
+    def resolved_model_path(self) -> Path:
+        """The vLLM model directory: the configured one or the pulled SmolLM2."""
+        return self.model_path or self.models_dir / DEFAULT_CHAT_MODEL_DIR
+
+    @property
+    def cache_dir(self) -> Path:
+        """vLLM, torch and temporary files of the service."""
+        return self.data_dir / "cache"

