@@ -6,6 +6,7 @@ from evallens.settings._base import (
     read_environment,
     set_process_environment,
 )
+from evallens.settings.cases import CasesSettings
 from evallens.settings.collector import CollectorSettings
 from evallens.settings.dashboard import DashboardSettings
 from evallens.settings.database import DatabaseSettings
@@ -15,6 +16,7 @@ from evallens.settings.rag import CacheSettings, GuardSettings, RagSettings
 __all__ = [
     "ENV_PREFIX",
     "CacheSettings",
+    "CasesSettings",
     "CollectorSettings",
     "DashboardSettings",
     "DatabaseSettings",
