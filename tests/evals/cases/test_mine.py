@@ -90,5 +90,9 @@ def test_cli_mine_json(database_url: str, traffic: Traffic) -> None:
     report = json.loads(result.stdout)
     assert len(report["candidates"]) == 3
     assert report["candidates"][0]["trace_ids"] == traffic.duplicates[::-1]
+    table = run_cli("cases", "mine", "--since", "1d", database_url=database_url)
+    assert table.returncode == 0, table.stderr
+    assert "37 production traces" in table.stdout and "7 candidates" in table.stdout, table.stdout
+    assert "[EMAIL]" in table.stdout and "jane.doe" not in table.stdout
     bad = run_cli("cases", "mine", "--since", "week", database_url=database_url)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0, bad.stderr
