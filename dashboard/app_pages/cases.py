@@ -87,8 +87,10 @@ with st.form("promote"):
     known = data.scenarios(ctx.url, ctx.project, set_name)
     scenario = str(right.selectbox("Scenario", known or ["uncategorized"]))
     expected = st.radio("Expected behaviour", ["answer", "decline", "refuse"], horizontal=True)
-    reference = st.text_area("Reference answer (optional; cases stay 'needs review' until reviewed)")
-    submitted = st.form_submit_button("Promote as needs-review cases", type="primary")
+    reference = st.text_area(
+        "Reference answer (optional: 'answer' cases without one stay 'needs review' until reviewed)"
+    )
+    submitted = st.form_submit_button("Promote into a new set version", type="primary")
 
 if submitted:
     if not selected:
@@ -110,10 +112,12 @@ if submitted:
         st.error(str(error))
         st.stop()
     data.clear_caches()
+    num_review = sum(case.status == cases.NEEDS_REVIEW for case in report.cases)
     st.success(
-        f"Promoted {len(report.cases)} case(s) into {report.eval_set_name} v{report.version} "
-        "as needs review: " + ", ".join(case.case_key for case in report.cases)
+        f"Promoted {len(report.cases)} case(s) into {report.eval_set_name} v{report.version}: "
+        f"{num_review} need review (`evallens cases review`), {len(report.cases) - num_review} ready for "
+        "eval runs: " + ", ".join(case.case_key for case in report.cases)
     )
     for case in report.cases:
         kinds = ", ".join(r.kind for r in case.question.redactions) or "nothing"
-        st.caption(f"{case.case_key}: {case.question.text} (redacted: {kinds})")
+        st.caption(f"{case.case_key} ({case.status}): {case.question.text} (redacted: {kinds})")

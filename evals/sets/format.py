@@ -31,6 +31,7 @@ class CaseSpec(BaseModel):
     reference_context_ids: list[str] = Field(default_factory=list)
     expected: Expected = "answer"
     tags: list[str] = Field(default_factory=list)
+    source_trace_id: str | None = Field(default=None, description="the production trace it came from")
 
     @model_validator(mode="after")
     def _one_prompt(self) -> "CaseSpec":

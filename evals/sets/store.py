@@ -1,12 +1,11 @@
 """Store eval sets in PostgreSQL, one version per distinct content hash, and find them again."""
 
-import hashlib
-import json
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from evallens.cases import set_content_hash
 from evallens.db.models import EvalCase, EvalSet
 from evallens.db.models.traces import DEFAULT_PROJECT
 from evals.errors import EvalSetError
@@ -27,9 +26,7 @@ class SyncedSet:
 
 def content_hash(eval_set: EvalSetSpec) -> str:
     """A hash of the cases' content, independent of file layout and case order."""
-    cases = sorted((case.model_dump(mode="json") for case in eval_set.cases), key=lambda c: str(c["id"]))
-    canonical = json.dumps(cases, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return set_content_hash(case.model_dump(mode="json") for case in eval_set.cases)
 
 
 def sync_set(session: Session, eval_set: EvalSetSpec, *, project: str = DEFAULT_PROJECT) -> SyncedSet:
@@ -72,6 +69,7 @@ def _case_row(eval_set_id: int, case: CaseSpec) -> EvalCase:
         reference_context_ids=list(case.reference_context_ids),
         expected_behavior=case.expected,
         tags=list(case.tags),
+        source_trace_id=case.source_trace_id,
     )
 
 
@@ -112,5 +110,6 @@ def case_spec(case: EvalCase) -> CaseSpec:
             "reference_context_ids": case.reference_context_ids,
             "expected": case.expected_behavior,
             "tags": case.tags,
+            "source_trace_id": case.source_trace_id,
         }
     )

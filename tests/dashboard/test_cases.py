@@ -94,8 +94,9 @@ def test_promote_from_the_cases_page(app_database: str, seeded: Seeded) -> None:
     app.text_area[0].input("Orders ship within 2 days.")
     next(button for button in app.button if "Promote" in button.label).click().run()
     assert not app.error, [error.value for error in app.error]
-    assert any("Promoted 2 case(s) into acme-support v2 as needs review" in s.value for s in app.success)
+    assert any("Promoted 2 case(s) into acme-support v2: 0 need review" in s.value for s in app.success)
     promoted = [case for case in stored_cases(app_database, 2) if case.source_trace_id]
+    assert {case.status for case in promoted} == {"active"}  # complete: expected answer with a reference
     assert {case.source_trace_id for case in promoted} == {seeded.feedback_trace, seeded.slow_trace}
     assert {case.reference_answer for case in promoted} == {"Orders ship within 2 days."}
     assert {case.scenario for case in promoted} == {"harmful"}  # first scenario of the set, alphabetically

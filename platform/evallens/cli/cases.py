@@ -1,19 +1,104 @@
-"""``evallens cases``: production traces into eval sets."""
+"""``evallens cases``: mine bad production traces, promote them into eval sets, review them."""
+
+import json
+from typing import Annotated, Literal
 
 import typer
-
-from evallens.cli._common import not_built
+from rich.console import Console
+from rich.table import Table
 
 app = typer.Typer(help="Mine bad production traces and promote them into eval sets.", no_args_is_help=True)
+ExpectedOption = Literal["answer", "decline", "refuse"]
+SET_HELP = "Eval set name (its latest version)."
 
 
 @app.command("mine")
-def mine() -> None:
-    """List candidate bad cases from production traffic."""
-    not_built("cases mine")
+def mine(
+    since: Annotated[str, typer.Option(help="Window: 30m, 24h, 7d, 2w.")] = "7d",
+    limit: Annotated[int, typer.Option(min=1, help="Most candidates listed.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """List candidate bad cases from production traffic (never eval runs), worst first."""
+    from evals.cases.commands import mine_command
+
+    report = mine_command(since, limit)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+        return
+    table = Table("trace", "count", "score", "reasons", "question (redacted)")
+    for item in report.candidates:
+        table.add_row(item.trace_id, str(item.count), f"{item.score:.2f}", ", ".join(item.reasons),
+                      (item.question or "(no question)")[:90])  # fmt: skip
+    console = Console(width=200)
+    console.print(table)
+    console.print(
+        f"{report.num_traces} production traces since {report.since:%Y-%m-%d %H:%M} UTC, "
+        f"{report.num_flagged} flagged, {report.num_already_in_sets} already in a set, "
+        f"{len(report.candidates)} candidates"
+    )
 
 
 @app.command("promote")
-def promote() -> None:
-    """Promote traces into an eval set as needs-review cases."""
-    not_built("cases promote")
+def promote(
+    trace_ids: Annotated[list[str], typer.Argument(metavar="TRACE_ID...", help="Traces to promote.")],
+    eval_set: Annotated[str, typer.Option("--set", help=SET_HELP)],
+    scenario: Annotated[str, typer.Option(help="Scenario of the new cases.")],
+    expected: Annotated[ExpectedOption, typer.Option(help="Expected behaviour.")] = "answer",
+    reference: Annotated[str | None, typer.Option(help="Reference answer (for --expected answer).")] = None,
+) -> None:
+    """Promote traces into a new set version (redacted; needs review unless complete)."""
+    from evals.cases.commands import promote_command
+
+    report = promote_command(trace_ids, eval_set, scenario, expected, reference)
+    console = Console(width=200)
+    console.print(
+        f"{report.eval_set_name}: version {report.version} with {len(report.cases)} promoted case(s)"
+    )
+    for case in report.cases:
+        kinds = ", ".join(r.kind for r in case.question.redactions) or "nothing"
+        console.print(f"  {case.case_key} [{case.status}] {case.question.text!r} (redacted: {kinds})")
+
+
+@app.command("review")
+def review(
+    case_keys: Annotated[list[str], typer.Argument(metavar="CASE_KEY...", help="Needs-review cases.")],
+    eval_set: Annotated[str, typer.Option("--set", help=SET_HELP)],
+    reference: Annotated[str | None, typer.Option(help="Reference answer.")] = None,
+    expected: Annotated[ExpectedOption | None, typer.Option(help="Expected behaviour.")] = None,
+    facts: Annotated[list[str] | None, typer.Option("--fact", help="A required fact (repeatable).")] = None,
+    context_ids: Annotated[list[str] | None, typer.Option("--context-id", help="Reference doc id.")] = None,
+    question: Annotated[str | None, typer.Option(help="Replace the (redacted) question.")] = None,
+    reject: Annotated[bool, typer.Option(help="Reject instead: never replayed, never mined again.")] = False,
+) -> None:
+    """Complete (or reject) needs-review cases; a new set version holds them."""
+    from evallens.cases import CaseReview
+    from evals.cases.commands import review_command
+
+    decision = CaseReview(reference, expected, facts or [], context_ids or [], question, None, reject)
+    report = review_command(case_keys, eval_set, decision)
+    console = Console(width=200)
+    console.print(f"{report.eval_set_name}: version {report.version}")
+    for key, status in report.statuses.items():
+        console.print(f"  {key}: {status}")
+
+
+@app.command("list")
+def list_cases(
+    eval_set: Annotated[str, typer.Option("--set", help=SET_HELP)],
+    status: Annotated[
+        str | None, typer.Option(help="Only this status: active, needs_review, rejected.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows.")] = False,
+) -> None:
+    """List the cases of a set's latest version, with status and source trace."""
+    from evals.cases.commands import list_command
+
+    rows = list_command(eval_set, status)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("case", "status", "scenario", "trace", "question")
+    for row in rows:
+        table.add_row(*(str(row[key] or "") for key in ("case_key", "status", "scenario", "source_trace_id")),
+                      str(row["question"] or "")[:80])  # fmt: skip
+    Console(width=200).print(table)

@@ -1,7 +1,7 @@
 """``evallens eval``: sync eval sets, replay them, compare runs, tag baselines, re-run on config changes."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -32,6 +32,22 @@ def sync(
         state = "new version" if item.created else "unchanged"
         console.print(f"{item.name}: version {item.version} ({state}, {item.num_cases} cases)")
     console.print(f"reference context ids checked against {report.checked_against}")
+
+
+@sets_app.command("export")
+def export(
+    eval_set: Annotated[str, typer.Argument(metavar="NAME[@VERSION]", help="Stored set version.")],
+    out: Annotated[Path, typer.Option(help="File to write.")],
+    fmt: Annotated[Literal["yaml", "jsonl"], typer.Option("--format", help="File format.")] = "yaml",
+) -> None:
+    """Write a stored set version (its active cases) back to a YAML or JSONL set file."""
+    from evals.cases.commands import export_command
+
+    report = export_command(eval_set, fmt, out)
+    left_out = f", {report.num_left_out} not active left out" if report.num_left_out else ""
+    Console().print(
+        f"{report.eval_set_name} v{report.version}: {report.num_cases} cases -> {report.path}{left_out}"
+    )
 
 
 @app.command("run")

@@ -6,6 +6,7 @@ from evallens.settings._base import (
     read_environment,
     set_process_environment,
 )
+from evallens.settings.cases import CasesSettings
 from evallens.settings.collector import CollectorSettings
 from evallens.settings.dashboard import DashboardSettings
 from evallens.settings.database import DatabaseSettings
@@ -16,6 +17,7 @@ from evallens.settings.service import ServiceSettings
 __all__ = [
     "ENV_PREFIX",
     "CacheSettings",
+    "CasesSettings",
     "CollectorSettings",
     "DashboardSettings",
     "DatabaseSettings",

@@ -1,0 +1,128 @@
+"""``evallens cases mine``: rank and deduplicate bad production traces into candidate cases."""
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from pydantic import BaseModel
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from evallens.cases import question_from_attribute, redact
+from evallens.db.models import EvalCase, EvalSet
+from evallens.errors import EvallensError
+from evallens.settings import CasesSettings
+from evals.cases._query import flagged_traces
+from evals.cases.dedupe import Cluster, Embed, collapse
+from evals.cases.signals import judge
+from evals.metrics._embedding import load_minilm
+
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+class Candidate(BaseModel):
+    """One candidate bad case: a question (redacted for display) and the traces that asked it."""
+
+    trace_id: str
+    trace_ids: list[str]
+    count: int
+    score: float
+    reasons: list[str]
+    question: str | None
+    answer: str | None
+    feedback_score: float | None
+    feedback_comment: str | None
+    latency_ms: float
+    cost_usd: float | None
+    start_time: datetime
+
+
+class MiningReport(BaseModel):
+    """Candidates, worst first, and what the window held."""
+
+    since: datetime
+    num_traces: int
+    num_flagged: int
+    num_already_in_sets: int
+    candidates: list[Candidate]
+
+
+def parse_since(value: str) -> timedelta:
+    """``30m``, ``24h``, ``7d`` or ``2w`` as a duration."""
+    match = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", value)
+    if match is None or int(match[1]) == 0:
+        raise EvallensError(f"--since {value!r}: give a duration such as 30m, 24h, 7d or 2w")
+    return timedelta(**{_UNITS[match[2]]: int(match[1])})
+
+
+def minilm_embed(texts: list[str]) -> np.ndarray:
+    """Unit-length all-MiniLM-L6-v2 embeddings of ``texts``."""
+    return np.asarray(load_minilm().encode(texts, batch_size=32, normalize_embeddings=True))
+
+
+def mine_cases(
+    session: Session,
+    settings: CasesSettings,
+    *,
+    since: timedelta,
+    limit: int,
+    embed: Embed = minilm_embed,
+    now: datetime | None = None,
+) -> MiningReport:
+    """Candidate bad cases from production traffic in the last ``since``, worst ``limit`` first."""
+    start = (now or datetime.now(UTC)) - since
+    facts, num_traces = flagged_traces(
+        session,
+        settings.cases_project,
+        start,
+        min_traces=settings.cases_min_traces_for_outliers,
+        max_traces=settings.cases_max_traces,
+    )
+    known_traces, known_questions = known_cases(session, settings.cases_project)
+    bad = [item for item in map(judge, facts) if item is not None and item.facts.trace_id not in known_traces]
+    clusters, num_known = collapse(bad, known_questions, embed, settings.cases_duplicate_similarity)
+    return MiningReport(
+        since=start,
+        num_traces=num_traces,
+        num_flagged=len(bad),
+        num_already_in_sets=num_known + sum(1 for item in facts if item.trace_id in known_traces),
+        candidates=[_candidate(cluster) for cluster in clusters[:limit]],
+    )
+
+
+def known_cases(session: Session, project: str) -> tuple[set[str], list[str]]:
+    """Source traces and questions of every case (any status) in the latest version of each set."""
+    latest = (
+        select(EvalSet.name, func.max(EvalSet.version).label("version"))
+        .where(EvalSet.project == project)
+        .group_by(EvalSet.name)
+        .subquery()
+    )
+    rows = session.execute(
+        select(EvalCase.source_trace_id, EvalCase.question, EvalCase.messages)
+        .join(EvalSet, EvalSet.id == EvalCase.eval_set_id)
+        .join(latest, (latest.c.name == EvalSet.name) & (latest.c.version == EvalSet.version))
+        .where(EvalSet.project == project)
+    ).all()
+    traces = {trace_id for trace_id, _, _ in rows if trace_id}
+    questions = [question or question_from_attribute(messages) or "" for _, question, messages in rows]
+    return traces, [question for question in questions if question]
+
+
+def _candidate(cluster: Cluster) -> Candidate:
+    head = cluster.members[0]
+    reasons = list(dict.fromkeys(reason for member in cluster.members for reason in member.reasons))
+    return Candidate(
+        trace_id=head.facts.trace_id,
+        trace_ids=[member.facts.trace_id for member in cluster.members],
+        count=len(cluster.members),
+        score=cluster.score,
+        reasons=reasons,
+        question=redact(head.question).text if head.question else None,
+        answer=redact(head.answer).text if head.answer else None,
+        feedback_score=head.facts.feedback_score,
+        feedback_comment=head.facts.feedback_comment,
+        latency_ms=head.facts.latency_ms,
+        cost_usd=head.facts.cost_usd,
+        start_time=head.facts.start_time,
+    )

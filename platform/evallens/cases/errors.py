@@ -1,0 +1,35 @@
+"""Mistakes in promoting or reviewing cases: each reaches the CLI as one line and exit code 2."""
+
+from evallens.errors import EvallensError
+
+
+class UnknownEvalSet(EvallensError):
+    """The set to promote into or review in does not exist."""
+
+
+class UnknownTrace(EvallensError):
+    """No span of this trace is stored."""
+
+
+class TraceWithoutQuestion(EvallensError):
+    """The trace carries no user question to turn into a case."""
+
+
+class AlreadyPromoted(EvallensError):
+    """The trace is already a case of the set's latest version."""
+
+
+class UnknownCase(EvallensError):
+    """No case with this key in the set's latest version."""
+
+
+class NotUnderReview(EvallensError):
+    """The case is not waiting for review (already active, or rejected)."""
+
+
+class IncompleteCase(EvallensError):
+    """Reviewing would leave a case that is not valid in a set file (e.g. no reference answer)."""
+
+
+class VersionExists(EvallensError):
+    """The new content is identical to a stored version of the set."""

@@ -1,0 +1,98 @@
+"""``cases mine`` finds exactly the bad production traces, collapses near-duplicates, skips eval traffic."""
+
+import json
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.errors import EvallensError
+from evallens.settings import CasesSettings
+from evals.cases.dedupe import collapse
+from evals.cases.mine import mine_cases, minilm_embed, parse_since
+from evals.cases.signals import says_no
+from tests.evals.cases.traffic import DUPLICATES, Traffic
+from tests.evals.conftest import run_cli
+
+
+def test_mining_finds_exactly_the_bad_production_traces(
+    sessions: sessionmaker[Session], traffic: Traffic
+) -> None:
+    with sessions() as session:
+        report = mine_cases(session, CasesSettings(), since=timedelta(days=1), limit=50)
+    found = {frozenset(c.trace_ids): c for c in report.candidates}
+    expected = [
+        traffic.duplicates, [traffic.feedback], [traffic.degraded], [traffic.refusal], [traffic.uncited],
+        [traffic.slow], [traffic.no_question],
+    ]  # fmt: skip
+    assert set(found) == {frozenset(ids) for ids in expected}
+    duplicates = found[frozenset(traffic.duplicates)]
+    assert (duplicates.count, duplicates.reasons) == (3, ["error"])
+    assert duplicates.trace_ids == traffic.duplicates[::-1]  # equal scores: the newest represents them
+    assert duplicates.score == pytest.approx(3 + np.log2(3), abs=1e-3)
+    assert report.candidates[0] is duplicates  # three failures of one question rank first
+    rated = found[frozenset([traffic.feedback])]
+    assert (rated.reasons, rated.feedback_score, rated.feedback_comment) == (
+        ["negative_feedback"], -1.0, "It never arrived",
+    )  # fmt: skip
+    assert rated.question == "My email is [EMAIL] and my phone is [PHONE], where is my order?"
+    assert found[frozenset([traffic.degraded])].reasons == ["degraded"]
+    assert found[frozenset([traffic.refusal])].reasons == ["refusal"]
+    assert found[frozenset([traffic.uncited])].reasons == ["no_citations"]
+    assert found[frozenset([traffic.slow])].reasons == ["latency_outlier"]
+    assert found[frozenset([traffic.no_question])].question is None
+    # 25 ordinary + 12 other production requests; eval traffic and feedback spans are not requests
+    assert report.num_traces == 25 + 12
+    assert report.num_already_in_sets == 1  # the failed question that rr-001 already covers
+
+
+def test_the_window_and_the_limit(sessions: sessionmaker[Session], traffic: Traffic) -> None:
+    with sessions() as session:
+        week = mine_cases(session, CasesSettings(), since=parse_since("7d"), limit=50)
+        top = mine_cases(session, CasesSettings(), since=parse_since("7d"), limit=2)
+    assert len(week.candidates) == 8  # the failure three days ago joins
+    assert [c.trace_id for c in top.candidates] == [c.trace_id for c in week.candidates[:2]]
+
+
+def test_duplicates_collapse_but_different_questions_do_not() -> None:
+    vectors = minilm_embed([*DUPLICATES, "Do you ship to Canada?"])
+    similarities = vectors @ vectors.T
+    threshold = CasesSettings().cases_duplicate_similarity
+    assert similarities[0, 1] >= threshold and similarities[0, 2] >= threshold
+    assert similarities[0, 3] < 0.5
+    assert collapse([], [], minilm_embed, threshold) == ([], 0)
+
+
+@pytest.mark.parametrize(
+    ("answer", "negative"),
+    [
+        ("I'm sorry, I don't know.", True),
+        ("I could not find anything about that in our policies.", True),
+        ("I can't help with that.", True),
+        ("You can return unopened items within 30 days.", False),
+        ("We don't know of any delays; it ships tomorrow.", False),
+    ],
+)
+def test_says_no(answer: str, negative: bool) -> None:
+    assert says_no(answer) is negative
+
+
+@pytest.mark.parametrize("value", ["7", "0d", "1y", "d7", ""])
+def test_a_bad_window_is_one_clear_error(value: str) -> None:
+    with pytest.raises(EvallensError, match="30m, 24h, 7d or 2w"):
+        parse_since(value)
+
+
+def test_cli_mine_json(database_url: str, traffic: Traffic) -> None:
+    result = run_cli("cases", "mine", "--since", "1d", "--limit", "3", "--json", database_url=database_url)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert len(report["candidates"]) == 3
+    assert report["candidates"][0]["trace_ids"] == traffic.duplicates[::-1]
+    table = run_cli("cases", "mine", "--since", "1d", database_url=database_url)
+    assert table.returncode == 0, table.stderr
+    assert "37 production traces" in table.stdout and "7 candidates" in table.stdout, table.stdout
+    assert "[EMAIL]" in table.stdout and "jane.doe" not in table.stdout
+    bad = run_cli("cases", "mine", "--since", "week", database_url=database_url)
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0, bad.stderr

@@ -1,0 +1,152 @@
+"""Promotion, review and replay: needs-review cases wait, reviewed ones enter a new version and the run."""
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens import cases
+from evallens.db.models import EvalCase, EvalSet
+from evallens.settings import CasesSettings, EvalSettings
+from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID
+from evals.cases.mine import mine_cases, parse_since
+from evals.metrics._embedding import MiniLmSimilarity
+from evals.metrics.result import ScoringContext
+from evals.runner.run import run_eval
+from evals.sets.store import find_set_version, load_cases
+from tests.evals.cases.conftest import SET_NAME, counts
+from tests.evals.cases.traffic import Traffic
+from tests.evals.conftest import ScriptedTarget, run_cli
+
+
+def version(sessions: sessionmaker[Session], number: int) -> tuple[EvalSet, dict[str, EvalCase]]:
+    with sessions() as session:
+        eval_set = find_set_version(session, f"{SET_NAME}@{number}")
+        return eval_set, {case.case_key: case for case in cases.set_cases(session, eval_set.id)}
+
+
+def test_promote_review_then_the_next_run_replays_the_case(
+    database_url: str,
+    sessions: sessionmaker[Session],
+    traffic: Traffic,
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+) -> None:
+    promoted = run_cli(
+        "cases", "promote", traffic.feedback, traffic.refusal, "--set", SET_NAME, "--scenario", "orders",
+        database_url=database_url,
+    )  # fmt: skip
+    assert promoted.returncode == 0, promoted.stderr
+    assert "[EMAIL]" in promoted.stdout and "redacted: email, phone" in promoted.stdout
+    v1, v1_cases = version(sessions, 1)
+    v2, v2_cases = version(sessions, 2)
+    key = cases.case_key_for(traffic.feedback)
+    stored = v2_cases[key]
+    assert (stored.status, stored.source_trace_id, stored.tags) == (
+        "needs_review",
+        traffic.feedback,
+        ["promoted"],
+    )
+    assert stored.question == "My email is [EMAIL] and my phone is [PHONE], where is my order?"
+    assert [r["kind"] for r in stored.redactions or []] == ["email", "phone"]
+    assert "jane.doe" not in str(stored.redactions)
+    with sessions() as session:
+        # needs-review cases change nothing the runner replays
+        assert [c.case_key for c in load_cases(session, v2.id)] == [
+            c.case_key for c in load_cases(session, v1.id)
+        ]
+    assert v2.content_hash != v1.content_hash
+
+    reviewed = run_cli(
+        "cases", "review", key, "--set", SET_NAME, "--reference", "Orders ship within 2 business days.",
+        "--fact", "2 business days", database_url=database_url,
+    )  # fmt: skip
+    assert reviewed.returncode == 0, reviewed.stderr
+    v3, v3_cases = version(sessions, 3)
+    assert (v3_cases[key].status, v3_cases[key].required_facts) == ("active", ["2 business days"])
+    assert v3_cases[cases.case_key_for(traffic.refusal)].status == "needs_review"  # still waiting
+    assert v2_cases[key].status == "needs_review"  # old versions never change
+
+    scripted_target.answers = {stored.question or "": "Orders ship within 2 business days."}
+    settings = EvalSettings(eval_endpoint=scripted_target.url + "/v1/", eval_concurrency=2)
+    run = run_eval(sessions, v3.id, settings, ScoringContext(similarity=similarity), progress=False)
+    replayed = {headers[HEADER_EVAL_CASE_ID] for headers in scripted_target.headers_seen}
+    assert replayed == {"rr-001", "rr-002", "oos-001", "h-001", key}
+    assert run.summary.num_cases == 5
+
+    with sessions() as session:  # promoted traces are never mined again
+        report = mine_cases(session, CasesSettings(), since=parse_since("1d"), limit=50)
+    mined = {trace_id for candidate in report.candidates for trace_id in candidate.trace_ids}
+    assert traffic.duplicates[0] in mined and not {traffic.feedback, traffic.refusal} & mined
+
+
+def test_a_complete_case_is_active_at_once(sessions: sessionmaker[Session], traffic: Traffic) -> None:
+    with sessions.begin() as session:
+        report = cases.promote_traces(
+            session, [traffic.refusal], eval_set_name=SET_NAME, scenario="warranty", expected="decline"
+        )
+    assert [case.status for case in report.cases] == ["active"]
+    with sessions() as session:
+        keys = [case.case_key for case in load_cases(session, report.eval_set_id)]
+    assert cases.case_key_for(traffic.refusal) in keys
+
+
+def test_reject_keeps_the_case_out_of_runs(sessions: sessionmaker[Session], traffic: Traffic) -> None:
+    with sessions.begin() as session:
+        cases.promote_traces(session, [traffic.slow], eval_set_name=SET_NAME, scenario="pricing")
+        report = cases.review_cases(
+            session, [cases.case_key_for(traffic.slow)], cases.CaseReview(reject=True), eval_set_name=SET_NAME
+        )
+    assert report.statuses == {cases.case_key_for(traffic.slow): "rejected"}
+    with sessions() as session:
+        assert cases.case_key_for(traffic.slow) not in {
+            c.case_key for c in load_cases(session, report.eval_set_id)
+        }
+
+
+BAD_INPUT = [
+    (["cases", "promote", "f" * 32, "--set", SET_NAME, "--scenario", "x"], "no trace with id"),
+    (["cases", "promote", "NO_QUESTION", "--set", SET_NAME, "--scenario", "x"], "carries no user question"),
+    (["cases", "promote", "FEEDBACK", "--set", "nope", "--scenario", "x"], "no eval set named 'nope'"),
+    (["cases", "promote", "EVAL", "--set", SET_NAME, "--scenario", "x"], "is eval traffic"),
+    (["cases", "promote", "FEEDBACK", "--set", SET_NAME, "--scenario", " "], "scenario must not be empty"),
+    (["cases", "review", "prod-x", "--set", SET_NAME, "--reference", "r"], "no case 'prod-x'"),
+    (["cases", "review", "rr-001", "--set", SET_NAME, "--reference", "r"], "is active"),
+    (["cases", "list", "--set", "nope"], "no eval set named 'nope'"),
+    (["eval", "sets", "export", "nope", "--out", "x.yaml"], "no stored eval set 'nope'"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_INPUT)
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(
+    database_url: str, sessions: sessionmaker[Session], traffic: Traffic, args: list[str], message: str
+) -> None:
+    ids = {"NO_QUESTION": traffic.no_question, "FEEDBACK": traffic.feedback, "EVAL": traffic.eval_error}
+    before = counts(sessions)
+    result = run_cli(*(ids.get(arg, arg) for arg in args), database_url=database_url)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert counts(sessions) == before
+
+
+def test_promoting_twice_and_reviewing_incomplete_change_nothing(
+    database_url: str, sessions: sessionmaker[Session], traffic: Traffic
+) -> None:
+    first = run_cli("cases", "promote", traffic.feedback, "--set", SET_NAME, "--scenario", "orders",
+                    database_url=database_url)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    before = counts(sessions)
+    again = run_cli("cases", "promote", traffic.degraded, traffic.feedback, "--set", SET_NAME,
+                    "--scenario", "o", database_url=database_url)  # fmt: skip
+    assert again.returncode == 2 and "already a case of mini-support v2" in again.stderr, again.stderr
+    key = cases.case_key_for(traffic.feedback)
+    incomplete = run_cli("cases", "review", key, "--set", SET_NAME, database_url=database_url)
+    assert incomplete.returncode == 2 and "still has no reference answer" in incomplete.stderr
+    assert counts(sessions) == before
+    with sessions() as session:
+        assert session.scalars(select(EvalCase.status).where(EvalCase.case_key == key)).all() == [
+            "needs_review"
+        ]
+    listed = run_cli(
+        "cases", "list", "--set", SET_NAME, "--status", "needs_review", database_url=database_url
+    )
+    assert listed.returncode == 0 and key[:20] in listed.stdout, listed.stderr
