@@ -6,6 +6,7 @@ from evallens.settings._base import (
     read_environment,
     set_process_environment,
 )
+from evallens.settings.auth import AuthSettings
 from evallens.settings.collector import CollectorSettings
 from evallens.settings.dashboard import DashboardSettings
 from evallens.settings.database import DatabaseSettings
@@ -14,6 +15,7 @@ from evallens.settings.rag import CacheSettings, GuardSettings, RagSettings
 
 __all__ = [
     "ENV_PREFIX",
+    "AuthSettings",
     "CacheSettings",
     "CollectorSettings",
     "DashboardSettings",
