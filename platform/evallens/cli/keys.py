@@ -3,6 +3,7 @@
 import contextlib
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -33,7 +34,9 @@ def _transaction() -> Iterator[Session]:
 @app.command("create")
 def create(
     project: str = typer.Option(..., "--project", help="Project (tenant) the key writes and reads."),
-    scope: Scope = typer.Option(Scope.INGEST, "--scope", help="ingest (spans, service), read, or admin."),
+    scope: Annotated[
+        Scope, typer.Option("--scope", help="ingest (spans, service), read, or admin.")
+    ] = Scope.INGEST,
 ) -> None:
     """Create a key for a project and print it once."""
     with _transaction() as session:
@@ -52,7 +55,11 @@ def list_command(project: str | None = typer.Option(None, "--project", help="Onl
     table = Table("prefix", "project", "scope", "created", "last used", "revoked")
     for key in keys:
         table.add_row(
-            key.prefix, key.project, key.scope, _when(key.created_at), _when(key.last_used_at),
+            key.prefix,
+            key.project,
+            key.scope,
+            _when(key.created_at),
+            _when(key.last_used_at),
             _when(key.revoked_at),
         )
     Console().print(table)
