@@ -116,7 +116,7 @@ def revoke_key(session: Session, prefix: str) -> KeyInfo:
     found = session.execute(select(ApiKey, Project.name).join(Project).where(ApiKey.prefix == prefix)).first()
     if found is None:
         raise KeyNotFound(f"no API key has the prefix {prefix!r}; `evallens keys list` shows them")
-    key, project = found.tuple()
+    key, project = found[0], found[1]
     if key.revoked_at is None:
         key.revoked_at = session.execute(select(func.now())).scalar_one()
     return _info(key, project)
@@ -136,7 +136,7 @@ def authenticate(session: Session, presented: str | None) -> Principal:
     found = session.execute(select(ApiKey, Project.name).join(Project).where(ApiKey.prefix == prefix)).first()
     if found is None or not hmac.compare_digest(found[0].key_hash, hash_secret(found[0].salt, secret)):
         raise WrongKey("the API key is not valid")
-    key, project = found.tuple()
+    key, project = found[0], found[1]
     if key.revoked_at is not None:
         raise KeyRevoked(f"the API key {prefix} was revoked")
     _record_use(session, key.id)
