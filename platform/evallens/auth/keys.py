@@ -107,7 +107,7 @@ def list_keys(session: Session, project: str | None = None) -> list[KeyInfo]:
     query = select(ApiKey, Project.name).join(Project).order_by(ApiKey.created_at, ApiKey.id)
     if project is not None:
         query = query.where(Project.name == project)
-    return [_info(key, name) for key, name in session.execute(query).tuples()]
+    return [_info(key, name) for key, name in session.execute(query)]
 
 
 def revoke_key(session: Session, prefix: str) -> KeyInfo:
