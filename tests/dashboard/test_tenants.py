@@ -60,7 +60,7 @@ def alpha_keys(seeded: Seeded, monkeypatch: pytest.MonkeyPatch) -> dict[str, str
     return seed_alpha(str(read_environment("EVALLENS_DATABASE_URL")), seeded)
 
 
-def sign_in(secret: str, **query_params: str):  # type: ignore[no-untyped-def]
+def sign_in(secret: str, **query_params: str):
     from streamlit.testing.v1 import AppTest
 
     app = AppTest.from_file(APP_FILE, default_timeout=TIMEOUT_S)
@@ -73,7 +73,7 @@ def sign_in(secret: str, **query_params: str):  # type: ignore[no-untyped-def]
     return app
 
 
-def shown(app) -> str:  # type: ignore[no-untyped-def]
+def shown(app) -> str:
     kinds = ("markdown", "caption", "info", "success", "warning", "error", "title", "subheader")
     return "\n".join(str(element.value) for kind in kinds for element in app.get(kind))
 
