@@ -73,7 +73,7 @@ def test_bad_database_url_is_one_line_and_exit_2(url: str, tmp_path: Path) -> No
 
 
 def test_command_not_built_says_so() -> None:
-    result = run_cli("keys", "list", env={})
+    result = run_cli("cases", "mine", env={})
     assert result.returncode == 2
-    assert result.stderr.strip() == "evallens: error: `evallens keys list` is not built yet"
+    assert result.stderr.strip() == "evallens: error: `evallens cases mine` is not built yet"
     assert result.stdout == ""
