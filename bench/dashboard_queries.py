@@ -242,7 +242,7 @@ def measure(url: str) -> None:
     project = "default"
     runs = data.runs(url, project)
     candidate = str(runs["run_id"].iloc[0])
-    baseline = data.baseline_of(url, candidate) or str(runs["run_id"].iloc[1])
+    baseline = data.baseline_of(url, project, candidate) or str(runs["run_id"].iloc[1])
     some_trace = str(data.traces(url, project, 24, limit=1)["trace_id"].iloc[0])
     window = data.metrics_window(url, 6)
     assert window is not None
@@ -255,8 +255,8 @@ def measure(url: str) -> None:
             lambda: data.data_present(url, project),
             lambda: data.latest_gates(url, project),
             lambda: data.runs(url, project),
-            lambda: data.run_documents(url, candidate),
-            lambda: data.baseline_of(url, candidate),
+            lambda: data.run_documents(url, project, candidate),
+            lambda: data.baseline_of(url, project, candidate),
             lambda: data.metric_trend(url, project, "acme-support"),
             lambda: data.cost_per_day(url, project, 720, "model", True),
             lambda: data.traffic_per_day(url, project, 720, True),
@@ -266,10 +266,10 @@ def measure(url: str) -> None:
         "compare runs",
         [
             lambda: data.runs(url, project),
-            lambda: data.baseline_of(url, candidate),
-            lambda: data.run_documents(url, baseline),
-            lambda: data.gate_report(url, baseline, candidate),
-            lambda: data.flipped_cases(url, baseline, candidate),
+            lambda: data.baseline_of(url, project, candidate),
+            lambda: data.run_documents(url, project, baseline),
+            lambda: data.gate_report(url, project, baseline, candidate),
+            lambda: data.flipped_cases(url, project, baseline, candidate),
         ],
     )
     timed(
@@ -277,7 +277,7 @@ def measure(url: str) -> None:
         [
             lambda: data.trace_filter_options(url, project, 24),
             lambda: data.traces(url, project, 24),
-            lambda: data.trace_spans(url, some_trace),
+            lambda: data.trace_spans(url, project, some_trace),
         ],
     )
     timed(
@@ -316,7 +316,7 @@ def measure(url: str) -> None:
         "cases (7 days)",
         [
             lambda: data.bad_traces(url, project, 24 * DAYS),
-            lambda: data.questions(url, tuple(bad["trace_id"])),
+            lambda: data.questions(url, project, tuple(bad["trace_id"])),
         ],
     )
 

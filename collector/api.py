@@ -17,6 +17,7 @@ from collector._body import BadEncoding, BodyTooLarge, gunzip_capped, read_cappe
 from collector.otlp_json import MalformedRequest, message_to_json, parse_json_request, parse_protobuf_request
 from collector.pipeline import Overloaded, Refused, WriteFailed
 from collector.receive import TraceReceiver, export_response
+from evallens.auth import AuthError, AuthGate, Scope
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -24,6 +25,12 @@ PARSERS = {
     PROTOBUF: parse_protobuf_request,
     "application/protobuf": parse_protobuf_request,
     JSON: parse_json_request,
+}
+AUTH_CODES = {
+    401: code_pb2.UNAUTHENTICATED,
+    403: code_pb2.PERMISSION_DENIED,
+    429: code_pb2.RESOURCE_EXHAUSTED,
+    503: code_pb2.UNAVAILABLE,
 }
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -44,14 +51,21 @@ class HttpLimits:
 
 
 def create_app(
-    receiver: TraceReceiver, limits: HttpLimits, health: Callable[[], dict[str, Any]]
+    receiver: TraceReceiver,
+    limits: HttpLimits,
+    health: Callable[[], dict[str, Any]],
+    gate: AuthGate | None = None,
 ) -> Starlette:
-    """The OTLP/HTTP app: ``POST /v1/traces``, ``GET /metrics``, ``GET /healthz``."""
+    """The OTLP/HTTP app: ``POST /v1/traces``, ``GET /metrics``, ``GET /healthz``.
+
+    With an enabled ``gate``, ``/v1/traces`` needs an ingest key and stores spans in the key's project.
+    """
 
     async def traces(request: Request) -> Response:
         content_type = media_type(request.headers.get("content-type", ""))
         try:
-            answer = await export(request, receiver, limits, content_type)
+            project = await admit(gate, request)
+            answer = await export(request, receiver, limits, content_type, project)
         except HttpError as error:
             return error_response(error, content_type)
         return encode(answer, content_type, 200)
@@ -72,7 +86,26 @@ def create_app(
     )
 
 
-async def export(request: Request, receiver: TraceReceiver, limits: HttpLimits, content_type: str) -> Message:
+async def admit(gate: AuthGate | None, request: Request) -> str | None:
+    """The project of the request's API key (None with auth off), before any of its body is read."""
+    if gate is None or not gate.enabled:
+        return None
+    try:
+        principal = await asyncio.to_thread(gate.admit, request.headers, Scope.INGEST)
+    except AuthError as error:
+        raise HttpError(
+            error.status, AUTH_CODES[error.status], str(error), getattr(error, "retry_after_s", None)
+        ) from None
+    return principal.project if principal is not None else None
+
+
+async def export(
+    request: Request,
+    receiver: TraceReceiver,
+    limits: HttpLimits,
+    content_type: str,
+    project: str | None = None,
+) -> Message:
     """Read, check, decode and queue one export request; wait until its spans are durable."""
     parse = PARSERS.get(content_type)
     if parse is None:
@@ -90,7 +123,7 @@ async def export(request: Request, receiver: TraceReceiver, limits: HttpLimits, 
         body = await read_capped(request.stream(), limits.max_request_bytes)
         if encoding == "gzip":
             body = gunzip_capped(body, limits.max_request_bytes)
-        batch, future = receiver.accept(parse(body), len(body))
+        batch, future = receiver.accept(parse(body), len(body), project)
         await asyncio.wrap_future(future)
     except BodyTooLarge as error:
         raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None

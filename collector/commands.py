@@ -9,14 +9,25 @@ from collector.prices import PriceEntry, list_prices, seed_default_prices, set_p
 from collector.records import EPOCH
 from collector.retention import PruneReport, parse_age, prune_spans
 from collector.runtime import Collector
+from evallens.auth import ensure_safe_bind
 from evallens.db import create_db_engine, ping
 from evallens.db.server import database
 from evallens.settings import CollectorSettings, DatabaseSettings
 from evallens.telemetry.cost import Price
 
 
-def run_collector(settings: CollectorSettings, ready: Callable[[Collector], None] | None = None) -> None:
-    """Run the collector until SIGTERM/SIGINT (embedded PostgreSQL unless a URL is configured)."""
+def run_collector(
+    settings: CollectorSettings, ready: Callable[[Collector], None] | None = None, insecure: bool = False
+) -> None:
+    """Run the collector until SIGTERM/SIGINT (embedded PostgreSQL unless a URL is configured).
+
+    Refuses a non-loopback address without auth unless ``insecure``.
+    """
+    hosts = [settings.collector_http_host]
+    if settings.collector_grpc_enabled:
+        hosts.append(settings.collector_grpc_host)
+    for host in hosts:
+        ensure_safe_bind(host, settings.auth_enabled, insecure, "the collector")
     with database(settings) as server:
         Collector(settings, server.url).serve(ready)
 

@@ -11,8 +11,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from collector.decode import SpanLimits, decode_request
 from collector.pipeline import Ingestor, Refused
 from collector.prices import PriceBook
-from collector.records import DecodedBatch
+from collector.records import DecodedBatch, SpanRecord
 from collector.stats import CollectorStats
+from evallens.telemetry import attributes as attr
 
 
 class TraceReceiver:
@@ -26,9 +27,16 @@ class TraceReceiver:
         self.stats = stats
         self.prices = prices  # replaced whole by the price refresher; readers see one book or the other
 
-    def accept(self, request: ExportTraceServiceRequest, num_bytes: int) -> tuple[DecodedBatch, Future[str]]:
-        """Decode and queue ``request``; the future resolves once its valid spans are durable."""
+    def accept(
+        self, request: ExportTraceServiceRequest, num_bytes: int, project: str | None = None
+    ) -> tuple[DecodedBatch, Future[str]]:
+        """Decode and queue ``request``; the future resolves once its valid spans are durable.
+
+        ``project`` (from the request's API key) overrides whatever project the spans claim.
+        """
         batch = decode_request(request, self.span_limits)
+        if project is not None:
+            stamp_project(batch.spans, project)
         self.prices.tag_costs(batch.spans)
         self.stats.spans_received.inc(len(batch.spans) + batch.num_rejected)
         self.stats.spans_rejected.inc(batch.num_rejected)
@@ -38,6 +46,15 @@ class TraceReceiver:
             self.stats.requests_refused.labels(reason=type(error).__name__.lower()).inc()
             raise
         return batch, future
+
+
+def stamp_project(spans: list[SpanRecord], project: str) -> None:
+    """Put every span in ``project``, also where a client set ``evallens.project`` itself."""
+    for span in spans:
+        span.project = project
+        for attributes in (span.attributes, span.resource):
+            if attr.PROJECT in attributes:
+                attributes[attr.PROJECT] = project
 
 
 def export_response(batch: DecodedBatch) -> ExportTraceServiceResponse:

@@ -23,7 +23,8 @@ from collector.scrape import Scraper
 from collector.spool import Spool
 from collector.stats import CollectorStats
 from collector.write import SpanWriter
-from evallens.db import create_db_engine
+from evallens.auth import AuthGate
+from evallens.db import create_db_engine, create_session_factory
 from evallens.errors import EvallensError
 from evallens.settings import CollectorSettings
 
@@ -57,7 +58,10 @@ class Collector:
             settings.collector_span_max_age_days * 86_400, settings.collector_span_max_future_s
         )
         self.receiver = TraceReceiver(self.ingestor, span_limits, self.stats, PriceBook([]))
-        self.app = create_app(self.receiver, HttpLimits(settings.collector_max_request_bytes), self.health)
+        self.gate = AuthGate(settings, create_session_factory(self.engine))
+        self.app = create_app(
+            self.receiver, HttpLimits(settings.collector_max_request_bytes), self.health, self.gate
+        )
         self.scraper = Scraper(
             self.engine,
             settings.collector_scrape_targets,
@@ -87,6 +91,7 @@ class Collector:
                 address,
                 self.settings.collector_grpc_workers,
                 self.settings.collector_max_request_bytes,
+                self.gate,
             )
             self._grpc.start()
         self.scraper.start()

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import data
+from evallens.auth import AuthError
 from evallens.settings import DashboardSettings
 
-AUTH_KEY = "evallens_authenticated"
+VIEWER_KEY = "evallens_viewer"
 WINDOWS_H = {"last hour": 1, "last 6 hours": 6, "last 24 hours": 24, "last 7 days": 168, "last 30 days": 720}
 
 EMPTY_HINTS = {
@@ -42,31 +43,79 @@ def settings() -> DashboardSettings:
     return value
 
 
-def password_ok(dashboard_settings: DashboardSettings) -> bool:
-    """True when no password is configured or this session has entered it; otherwise ask for it."""
-    secret = dashboard_settings.dashboard_password
-    if secret is None or st.session_state.get(AUTH_KEY):
-        return True
+@dataclass(frozen=True)
+class Viewer:
+    """Who is looking: the one project every query is scoped to, and the key when signed in with one."""
+
+    project: str
+    api_key: str | None = None
+
+
+def viewer(dashboard_settings: DashboardSettings) -> Viewer | None:
+    """This session's viewer, or None after showing the sign-in form.
+
+    Without auth or password everyone sees ``dashboard_project``; the password signs in to it too; an
+    API key with the read (or admin) scope signs in to the key's project, checked again on every run
+    (so a revoked key is signed out within ``auth_cache_ttl_s``).
+    """
+    password = dashboard_settings.dashboard_password
+    if not dashboard_settings.auth_enabled and password is None:
+        return Viewer(dashboard_settings.dashboard_project)
+    current: Viewer | None = st.session_state.get(VIEWER_KEY)
+    if current is not None and current.api_key is not None:
+        checked = _check_key(current.api_key)
+        if isinstance(checked, AuthError):
+            st.error(str(checked))
+            current = None
+    if current is not None:
+        return current
     st.title("evallens")
+    label = "Password or API key" if dashboard_settings.auth_enabled else "Password"
+    label = "API key" if password is None else label
     with st.form("login"):
-        entered = st.text_input("Password", type="password")
+        entered = st.text_input(label, type="password")
         submitted = st.form_submit_button("Sign in")
     if submitted:
-        if hmac.compare_digest(entered.encode(), secret.get_secret_value().encode()):
-            st.session_state[AUTH_KEY] = True
+        if password is not None and _same_secret(entered, password.get_secret_value()):
+            st.session_state[VIEWER_KEY] = Viewer(dashboard_settings.dashboard_project)
             st.rerun()
-        st.error("Wrong password.")
-    return False
+        message = f"Wrong {label.lower()}."
+        if dashboard_settings.auth_enabled:
+            checked = _check_key(entered.strip())
+            if not isinstance(checked, AuthError):
+                st.rerun()
+            elif checked.status != 401:
+                message = str(checked)
+        st.error(message)
+    return None
+
+
+def _same_secret(entered: str, expected: str) -> bool:
+    return hmac.compare_digest(entered.encode(), expected.encode())
+
+
+def _check_key(key: str) -> Viewer | AuthError:
+    """Sign in with ``key`` (or sign out when it no longer may read)."""
+    try:
+        principal = data.reader(data.database_url(), key)
+    except AuthError as error:
+        st.session_state.pop(VIEWER_KEY, None)
+        return error
+    signed_in = Viewer(principal.project, key)
+    st.session_state[VIEWER_KEY] = signed_in
+    return signed_in
 
 
 def context() -> Context:
-    """The page context; stops the page with one clear message when the schema is missing."""
+    """The page context, scoped to the signed-in project; stops the page when the schema is missing."""
     dashboard_settings = settings()
     url = data.database_url()
     if data.schema_revision(url) is None:
         st.warning("The database has no evallens schema yet. Run `evallens db upgrade`, then reload.")
         st.stop()
-    return Context(url, dashboard_settings.dashboard_project, dashboard_settings.dashboard_max_rows)
+    signed_in: Viewer | None = st.session_state.get(VIEWER_KEY)
+    project = signed_in.project if signed_in is not None else dashboard_settings.dashboard_project
+    return Context(url, project, dashboard_settings.dashboard_max_rows)
 
 
 def empty_state(kind: str) -> None:

@@ -14,9 +14,9 @@ PAGES = (
 
 
 def main() -> None:
-    """Ask for the password when one is configured, then show the chosen page."""
+    """Ask for a password or API key when auth is on, then show the chosen page of the viewer's project."""
     st.set_page_config(page_title="evallens", page_icon=":material/insights:", layout="wide")
-    if not _ui.password_ok(_ui.settings()):
+    if _ui.viewer(_ui.settings()) is None:
         st.stop()
     pages = [
         st.Page(path, title=title, icon=icon, url_path=url_path, default=index == 0)

@@ -1,7 +1,9 @@
 """Every query the dashboard runs, each an aggregate, each cached for ``CACHE_TTL_S`` seconds.
 
 Pages call these functions and never write SQL. The first argument is always the database URL so
-that caches of different databases never mix.
+that caches of different databases never mix; every query of spans, runs, sets and gates also takes
+the project the login may see, so a login never reads another project's rows (even by id).
+Serving metrics (``metric_samples``) belong to the shared service, not to a project.
 """
 
 from collections.abc import Callable
@@ -13,8 +15,9 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from evallens import cases
-from evallens.db import create_db_engine, open_database
-from evallens.settings import DatabaseSettings
+from evallens.auth import AuthGate, Principal, Scope
+from evallens.db import create_db_engine, create_session_factory, open_database
+from evallens.settings import AuthSettings, DatabaseSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
 
@@ -69,6 +72,16 @@ def _engine(url: str) -> Engine:
 def session(url: str) -> Session:
     """A session for writes (promoting cases); the caller commits."""
     return Session(_engine(url))
+
+
+@_resource()
+def _gate(url: str) -> AuthGate:
+    return AuthGate(AuthSettings(), create_session_factory(_engine(url)))
+
+
+def reader(url: str, key: str) -> Principal:
+    """The principal of a key that may read (cached briefly); raises an ``AuthError`` otherwise."""
+    return _gate(url).principal(key).require(Scope.READ)
 
 
 def clear_caches() -> None:
@@ -126,30 +139,37 @@ def runs(url: str, project: str, eval_set_name: str | None = None) -> pd.DataFra
 
 
 @_cached
-def run_documents(url: str, run_id: str) -> dict[str, Any]:
-    """The stored summary and infra JSON of one run (None where not computed)."""
-    row = _frame(url, "SELECT summary, infra FROM eval_runs WHERE id = CAST(:id AS uuid)", id=run_id)
+def run_documents(url: str, project: str, run_id: str) -> dict[str, Any]:
+    """The stored summary and infra JSON of one run of ``project`` (None where not computed)."""
+    row = _frame(
+        url,
+        "SELECT summary, infra FROM eval_runs WHERE id = CAST(:id AS uuid) AND project = :p",
+        id=run_id,
+        p=project,
+    )
     return {"summary": None, "infra": None} if row.empty else dict(row.iloc[0])
 
 
 @_cached
-def baseline_of(url: str, run_id: str) -> str | None:
+def baseline_of(url: str, project: str, run_id: str) -> str | None:
     """The run a candidate is judged against: its set's ``main`` tag, its last gate, or the previous run."""
     found = _frame(
         url,
         """
         WITH c AS (SELECT r.id, r.project, r.started_at, r.eval_set_id, s.name FROM eval_runs r
-                   JOIN eval_sets s ON s.id = r.eval_set_id WHERE r.id = CAST(:id AS uuid))
+                   JOIN eval_sets s ON s.id = r.eval_set_id WHERE r.id = CAST(:id AS uuid)
+                   AND r.project = :p)
         SELECT coalesce(
           (SELECT t.run_id FROM eval_tags t, c WHERE t.project = c.project AND t.eval_set_name = c.name
              AND t.tag = 'main' AND t.run_id <> c.id),
           (SELECT g.baseline_run_id FROM gate_reports g, c WHERE g.candidate_run_id = c.id
-             ORDER BY g.created_at DESC LIMIT 1),
+             AND g.project = c.project ORDER BY g.created_at DESC LIMIT 1),
           (SELECT r.id FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id, c
              WHERE s.name = c.name AND r.project = c.project AND r.started_at < c.started_at
              AND r.status = 'completed' ORDER BY r.started_at DESC LIMIT 1))::text AS baseline
         """,
         id=run_id,
+        p=project,
     )
     value = None if found.empty else found["baseline"].iloc[0]
     return None if value is None or pd.isna(value) else str(value)
@@ -175,14 +195,15 @@ def latest_gates(url: str, project: str) -> pd.DataFrame:
 
 
 @_cached
-def gate_report(url: str, baseline_run_id: str, candidate_run_id: str) -> dict[str, Any] | None:
-    """The newest stored gate report of exactly this baseline and candidate, if any."""
+def gate_report(url: str, project: str, baseline_run_id: str, candidate_run_id: str) -> dict[str, Any] | None:
+    """The newest stored gate report of ``project`` of exactly this baseline and candidate, if any."""
     found = _frame(
         url,
         "SELECT report FROM gate_reports WHERE baseline_run_id = CAST(:b AS uuid)"
-        " AND candidate_run_id = CAST(:c AS uuid) ORDER BY created_at DESC LIMIT 1",
+        " AND candidate_run_id = CAST(:c AS uuid) AND project = :p ORDER BY created_at DESC LIMIT 1",
         b=baseline_run_id,
         c=candidate_run_id,
+        p=project,
     )
     return None if found.empty else cast(dict[str, Any], found["report"].iloc[0])
 
@@ -207,7 +228,7 @@ def metric_trend(url: str, project: str, eval_set_name: str) -> pd.DataFrame:
 
 
 @_cached
-def flipped_cases(url: str, baseline_run_id: str, candidate_run_id: str) -> pd.DataFrame:
+def flipped_cases(url: str, project: str, baseline_run_id: str, candidate_run_id: str) -> pd.DataFrame:
     """Cases (matched by case key, first repeat) that passed a metric in the baseline and failed it now."""
     return _frame(
         url,
@@ -215,11 +236,13 @@ def flipped_cases(url: str, baseline_run_id: str, candidate_run_id: str) -> pd.D
         WITH b AS (SELECT c.case_key, c.scenario, c.question, c.reference_answer, r.passed, r.response,
                           r.retrieved_ids, r.trace_id
                    FROM eval_results r JOIN eval_cases c ON c.id = r.case_id
-                   WHERE r.run_id = CAST(:b AS uuid) AND r.repeat = 0),
+                   JOIN eval_runs u ON u.id = r.run_id
+                   WHERE r.run_id = CAST(:b AS uuid) AND r.repeat = 0 AND u.project = :p),
              k AS (SELECT c.case_key, c.scenario, c.question, c.reference_answer, r.passed, r.response,
                           r.retrieved_ids, r.trace_id
                    FROM eval_results r JOIN eval_cases c ON c.id = r.case_id
-                   WHERE r.run_id = CAST(:c AS uuid) AND r.repeat = 0)
+                   JOIN eval_runs u ON u.id = r.run_id
+                   WHERE r.run_id = CAST(:c AS uuid) AND r.repeat = 0 AND u.project = :p)
         SELECT k.case_key, k.scenario, m.key AS metric, coalesce(k.question, b.question) AS question,
                coalesce(k.reference_answer, b.reference_answer) AS reference_answer,
                b.response AS baseline_response, k.response AS candidate_response,
@@ -231,6 +254,7 @@ def flipped_cases(url: str, baseline_run_id: str, candidate_run_id: str) -> pd.D
         """,
         b=baseline_run_id,
         c=candidate_run_id,
+        p=project,
     )
 
 
@@ -347,23 +371,30 @@ def traces(
 
 
 @_cached
-def trace_spans(url: str, trace_id: str) -> pd.DataFrame:
-    """The spans of one trace in start order, with their attributes."""
+def trace_spans(url: str, project: str, trace_id: str) -> pd.DataFrame:
+    """The spans of one trace of ``project`` in start order, with their attributes."""
     return _frame(
         url,
         "SELECT span_id, parent_span_id, name, start_time, end_time, duration_ms, status_code,"
         " status_message,"
         " service_name, model, input_tokens, output_tokens, cost_usd, tenant, feature, eval_run_id,"
-        " attributes, events FROM spans WHERE trace_id = :t ORDER BY start_time, span_id",
+        " attributes, events FROM spans WHERE trace_id = :t AND project = :p ORDER BY start_time, span_id",
         t=trace_id,
+        p=project,
     )
 
 
 @_cached
-def questions(url: str, trace_ids: tuple[str, ...]) -> dict[str, str | None]:
-    """The user question of each trace (see ``evallens.cases.trace_questions``)."""
+def questions(url: str, project: str, trace_ids: tuple[str, ...]) -> dict[str, str | None]:
+    """The user question of each trace of ``project`` (see ``evallens.cases.trace_questions``)."""
+    own = _frame(
+        url,
+        "SELECT DISTINCT trace_id FROM spans WHERE project = :p AND trace_id = ANY(:ids)",
+        p=project,
+        ids=list(trace_ids),
+    )
     with session(url) as db:
-        return cases.trace_questions(db, trace_ids)
+        return cases.trace_questions(db, tuple(str(trace_id) for trace_id in own["trace_id"]))
 
 
 # --- serving metrics -----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ bad = data.bad_traces(ctx.url, ctx.project, hours, ctx.max_rows)
 if bad.empty:
     st.success("No production trace in this window has negative feedback, an error, or an outlier.")
     st.stop()
-questions = data.questions(ctx.url, tuple(bad["trace_id"]))
+questions = data.questions(ctx.url, ctx.project, tuple(bad["trace_id"]))
 bad = bad.assign(
     question=pd.Series(
         [questions.get(trace_id) for trace_id in bad["trace_id"]], index=bad.index, dtype=object

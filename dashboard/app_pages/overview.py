@@ -57,9 +57,9 @@ else:
     set_names = sorted(completed["eval_set_name"].unique())
     set_name = st.selectbox("Eval set", set_names) if len(set_names) > 1 else set_names[0]
     latest = completed[completed["eval_set_name"] == set_name].iloc[0]
-    summary_json = data.run_documents(ctx.url, latest["run_id"])["summary"]
-    baseline_id = data.baseline_of(ctx.url, latest["run_id"])
-    baseline_json = data.run_documents(ctx.url, baseline_id)["summary"] if baseline_id else None
+    summary_json = data.run_documents(ctx.url, ctx.project, latest["run_id"])["summary"]
+    baseline_id = data.baseline_of(ctx.url, ctx.project, latest["run_id"])
+    baseline_json = data.run_documents(ctx.url, ctx.project, baseline_id)["summary"] if baseline_id else None
     if summary_json is None:
         st.info(f"Run {latest['label']} has no summary yet.")
     else:

@@ -68,7 +68,7 @@ if not trace_ids:
 trace_id = str(
     st.selectbox("Open trace", trace_ids, index=trace_ids.index(linked_trace) if linked_trace else 0)
 )
-spans = data.trace_spans(ctx.url, trace_id)
+spans = data.trace_spans(ctx.url, ctx.project, trace_id)
 if spans.empty:
     st.warning(f"No spans stored for trace {trace_id}.")
     st.stop()

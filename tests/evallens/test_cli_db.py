@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect
 
+from evallens.cli._common import NotBuiltYet, not_built
 from evallens.db import create_db_engine
 from evallens.db.server import DatabaseServer, embedded_url, ensure_database, start_embedded
 from evallens.settings import child_environment
@@ -73,7 +74,5 @@ def test_bad_database_url_is_one_line_and_exit_2(url: str, tmp_path: Path) -> No
 
 
 def test_command_not_built_says_so() -> None:
-    result = run_cli("keys", "list", env={})
-    assert result.returncode == 2
-    assert result.stderr.strip() == "evallens: error: `evallens keys list` is not built yet"
-    assert result.stdout == ""
+    with pytest.raises(NotBuiltYet, match=r"^`evallens demo --gpu` is not built yet$"):
+        not_built("demo --gpu")

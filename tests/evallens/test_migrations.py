@@ -30,6 +30,8 @@ EXPECTED_TABLES = {
     "gate_reports",
     "documents",
     "chunks",
+    "projects",
+    "api_keys",
 }
 
 

@@ -9,7 +9,12 @@ app = typer.Typer(help="OTLP/HTTP and gRPC trace receiver, Prometheus scraper, r
 
 
 @app.callback(invoke_without_command=True)
-def run(ctx: typer.Context) -> None:
+def run(
+    ctx: typer.Context,
+    insecure: bool = typer.Option(
+        False, "--insecure", help="Listen beyond loopback WITHOUT authentication (not recommended)."
+    ),
+) -> None:
     """Run the collector (OTLP/HTTP on 127.0.0.1:4318, gRPC on :4317) until SIGTERM/SIGINT."""
     if ctx.invoked_subcommand is not None:
         return
@@ -19,7 +24,7 @@ def run(ctx: typer.Context) -> None:
         ports = (getattr(collector, "http_port", 0), getattr(collector, "grpc_port", 0))
         Console().print(f"collector ready: OTLP/HTTP port {ports[0]}, OTLP/gRPC port {ports[1]}")
 
-    run_collector(CollectorSettings(), ready)
+    run_collector(CollectorSettings(), ready, insecure)
 
 
 @app.command("prune")

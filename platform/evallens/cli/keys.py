@@ -1,25 +1,77 @@
 """``evallens keys``: projects and API keys."""
 
-import typer
+import contextlib
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Annotated
 
-from evallens.cli._common import not_built
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy.orm import Session
+
+from evallens.auth import Scope, create_key, list_keys, revoke_key
+from evallens.db import create_db_engine, ping
+from evallens.db.server import database
+from evallens.settings import DatabaseSettings
 
 app = typer.Typer(help="Project-scoped API keys.", no_args_is_help=True)
 
 
+@contextlib.contextmanager
+def _transaction() -> Iterator[Session]:
+    settings = DatabaseSettings()
+    with database(settings) as server:
+        engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
+        try:
+            ping(engine)
+            with Session(engine) as session, session.begin():
+                yield session
+        finally:
+            engine.dispose()
+
+
 @app.command("create")
-def create() -> None:
+def create(
+    project: str = typer.Option(..., "--project", help="Project (tenant) the key writes and reads."),
+    scope: Annotated[
+        Scope, typer.Option("--scope", help="ingest (spans, service), read, or admin.")
+    ] = Scope.INGEST,
+) -> None:
     """Create a key for a project and print it once."""
-    not_built("keys create")
+    with _transaction() as session:
+        created = create_key(session, project, scope)
+    typer.echo(created.key)
+    Console(stderr=True).print(
+        f"{scope} key {created.info.prefix} for project {project!r}: store it now, it is not shown again"
+    )
 
 
 @app.command("list")
-def list_keys() -> None:
+def list_command(project: str | None = typer.Option(None, "--project", help="Only this project.")) -> None:
     """List keys by prefix, scope and last use."""
-    not_built("keys list")
+    with _transaction() as session:
+        keys = list_keys(session, project)
+    table = Table("prefix", "project", "scope", "created", "last used", "revoked")
+    for key in keys:
+        table.add_row(
+            key.prefix,
+            key.project,
+            key.scope,
+            _when(key.created_at),
+            _when(key.last_used_at),
+            _when(key.revoked_at),
+        )
+    Console().print(table)
 
 
 @app.command("revoke")
-def revoke() -> None:
+def revoke(prefix: str = typer.Argument(..., help="The key's prefix as `keys list` shows it.")) -> None:
     """Revoke a key."""
-    not_built("keys revoke")
+    with _transaction() as session:
+        info = revoke_key(session, prefix)
+    Console().print(f"revoked key {info.prefix} of project {info.project!r} at {_when(info.revoked_at)}")
+
+
+def _when(moment: datetime | None) -> str:
+    return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S %Z")

@@ -6,6 +6,7 @@ from evallens.settings._base import (
     read_environment,
     set_process_environment,
 )
+from evallens.settings.auth import AuthSettings
 from evallens.settings.cases import CasesSettings
 from evallens.settings.collector import CollectorSettings
 from evallens.settings.dashboard import DashboardSettings
@@ -16,6 +17,7 @@ from evallens.settings.service import ServiceSettings
 
 __all__ = [
     "ENV_PREFIX",
+    "AuthSettings",
     "CacheSettings",
     "CasesSettings",
     "CollectorSettings",

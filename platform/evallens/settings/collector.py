@@ -7,12 +7,13 @@ from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
 from evallens.settings._base import settings_config
+from evallens.settings.auth import AuthSettings
 from evallens.settings.database import DatabaseSettings
 
 MIB = 1024 * 1024
 
 
-class CollectorSettings(DatabaseSettings):
+class CollectorSettings(DatabaseSettings, AuthSettings):
     """The OTLP receiver (HTTP and gRPC), its bulk writer and spool, and the Prometheus scraper."""
 
     model_config = settings_config()

@@ -1,12 +1,12 @@
 """How the Streamlit dashboard listens and guards itself."""
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings
 
 from evallens.settings._base import settings_config
+from evallens.settings.auth import AuthSettings
 
 
-class DashboardSettings(BaseSettings):
+class DashboardSettings(AuthSettings):
     """The dashboard's address, scope and optional password."""
 
     model_config = settings_config()

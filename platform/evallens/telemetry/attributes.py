@@ -134,3 +134,7 @@ HEADER_FEATURE = "x-evallens-feature"
 HEADER_EVAL_RUN_ID = "x-evallens-eval-run-id"
 HEADER_EVAL_CASE_ID = "x-evallens-eval-case-id"
 HEADER_API_KEY = "x-evallens-key"
+# API keys: `Authorization: Bearer <key>` or `x-evallens-key: <key>` (also in OTEL_EXPORTER_OTLP_HEADERS)
+HEADER_AUTHORIZATION = "authorization"
+AUTHORIZATION_SCHEME = "bearer"
+HEADER_RETRY_AFTER = "retry-after"

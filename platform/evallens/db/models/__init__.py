@@ -1,5 +1,6 @@
 """Every evallens table, split by area. Importing this module registers them all on ``Base.metadata``."""
 
+from evallens.db.models.auth import ApiKey, Project
 from evallens.db.models.evals import (
     EvalCase,
     EvalResult,
@@ -14,6 +15,7 @@ from evallens.db.models.prices import ModelPrice
 from evallens.db.models.traces import Span
 
 __all__ = [
+    "ApiKey",
     "Chunk",
     "Document",
     "EvalCase",
@@ -24,5 +26,6 @@ __all__ = [
     "GateReport",
     "MetricSample",
     "ModelPrice",
+    "Project",
     "Span",
 ]

@@ -1,0 +1,53 @@
+"""Why a request was refused, each with the HTTP status it maps to."""
+
+from evallens.errors import EvallensError
+
+
+class AuthError(EvallensError):
+    """A request that may not go on; ``status`` is the HTTP status to answer with."""
+
+    status = 401
+
+
+class MissingKey(AuthError):
+    """No API key was presented."""
+
+
+class WrongKey(AuthError):
+    """A key was presented but no such key exists (or its secret does not match)."""
+
+
+class KeyRevoked(AuthError):
+    """The key existed but was revoked."""
+
+    status = 403
+
+
+class ScopeDenied(AuthError):
+    """The key is valid but its scope does not cover this use (e.g. a read key sending spans)."""
+
+    status = 403
+
+
+class RateLimited(AuthError):
+    """The key made more requests than its rate limit allows; retry after ``retry_after_s``."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class UnsafeBind(EvallensError):
+    """A component was asked to listen on a non-loopback address without authentication."""
+
+
+class KeyNotFound(EvallensError):
+    """``keys revoke`` was given a prefix that matches no key."""
+
+
+class AuthUnavailable(AuthError):
+    """PostgreSQL cannot be asked about the key right now; retry later."""
+
+    status = 503

@@ -1,0 +1,41 @@
+"""An in-process token bucket per API key: ``rate_per_s`` sustained, ``burst`` at once."""
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated_s: float
+
+
+class RateLimiter:
+    """Per-key token buckets, safe to share between threads; each process limits on its own."""
+
+    def __init__(self, rate_per_s: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        if rate_per_s <= 0 or burst < 1:
+            raise ValueError("a rate limit needs rate_per_s > 0 and burst >= 1")
+        self._rate, self._burst, self._clock = rate_per_s, float(burst), clock
+        self._buckets: dict[int, _Bucket] = {}
+        self._lock = threading.Lock()
+
+    def acquire(self, key_id: int, cost: float = 1.0) -> float:
+        """Take ``cost`` tokens from the key's bucket: 0.0 when allowed, else seconds until it would be."""
+        now = self._clock()
+        with self._lock:
+            bucket = self._buckets.setdefault(key_id, _Bucket(self._burst, now))
+            bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.updated_s) * self._rate)
+            bucket.updated_s = now
+            if bucket.tokens >= cost:
+                bucket.tokens -= cost
+                return 0.0
+            return (cost - bucket.tokens) / self._rate
+
+
+def retry_after_header(wait_s: float) -> int:
+    """``Retry-After`` is whole seconds; never 0 for a refused request."""
+    return max(1, math.ceil(wait_s))

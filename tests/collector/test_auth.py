@@ -1,0 +1,203 @@
+"""API keys on the collector: the key's project on every span, refusals that store nothing, rate limits."""
+
+from collections.abc import Callable
+
+import grpc
+import httpx
+import psycopg
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sqlalchemy.orm import Session
+
+from collector.runtime import Collector
+from evallens.auth import Scope, create_key, revoke_key
+from evallens.db import create_db_engine
+from evallens.telemetry import attributes as names
+from tests.collector.conftest import count_spans, fetch_spans, make_request, make_span
+
+PROTOBUF = {"content-type": "application/x-protobuf"}
+
+
+def new_key(database_url: str, project: str, scope: Scope = Scope.INGEST) -> str:
+    engine = create_db_engine(database_url)
+    try:
+        with Session(engine) as session, session.begin():
+            return create_key(session, project, scope).key
+    finally:
+        engine.dispose()
+
+
+def revoke(database_url: str, key: str) -> None:
+    engine = create_db_engine(database_url)
+    try:
+        with Session(engine) as session, session.begin():
+            revoke_key(session, key)
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def auth_collector(database_url: str, make_collector: Callable[..., Collector]) -> Collector:
+    """A collector with auth on and no key cache, so revocations apply to the next request."""
+    return make_collector(database_url, auth_enabled=True, auth_cache_ttl_s=0)
+
+
+def finished_spans(claimed_project: str | None = None) -> list[ReadableSpan]:
+    """Two spans made by the real SDK, the child claiming ``claimed_project`` when given."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "chat-svc"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tests.auth")
+    with tracer.start_as_current_span("request"), tracer.start_as_current_span("chat") as span:
+        if claimed_project is not None:
+            span.set_attribute(names.PROJECT, claimed_project)
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def http_exporter(collector: Collector, headers: dict[str, str] | None = None) -> SpanExporter:
+    return HttpExporter(
+        endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces", headers=headers, timeout=10
+    )
+
+
+def grpc_exporter(collector: Collector, headers: dict[str, str] | None = None) -> SpanExporter:
+    return GrpcExporter(
+        endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True, headers=headers, timeout=10
+    )
+
+
+@pytest.mark.parametrize("make_exporter", [http_exporter, grpc_exporter], ids=["http", "grpc"])
+@pytest.mark.parametrize(
+    "headers_for",
+    [lambda key: {"authorization": f"Bearer {key}"}, lambda key: {"x-evallens-key": key}],
+    ids=["bearer", "x-evallens-key"],
+)
+def test_valid_key_stores_spans_in_its_project(
+    auth_collector: Collector,
+    database_url: str,
+    make_exporter: Callable[..., SpanExporter],
+    headers_for: Callable[[str], dict[str, str]],
+) -> None:
+    key = new_key(database_url, "alpha")
+    exporter = make_exporter(auth_collector, headers_for(key))
+    assert exporter.export(finished_spans()) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    rows = fetch_spans(database_url)
+    assert {row["name"] for row in rows} == {"request", "chat"}
+    assert {row["project"] for row in rows} == {"alpha"}
+
+
+@pytest.mark.parametrize("make_exporter", [http_exporter, grpc_exporter], ids=["http", "grpc"])
+def test_key_of_project_b_cannot_write_into_project_a(
+    auth_collector: Collector, database_url: str, make_exporter: Callable[..., SpanExporter]
+) -> None:
+    key_b = new_key(database_url, "beta")
+    exporter = make_exporter(auth_collector, {"authorization": f"Bearer {key_b}"})
+    assert exporter.export(finished_spans(claimed_project="alpha")) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    rows = {row["name"]: row for row in fetch_spans(database_url)}
+    assert {row["project"] for row in rows.values()} == {"beta"}
+    assert rows["chat"]["attributes"][names.PROJECT] == "beta"
+    assert count_spans(database_url) == 2
+
+
+def refusal_cases(database_url: str) -> dict[str, tuple[dict[str, str], int]]:
+    revoked = new_key(database_url, "alpha")
+    revoke(database_url, revoked)
+    reader = new_key(database_url, "alpha", Scope.READ)
+    valid = new_key(database_url, "alpha")
+    return {
+        "no key": ({}, 401),
+        "wrong key": ({"x-evallens-key": valid[:-4] + "AAAA"}, 401),
+        "not a key": ({"authorization": "Bearer hunter2"}, 401),
+        "other scheme": ({"authorization": f"Basic {valid}"}, 401),
+        "revoked key": ({"authorization": f"Bearer {revoked}"}, 403),
+        "read-only key": ({"authorization": f"Bearer {reader}"}, 403),
+    }
+
+
+def test_http_refusals_store_nothing(auth_collector: Collector, database_url: str) -> None:
+    url = f"http://127.0.0.1:{auth_collector.http_port}/v1/traces"
+    body = make_request([make_span(0), make_span(1)]).SerializeToString()
+    for name, (headers, status) in refusal_cases(database_url).items():
+        answer = httpx.post(url, content=body, headers={**PROTOBUF, **headers}, timeout=10)
+        assert answer.status_code == status, name
+    assert count_spans(database_url) == 0
+
+
+GRPC_CODES = {401: grpc.StatusCode.UNAUTHENTICATED, 403: grpc.StatusCode.PERMISSION_DENIED}
+
+
+def test_grpc_refusals_store_nothing(auth_collector: Collector, database_url: str) -> None:
+    request = make_request([make_span(0)])
+    with grpc.insecure_channel(f"127.0.0.1:{auth_collector.grpc_port}") as channel:
+        stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+        for name, (headers, status) in refusal_cases(database_url).items():
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.Export(request, metadata=tuple(headers.items()), timeout=10)
+            assert refused.value.code() == GRPC_CODES[status], name
+    assert count_spans(database_url) == 0
+
+
+def test_sdk_exporter_without_key_fails(auth_collector: Collector, database_url: str) -> None:
+    for exporter in (http_exporter(auth_collector), grpc_exporter(auth_collector)):
+        assert exporter.export(finished_spans()) is SpanExportResult.FAILURE
+        exporter.shutdown()
+    assert count_spans(database_url) == 0
+
+
+def test_rate_limit_answers_429_with_retry_after(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    collector = make_collector(
+        database_url, auth_enabled=True, auth_rate_limit_burst=2, auth_rate_limit_per_s=0.001
+    )
+    key, other = new_key(database_url, "alpha"), new_key(database_url, "alpha")
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    headers = {**PROTOBUF, "authorization": f"Bearer {key}"}
+    statuses = [
+        httpx.post(url, content=make_request([make_span(i)]).SerializeToString(), headers=headers).status_code
+        for i in range(2)
+    ]
+    assert statuses == [200, 200]
+    limited = httpx.post(url, content=make_request([make_span(9)]).SerializeToString(), headers=headers)
+    assert limited.status_code == 429
+    assert int(limited.headers["retry-after"]) >= 1
+    assert count_spans(database_url) == 2
+    # the limit is per key: another key of the same project still gets through
+    answer = httpx.post(
+        url,
+        content=make_request([make_span(3)]).SerializeToString(),
+        headers={**PROTOBUF, "x-evallens-key": other},
+    )
+    assert answer.status_code == 200
+
+
+def test_keys_are_not_recoverable_from_the_database(database_url: str) -> None:
+    key = new_key(database_url, "alpha", Scope.ADMIN)
+    secret = key.split("_", 2)[2]
+    with psycopg.connect(database_url) as connection:
+        dump = "\n".join(
+            str(row)
+            for table in ("api_keys", "projects")
+            for row in connection.execute(f"SELECT to_jsonb(t)::text FROM {table} t").fetchall()
+        )
+        raw = connection.execute("SELECT salt, key_hash FROM api_keys").fetchone()
+    assert "alpha" in dump and key.split("_")[1] in dump  # the dump holds the rows, prefix included
+    assert key not in dump and secret not in dump
+    assert raw is not None and secret.encode() not in bytes(raw[0]) + bytes(raw[1])
+
+
+def test_auth_off_keeps_client_project(running_collector: Collector, database_url: str) -> None:
+    exporter = http_exporter(running_collector)
+    assert exporter.export(finished_spans(claimed_project="alpha")) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    rows = {row["name"]: row for row in fetch_spans(database_url)}
+    assert rows["chat"]["project"] == "alpha" and rows["request"]["project"] == "default"

@@ -1,0 +1,115 @@
+"""Signed in with a key of project alpha, the dashboard never shows the default project's rows."""
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy.orm import Session
+
+from evallens.auth import Scope, create_key
+from evallens.db import create_db_engine
+from evallens.db.models import EvalRun, EvalSet
+from tests.dashboard.conftest import APP_FILE, TIMEOUT_S
+from tests.dashboard.seed import SET_NAME, Seeded, hex_id, request_trace
+
+ALPHA = "alpha"
+ALPHA_SET = "alpha-set"
+ALPHA_TENANT = "alpha-tenant"
+
+
+def seed_alpha(url: str, seeded: Seeded) -> dict[str, str]:
+    """One run and two priced traces in project alpha; keys of each scope for it."""
+    engine = create_db_engine(url)
+    try:
+        with Session(engine) as db, db.begin():
+            eval_set = EvalSet(project=ALPHA, name=ALPHA_SET, version=1, content_hash="alpha-v1")
+            db.add(eval_set)
+            db.flush()
+            db.add(
+                EvalRun(
+                    project=ALPHA,
+                    eval_set_id=eval_set.id,
+                    label="alpha-run",
+                    endpoint="http://127.0.0.1:8000",
+                    config={},
+                    config_fingerprint="fp-alpha",
+                    status="completed",
+                )
+            )
+            for index in range(2):
+                for span in request_trace(
+                    hex_id("f", index),
+                    900 + index,
+                    seeded.now - timedelta(minutes=5 + index),
+                    question="alpha question",
+                    cost=0.25,
+                    tenant=ALPHA_TENANT,
+                ):
+                    span.project = ALPHA
+                    db.add(span)
+            return {scope: create_key(db, ALPHA, Scope(scope)).key for scope in ("read", "ingest", "admin")}
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def alpha_keys(seeded: Seeded, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("EVALLENS_AUTH_ENABLED", "true")
+    monkeypatch.setenv("EVALLENS_AUTH_CACHE_TTL_S", "0")
+    from evallens.settings import read_environment
+
+    return seed_alpha(str(read_environment("EVALLENS_DATABASE_URL")), seeded)
+
+
+def sign_in(secret: str, **query_params: str):
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(APP_FILE, default_timeout=TIMEOUT_S)
+    app.query_params.update(query_params)
+    app.run()
+    assert [box.label for box in app.text_input] == ["API key"]
+    app.text_input[0].input(secret)
+    app.button[0].click().run()
+    assert not app.exception, [exception.value for exception in app.exception]
+    return app
+
+
+def shown(app) -> str:
+    kinds = ("markdown", "caption", "info", "success", "warning", "error", "title", "subheader")
+    return "\n".join(str(element.value) for kind in kinds for element in app.get(kind))
+
+
+def test_alpha_login_never_shows_default_spans_runs_or_costs(
+    alpha_keys: dict[str, str], seeded: Seeded
+) -> None:
+    app = sign_in(alpha_keys["read"])
+    text = shown(app)
+    assert any(title.value == "Overview" for title in app.title)
+    assert "alpha-run" in text and SET_NAME not in text
+    tiles = {metric.label: metric.value for metric in app.metric}
+    assert tiles["cost (USD)"] == "$0.5000" and tiles["requests"] == "2"
+
+    app.switch_page("app_pages/traces.py").run()
+    table = app.dataframe[0].value
+    assert set(table["trace_id"]) == {hex_id("f", 0), hex_id("f", 1)}
+    assert set(table["tenant"]) == {ALPHA_TENANT}
+
+    app.switch_page("app_pages/compare.py").run()
+    candidates = next(box for box in app.selectbox if box.label == "Candidate")
+    assert len(candidates.options) == 1 and candidates.options[0].startswith("alpha-run")
+
+
+def test_alpha_login_cannot_open_a_default_trace_by_link(alpha_keys: dict[str, str], seeded: Seeded) -> None:
+    app = sign_in(alpha_keys["admin"], trace_id=seeded.error_trace)
+    app.switch_page("app_pages/traces.py").run()
+    assert f"No spans stored for trace {seeded.error_trace}." in shown(app)
+    assert "engine failed" not in shown(app)
+
+
+@pytest.mark.parametrize(
+    ("which", "message"),
+    [("ingest", "this API key has the ingest scope; read is needed"), ("wrong", "Wrong api key.")],
+)
+def test_keys_that_may_not_read_are_refused(alpha_keys: dict[str, str], which: str, message: str) -> None:
+    app = sign_in(alpha_keys.get(which, "evk_00000000_nope"))
+    assert [error.value for error in app.error] == [message]
+    assert not any(title.value == "Overview" for title in app.title)
