@@ -25,17 +25,9 @@ def mine(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
         return
-    table = Table("trace", "count", "score", "reasons", "question (redacted)")
-    for item in report.candidates:
-        table.add_row(item.trace_id, str(item.count), f"{item.score:.2f}", ", ".join(item.reasons),
-                      (item.question or "(no question)")[:90])  # fmt: skip
-    console = Console(width=200)
-    console.print(table)
-    console.print(
-        f"{report.num_traces} production traces since {report.since:%Y-%m-%d %H:%M} UTC, "
-        f"{report.num_flagged} flagged, {report.num_already_in_sets} already in a set, "
-        f"{len(report.candidates)} candidates"
-    )
+    from evals.cases.render import print_candidates
+
+    print_candidates(report, Console(width=200))
 
 
 @app.command("promote")

@@ -1,8 +1,27 @@
 """``evallens demo``: the whole loop on the embedded default."""
 
-from evallens.cli._common import not_built
+from typing import Annotated
+
+import typer
+from rich.console import Console
 
 
-def demo() -> None:
-    """Run the full demo: models, database, collector, service, evals, gate, dashboard."""
-    not_built("demo")
+def demo(
+    smoke: Annotated[
+        bool, typer.Option("--smoke", help="Tiny test model and a few cases per scenario (for CI).")
+    ] = False,
+    dashboard: Annotated[
+        bool, typer.Option("--dashboard/--no-dashboard", help="Start the dashboard.")
+    ] = True,
+    keep_running: Annotated[
+        bool, typer.Option("--keep-running/--exit", help="Keep everything running until Ctrl-C, or exit.")
+    ] = True,
+) -> None:
+    """Run the full loop: model, PostgreSQL, collector, service, evals, a gated change, cases, dashboard.
+
+    Settings come from EVALLENS_* variables (EVALLENS_DATA_DIR, EVALLENS_DEMO_CANDIDATE_CHANGE, ports
+    of each component). Logs of every process are under DATA_DIR/demo/logs.
+    """
+    from evallens.demo.flow import DemoOptions, run_demo
+
+    run_demo(DemoOptions(smoke=smoke, dashboard=dashboard, keep_running=keep_running), Console())

@@ -11,6 +11,7 @@ from evallens.settings.cases import CasesSettings
 from evallens.settings.collector import CollectorSettings
 from evallens.settings.dashboard import DashboardSettings
 from evallens.settings.database import DatabaseSettings
+from evallens.settings.demo import DemoSettings
 from evallens.settings.evals import EvalSettings
 from evallens.settings.rag import CacheSettings, GuardSettings, RagSettings
 from evallens.settings.service import ServiceSettings
@@ -23,6 +24,7 @@ __all__ = [
     "CollectorSettings",
     "DashboardSettings",
     "DatabaseSettings",
+    "DemoSettings",
     "EvalSettings",
     "GuardSettings",
     "RagSettings",

@@ -1,0 +1,121 @@
+"""Eval steps of the demo: sync the curated sets, replay them, tag the baseline, run the gate.
+
+The demo drives the eval engine, so it imports ``evals`` inside these functions (never at import).
+"""
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import yaml
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db.models import EvalRun
+from evallens.reports import GateReportBody
+from evallens.settings import EvalSettings
+
+SMOKE_SET_NAME = "acme-support-smoke"
+
+
+def curated_sets_dir() -> Path:
+    """The repository's curated Acme eval sets."""
+    import evals
+
+    return Path(evals.__file__).resolve().parent / "datasets" / "acme" / "sets"
+
+
+def corpus_dir() -> Path:
+    """The repository's demo knowledge base."""
+    return curated_sets_dir().parent / "docs"
+
+
+def write_smoke_sets(target: Path, cases_per_scenario: int) -> Path:
+    """A small copy of the curated sets (the first cases of each scenario) for ``--smoke``."""
+    target.mkdir(parents=True, exist_ok=True)
+    for source in sorted(curated_sets_dir().glob("*.yaml")):
+        content = yaml.safe_load(source.read_text())
+        content["set"] = SMOKE_SET_NAME
+        content["cases"] = content["cases"][:cases_per_scenario]
+        (target / source.name).write_text(yaml.safe_dump(content, sort_keys=False, allow_unicode=True))
+    return target
+
+
+def sync_sets(sessions: sessionmaker[Session], path: Path) -> tuple[int, str, int]:
+    """Store the sets under ``path``; returns (set version id, name, version) of the first set."""
+    from evals.sets.sync import sync_path
+
+    with sessions.begin() as session:
+        report = sync_path(session, path, docs_dir=corpus_dir())
+    synced = report.sets[0]
+    return synced.eval_set_id, synced.name, synced.version
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A run the demo made or reused."""
+
+    run_id: uuid.UUID
+    reused: bool
+
+
+def target_fingerprint(service_url: str) -> str:
+    """The fingerprint of the service's effective configuration."""
+    return str(httpx.get(f"{service_url}/v1/config", timeout=30).json()["fingerprint"])
+
+
+def replay(
+    sessions: sessionmaker[Session], eval_set_id: int, service_url: str, label: str, settings: EvalSettings
+) -> RunOutcome:
+    """Replay the set against the service, or reuse a completed run of the same set and config."""
+    from evals.metrics.context import build_scoring_context
+    from evals.runner.run import run_eval
+
+    fingerprint = target_fingerprint(service_url)
+    with sessions() as session:
+        earlier = session.scalars(
+            select(EvalRun.id)
+            .where(
+                EvalRun.eval_set_id == eval_set_id,
+                EvalRun.config_fingerprint == fingerprint,
+                EvalRun.status == "completed",
+                EvalRun.label == label,
+            )
+            .order_by(EvalRun.started_at.desc())
+        ).first()
+    if earlier is not None:
+        return RunOutcome(earlier, reused=True)
+    report = run_eval(
+        sessions, eval_set_id, settings, build_scoring_context(settings), endpoint=service_url, label=label
+    )
+    return RunOutcome(report.run_id, reused=False)
+
+
+def tag_baseline(sessions: sessionmaker[Session], run_id: uuid.UUID, tag: str = "main") -> None:
+    """Name the baseline run so the gate and the dashboard find it."""
+    from evals.runs import tag_run
+
+    with sessions.begin() as session:
+        tag_run(session, str(run_id), tag)
+
+
+def gate(
+    sessions: sessionmaker[Session], baseline: uuid.UUID, candidate: uuid.UUID, report_dir: Path
+) -> GateReportBody:
+    """Compare the candidate with the baseline, store the gate report and write its files."""
+    from evals.gate import options_from_settings, run_gate
+    from evals.reports import write_reports
+
+    outcome = run_gate(sessions, str(baseline), str(candidate), options_from_settings(EvalSettings()))
+    write_reports(outcome.body, report_dir)
+    return outcome.body
+
+
+def print_gate(body: GateReportBody) -> None:
+    """The gate's terminal report: quality and infra deltas, hints, verdict."""
+    from rich.console import Console
+
+    from evals.reports import print_report
+
+    print_report(body, Console())

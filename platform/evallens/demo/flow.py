@@ -1,0 +1,234 @@
+"""The demo, step by step: models, database, components, knowledge base, evals, gate, cases, dashboard."""
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from rich.console import Console
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db import create_db_engine, create_session_factory
+from evallens.db.migrate import upgrade
+from evallens.db.partitions import create_partitions_ahead
+from evallens.demo import evaluation, traffic
+from evallens.demo.stack import Stack
+from evallens.demo.steps import StepLog
+from evallens.errors import EvallensError
+from evallens.settings import CasesSettings, DemoSettings, EvalSettings, ServiceSettings
+
+SMOKE_MAX_MODEL_LEN = 8192  # the tiny model's byte-level tokenizer makes long prompts
+DEFAULT_MAX_MODEL_LEN = 2048
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """How the demo runs."""
+
+    smoke: bool = False
+    dashboard: bool = True
+    keep_running: bool = True
+
+
+@dataclass
+class DemoReport:
+    """What the demo produced."""
+
+    baseline_run_id: str = ""
+    candidate_run_id: str = ""
+    verdict: str = ""
+    num_hints: int = 0
+    num_candidates_mined: int = 0
+    timings: list[tuple[str, float]] = field(default_factory=list)
+
+
+def parse_change(assignment: str) -> dict[str, str]:
+    """``NAME=VALUE`` of a reference-service setting into an environment entry."""
+    name, sep, value = assignment.partition("=")
+    if not sep or not name.strip().startswith("EVALLENS_"):
+        raise EvallensError(f"the demo's candidate change must be EVALLENS_NAME=VALUE, got {assignment!r}")
+    return {name.strip(): value.strip()}
+
+
+def prepare_model(settings: DemoSettings, smoke: bool) -> tuple[Path, int, str]:
+    """The tiny test model for ``--smoke``, else the pulled SmolLM2; returns (path, context, note)."""
+    if smoke:
+        from evallens.service.models.tiny import build_tiny_llama
+
+        path = settings.data_dir / "models" / "tiny-llama"
+        if not (path / "config.json").exists():
+            build_tiny_llama(path, max_position_embeddings=SMOKE_MAX_MODEL_LEN)
+        return path, SMOKE_MAX_MODEL_LEN, f"tiny test model at {path}"
+    from evallens.service.models.pull import pull_default_model
+
+    report = pull_default_model(ServiceSettings())
+    state = "prepared" if report.built else "already prepared"
+    return (
+        report.chat_model_path,
+        DEFAULT_MAX_MODEL_LEN,
+        f"SmolLM2-135M-Instruct {state} at {report.chat_model_path}",
+    )
+
+
+class Demo:
+    """Runs the steps in order over one stack; ``stop`` ends every process it started."""
+
+    def __init__(self, options: DemoOptions, console: Console) -> None:
+        self.options = options
+        self.console = console
+        self.settings = DemoSettings()
+        self.change = parse_change(self.settings.demo_candidate_change)
+        self.log = StepLog(console)
+        self.report = DemoReport()
+        self.stack: Stack | None = None
+        self.engine: Engine | None = None
+        self.sessions: sessionmaker[Session] | None = None
+
+    @property
+    def demo_dir(self) -> Path:
+        """Where the demo keeps its reports, logs and smoke sets."""
+        return self.settings.data_dir / "demo"
+
+    def run(self) -> DemoReport:
+        """Every step, then wait for Ctrl-C unless asked to exit."""
+        try:
+            stack = self.prepare()
+            self.start_components(stack)
+            self.index_knowledge_base(stack)
+            eval_set_id, baseline = self.replay_baseline(stack)
+            self.gate_a_change(stack, eval_set_id, baseline)
+            self.production_traffic(stack)
+            if self.options.dashboard:
+                with self.log.step("Start the dashboard") as note:
+                    stack.start_dashboard()
+                    note(f"open {stack.dashboard_url}")
+            self.report.timings = self.log.timings
+            self.console.print(f"[bold]evallens demo: {self.log.summary()}[/bold]")
+            if self.options.keep_running:
+                self.console.print("Everything is running; press Ctrl-C to stop it all.")
+                while stack.all_running():
+                    time.sleep(1)
+            return self.report
+        finally:
+            self.stop()
+
+    def prepare(self) -> Stack:
+        """Model weights, PostgreSQL, the schema and today's span partitions."""
+        with self.log.step("Prepare the model, start PostgreSQL and migrate it") as note:
+            model_path, max_model_len, model_note = prepare_model(self.settings, self.options.smoke)
+            note(model_note)
+            self.stack = Stack(self.settings, model_path, max_model_len)
+            url = self.stack.open_database()
+            upgrade(url)
+            self.engine = create_db_engine(url)
+            with self.engine.begin() as connection:
+                create_partitions_ahead(connection, self.settings.partition_days_ahead)
+            self.sessions = create_session_factory(self.engine)
+            embedded = self.stack.database is not None and self.stack.database.embedded is not None
+            note("embedded PostgreSQL" if embedded else "PostgreSQL from EVALLENS_DATABASE_URL")
+            return self.stack
+
+    def start_components(self, stack: Stack) -> None:
+        """The collector first, so the service's first spans have somewhere to go."""
+        with self.log.step("Start the collector and the reference service") as note:
+            stack.start_collector()
+            stack.start_service()
+            note(f"collector {stack.collector_url}, service {stack.service_url}; logs in {stack.logs}")
+
+    def index_knowledge_base(self, stack: Stack) -> None:
+        """Upsert the Acme corpus (unchanged documents are not embedded again)."""
+        from evallens.service.documents.loader import load_corpus
+
+        with self.log.step("Index the demo knowledge base") as note:
+            loaded = load_corpus(evaluation.corpus_dir(), stack.service_url)
+            note(
+                f"{len(loaded.created)} created, {len(loaded.updated)} updated, "
+                f"{len(loaded.unchanged)} unchanged; {loaded.num_chunks_embedded} chunks embedded"
+            )
+
+    def eval_settings(self, stack: Stack) -> EvalSettings:
+        """Eval settings pointed at the demo's service."""
+        return EvalSettings(
+            eval_endpoint=stack.service_url,
+            eval_max_tokens=self.settings.demo_eval_max_tokens,
+            eval_concurrency=self.settings.demo_eval_concurrency,
+        )
+
+    def replay_baseline(self, stack: Stack) -> tuple[int, uuid.UUID]:
+        """Sync the curated sets (a small copy with ``--smoke``), replay, tag the run ``main``."""
+        assert self.sessions is not None
+        with self.log.step("Replay the eval set with the baseline configuration") as note:
+            sets = evaluation.curated_sets_dir()
+            if self.options.smoke:
+                sets = evaluation.write_smoke_sets(
+                    self.demo_dir / "smoke-sets", self.settings.demo_smoke_cases_per_scenario
+                )
+            eval_set_id, set_name, version = evaluation.sync_sets(self.sessions, sets)
+            run = evaluation.replay(
+                self.sessions, eval_set_id, stack.service_url, "baseline", self.eval_settings(stack)
+            )
+            evaluation.tag_baseline(self.sessions, run.run_id)
+            self.report.baseline_run_id = str(run.run_id)
+            note(f"{set_name} v{version}: run {run.run_id}{' (reused)' if run.reused else ''}, tagged main")
+            return eval_set_id, run.run_id
+
+    def gate_a_change(self, stack: Stack, eval_set_id: int, baseline: uuid.UUID) -> None:
+        """Restart the service with one setting changed, replay, and gate the candidate."""
+        assert self.sessions is not None and self.engine is not None
+        with self.log.step(f"Change {self.settings.demo_candidate_change}, replay and gate") as note:
+            stack.restart_service(self.change)
+            run = evaluation.replay(
+                self.sessions, eval_set_id, stack.service_url, "candidate", self.eval_settings(stack)
+            )
+            wait_for_rows(
+                self.engine, "SELECT count(*) FROM spans WHERE eval_run_id = :v", str(run.run_id), 1
+            )
+            body = evaluation.gate(self.sessions, baseline, run.run_id, self.demo_dir / "reports")
+            evaluation.print_gate(body)
+            self.report.candidate_run_id = str(run.run_id)
+            self.report.verdict, self.report.num_hints = body.verdict, len(body.hints)
+            note(f"gate verdict: {body.verdict}; reports in {self.demo_dir / 'reports'}")
+
+    def production_traffic(self, stack: Stack) -> None:
+        """Ordinary requests with some thumbs down, then the bad cases they leave behind."""
+        from evals.cases.mine import mine_cases
+        from evals.cases.render import print_candidates
+
+        assert self.sessions is not None and self.engine is not None
+        with self.log.step("Send production traffic with feedback, then mine bad cases") as note:
+            sent = traffic.send_traffic(
+                stack.service_url, self.settings.demo_traffic_requests, self.settings.demo_eval_max_tokens
+            )
+            feedback = "SELECT count(*) FROM spans WHERE attributes ? :v"
+            wait_for_rows(
+                self.engine, feedback, "evallens.feedback.score", sent.num_negative + sent.num_positive
+            )
+            with self.sessions() as session:
+                mined = mine_cases(session, CasesSettings(), since=timedelta(hours=1), limit=10)
+            print_candidates(mined, self.console)
+            self.report.num_candidates_mined = len(mined.candidates)
+            note(f"{sent.num_requests} requests, {sent.num_negative} thumbs down, {sent.num_errors} errors")
+
+    def stop(self) -> None:
+        """Stop every child process, then the embedded PostgreSQL."""
+        if self.engine is not None:
+            self.engine.dispose()
+        if self.stack is not None:
+            self.stack.stop()
+
+
+def run_demo(options: DemoOptions, console: Console) -> DemoReport:
+    """Run the demo end to end."""
+    return Demo(options, console).run()
+
+
+def wait_for_rows(engine: Engine, query: str, value: str, expected: int, timeout_s: float = 60.0) -> None:
+    """Poll ``query`` until it counts ``expected`` rows: span export to the collector is batched."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with engine.connect() as connection:
+            if connection.execute(text(query), {"v": value}).scalar_one() >= expected:
+                return
+        time.sleep(1.0)

@@ -1,0 +1,111 @@
+"""The demo's running stack: embedded PostgreSQL, collector, reference service and dashboard."""
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evallens.db import DatabaseServer, open_database
+from evallens.demo.processes import ManagedProcess, ProcessGroup
+from evallens.settings import CollectorSettings, DashboardSettings, DemoSettings, ServiceSettings
+
+EVALLENS = [sys.executable, "-m", "evallens"]
+
+
+@dataclass
+class Stack:
+    """Where each component listens and the processes that run them."""
+
+    settings: DemoSettings
+    model_path: Path
+    max_model_len: int
+    database: DatabaseServer | None = None
+    processes: ProcessGroup = field(default_factory=ProcessGroup)
+
+    @property
+    def logs(self) -> Path:
+        """Folder of every child's log file."""
+        return self.settings.data_dir / "demo" / "logs"
+
+    @property
+    def service_url(self) -> str:
+        """Base URL of the reference service."""
+        return f"http://127.0.0.1:{ServiceSettings().service_port}"
+
+    @property
+    def collector_url(self) -> str:
+        """Base URL of the collector's OTLP/HTTP receiver."""
+        return f"http://127.0.0.1:{CollectorSettings().collector_http_port}"
+
+    @property
+    def dashboard_url(self) -> str:
+        """URL of the dashboard."""
+        return f"http://127.0.0.1:{DashboardSettings().dashboard_port}"
+
+    @property
+    def database_url(self) -> str:
+        """URL of the database every component uses."""
+        assert self.database is not None, "the database is not open yet"
+        return self.database.url
+
+    def open_database(self) -> str:
+        """Start (or join) the embedded PostgreSQL, or use the configured server."""
+        self.database = open_database(self.settings)
+        return self.database.url
+
+    def start_collector(self) -> None:
+        """The collector, scraping the service's /metrics (which include vLLM's)."""
+        collector = self.processes.add(
+            ManagedProcess(
+                "collector",
+                [*EVALLENS, "collector"],
+                self.logs / "collector.log",
+                {
+                    "EVALLENS_DATABASE_URL": self.database_url,
+                    "EVALLENS_COLLECTOR_SCRAPE_TARGETS": f"{self.service_url}/metrics",
+                    "EVALLENS_COLLECTOR_SCRAPE_INTERVAL_S": "5",
+                },
+            )
+        )
+        collector.wait_healthy(f"{self.collector_url}/healthz", self.settings.demo_ready_timeout_s)
+
+    def start_service(self, change: dict[str, str] | None = None) -> None:
+        """The reference service exporting traces to the collector; ``change`` overrides settings."""
+        environment = {
+            "EVALLENS_DATABASE_URL": self.database_url,
+            "EVALLENS_MODEL_PATH": str(self.model_path),
+            "EVALLENS_MAX_MODEL_LEN": str(self.max_model_len),
+            "EVALLENS_OTLP_ENDPOINT": f"{self.collector_url}/v1/traces",
+            **(change or {}),
+        }
+        service = self.processes.add(
+            ManagedProcess("service", [*EVALLENS, "service"], self.logs / "service.log", environment)
+        )
+        service.wait_healthy(f"{self.service_url}/readyz", self.settings.demo_ready_timeout_s)
+
+    def restart_service(self, change: dict[str, str]) -> None:
+        """Stop the service and start it again with ``change`` applied."""
+        self.processes.stop("service")
+        self.start_service(change)
+
+    def start_dashboard(self) -> None:
+        """The Streamlit dashboard."""
+        dashboard = self.processes.add(
+            ManagedProcess(
+                "dashboard",
+                [*EVALLENS, "dashboard"],
+                self.logs / "dashboard.log",
+                {"EVALLENS_DATABASE_URL": self.database_url},
+            )
+        )
+        dashboard.wait_healthy(f"{self.dashboard_url}/_stcore/health", self.settings.demo_ready_timeout_s)
+
+    def all_running(self) -> bool:
+        """Whether every child is still alive."""
+        return all(process.running for process in self.processes.processes)
+
+    def stop(self) -> None:
+        """Stop every child, then the embedded PostgreSQL."""
+        self.processes.stop_all()
+        if self.database is not None:
+            self.database.stop()
+            self.database = None
