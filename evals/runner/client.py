@@ -7,11 +7,11 @@ from typing import Any
 
 import httpx
 
-from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID
+from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID, HEADER_TRACE_ID
 from evals.metrics.recall import document_id
 
 EXTENSION_FIELD = "evallens"
-TRACE_ID_HEADER = "x-trace-id"
+TRACE_ID_HEADER = HEADER_TRACE_ID
 TRACEPARENT_HEADER = "traceparent"
 
 

@@ -7,12 +7,17 @@ app = typer.Typer(help="The reference service: vLLM + RAG behind an OpenAI-compa
 
 
 @app.callback(invoke_without_command=True)
-def run(ctx: typer.Context) -> None:
+def run(
+    ctx: typer.Context,
+    insecure: bool = typer.Option(
+        False, "--insecure", help="Listen beyond loopback WITHOUT authentication (not recommended)."
+    ),
+) -> None:
     """Run the reference service (EVALLENS_SERVICE_HOST/PORT, default 127.0.0.1:8000)."""
     if ctx.invoked_subcommand is not None:
         return
     from evallens.service.server import run_service
     from evallens.settings import ServiceSettings
 
-    report = run_service(ServiceSettings())
+    report = run_service(ServiceSettings(), insecure)
     Console(soft_wrap=True).print(f"service at {report.url} ({report.engine}: {report.model}) stopped")

@@ -1,5 +1,6 @@
 """Bookkeeping of one chat request: its span, metrics and log line, filled in as it runs."""
 
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -12,6 +13,7 @@ from evallens.telemetry import attributes as attr
 from evallens.telemetry.cost import Price, gpu_time_cost_usd
 
 OPERATION = "chat"
+TIMEOUT_KIND = "timeout"  # ServiceError.kind of a missed time budget
 CLIENT_CLOSED = 499  # nginx' convention for "the client went away"
 
 
@@ -66,18 +68,46 @@ class RequestRecording:
     generation_started: float | None = None
     finish_reason: str | None = None
     concurrency: int = 1
+    capture_content: bool = False
+    answer_parts: list[str] = field(default_factory=list)
     ended: bool = False
 
     @classmethod
     def start(
-        cls, tracer: Tracer, metrics: ServiceMetrics, request_id: str, tags: RequestTags, *, stream: bool
+        cls,
+        tracer: Tracer,
+        metrics: ServiceMetrics,
+        request_id: str,
+        tags: RequestTags,
+        *,
+        stream: bool,
+        capture_content: bool = False,
     ) -> "RequestRecording":
         """Open the request's root span with the caller's tags."""
         span = tracer.start_span(OPERATION, kind=SpanKind.SERVER)
         span.set_attributes(
             {attr.GEN_AI_OPERATION_NAME: OPERATION, attr.STREAM: stream, **tags.span_attributes()}
         )
-        return cls(request_id=request_id, span=span, metrics=metrics, stream=stream)
+        return cls(
+            request_id=request_id,
+            span=span,
+            metrics=metrics,
+            stream=stream,
+            capture_content=capture_content,
+        )
+
+    def set_input(self, messages: list[tuple[str, str]]) -> None:
+        """The caller's messages (not the system prompt or retrieved context), when content is captured."""
+        if self.capture_content:
+            self.span.set_attribute(
+                attr.GEN_AI_INPUT_MESSAGES,
+                json.dumps([_genai_message(role, text) for role, text in messages], ensure_ascii=False),
+            )
+
+    @property
+    def answer(self) -> str:
+        """The answer's text so far."""
+        return "".join(self.answer_parts)
 
     def set_request(
         self, model: str, provider: str, route: str, sampling: SamplingOptions, fingerprint: str
@@ -139,6 +169,11 @@ class RequestRecording:
         )
         if self.finish_reason is not None:
             self.span.set_attribute(attr.GEN_AI_RESPONSE_FINISH_REASONS, [self.finish_reason])
+        if self.capture_content and (self.answer_parts or self.finish_reason is not None):
+            output = {**_genai_message("assistant", self.answer), "finish_reason": self.finish_reason}
+            self.span.set_attribute(attr.GEN_AI_OUTPUT_MESSAGES, json.dumps([output], ensure_ascii=False))
+        if self.generation_started is not None:
+            self.span.set_attribute(attr.ENGINE_CONCURRENT_REQUESTS, self.concurrency)
         if ttft_s is not None:
             self.span.set_attributes(
                 {attr.TIME_TO_FIRST_TOKEN_S: ttft_s, attr.GEN_AI_SERVER_TIME_TO_FIRST_TOKEN: ttft_s}
@@ -154,6 +189,8 @@ class RequestRecording:
             self.span.set_attribute(attr.OUTPUT_TOKENS_PER_SECOND, rate)
             self.metrics.tokens_per_s.observe(rate)
         if error is not None:
+            if error == TIMEOUT_KIND:
+                self.span.set_attribute(attr.TIMEOUT, True)
             self.span.set_attribute(attr.ERROR_TYPE, error)
             self.span.set_status(Status(StatusCode.ERROR, error))
             self.metrics.errors.labels(error).inc()
@@ -180,3 +217,8 @@ class RequestRecording:
                 error=error,
             )
         )
+
+
+def _genai_message(role: str, text: str) -> dict[str, object]:
+    """A message in the GenAI conventions' JSON shape: role and text parts."""
+    return {"role": role, "parts": [{"type": "text", "content": text}]}

@@ -6,12 +6,15 @@ import json
 from evallens.service.engines.base import JSONValue
 from evallens.service.engines.routing import EngineRouter
 from evallens.service.protocol import ServiceConfig
+from evallens.service.rag_pipeline import RagPipeline
 from evallens.settings import ServiceSettings
 
 
-def answer_config(settings: ServiceSettings, router: EngineRouter) -> dict[str, JSONValue]:
-    """What an eval must replay after a change: engines, routing, prompt and sampling defaults."""
+def answer_config(settings: ServiceSettings, router: EngineRouter, rag: RagPipeline) -> dict[str, JSONValue]:
+    """What an eval must replay after a change: engines, routing, prompt and sampling defaults,
+    retrieval, caches and guards."""
     return {
+        **rag.config(),
         "engines": router.config(),
         "system_prompt": settings.system_prompt,
         "defaults": {
@@ -28,15 +31,22 @@ def fingerprint(config: dict[str, JSONValue]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def service_config(settings: ServiceSettings, router: EngineRouter) -> ServiceConfig:
+def service_config(settings: ServiceSettings, router: EngineRouter, rag: RagPipeline) -> ServiceConfig:
     """The answer-changing configuration with its fingerprint, and the serving limits beside it."""
-    config = answer_config(settings, router)
+    config = answer_config(settings, router, rag)
     serving: dict[str, JSONValue] = {
         "max_in_flight": settings.max_in_flight,
         "max_queued": settings.max_queued,
         "ttft_budget_s": settings.ttft_budget_s,
         "total_budget_s": settings.total_budget_s,
         "kv_cache_bytes": settings.kv_cache_bytes,
+        "retrieval_budget_ms": settings.retrieval_budget_ms,
+        "cache_exact_ttl_s": settings.cache_exact_ttl_s,
+        "cache_semantic_ttl_s": settings.cache_semantic_ttl_s,
+        "cache_semantic_fallback_threshold": settings.cache_semantic_fallback_threshold,
+        "breaker_error_rate": settings.breaker_error_rate,
+        "auth_enabled": settings.auth_enabled,
+        "capture_content": settings.capture_content,
     }
     return ServiceConfig(
         model=router.main.model_name, fingerprint=fingerprint(config), answer_config=config, serving=serving

@@ -91,6 +91,36 @@ class EngineUnavailable(ServiceError):
     kind = "engine"
 
 
+class NotFound(ServiceError):
+    """The request names something the service does not know."""
+
+    status_code = 404
+    error_type = "not_found_error"
+    kind = "not_found"
+
+
+AUTH_ERROR_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    429: "rate_limit_error",
+    503: "server_error",
+}
+
+
+class AuthRefused(ServiceError):
+    """No key, a wrong, revoked or under-scoped key, or a key over its rate limit (401/403/429)."""
+
+    kind = "auth"
+
+    def __init__(self, message: str, status_code: int, retry_after_s: int | None = None) -> None:
+        headers = {"Retry-After": str(retry_after_s)} if retry_after_s is not None else None
+        super().__init__(message, code=f"auth_{status_code}", headers=headers)
+        self.status_code = status_code
+        self.error_type = AUTH_ERROR_TYPES.get(status_code, "authentication_error")
+        if status_code == 401:
+            self.headers["WWW-Authenticate"] = "Bearer"
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Turn service errors and invalid bodies into OpenAI-style JSON errors."""
 

@@ -1,7 +1,8 @@
 """The one place a request becomes the messages the model sees.
 
-Part 2 of the service (retrieval, caches) plugs in here: it passes the retrieved passages as
-``PromptContext.passages`` and gets their ids back as the answer's ``cited_ids``.
+Without retrieval: the configured system prompt (unless the request brings its own) and, when given,
+``passages`` as numbered context. With retrieval (``template`` set): the versioned RAG template with the
+retrieved chunks, or its no-context variant when retrieval degraded (``chunks`` None).
 """
 
 from collections.abc import Sequence
@@ -9,6 +10,8 @@ from dataclasses import dataclass, field
 
 from evallens.service.engines.base import Message
 from evallens.service.protocol import ChatCompletionRequest
+from evallens.service.rag import prompt as rag_prompt
+from evallens.service.rag.types import RetrievedChunk
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,8 @@ class PromptContext:
 
     system_prompt: str
     passages: Sequence[Passage] = ()
+    template: str | None = None
+    chunks: Sequence[RetrievedChunk] | None = None
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,9 @@ class BuiltPrompt:
 
 def build_messages(request: ChatCompletionRequest, context: PromptContext) -> BuiltPrompt:
     """The request's messages, with the system prompt first (unless the request brings its own)
-    and the passages appended to it as numbered context."""
+    and the passages appended to it as numbered context; or the RAG template's messages."""
+    if context.template is not None:
+        return _rag_messages(request, context.template, context.chunks)
     turns = [Message(message.role, message.content) for message in request.messages]
     system_parts = [] if turns[0].role == "system" else [context.system_prompt]
     if context.passages:
@@ -54,3 +61,12 @@ def build_messages(request: ChatCompletionRequest, context: PromptContext) -> Bu
         else:
             turns.insert(0, Message("system", "\n\n".join(system_parts)))
     return BuiltPrompt(tuple(turns), tuple(passage.id for passage in context.passages))
+
+
+def _rag_messages(
+    request: ChatCompletionRequest, template: str, chunks: Sequence[RetrievedChunk] | None
+) -> BuiltPrompt:
+    conversation = [{"role": message.role, "content": message.content} for message in request.messages]
+    messages = rag_prompt.build_messages(conversation, chunks, version=template)
+    cited = tuple(chunk.id for chunk in chunks or ())
+    return BuiltPrompt(tuple(Message(m["role"], m["content"]) for m in messages), cited)

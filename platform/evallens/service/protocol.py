@@ -21,6 +21,15 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
+class EvallensOptions(BaseModel):
+    """evallens' own request options, under ``"evallens"`` in the body: ``{"retrieval": false}``
+    answers without the knowledge base (no retrieval, no scope guard)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    retrieval: bool | None = None
+
+
 class ChatCompletionRequest(BaseModel):
     """``POST /v1/chat/completions`` body; unknown OpenAI fields are accepted and ignored."""
 
@@ -39,6 +48,7 @@ class ChatCompletionRequest(BaseModel):
     # vLLM's extensions, for tests and load generators that need answers of a known length
     min_tokens: int = Field(default=0, ge=0)
     ignore_eos: bool = False
+    evallens: EvallensOptions | None = None
 
     @property
     def stop_sequences(self) -> tuple[str, ...]:
@@ -64,10 +74,25 @@ class ChatChoice(BaseModel):
     finish_reason: str | None
 
 
+class CacheFlags(BaseModel):
+    """Whether the answer came from the exact or the semantic answer cache."""
+
+    exact: bool = False
+    semantic: bool = False
+
+
 class EvallensExtension(BaseModel):
-    """evallens' own response fields: what retrieval cited, the route taken, the trace to look up."""
+    """evallens' own response fields: what retrieval cited, caches, degradation, route and trace.
+
+    ``cited_ids`` are the chunk ids in the prompt (``<doc-id>#<n>``), best first; ``retrieved_ids`` the
+    distinct document ids of those chunks in rank order (what recall@k scores).
+    """
 
     cited_ids: list[str] = Field(default_factory=list)
+    retrieved_ids: list[str] = Field(default_factory=list)
+    cache: CacheFlags = Field(default_factory=CacheFlags)
+    degraded: bool = False
+    degraded_reason: str | None = None
     route: str | None = None
     trace_id: str | None = None
     config_fingerprint: str | None = None
@@ -135,6 +160,26 @@ class ServiceConfig(BaseModel):
     fingerprint: str
     answer_config: dict[str, JSONValue]
     serving: dict[str, JSONValue]
+
+
+class FeedbackRequest(BaseModel):
+    """``POST /v1/feedback``: a rating of one answer, by its trace id or its response id."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trace_id: str | None = Field(default=None, description="The answer's trace id (32 hex digits).")
+    response_id: str | None = Field(default=None, description="The answer's id (``chatcmpl-...``).")
+    score: float | None = Field(default=None, description="-1 (bad) to 1 (good).")
+    thumbs: Literal["up", "down"] | None = Field(default=None, description="Instead of a score: 1 or -1.")
+    comment: str | None = Field(default=None, max_length=4000, description="The user's words.")
+
+
+class FeedbackAccepted(BaseModel):
+    """The feedback was recorded (as a span that reaches the collector)."""
+
+    id: str
+    trace_id: str
+    score: float
 
 
 class ErrorDetail(BaseModel):

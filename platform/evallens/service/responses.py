@@ -8,6 +8,7 @@ from starlette.types import Receive, Scope, Send
 from evallens.service.engines.base import GenerationChunk
 from evallens.service.errors import ServiceError
 from evallens.service.protocol import (
+    CacheFlags,
     ChatChoice,
     ChatCompletionChunk,
     ChatCompletionResponse,
@@ -19,7 +20,8 @@ from evallens.service.protocol import (
     EvallensExtension,
     Usage,
 )
-from evallens.service.serving import ChatCall
+from evallens.service.serving import ChatCall, document_ids
+from evallens.telemetry import attributes as attr
 
 SSE_DONE = "data: [DONE]\n\n"
 
@@ -27,12 +29,27 @@ SSE_DONE = "data: [DONE]\n\n"
 def extension(call: ChatCall) -> EvallensExtension:
     """evallens' fields of a response."""
     recording = call.recording
+    state = call.rag
+    cached = state.canned if state.exact_hit or state.semantic_hit else None
+    cited = cached.cited_ids if cached is not None else call.built.cited_ids
+    retrieved = cached.retrieved_ids if cached is not None else tuple(document_ids(cited, state))
+    if state.canned is not None and cached is None:  # a refusal or a decline cites nothing
+        cited, retrieved = (), ()
     return EvallensExtension(
-        cited_ids=list(call.built.cited_ids),
+        cited_ids=list(cited),
+        retrieved_ids=list(retrieved),
+        cache=CacheFlags(exact=state.exact_hit, semantic=state.semantic_hit),
+        degraded=state.degraded,
+        degraded_reason=state.degraded_reason,
         route=recording.route,
         trace_id=recording.trace_id,
         config_fingerprint=call.fingerprint,
     )
+
+
+def trace_headers(call: ChatCall) -> dict[str, str]:
+    """``x-trace-id``: where the request's spans are (the eval runner reads it)."""
+    return {attr.HEADER_TRACE_ID: call.recording.trace_id}
 
 
 def usage(call: ChatCall) -> Usage:
@@ -99,7 +116,13 @@ async def sse_events(
         return
     if include_usage:
         yield _event(
-            ChatCompletionChunk(id=recording.request_id, model=recording.model, choices=[], usage=usage(call))
+            ChatCompletionChunk(
+                id=recording.request_id,
+                model=recording.model,
+                choices=[],
+                usage=usage(call),
+                evallens=extension(call),
+            )
         )
     yield SSE_DONE
 
@@ -111,8 +134,15 @@ class EventStreamResponse(StreamingResponse):
     here, outside the cancelled scope, is what reliably aborts the engine request.
     """
 
-    def __init__(self, events: AsyncGenerator[str, None], on_close: Callable[[], Awaitable[None]]) -> None:
-        super().__init__(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    def __init__(
+        self,
+        events: AsyncGenerator[str, None],
+        on_close: Callable[[], Awaitable[None]],
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            events, media_type="text/event-stream", headers={"Cache-Control": "no-cache", **(headers or {})}
+        )
         self._events = events
         self._on_close = on_close
 
@@ -124,4 +154,4 @@ class EventStreamResponse(StreamingResponse):
             await self._on_close()
 
 
-__all__ = ["EventStreamResponse", "complete", "sse_events"]
+__all__ = ["EventStreamResponse", "complete", "sse_events", "trace_headers"]

@@ -4,9 +4,18 @@ import logging
 from dataclasses import dataclass
 
 import uvicorn
+from sqlalchemy import inspect
 
+from evallens.auth import ensure_safe_bind
+from evallens.db import create_db_engine, ping
+from evallens.db.server import database
+from evallens.errors import EvallensError
 from evallens.service.app import create_app
 from evallens.settings import ServiceSettings
+
+
+class SchemaMissing(EvallensError):
+    """The database has no knowledge-base tables yet."""
 
 
 @dataclass(frozen=True)
@@ -27,12 +36,30 @@ def configure_logging(level: str) -> None:
     logger.setLevel(level.upper())
 
 
-def run_service(settings: ServiceSettings) -> ServiceRun:
-    """Serve until interrupted; the engine loads in the background (``/readyz`` turns 200)."""
+def check_schema(url: str, settings: ServiceSettings) -> None:
+    """One clear line when PostgreSQL is unreachable or not migrated."""
+    engine = create_db_engine(url, connect_timeout_s=settings.database_connect_timeout_s)
+    try:
+        ping(engine)
+        if not inspect(engine).has_table("chunks"):
+            raise SchemaMissing("the database has no knowledge-base tables: run `evallens db upgrade` first")
+    finally:
+        engine.dispose()
+
+
+def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun:
+    """Serve until interrupted; the engine loads in the background (``/readyz`` turns 200).
+
+    The knowledge base and API keys live in PostgreSQL (the embedded one unless a URL is set).
+    Refuses a non-loopback address without auth unless ``insecure``.
+    """
+    ensure_safe_bind(settings.service_host, settings.auth_enabled, insecure, "the reference service")
     configure_logging(settings.log_level)
-    app = create_app(settings)
-    uvicorn.run(
-        app, host=settings.service_host, port=settings.service_port, log_level=settings.log_level.lower()
-    )
+    with database(settings) as server:
+        check_schema(server.url, settings)
+        app = create_app(settings.model_copy(update={"database_url": server.url}))
+        uvicorn.run(
+            app, host=settings.service_host, port=settings.service_port, log_level=settings.log_level.lower()
+        )
     model = settings.openai_model if settings.engine == "openai" else str(settings.resolved_model_path)
     return ServiceRun(f"http://{settings.service_host}:{settings.service_port}", settings.engine, model or "")

@@ -1,6 +1,7 @@
 """Chat completions: prompt, route, limits, generation and telemetry, for both response modes."""
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncGenerator
@@ -22,9 +23,13 @@ from evallens.service.engines.base import (
 )
 from evallens.service.engines.routing import EngineRouter
 from evallens.service.errors import BadRequest, ContextLengthExceeded, EngineUnavailable, ServiceError
+from evallens.service.feedback import ResponseIndex
+from evallens.service.guards import ServiceUnavailable
+from evallens.service.guards.degrade import ENGINE_FALLBACK_CACHE
 from evallens.service.limits import Admission, Deadline, in_flight_slot
 from evallens.service.prompt import BuiltPrompt, PromptContext, build_messages
 from evallens.service.protocol import ChatCompletionRequest
+from evallens.service.rag_pipeline import CannedAnswer, RagPipeline, RagState, span_attributes
 from evallens.service.telemetry import ServiceMetrics
 from evallens.settings import ServiceSettings
 from evallens.telemetry import attributes as attr
@@ -42,6 +47,7 @@ class ChatCall:
     sampling: SamplingOptions
     deadline: Deadline
     fingerprint: str
+    rag: RagState
 
 
 class ChatServing:
@@ -54,26 +60,44 @@ class ChatServing:
         admission: Admission,
         metrics: ServiceMetrics,
         tracer: Tracer,
+        rag: RagPipeline,
     ) -> None:
         self.settings = settings
         self.router = router
         self.admission = admission
         self.metrics = metrics
         self.tracer = tracer
+        self.rag = rag
+        self.responses = ResponseIndex()
 
-    def prepare(self, request: ChatCompletionRequest, tags: RequestTags) -> ChatCall:
-        """Open the request's span and check everything that can be refused before queueing."""
+    def config_fingerprint(self) -> str:
+        """The fingerprint of everything that changes answers (as ``/v1/config`` shows it)."""
+        return fingerprint(answer_config(self.settings, self.router, self.rag))
+
+    async def prepare(self, request: ChatCompletionRequest, tags: RequestTags) -> ChatCall:
+        """Open the request's span, run the stages before the engine (guards, caches, retrieval) and
+        check everything that can be refused before queueing."""
         request_id = f"chatcmpl-{uuid.uuid4().hex}"
-        recording = RequestRecording.start(self.tracer, self.metrics, request_id, tags, stream=request.stream)
+        recording = RequestRecording.start(
+            self.tracer,
+            self.metrics,
+            request_id,
+            tags,
+            stream=request.stream,
+            capture_content=self.settings.capture_content,
+        )
+        self.responses.remember(request_id, recording.trace_id)
         try:
-            return self._prepare(request, recording)
+            with _current(recording):
+                return await self._prepare(request, recording, tags)
         except BaseException as error:
             self.fail(recording, error)
             raise
 
-    def _prepare(self, request: ChatCompletionRequest, recording: RequestRecording) -> ChatCall:
-        built = build_messages(request, PromptContext(system_prompt=self.settings.system_prompt))
-        route = self.router.choose(built.num_chars)
+    async def _prepare(
+        self, request: ChatCompletionRequest, recording: RequestRecording, tags: RequestTags
+    ) -> ChatCall:
+        recording.set_input([(message.role, message.content) for message in request.messages])
         sampling = SamplingOptions(
             max_tokens=request.max_tokens
             or request.max_completion_tokens
@@ -87,10 +111,22 @@ class ChatServing:
             min_tokens=request.min_tokens,
             ignore_eos=request.ignore_eos,
         )
-        config_fingerprint = fingerprint(answer_config(self.settings, self.router))
+        config_fingerprint = self.config_fingerprint()
+        state = await self.rag.before_engine(request, sampling, tags.tenant, config_fingerprint)
+        recording.span.set_attributes(span_attributes(state))
+        built = build_messages(request, self._prompt_context(state))
+        route = self.router.choose(built.num_chars)
         recording.set_request(
             route.engine.model_name, route.engine.provider, route.name, sampling, config_fingerprint
         )
+        deadline = Deadline(
+            self.settings.ttft_budget_s, self.settings.total_budget_s, started=recording.started
+        )
+        if state.canned is not None:
+            prompt = Prompt(built.messages)
+            return ChatCall(
+                request, recording, route.engine, built, prompt, sampling, deadline, config_fingerprint, state
+            )
         if not route.engine.is_ready():
             raise EngineUnavailable("the engine is not ready yet", code="engine_not_ready")
         try:
@@ -107,11 +143,16 @@ class ChatServing:
         ):
             raise ContextLengthExceeded(num_tokens, sampling.max_tokens, max_model_len)
         self.admission.check()
-        deadline = Deadline(
-            self.settings.ttft_budget_s, self.settings.total_budget_s, started=recording.started
-        )
         return ChatCall(
-            request, recording, route.engine, built, prompt, sampling, deadline, config_fingerprint
+            request, recording, route.engine, built, prompt, sampling, deadline, config_fingerprint, state
+        )
+
+    def _prompt_context(self, state: RagState) -> PromptContext:
+        if not state.retrieval:
+            return PromptContext(system_prompt=self.settings.system_prompt)
+        chunks = None if state.result is None else state.result.chunks
+        return PromptContext(
+            system_prompt=self.settings.system_prompt, template=self.settings.prompt_template, chunks=chunks
         )
 
     async def run(self, call: ChatCall) -> AsyncGenerator[GenerationChunk, None]:
@@ -124,6 +165,10 @@ class ChatServing:
         parent = trace.set_span_in_context(recording.span)
         finished = False
         try:
+            if call.rag.canned is not None:
+                yield self._replay(call, call.rag.canned)
+                self.finish(call, 200)
+                return
             async with AsyncExitStack() as stack:
                 queue_span = self.tracer.start_span("queue", context=parent)
                 queued_at = time.perf_counter()
@@ -152,30 +197,70 @@ class ChatServing:
         except BaseException as error:
             # Record first: in a cancelled task, any await below may be cancelled again.
             self.fail(recording, error)
-            if not finished:
+            if not finished and recording.generation_started is not None:
                 await call.engine.abort(recording.request_id)
             raise
+
+    def _replay(self, call: ChatCall, answer: CannedAnswer) -> GenerationChunk:
+        """An answer given without the engine, as one chunk (its recorded usage included)."""
+        recording = call.recording
+        recording.mark_first_token()
+        recording.num_prompt_tokens = answer.num_prompt_tokens
+        recording.num_output_tokens = answer.num_output_tokens
+        recording.finish_reason = answer.finish_reason
+        recording.answer_parts.append(answer.text)
+        return GenerationChunk(
+            answer.text, answer.num_prompt_tokens, answer.num_output_tokens, answer.finish_reason
+        )
+
+    async def _first_chunk(
+        self, call: ChatCall, chunks: AsyncGenerator[GenerationChunk, None]
+    ) -> GenerationChunk | CannedAnswer | None:
+        """The engine's first chunk, behind the engine breaker; when the engine fails or misses its
+        first-token budget, a semantic-cache stand-in (degraded), else the error (503, or the 504)."""
+
+        async def draw() -> GenerationChunk | None:
+            try:
+                async with asyncio.timeout(max(call.deadline.first_token_left_s(), 0.0)):
+                    return await anext(chunks)
+            except StopAsyncIteration:
+                return None
+            except TimeoutError as error:
+                raise call.deadline.first_token_error() from error
+            except EngineError as error:
+                raise EngineUnavailable(str(error)) from error
+
+        state = call.rag
+        try:
+            with _current(call.recording):
+                outcome = await self.rag.engine_guard.generate(
+                    draw, fallback=lambda: self.rag.fallback(state)
+                )
+        except ServiceUnavailable as error:
+            cause = error.__cause__
+            if isinstance(cause, ServiceError) and not isinstance(cause, EngineUnavailable):
+                raise cause from None  # a missed budget stays a 504
+            raise EngineUnavailable(str(error), code=error.reason) from error
+        if outcome.fallback is not None:
+            state.degraded_reason, state.canned = ENGINE_FALLBACK_CACHE, outcome.fallback
+            call.recording.span.set_attributes(span_attributes(state))
+            return outcome.fallback
+        return outcome.answer
 
     async def _generate(self, call: ChatCall) -> AsyncGenerator[GenerationChunk, None]:
         recording = call.recording
         chunks = call.engine.stream(recording.request_id, call.prompt, call.sampling)
         try:
-            while True:
-                first = recording.first_token_at is None
-                budget_s = call.deadline.first_token_left_s() if first else call.deadline.total_left_s()
-                try:
-                    async with asyncio.timeout(max(budget_s, 0.0)):
-                        chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError as error:
-                    raise (
-                        call.deadline.first_token_error() if first else call.deadline.total_error()
-                    ) from error
-                except EngineRejected as error:
-                    raise BadRequest(str(error)) from error
-                except EngineError as error:
-                    raise EngineUnavailable(str(error)) from error
+            try:
+                first = await self._first_chunk(call, chunks)
+            except EngineRejected as error:
+                raise BadRequest(str(error)) from error
+            if isinstance(first, CannedAnswer):
+                await call.engine.abort(recording.request_id)
+                yield self._replay(call, first)
+                return
+            chunk = first
+            while chunk is not None:
                 if chunk.text or chunk.num_output_tokens:
                     recording.mark_first_token()
                 recording.num_prompt_tokens = chunk.num_prompt_tokens or recording.num_prompt_tokens
@@ -183,13 +268,44 @@ class ChatServing:
                 recording.finish_reason = chunk.finish_reason or recording.finish_reason
                 if chunk.engine_queue_s is not None:
                     recording.span.set_attribute(attr.ENGINE_QUEUE_TIME_S, chunk.engine_queue_s)
+                recording.answer_parts.append(chunk.text)
                 yield chunk
+                chunk = await self._next_chunk(call, chunks)
         finally:
             await chunks.aclose()
 
+    async def _next_chunk(
+        self, call: ChatCall, chunks: AsyncGenerator[GenerationChunk, None]
+    ) -> GenerationChunk | None:
+        """The next chunk within the first-token budget (until a token came) or the total budget."""
+        first = call.recording.first_token_at is None
+        budget_s = call.deadline.first_token_left_s() if first else call.deadline.total_left_s()
+        try:
+            async with asyncio.timeout(max(budget_s, 0.0)):
+                return await anext(chunks)
+        except StopAsyncIteration:
+            return None
+        except TimeoutError as error:
+            raise (call.deadline.first_token_error() if first else call.deadline.total_error()) from error
+        except EngineRejected as error:
+            raise BadRequest(str(error)) from error
+        except EngineError as error:
+            raise EngineUnavailable(str(error)) from error
+
     def finish(self, call: ChatCall, status: int) -> None:
-        """Record a successful request."""
-        call.recording.end(status, hour_usd=self.settings.hour_usd)
+        """Record a successful request; remember a complete engine answer in the caches."""
+        recording = call.recording
+        if call.rag.canned is None and recording.finish_reason is not None:
+            answer = CannedAnswer(
+                recording.answer,
+                recording.finish_reason,
+                recording.num_prompt_tokens,
+                recording.num_output_tokens,
+                call.built.cited_ids,
+                tuple(document_ids(call.built.cited_ids, call.rag)),
+            )
+            self.rag.remember(call.rag, answer)
+        recording.end(status, hour_usd=self.settings.hour_usd)
 
     def fail(self, recording: RequestRecording, error: BaseException) -> None:
         """Record a failed request with its status code and error kind."""
@@ -212,3 +328,16 @@ class ChatServing:
     def _update_gauges(self) -> None:
         self.metrics.in_flight.set(self.admission.num_in_flight)
         self.metrics.queued.set(self.admission.num_queued)
+
+
+def _current(recording: RequestRecording) -> "contextlib.AbstractContextManager[object]":
+    """Make the request span current (for the stages' child spans) without ending it or marking it."""
+    return trace.use_span(
+        recording.span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+    )
+
+
+def document_ids(chunk_ids: tuple[str, ...], state: RagState) -> list[str]:
+    """Distinct document ids of the cited chunks, in rank order."""
+    by_chunk = {} if state.result is None else {c.id: c.document_id for c in state.result.chunks}
+    return list(dict.fromkeys(by_chunk[chunk_id] for chunk_id in chunk_ids if chunk_id in by_chunk))

@@ -100,15 +100,15 @@ class CacheSettings(BaseSettings):
 
 
 class GuardSettings(BaseSettings):
-    """Time budgets, circuit breakers, and the scope and safety guards."""
+    """Retrieval's time budget, circuit breakers, and the scope and safety guards.
+
+    The engine's budgets are ``ServiceSettings.ttft_budget_s`` / ``total_budget_s`` (one knob each).
+    """
 
     model_config = settings_config()
 
     retrieval_budget_ms: float = Field(
         default=200.0, gt=0, description="Retrieval time budget; over it the answer goes without context."
-    )
-    engine_ttft_budget_ms: float = Field(
-        default=800.0, gt=0, description="Time budget for the engine's first token."
     )
     breaker_window_s: float = Field(
         default=30.0, gt=0, description="Sliding window over which a breaker measures the error rate."

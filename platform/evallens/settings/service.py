@@ -4,15 +4,21 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings
 
 from evallens.settings._base import DEFAULT_DATA_DIR, settings_config
+from evallens.settings.auth import AuthSettings
+from evallens.settings.database import DatabaseSettings
+from evallens.settings.rag import CacheSettings, GuardSettings, RagSettings
 
 DEFAULT_CHAT_MODEL_DIR = "smollm2-135m-instruct"
 
 
-class ServiceSettings(BaseSettings):
-    """Everything ``evallens service`` reads: all from ``EVALLENS_*`` variables."""
+class ServiceSettings(DatabaseSettings, AuthSettings, RagSettings, CacheSettings, GuardSettings):
+    """Everything ``evallens service`` reads: all from ``EVALLENS_*`` variables.
+
+    The database (knowledge base, API keys), auth, retrieval, cache and guard knobs are inherited, so
+    one object configures the whole service and each knob exists once.
+    """
 
     model_config = settings_config()
 
@@ -75,7 +81,12 @@ class ServiceSettings(BaseSettings):
     )
     retry_after_s: int = Field(default=1, ge=1, description="`Retry-After` seconds sent with a 429.")
     ttft_budget_s: float = Field(
-        default=30.0, gt=0, description="Seconds to the first token (queueing included) before a 504."
+        default=30.0,
+        gt=0,
+        description=(
+            "Seconds to the first token (queueing included): over it the engine request is aborted, "
+            "counts against the engine breaker, and the answer is a semantic-cache stand-in or a 504."
+        ),
     )
     total_budget_s: float = Field(
         default=120.0, gt=0, description="Seconds for a whole request before a 504."
@@ -97,6 +108,13 @@ class ServiceSettings(BaseSettings):
         default=200,
         ge=1,
         description="Requests with prompts up to this many characters go to the small model.",
+    )
+    capture_content: bool = Field(
+        default=True,
+        description=(
+            "Record the user's messages and the answer on the request span (gen_ai.input.messages / "
+            "gen_ai.output.messages) so evals and case mining can read them; logs never hold prompt text."
+        ),
     )
     log_level: str = Field(default="info", description="Log level of the service (uvicorn and evallens).")
 

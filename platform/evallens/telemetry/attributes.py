@@ -111,6 +111,7 @@ KB_NUM_CHUNKS_DELETED = "evallens.kb.num_chunks_deleted"
 FEEDBACK_SCORE = "evallens.feedback.score"
 FEEDBACK_COMMENT = "evallens.feedback.comment"
 FEEDBACK_TARGET_TRACE_ID = "evallens.feedback.trace_id"
+FEEDBACK_ID = "evallens.feedback.id"
 
 # Span names of the reference service's RAG stages (children of the chat request span)
 SPAN_RETRIEVAL = "retrieval"  # gen_ai.operation.name = retrieval
@@ -123,6 +124,8 @@ SPAN_CACHE_EXACT = "cache.exact"
 SPAN_CACHE_SEMANTIC = "cache.semantic"
 SPAN_GUARD_SAFETY = "guard.safety"
 SPAN_GUARD_SCOPE = "guard.scope"
+SPAN_EMBED_QUERY = "embed.query"  # the question's embedding, shared by the semantic cache and retrieval
+SPAN_FEEDBACK = "feedback"
 OPERATION_RETRIEVAL = "retrieval"
 OPENINFERENCE_KIND_RETRIEVER = "RETRIEVER"
 OPENINFERENCE_KIND_RERANKER = "RERANKER"
@@ -134,6 +137,8 @@ HEADER_FEATURE = "x-evallens-feature"
 HEADER_EVAL_RUN_ID = "x-evallens-eval-run-id"
 HEADER_EVAL_CASE_ID = "x-evallens-eval-case-id"
 HEADER_API_KEY = "x-evallens-key"
+# the reference service answers with the request's trace id
+HEADER_TRACE_ID = "x-trace-id"
 # API keys: `Authorization: Bearer <key>` or `x-evallens-key: <key>` (also in OTEL_EXPORTER_OTLP_HEADERS)
 HEADER_AUTHORIZATION = "authorization"
 AUTHORIZATION_SCHEME = "bearer"

@@ -71,6 +71,9 @@ def make_settings(data_dir: Path, model_path: Path, **overrides: Any) -> Service
         "kv_cache_bytes": TEST_KV_CACHE_BYTES,
         "max_num_seqs": 4,
         "otlp_endpoint": None,
+        # part 1's tests count engine requests: answer caches only where a test turns them on
+        "cache_exact_enabled": False,
+        "cache_semantic_enabled": False,
     }
     values.update(overrides)
     return ServiceSettings(**values)

@@ -1,6 +1,7 @@
 """Retrieval for the reference service: chunking, embeddings, the pgvector store, BM25, fusion,
 reranking, compression, the hybrid pipeline and the versioned prompt template."""
 
+from evallens.service.rag._spans import documents_attributes
 from evallens.service.rag.chunking import TextChunk, chunk_document
 from evallens.service.rag.embeddings import Embedder
 from evallens.service.rag.fusion import reciprocal_rank_fusion
@@ -24,6 +25,7 @@ __all__ = [
     "build_messages",
     "chunk_document",
     "create_reranker",
+    "documents_attributes",
     "get_template",
     "last_user_message",
     "reciprocal_rank_fusion",

@@ -1,5 +1,5 @@
 """Thin HTTP routers, one per feature; the logic lives in the serving modules."""
 
-from evallens.service.routers import chat, models, ops
+from evallens.service.routers import chat, feedback, models, ops
 
-__all__ = ["chat", "models", "ops"]
+__all__ = ["chat", "feedback", "models", "ops"]

@@ -4,7 +4,7 @@ from fastapi import APIRouter
 
 from evallens.service.config import service_config
 from evallens.service.protocol import ModelCard, ModelList, ServiceConfig
-from evallens.service.routers._deps import RouterDep, SettingsDep
+from evallens.service.routers._deps import ChatServingDep, RouterDep
 
 router = APIRouter()
 
@@ -16,6 +16,6 @@ async def list_models(engines: RouterDep) -> ModelList:
 
 
 @router.get("/v1/config")
-async def get_config(engines: RouterDep, settings: SettingsDep) -> ServiceConfig:
+async def get_config(serving: ChatServingDep) -> ServiceConfig:
     """The effective model and every answer-changing parameter, with their fingerprint."""
-    return service_config(settings, engines)
+    return service_config(serving.settings, serving.router, serving.rag)

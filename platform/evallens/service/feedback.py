@@ -1,0 +1,103 @@
+"""``POST /v1/feedback``: a rating of one answer, recorded as a span that reaches the collector.
+
+The span carries ``evallens.feedback.trace_id``, ``evallens.feedback.score`` (a number in -1..1) and
+``evallens.feedback.comment`` (names in ``evallens.telemetry.attributes``): exactly what case mining
+joins on, and what any other service can emit itself (docs/feedback.md).
+"""
+
+import math
+import re
+import threading
+import uuid
+from collections import OrderedDict
+
+from opentelemetry.trace import SpanKind, Tracer
+
+from evallens.service._recording import RequestTags
+from evallens.service.errors import BadRequest, NotFound
+from evallens.service.protocol import FeedbackAccepted, FeedbackRequest
+from evallens.telemetry import attributes as attr
+
+TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+RESPONSE_ID = re.compile(r"^chatcmpl-[0-9a-f]{32}$")
+THUMBS = {"up": 1.0, "down": -1.0}
+REMEMBERED_RESPONSES = 10_000
+
+
+class ResponseIndex:
+    """The trace ids of the most recent answers by response id (bounded; thread-safe)."""
+
+    def __init__(self, max_entries: int = REMEMBERED_RESPONSES) -> None:
+        self._max_entries = max_entries
+        self._traces: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, response_id: str, trace_id: str) -> None:
+        """Map ``response_id`` to its trace."""
+        with self._lock:
+            self._traces[response_id] = trace_id
+            while len(self._traces) > self._max_entries:
+                self._traces.popitem(last=False)
+
+    def trace_of(self, response_id: str) -> str | None:
+        """The trace of ``response_id``, if this process still remembers it."""
+        with self._lock:
+            return self._traces.get(response_id)
+
+
+def feedback_score(body: FeedbackRequest) -> float:
+    """The score in -1..1 from ``score`` or ``thumbs`` (exactly one of them)."""
+    if (body.score is None) == (body.thumbs is None):
+        raise BadRequest("give exactly one of `score` (-1 to 1) and `thumbs` (up or down)", code="bad_score")
+    if body.thumbs is not None:
+        return THUMBS[body.thumbs]
+    assert body.score is not None
+    if not math.isfinite(body.score) or not -1.0 <= body.score <= 1.0:
+        raise BadRequest(f"`score` must be between -1 and 1, got {body.score}", code="bad_score")
+    return float(body.score)
+
+
+class FeedbackServing:
+    """Validates feedback and records it as a ``feedback`` span."""
+
+    def __init__(self, tracer: Tracer, responses: ResponseIndex) -> None:
+        self.tracer = tracer
+        self.responses = responses
+
+    def target_trace(self, body: FeedbackRequest) -> str:
+        """The trace id the feedback is about: given, or looked up by response id."""
+        if (body.trace_id is None) == (body.response_id is None):
+            raise BadRequest("give exactly one of `trace_id` and `response_id`", code="bad_target")
+        if body.trace_id is not None:
+            trace_id = body.trace_id.strip().lower()
+            if not TRACE_ID.match(trace_id):
+                raise BadRequest("`trace_id` must be 32 hexadecimal digits", code="bad_trace_id")
+            return trace_id
+        assert body.response_id is not None
+        if not RESPONSE_ID.match(body.response_id):
+            raise BadRequest("`response_id` must look like chatcmpl-<32 hex digits>", code="bad_response_id")
+        found = self.responses.trace_of(body.response_id)
+        if found is None:
+            raise NotFound(
+                f"unknown response id {body.response_id}: send its `trace_id` (the x-trace-id header)"
+            )
+        return found
+
+    def record(self, body: FeedbackRequest, tags: RequestTags) -> FeedbackAccepted:
+        """Record the feedback span; 400 for a bad score or id, 404 for an unknown response id."""
+        score = feedback_score(body)
+        trace_id = self.target_trace(body)
+        feedback_id = f"feedback-{uuid.uuid4().hex}"
+        span = self.tracer.start_span(attr.SPAN_FEEDBACK, kind=SpanKind.SERVER)
+        span.set_attributes(
+            {
+                attr.FEEDBACK_TARGET_TRACE_ID: trace_id,
+                attr.FEEDBACK_SCORE: score,
+                attr.FEEDBACK_ID: feedback_id,
+                **tags.span_attributes(),
+            }
+        )
+        if body.comment:
+            span.set_attribute(attr.FEEDBACK_COMMENT, body.comment)
+        span.end()
+        return FeedbackAccepted(id=feedback_id, trace_id=trace_id, score=score)
