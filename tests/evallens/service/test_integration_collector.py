@@ -133,7 +133,7 @@ def test_spans_stages_feedback_and_metrics_reach_postgres(stack: str, database_u
     plain_trace = plain.headers["x-trace-id"]
     usage = plain.json()["usage"]
     rows = poll(
-        lambda: fetch_spans(database_url, f"trace_id = '{plain_trace}' AND parent_span_id IS NULL"), len
+        lambda: fetch_spans(database_url, f"trace_id = '{plain_trace}' AND parent_span_id IS NULL"), bool
     )
     assert len(rows) == 1
     request_span = rows[0]
@@ -183,13 +183,13 @@ def test_spans_stages_feedback_and_metrics_reach_postgres(stack: str, database_u
         lambda: fetch_spans(
             database_url, f"attributes ->> '{attr.FEEDBACK_TARGET_TRACE_ID}' = '{rag_trace}'"
         ),
-        len,
+        bool,
     )
     assert len(feedback_rows) == 1
     assert feedback_rows[0]["attributes"][attr.FEEDBACK_SCORE] == -0.5
     assert feedback_rows[0]["attributes"][attr.FEEDBACK_COMMENT] == "vague"
 
-    samples = poll(lambda: _metric_samples(database_url, "vllm:kv_cache_usage_perc"), len)
+    samples = poll(lambda: _metric_samples(database_url, "vllm:kv_cache_usage_perc"), bool)
     assert samples and all(target == f"{stack}/metrics" for target, _ in samples)
     assert all(0 <= value <= 1 for _, value in samples)
 
