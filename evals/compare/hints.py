@@ -43,19 +43,27 @@ def draw_hints(
 Rule = Callable[[dict[str, MetricComparison], InfraSummary, InfraSummary], Hint | None]
 
 
+CACHE_SENSITIVE = ("accuracy", "recall", "irrelevance")
+
+
 def _semantic_cache(
     worse: dict[str, MetricComparison], base: InfraSummary, cand: InfraSummary
 ) -> Hint | None:
     rise = _rise(base.semantic_cache_hit_rate, cand.semantic_cache_hit_rate)
-    if "accuracy" not in worse or rise is None or rise < RATE_RISE:
+    hurt = [worse[name] for name in CACHE_SENSITIVE if name in worse]
+    if not hurt or rise is None or rise < RATE_RISE:
         return None
+    changes = ", ".join(f"{c.metric} {_points(c)}" for c in hurt)
+    evidence: dict[str, float | None] = {}
+    for comparison in hurt:
+        evidence.update(_evidence(comparison, "semantic_cache_hit_rate", base, cand))
     return Hint(
         message=(
-            f"accuracy fell {_points(worse['accuracy'])} while semantic-cache hits rose "
-            f"{rise * 100:.0f} points: the semantic-cache similarity threshold is likely too loose "
-            "(it serves answers cached for different questions)"
+            f"semantic-cache hits rose {rise * 100:.0f} points while quality got worse ({changes}): the "
+            "semantic-cache similarity threshold is likely too loose (it serves answers, and their "
+            "citations, cached for different questions)"
         ),
-        evidence=_evidence(worse["accuracy"], "semantic_cache_hit_rate", base, cand),
+        evidence=evidence,
     )
 
 
@@ -73,9 +81,10 @@ def _exact_cache(worse: dict[str, MetricComparison], base: InfraSummary, cand: I
     )
 
 
-def _retrieval(worse: dict[str, MetricComparison], base: InfraSummary, cand: InfraSummary) -> Hint | None:  # noqa: ARG001
-    if "recall" not in worse:
-        return None
+def _retrieval(worse: dict[str, MetricComparison], base: InfraSummary, cand: InfraSummary) -> Hint | None:
+    cache_rise = _rise(base.semantic_cache_hit_rate, cand.semantic_cache_hit_rate)
+    if "recall" not in worse or (cache_rise is not None and cache_rise >= RATE_RISE):
+        return None  # cached answers carry other questions' citations: the cache hint explains it
     recall = worse["recall"]
     return Hint(
         message=(

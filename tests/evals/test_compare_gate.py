@@ -153,8 +153,22 @@ def runs(sessions: sessionmaker[Session]) -> dict[str, uuid.UUID]:
         retrieval_off = _add_run(
             session, eval_set_id, T0 + timedelta(hours=3), recall_misses=25, config={"top_k": 0}
         )
+        cached_citations = _add_run(
+            session,
+            eval_set_id,
+            T0 + timedelta(hours=4),
+            recall_misses=25,
+            semantic_hits=20,
+            config={"top_k": 5, "semantic_cache": {"threshold": 0.2}},
+        )
         tag_run(session, str(baseline), "main")
-    return {"baseline": baseline, "same": same, "cached": cached, "retrieval_off": retrieval_off}
+    return {
+        "baseline": baseline,
+        "same": same,
+        "cached": cached,
+        "retrieval_off": retrieval_off,
+        "cached_citations": cached_citations,
+    }
 
 
 def test_infra_summary_from_spans_and_samples(
@@ -201,6 +215,18 @@ def test_recall_regression_points_at_retrieval(
     assert regressions == {("overall", "recall"), ("shipping_logistics", "recall")}
     assert any("index, the embedding model or top_k" in h.message for h in body.hints)
     assert not any("semantic-cache" in h.message for h in body.hints)
+
+
+def test_recall_lost_to_cached_answers_names_the_cache_not_the_index(
+    sessions: sessionmaker[Session], runs: dict[str, uuid.UUID]
+) -> None:
+    with sessions.begin() as session:
+        body = compare_runs(session, "main", str(runs["cached_citations"]), ComparisonOptions())
+    assert ("overall", "recall") in {(c.scenario, c.metric) for c in body.comparisons if c.regression}
+    (cache_hint,) = [h for h in body.hints if "semantic-cache" in h.message]
+    assert "recall" in cache_hint.message and "too loose" in cache_hint.message
+    assert cache_hint.evidence["recall_candidate"] < cache_hint.evidence["recall_baseline"]
+    assert not any("index, the embedding model or top_k" in h.message for h in body.hints)
 
 
 def test_gate_cli_exit_codes_and_reports(

@@ -224,6 +224,16 @@ def run_demo(options: DemoOptions, console: Console) -> DemoReport:
     return Demo(options, console).run()
 
 
+def wait_for_request_spans(engine: Engine, run_id: str) -> None:
+    """Wait until the collector stored one request span per result of the run (the gate reads them)."""
+    with engine.connect() as connection:
+        expected = connection.execute(
+            text("SELECT count(*) FROM eval_results WHERE run_id = CAST(:v AS uuid)"), {"v": run_id}
+        ).scalar_one()
+    query = "SELECT count(DISTINCT trace_id) FROM spans WHERE eval_run_id = :v"
+    wait_for_rows(engine, query, run_id, expected)
+
+
 def wait_for_rows(engine: Engine, query: str, value: str, expected: int, timeout_s: float = 60.0) -> None:
     """Poll ``query`` until it counts ``expected`` rows: span export to the collector is batched."""
     deadline = time.monotonic() + timeout_s

@@ -75,6 +75,7 @@ class Stack:
             "EVALLENS_MODEL_PATH": str(self.model_path),
             "EVALLENS_MAX_MODEL_LEN": str(self.max_model_len),
             "EVALLENS_OTLP_ENDPOINT": f"{self.collector_url}/v1/traces",
+            "EVALLENS_RETRIEVAL_BUDGET_MS": str(self.settings.demo_retrieval_budget_ms),
             **(change or {}),
         }
         service = self.processes.add(

@@ -12,7 +12,7 @@ class DemoSettings(DatabaseSettings):
     model_config = settings_config()
 
     demo_candidate_change: str = Field(
-        default="EVALLENS_CACHE_SEMANTIC_THRESHOLD=0.5",
+        default="EVALLENS_CACHE_SEMANTIC_THRESHOLD=0.35",
         description=(
             "The one setting the demo changes for the candidate, as NAME=VALUE of the reference "
             "service (like a pull request would): by default a semantic-cache threshold far below 0.95."
@@ -23,10 +23,18 @@ class DemoSettings(DatabaseSettings):
     )
     demo_eval_concurrency: int = Field(default=8, ge=1, description="Eval requests in flight at once.")
     demo_smoke_cases_per_scenario: int = Field(
-        default=6, ge=1, description="Cases per scenario replayed by `evallens demo --smoke`."
+        default=15, ge=1, description="Cases per scenario replayed by `evallens demo --smoke`."
     )
     demo_traffic_requests: int = Field(
         default=24, ge=1, description="Ordinary 'production' requests the demo sends before mining."
+    )
+    demo_retrieval_budget_ms: float = Field(
+        default=2000.0,
+        gt=0,
+        description=(
+            "Retrieval time budget of the demo's service. The service default (200 ms) suits a real "
+            "server; on a small shared CPU most retrievals would miss it and answer degraded."
+        ),
     )
     demo_ready_timeout_s: float = Field(
         default=900.0, gt=0, description="Seconds to wait for a component to become healthy."
