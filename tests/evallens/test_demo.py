@@ -1,0 +1,110 @@
+"""``evallens demo --smoke --exit`` end to end, then the database it leaves behind."""
+
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import psycopg
+import pytest
+
+from evallens.db.server import embedded_url, start_embedded
+from evallens.settings import child_environment
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def processes_using(data_dir: Path) -> list[str]:
+    """Processes (other than this one) started for ``data_dir``: by command line or environment."""
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        if process.pid == psutil.Process().pid:
+            continue
+        try:
+            in_cmdline = any(str(data_dir) in part for part in process.info["cmdline"] or [])
+            in_environment = process.environ().get("EVALLENS_DATA_DIR") == str(data_dir)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        if in_cmdline or in_environment:
+            found.append(" ".join(process.info["cmdline"] or []))
+    return found
+
+
+@pytest.fixture(scope="module")
+def demo_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[subprocess.CompletedProcess[str], Path]]:
+    # vLLM's socket paths must stay short: keep the data dir near the root
+    data_dir = Path(tmp_path_factory.mktemp("d", numbered=True))
+    environment = {
+        "EVALLENS_DATA_DIR": str(data_dir),
+        "EVALLENS_DATABASE_URL": "",
+        "EVALLENS_COLLECTOR_HTTP_PORT": str(free_port()),
+        "EVALLENS_COLLECTOR_GRPC_PORT": str(free_port()),
+        "EVALLENS_SERVICE_PORT": str(free_port()),
+        "EVALLENS_DASHBOARD_PORT": str(free_port()),
+        "COLUMNS": "160",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "evallens", "demo", "--smoke", "--exit"],
+        env=child_environment(environment),
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    yield result, data_dir
+
+
+def test_demo_exits_cleanly_and_leaves_nothing_running(
+    demo_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, data_dir = demo_run
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for step in [
+        "1. Prepare",
+        "2. Start the collector",
+        "4. Replay",
+        "5. Change",
+        "6. Send",
+        "7. Start the dashboard",
+    ]:
+        assert step in result.stdout
+    assert "gate verdict: regression" in result.stdout
+    assert processes_using(data_dir) == []
+
+
+def test_demo_leaves_traces_metrics_runs_and_a_gate_verdict(
+    demo_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, data_dir = demo_run
+    assert result.returncode == 0
+    server = start_embedded(data_dir / "postgres")
+    try:
+        with psycopg.connect(embedded_url(server, "evallens")) as connection:
+            priced = connection.execute(
+                "SELECT count(*) FROM spans WHERE input_tokens > 0 AND output_tokens > 0 AND cost_usd > 0"
+                " AND model IS NOT NULL"
+            ).fetchone()
+            vllm_samples = connection.execute(
+                "SELECT count(DISTINCT name) FROM metric_samples WHERE name LIKE 'vllm:%'"
+            ).fetchone()
+            runs = connection.execute("SELECT label, status FROM eval_runs ORDER BY started_at").fetchall()
+            gate = connection.execute(
+                "SELECT verdict, jsonb_array_length(report->'hints') FROM gate_reports"
+            ).fetchall()
+            tagged = connection.execute("SELECT tag FROM eval_tags").fetchall()
+    finally:
+        server.cleanup()
+    assert priced is not None and priced[0] > 0
+    assert vllm_samples is not None and vllm_samples[0] >= 3
+    assert runs == [("baseline", "completed"), ("candidate", "completed")]
+    assert len(gate) == 1 and gate[0][0] == "regression" and gate[0][1] >= 1
+    assert tagged == [("main",)]
