@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect
 
-from evallens.cli._common import NotBuiltYet, not_built
 from evallens.db import create_db_engine
 from evallens.db.server import DatabaseServer, embedded_url, ensure_database, start_embedded
 from evallens.settings import child_environment
@@ -71,8 +70,3 @@ def test_bad_database_url_is_one_line_and_exit_2(url: str, tmp_path: Path) -> No
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("evallens: error:")
     assert "Traceback" not in result.stderr
-
-
-def test_command_not_built_says_so() -> None:
-    with pytest.raises(NotBuiltYet, match=r"^`evallens demo --gpu` is not built yet$"):
-        not_built("demo --gpu")

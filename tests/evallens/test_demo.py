@@ -52,6 +52,8 @@ def demo_run(
         "EVALLENS_SERVICE_PORT": str(free_port()),
         "EVALLENS_DASHBOARD_PORT": str(free_port()),
         "COLUMNS": "160",
+        # budgets are not under test here: on a loaded CI machine retrieval must not degrade
+        "EVALLENS_DEMO_RETRIEVAL_BUDGET_MS": "30000",
     }
     result = subprocess.run(
         [sys.executable, "-m", "evallens", "demo", "--smoke", "--exit"],

@@ -1,0 +1,142 @@
+"""The eval engine end to end on the real stack: PostgreSQL, collector, reference service (vLLM).
+
+The tiny test model answers nonsense, so answer accuracy cannot move here; what the stack does to
+retrieval and caching is real, and that is what these runs regress.
+"""
+
+import json
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db import create_db_engine, create_session_factory
+from evallens.db.migrate import upgrade
+from evallens.demo import evaluation
+from evallens.demo.flow import SMOKE_MAX_MODEL_LEN, wait_for_request_spans
+from evallens.demo.stack import Stack
+from evallens.service.documents.loader import load_corpus
+from evallens.service.models.tiny import build_tiny_llama
+from evallens.settings import DemoSettings, EvalSettings, child_environment
+
+pytestmark = pytest.mark.slow
+ANSWER_SCENARIOS = {"returns_refunds", "shipping_logistics", "products", "complaints_escalation"}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class StackUnderTest:
+    """A running stack with the smoke eval set synced, and helpers to replay and gate."""
+
+    def __init__(self, stack: Stack, engine: Engine, eval_set_id: int) -> None:
+        self.stack = stack
+        self.engine = engine
+        self.sessions: sessionmaker[Session] = create_session_factory(engine)
+        self.eval_set_id = eval_set_id
+        self.runs: dict[str, uuid.UUID] = {}
+
+    def replay(self, label: str) -> uuid.UUID:
+        settings = EvalSettings(eval_endpoint=self.stack.service_url, eval_max_tokens=16, eval_concurrency=8)
+        run = evaluation.replay(self.sessions, self.eval_set_id, self.stack.service_url, label, settings)
+        assert not run.reused
+        wait_for_request_spans(self.engine, str(run.run_id))
+        self.runs[label] = run.run_id
+        return run.run_id
+
+    def gate(self, candidate: str, report_dir: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "evallens", "gate", "--baseline", str(self.runs["baseline"]),
+             "--candidate", str(self.runs[candidate]), "--report-dir", str(report_dir)],
+            env=child_environment({"EVALLENS_DATABASE_URL": self.stack.database_url, "COLUMNS": "200"}),
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackUnderTest]:
+    data_dir = tmp_path_factory.mktemp("e2e")
+    patch = pytest.MonkeyPatch()
+    for name, value in {
+        "EVALLENS_DATA_DIR": str(data_dir),
+        "EVALLENS_DATABASE_URL": "",
+        "EVALLENS_COLLECTOR_HTTP_PORT": str(free_port()),
+        "EVALLENS_COLLECTOR_GRPC_PORT": str(free_port()),
+        "EVALLENS_SERVICE_PORT": str(free_port()),
+        # budgets are not under test here: on a loaded CI machine retrieval must not degrade
+        "EVALLENS_DEMO_RETRIEVAL_BUDGET_MS": "30000",
+    }.items():
+        patch.setenv(name, value)
+    settings = DemoSettings()
+    model = build_tiny_llama(data_dir / "models" / "tiny", max_position_embeddings=SMOKE_MAX_MODEL_LEN)
+    stack = Stack(settings, model, SMOKE_MAX_MODEL_LEN)
+    try:
+        upgrade(stack.open_database())
+        engine = create_db_engine(stack.database_url)
+        sessions = create_session_factory(engine)
+        stack.start_collector()
+        stack.start_service()
+        load_corpus(evaluation.corpus_dir(), stack.service_url)
+        sets = evaluation.write_smoke_sets(data_dir / "sets", cases_per_scenario=15)
+        eval_set_id, _, _ = evaluation.sync_sets(sessions, sets)
+        yield StackUnderTest(stack, engine, eval_set_id)
+        engine.dispose()
+    finally:
+        stack.stop()
+        patch.undo()
+
+
+def regressions(report_dir: Path) -> set[tuple[str, str]]:
+    body = json.loads((report_dir / "gate.json").read_text())
+    return {(c["scenario"], c["metric"]) for c in body["comparisons"] if c["regression"]}
+
+
+def test_unchanged_config_at_temperature_0_passes(live: StackUnderTest, tmp_path: Path) -> None:
+    live.replay("baseline")
+    live.replay("same")
+    result = live.gate("same", tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "verdict: pass" in result.stdout
+    assert regressions(tmp_path) == set()
+    assert {p.name for p in tmp_path.iterdir()} == {"gate.md", "gate.xml", "gate.json"}
+    assert 'failures="0"' in (tmp_path / "gate.xml").read_text()
+    assert "pass" in (tmp_path / "gate.md").read_text().lower()
+
+
+def test_retrieval_off_fails_with_recall_regressions_in_answer_scenarios(
+    live: StackUnderTest, tmp_path: Path
+) -> None:
+    live.stack.restart_service({"EVALLENS_RETRIEVAL_ENABLED": "false"})
+    live.replay("retrieval_off")
+    result = live.gate("retrieval_off", tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    found = regressions(tmp_path)
+    assert ("overall", "recall") in found
+    recall_scenarios = {scenario for scenario, metric in found if metric == "recall"} - {"overall"}
+    assert recall_scenarios and recall_scenarios <= ANSWER_SCENARIOS
+    assert not any(scenario in {"harmful", "out_of_scope"} and m == "recall" for scenario, m in found)
+    assert "retrieval recall fell" in result.stdout
+    assert "<failure" in (tmp_path / "gate.xml").read_text()
+
+
+def test_loose_semantic_cache_fails_and_the_cache_is_named(live: StackUnderTest, tmp_path: Path) -> None:
+    live.stack.restart_service({"EVALLENS_CACHE_SEMANTIC_THRESHOLD": "0.35"})
+    live.replay("loose_cache")
+    result = live.gate("loose_cache", tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    body = json.loads((tmp_path / "gate.json").read_text())
+    assert (
+        body["infra_candidate"]["semantic_cache_hit_rate"] > body["infra_baseline"]["semantic_cache_hit_rate"]
+    )
+    cache_hints = [h for h in body["hints"] if "semantic-cache hits rose" in h["message"]]
+    assert cache_hints and "too loose" in cache_hints[0]["message"]
+    assert "semantic-cache hits rose" in result.stdout
