@@ -13,17 +13,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
 from evallens.demo import evaluation
-from evallens.demo.flow import SMOKE_MAX_MODEL_LEN, wait_for_request_spans
+from evallens.demo.flow import SMOKE_MAX_MODEL_LEN, wait_for_request_spans, wait_for_rows
 from evallens.demo.stack import Stack
+from evallens.demo.traffic import QUESTIONS, send_traffic
 from evallens.service.documents.loader import load_corpus
 from evallens.service.models.tiny import build_tiny_llama
 from evallens.settings import DemoSettings, EvalSettings, child_environment
+from evallens.telemetry import attributes as attr
+from evals.sets.store import find_set_version
 
 pytestmark = pytest.mark.slow
 ANSWER_SCENARIOS = {"returns_refunds", "shipping_logistics", "products", "complaints_escalation"}
@@ -140,3 +143,66 @@ def test_loose_semantic_cache_fails_and_the_cache_is_named(live: StackUnderTest,
     cache_hints = [h for h in body["hints"] if "semantic-cache hits rose" in h["message"]]
     assert cache_hints and "too loose" in cache_hints[0]["message"]
     assert "semantic-cache hits rose" in result.stdout
+
+
+def run_cli(live: StackUnderTest, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "evallens", *args],
+        env=child_environment({"EVALLENS_DATABASE_URL": live.stack.database_url, "COLUMNS": "200"}),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_bad_production_cases_are_mined_promoted_reviewed_and_replayed(live: StackUnderTest) -> None:
+    sent = send_traffic(live.stack.service_url, len(QUESTIONS), max_tokens=16)
+    assert sent.num_errors == 0 and sent.num_negative == 5
+    wait_for_rows(live.engine, "SELECT count(*) FROM spans WHERE attributes ? :v", attr.FEEDBACK_SCORE, 9)
+
+    mined = run_cli(live, "cases", "mine", "--since", "1h", "--json")
+    assert mined.returncode == 0, mined.stderr
+    candidates = json.loads(mined.stdout)["candidates"]
+    disliked = {question for question, _, _, score in QUESTIONS if score is not None and score < 0}
+    flagged = {c["question"] for c in candidates if "negative_feedback" in c["reasons"]}
+    assert len(flagged) == len(disliked)
+    assert "I was charged twice, my email is [EMAIL], fix it" in flagged
+    assert len({c["question"] for c in candidates}) == len(candidates)  # near-duplicates collapsed
+    with live.engine.connect() as connection:
+        eval_traffic = connection.execute(
+            text("SELECT count(*) FROM spans WHERE trace_id = ANY(:ids) AND eval_run_id IS NOT NULL"),
+            {"ids": [t for c in candidates for t in c["trace_ids"]]},
+        ).scalar_one()
+    assert eval_traffic == 0
+
+    charged = next(c for c in candidates if c["question"].startswith("I was charged twice"))
+    promoted = run_cli(live, "cases", "promote", charged["trace_id"], "--set", evaluation.SMOKE_SET_NAME,
+                       "--scenario", "complaints_escalation")  # fmt: skip
+    assert promoted.returncode == 0, promoted.stderr
+    assert "needs_review" in promoted.stdout and "[EMAIL]" in promoted.stdout
+    again = run_cli(live, "cases", "promote", charged["trace_id"], "--set", evaluation.SMOKE_SET_NAME,
+                    "--scenario", "complaints_escalation")  # fmt: skip
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1
+
+    listed = json.loads(run_cli(live, "cases", "list", "--set", evaluation.SMOKE_SET_NAME, "--json").stdout)
+    (case,) = [row for row in listed if row["source_trace_id"] == charged["trace_id"]]
+    assert case["status"] == "needs_review" and "jane.doe" not in case["question"]
+    reviewed = run_cli(live, "cases", "review", case["case_key"], "--set", evaluation.SMOKE_SET_NAME,
+                       "--expected", "answer", "--reference", "Duplicate charges are refunded.")  # fmt: skip
+    assert reviewed.returncode == 0, reviewed.stderr
+
+    with live.sessions() as session:
+        latest = find_set_version(session, evaluation.SMOKE_SET_NAME)
+        latest_id, latest_version = latest.id, latest.version
+    assert latest_version >= 3  # synced, promoted (needs review), reviewed
+    run_id = evaluation.replay(
+        live.sessions, latest_id, live.stack.service_url, "after review",
+        EvalSettings(eval_endpoint=live.stack.service_url, eval_max_tokens=16, eval_concurrency=8),
+    ).run_id  # fmt: skip
+    with live.engine.connect() as connection:
+        replayed = connection.execute(
+            text(
+                "SELECT count(*) FROM eval_results r JOIN eval_cases c ON c.id = r.case_id"
+                " WHERE r.run_id = :run AND c.case_key = :key"
+            ),
+            {"run": run_id, "key": case["case_key"]},
+        ).scalar_one()
+    assert replayed == 1

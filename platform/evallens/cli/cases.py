@@ -48,7 +48,10 @@ def promote(
     )
     for case in report.cases:
         kinds = ", ".join(r.kind for r in case.question.redactions) or "nothing"
-        console.print(f"  {case.case_key} [{case.status}] {case.question.text!r} (redacted: {kinds})")
+        # user text and [brackets] are data, not rich markup
+        console.print(
+            f"  {case.case_key} [{case.status}] {case.question.text!r} (redacted: {kinds})", markup=False
+        )
 
 
 @app.command("review")
@@ -69,9 +72,9 @@ def review(
     decision = CaseReview(reference, expected, facts or [], context_ids or [], question, None, reject)
     report = review_command(case_keys, eval_set, decision)
     console = Console(width=200)
-    console.print(f"{report.eval_set_name}: version {report.version}")
+    console.print(f"{report.eval_set_name}: version {report.version}", markup=False)
     for key, status in report.statuses.items():
-        console.print(f"  {key}: {status}")
+        console.print(f"  {key}: {status}", markup=False)
 
 
 @app.command("list")
