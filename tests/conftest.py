@@ -1,6 +1,7 @@
 """Test harness: one embedded PostgreSQL per test session, a migrated template, a clone per test."""
 
 import os
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,3 +76,10 @@ def empty_database_url(postgres_server: DatabaseServer) -> Iterator[str]:
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now (tests never use default ports)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -1,6 +1,5 @@
 """Fixtures for the collector: a collector in this process or as a subprocess, OTLP payload builders."""
 
-import socket
 import subprocess
 import sys
 import time
@@ -18,13 +17,6 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from collector.runtime import Collector
 from evallens.settings import CollectorSettings, child_environment
 from tests.conftest import REPO_ROOT
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def collector_settings(database_url: str, data_dir: Path, **overrides: Any) -> CollectorSettings:

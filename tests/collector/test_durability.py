@@ -15,7 +15,8 @@ import pytest
 from collector.runtime import Collector
 from evallens.db.migrate import upgrade
 from evallens.db.server import embedded_url, ensure_database, start_embedded
-from tests.collector.conftest import free_port, make_request, make_span, start_collector_process
+from tests.collector.conftest import make_request, make_span, start_collector_process
+from tests.conftest import free_port
 
 SPANS_PER_BATCH = 50
 PROTOBUF = {"content-type": "application/x-protobuf"}

@@ -3,7 +3,6 @@
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, free_port
 from tests.dashboard.browser import chromium_tab, ensure_chromium
 from tests.dashboard.seed import Seeded
 
@@ -24,12 +23,6 @@ PAGES = {  # url path -> heading; the default page lives at the root
     "serving": "Serving metrics",
     "cases": "Cases",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture

@@ -1,6 +1,5 @@
 """``evallens demo --smoke --exit`` end to end, then the database it leaves behind."""
 
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,14 +11,9 @@ import pytest
 
 from evallens.db.server import embedded_url, start_embedded
 from evallens.settings import child_environment
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def processes_using(data_dir: Path) -> list[str]:

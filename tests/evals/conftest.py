@@ -1,7 +1,6 @@
 """Fixtures for the eval engine: sessions on the test database, the CLI, and a scripted target."""
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db import create_db_engine, create_session_factory
 from evallens.settings import child_environment
 from evals.metrics._embedding import MiniLmSimilarity
+from tests.conftest import free_port
 
 SETS = Path(__file__).parent / "sets"
 
@@ -47,12 +47,6 @@ def run_cli(
         text=True,
         timeout=300,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

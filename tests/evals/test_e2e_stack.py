@@ -5,7 +5,6 @@ retrieval and caching is real, and that is what these runs regress.
 """
 
 import json
-import socket
 import subprocess
 import sys
 import uuid
@@ -27,15 +26,10 @@ from evallens.service.models.tiny import build_tiny_llama
 from evallens.settings import DemoSettings, EvalSettings, child_environment
 from evallens.telemetry import attributes as attr
 from evals.sets.store import find_set_version
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.slow
 ANSWER_SCENARIOS = {"returns_refunds", "shipping_logistics", "products", "complaints_escalation"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class StackUnderTest:

@@ -13,7 +13,8 @@ from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.result import ScoringContext
 from evals.runner.run import run_eval
 from evals.sets.sync import sync_path
-from tests.evals.conftest import SETS, ScriptedTarget, free_port, run_cli
+from tests.conftest import free_port
+from tests.evals.conftest import SETS, ScriptedTarget, run_cli
 
 RR1 = "How many days do I have to return an unopened item?"
 RR2 = "How long does a refund take to reach my card?"

@@ -18,8 +18,8 @@ import pytest
 from evallens.service.documents.loader import read_corpus
 from evallens.settings import child_environment
 from evallens.telemetry import attributes as attr
-from tests.collector.conftest import fetch_spans, free_port, start_collector_process
-from tests.conftest import REPO_ROOT
+from tests.collector.conftest import fetch_spans, start_collector_process
+from tests.conftest import REPO_ROOT, free_port
 
 pytestmark = pytest.mark.slow
 
