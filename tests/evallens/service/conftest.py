@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db import create_db_engine, create_session_factory
@@ -95,6 +96,27 @@ def vllm_engine(
     service_loop.run(engine.start())
     yield engine
     service_loop.run(engine.close())
+
+
+class Clock:
+    """A clock the test moves by hand (caches' TTLs, breakers' windows)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    """A private Prometheus registry, so metric values start at zero in every test."""
+    return CollectorRegistry()
 
 
 @pytest.fixture

@@ -3,40 +3,19 @@
 import numpy as np
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
 from prometheus_client import CollectorRegistry
 
 from evallens.service.caches import CacheMetrics, ExactCache, SemanticCache, request_key
 from evallens.settings import CacheSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
-from tests.evallens.service.conftest import RecordingEmbedder
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.evallens.service.conftest import Clock, RecordingEmbedder
 
 
 @pytest.fixture
-def registry() -> CollectorRegistry:
-    return CollectorRegistry()
-
-
-@pytest.fixture
-def spans() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def tracer(spans: InMemorySpanExporter):
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(spans))
-    return provider.get_tracer("test")
+def tracer(tracer_provider: TracerProvider) -> Tracer:
+    return tracer_provider.get_tracer("test")
 
 
 def lookups(registry: CollectorRegistry, cache: str, result: str) -> float:
@@ -59,7 +38,7 @@ def with_cosine(base: np.ndarray, cosine: float) -> np.ndarray:
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "Where is  my order?"}], "temperature": 0}
 
 
-def test_exact_cache_hits_on_the_normalized_request_only(registry, tracer, spans) -> None:
+def test_exact_cache_hits_on_the_normalized_request_only(registry, tracer, span_exporter) -> None:
     cache: ExactCache[str] = ExactCache(CacheSettings(), metrics=CacheMetrics.create(registry), tracer=tracer)
     key = request_key(REQUEST, tenant="acme")
     assert cache.get(key) is None
@@ -70,9 +49,9 @@ def test_exact_cache_hits_on_the_normalized_request_only(registry, tracer, spans
     assert cache.get(request_key(REQUEST, tenant="other")) is None
     assert cache.get(request_key(REQUEST, tenant="acme", config_fingerprint="new")) is None
     assert (lookups(registry, "exact", "hit"), lookups(registry, "exact", "miss")) == (1, 4)
-    hits = [span.attributes[attr.CACHE_EXACT_HIT] for span in spans.get_finished_spans()]
+    hits = [span.attributes[attr.CACHE_EXACT_HIT] for span in span_exporter.get_finished_spans()]
     assert hits == [False, True, False, False, False]
-    assert {span.name for span in spans.get_finished_spans()} == {attr.SPAN_CACHE_EXACT}
+    assert {span.name for span in span_exporter.get_finished_spans()} == {attr.SPAN_CACHE_EXACT}
 
 
 def test_exact_cache_expires_and_is_bounded(registry) -> None:
@@ -112,7 +91,9 @@ def test_semantic_threshold_is_honoured(registry, cosine: float, hit: bool) -> N
         assert found.similarity == pytest.approx(cosine, abs=1e-5)
 
 
-def test_semantic_cache_with_real_embeddings(registry, tracer, spans, embedder: RecordingEmbedder) -> None:
+def test_semantic_cache_with_real_embeddings(
+    registry, tracer, span_exporter, embedder: RecordingEmbedder
+) -> None:
     cache: SemanticCache[str] = SemanticCache(
         CacheSettings(), metrics=CacheMetrics.create(registry), tracer=tracer
     )
@@ -130,7 +111,7 @@ def test_semantic_cache_with_real_embeddings(registry, tracer, spans, embedder: 
     assert cache.lookup("acme", vectors[2]) is None
     assert cache.lookup("globex", vectors[1]) is None  # scoped per tenant
     similarities = [
-        span.attributes.get(attr.CACHE_SEMANTIC_SIMILARITY) for span in spans.get_finished_spans()
+        span.attributes.get(attr.CACHE_SEMANTIC_SIMILARITY) for span in span_exporter.get_finished_spans()
     ]
     assert similarities[0] is not None and similarities[0] >= 0.95
     assert similarities[1] is not None and similarities[1] < 0.95

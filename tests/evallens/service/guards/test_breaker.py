@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry
 from evallens.service.guards import BreakerOpen, BreakerState, CircuitBreaker, GuardMetrics
 from evallens.settings import GuardSettings
 from evallens.telemetry import metrics
-from tests.evallens.service.guards.conftest import Clock
+from tests.evallens.service.conftest import Clock
 
 SETTINGS = GuardSettings(
     breaker_window_s=30,

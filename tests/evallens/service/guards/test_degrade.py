@@ -24,8 +24,7 @@ from evallens.service.rag import RetrievalResult, RetrievedChunk, build_messages
 from evallens.settings import GuardSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
-from tests.evallens.service.conftest import span_attributes
-from tests.evallens.service.guards.conftest import Clock
+from tests.evallens.service.conftest import Clock, span_attributes
 
 SETTINGS = GuardSettings(
     retrieval_budget_ms=50, breaker_min_calls=2, breaker_error_rate=0.5, breaker_open_s=10
@@ -51,11 +50,13 @@ class FakeRetriever:
         return RetrievalResult(query=query, chunks=[chunk], best_relevance=0.9)
 
 
-def answer(guard: RetrievalGuard, retriever: FakeRetriever, provider: TracerProvider) -> RetrievalOutcome:
+def answer(
+    guard: RetrievalGuard, retriever: FakeRetriever, tracer_provider: TracerProvider
+) -> RetrievalOutcome:
     """What the chat pipeline does: retrieve under the guard inside the request span, build the prompt."""
 
     async def run() -> RetrievalOutcome:
-        with provider.get_tracer("test").start_as_current_span("chat"):
+        with tracer_provider.get_tracer("test").start_as_current_span("chat"):
             return await guard.retrieve(retriever, QUESTION[0]["content"])
 
     return asyncio.run(run())
@@ -72,54 +73,57 @@ def test_retrieval_fault_still_answers_marked_degraded(
     clock: Clock,
     registry: CollectorRegistry,
     guard_metrics: GuardMetrics,
-    provider: TracerProvider,
-    spans: InMemorySpanExporter,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
 ) -> None:
     breaker = CircuitBreaker("retrieval", SETTINGS, metrics=guard_metrics, clock=clock)
     guard = RetrievalGuard(SETTINGS, breaker=breaker, metrics=guard_metrics)
-    outcome = answer(guard, FakeRetriever(mode), provider)
+    outcome = answer(guard, FakeRetriever(mode), tracer_provider)
     assert (outcome.result, outcome.degraded, outcome.reason) == (None, True, reason)
 
     messages = build_messages(QUESTION, None if outcome.result is None else outcome.result.chunks)
     assert messages[0]["content"] == get_template("rag-v1").without_context
     assert messages[1:] == QUESTION
 
-    (chat,) = [span for span in spans.get_finished_spans() if span.name == "chat"]
+    (chat,) = [span for span in span_exporter.get_finished_spans() if span.name == "chat"]
     assert span_attributes(chat)[attr.DEGRADED] is True
     assert span_attributes(chat)[attr.DEGRADED_REASON] == reason
     assert degraded_total(registry, reason) == 1
 
 
 def test_healthy_retrieval_is_not_degraded(
-    clock: Clock, guard_metrics: GuardMetrics, provider: TracerProvider, spans: InMemorySpanExporter
+    clock: Clock,
+    guard_metrics: GuardMetrics,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
 ) -> None:
     breaker = CircuitBreaker("retrieval", SETTINGS, metrics=guard_metrics, clock=clock)
     outcome = answer(
-        RetrievalGuard(SETTINGS, breaker=breaker, metrics=guard_metrics), FakeRetriever("ok"), provider
+        RetrievalGuard(SETTINGS, breaker=breaker, metrics=guard_metrics), FakeRetriever("ok"), tracer_provider
     )
     assert not outcome.degraded and outcome.result is not None
     assert "[c1] Refunds > Timing" in build_messages(QUESTION, outcome.result.chunks)[0]["content"]
-    (chat,) = spans.get_finished_spans()
+    (chat,) = span_exporter.get_finished_spans()
     assert attr.DEGRADED not in (chat.attributes or {})
 
 
 def test_repeated_retrieval_failures_open_the_breaker_and_skip_retrieval(
-    clock: Clock, registry: CollectorRegistry, guard_metrics: GuardMetrics, provider: TracerProvider
+    clock: Clock, registry: CollectorRegistry, guard_metrics: GuardMetrics, tracer_provider: TracerProvider
 ) -> None:
     breaker = CircuitBreaker("retrieval", SETTINGS, metrics=guard_metrics, clock=clock)
     guard = RetrievalGuard(SETTINGS, breaker=breaker, metrics=guard_metrics)
     failing = FakeRetriever("raise")
     for _ in range(2):
-        answer(guard, failing, provider)
-    outcome = answer(guard, failing, provider)
+        answer(guard, failing, tracer_provider)
+    outcome = answer(guard, failing, tracer_provider)
     assert outcome.reason == "retrieval_breaker_open" and failing.calls == 2
     clock.now += 10
-    healthy = answer(guard, FakeRetriever("ok"), provider)
+    healthy = answer(guard, FakeRetriever("ok"), tracer_provider)
     assert not healthy.degraded
 
 
 def test_engine_failure_falls_back_to_the_cache_or_503(
-    clock: Clock, registry: CollectorRegistry, guard_metrics: GuardMetrics, provider: TracerProvider
+    clock: Clock, registry: CollectorRegistry, guard_metrics: GuardMetrics, tracer_provider: TracerProvider
 ) -> None:
     guard = EngineGuard(
         breaker=CircuitBreaker("engine", SETTINGS, metrics=guard_metrics, clock=clock), metrics=guard_metrics
