@@ -3,13 +3,15 @@
 import base64
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,11 +133,14 @@ class Tab:
 @contextmanager
 def chromium_tab(executable: str) -> Iterator[Tab]:
     """A fresh headless chromium (own profile directory) and its first tab."""
-    with tempfile.TemporaryDirectory(prefix="evallens-chromium-") as profile:
+    # chromium's helper processes (renderer, crashpad) can still be writing into the profile just
+    # after the browser exits: stop the whole process group, and never fail a test on a leftover file
+    with tempfile.TemporaryDirectory(prefix="evallens-chromium-", ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(
             [executable, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             port_file = Path(profile) / "DevToolsActivePort"
@@ -154,9 +159,17 @@ def chromium_tab(executable: str) -> Iterator[Tab]:
                 tab.call("Runtime.enable")
                 yield tab
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop_group(process)
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # helpers that outlived the browser
