@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
 from evallens.demo import evaluation
-from evallens.demo.flow import SMOKE_MAX_MODEL_LEN, wait_for_request_spans, wait_for_rows
+from evallens.demo.flow import SMOKE_MAX_MODEL_LEN, wait_for_questions, wait_for_request_spans, wait_for_rows
 from evallens.demo.stack import Stack
 from evallens.demo.traffic import QUESTIONS, send_traffic
 from evallens.service.documents.loader import load_corpus
@@ -151,6 +151,7 @@ def test_bad_production_cases_are_mined_promoted_reviewed_and_replayed(live: Sta
     sent = send_traffic(live.stack.service_url, len(QUESTIONS), max_tokens=16)
     assert sent.num_errors == 0 and sent.num_negative == 5
     wait_for_rows(live.engine, "SELECT count(*) FROM spans WHERE attributes ? :v", attr.FEEDBACK_SCORE, 9)
+    wait_for_questions(live.engine, sent.trace_ids)  # mining reads the request spans too
 
     mined = run_cli(live, "cases", "mine", "--since", "1h", "--json")
     assert mined.returncode == 0, mined.stderr

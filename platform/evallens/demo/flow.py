@@ -18,6 +18,7 @@ from evallens.demo.stack import Stack
 from evallens.demo.steps import StepLog
 from evallens.errors import EvallensError
 from evallens.settings import CasesSettings, DemoSettings, EvalSettings, ServiceSettings
+from evallens.telemetry import attributes as attr
 
 SMOKE_MAX_MODEL_LEN = 8192  # the tiny model's byte-level tokenizer makes long prompts
 DEFAULT_MAX_MODEL_LEN = 2048
@@ -205,6 +206,7 @@ class Demo:
             wait_for_rows(
                 self.engine, feedback, "evallens.feedback.score", sent.num_negative + sent.num_positive
             )
+            wait_for_questions(self.engine, sent.trace_ids)
             with self.sessions() as session:
                 mined = mine_cases(session, CasesSettings(), since=timedelta(hours=1), limit=10)
             print_candidates(mined, self.console)
@@ -232,6 +234,22 @@ def wait_for_request_spans(engine: Engine, run_id: str) -> None:
         ).scalar_one()
     query = "SELECT count(DISTINCT trace_id) FROM spans WHERE eval_run_id = :v"
     wait_for_rows(engine, query, run_id, expected)
+
+
+def wait_for_questions(engine: Engine, trace_ids: list[str], timeout_s: float = 60.0) -> None:
+    """Wait until every trace has its request span (with the question) stored: mining reads them."""
+    query = text(
+        "SELECT count(DISTINCT trace_id) FROM spans WHERE trace_id = ANY(:ids) AND attributes ? :question"
+    )
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with engine.connect() as connection:
+            found = connection.execute(
+                query, {"ids": trace_ids, "question": attr.GEN_AI_INPUT_MESSAGES}
+            ).scalar_one()
+        if found >= len(set(trace_ids)):
+            return
+        time.sleep(1.0)
 
 
 def wait_for_rows(engine: Engine, query: str, value: str, expected: int, timeout_s: float = 60.0) -> None:

@@ -32,11 +32,13 @@ class TrafficReport:
     num_errors: int
     num_negative: int
     num_positive: int
+    trace_ids: list[str]
 
 
 def send_traffic(service_url: str, num_requests: int, max_tokens: int) -> TrafficReport:
     """Send ``num_requests`` chat requests round-robin over ``QUESTIONS`` and post their feedback."""
     errors = negative = positive = 0
+    trace_ids: list[str] = []
     with httpx.Client(base_url=service_url, timeout=300) as client:
         for index, (question, tenant, feature, score) in zip(
             range(num_requests), itertools.cycle(QUESTIONS), strict=False
@@ -60,10 +62,12 @@ def send_traffic(service_url: str, num_requests: int, max_tokens: int) -> Traffi
                 errors += 1
                 continue
             trace_id = response.json().get("evallens", {}).get("trace_id")
+            if trace_id is not None:
+                trace_ids.append(trace_id)
             if score is None or trace_id is None or index >= len(QUESTIONS):
                 continue
             comment = "not helpful" if score < 0 else "thanks"
             client.post("/v1/feedback", json={"trace_id": trace_id, "score": score, "comment": comment})
             negative += score < 0
             positive += score > 0
-    return TrafficReport(num_requests, errors, negative, positive)
+    return TrafficReport(num_requests, errors, negative, positive, trace_ids)
