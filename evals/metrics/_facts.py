@@ -8,12 +8,12 @@ appear close together ("date of delivery" for "delivery date").
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from evals.metrics._quantities import Quantity, quantities_in
 from evals.metrics._text import BOUNDARY, match_tokens
+from evals.sets.format import Fact, FactItem
 
-FactItem = str | int | float
-Fact = FactItem | list[FactItem]
 
 STOPWORDS = frozenset(
     [
@@ -46,9 +46,8 @@ class Tokenised:
 
     @classmethod
     def of(cls, text: str) -> "Tokenised":
-        """Tokenise ``text`` for matching."""
-        words = match_tokens(text)
-        return cls(words, quantities_in(words))
+        """Tokenise ``text`` for matching (cached: treat the result as read-only)."""
+        return _tokenise(text)
 
 
 def alternatives(fact: Fact) -> list[str]:
@@ -136,3 +135,9 @@ def _find_words_nearby(alternative: str, needle: list[str], haystack: list[str])
             end = start + max(i for i, word in enumerate(span) if word in wanted) + 1
             return FactMatch(alternative, start, end)
     return None
+
+
+@lru_cache(maxsize=8192)
+def _tokenise(text: str) -> Tokenised:
+    words = match_tokens(text)
+    return Tokenised(words, quantities_in(words))

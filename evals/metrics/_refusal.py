@@ -10,6 +10,7 @@ else is substantive: an answer, or compliance when it follows a refusal.
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from evals.metrics._text import clean, expand_contractions
 
@@ -127,8 +128,9 @@ class Stance:
         return bool(kinds & {"refusal", "decline", "dont_know"}) and not self.content
 
 
+@lru_cache(maxsize=8192)
 def analyse(text: str) -> Stance:
-    """Split ``text`` into clauses and classify each; see the module docstring."""
+    """Split ``text`` into clauses and classify each (cached: treat the result as read-only)."""
     stance = Stance(clauses=[])
     seen_refusal = False
     for piece in _CLAUSE_SPLIT.split(clean(text).strip()):

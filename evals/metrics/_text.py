@@ -7,6 +7,7 @@ same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd``, "15 pe
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "‛": "'", "′": "'", "`": "'", "“": '"', "”": '"'})
 _HYPHENS = re.compile(r"[\u2010\u2011]")
@@ -84,6 +85,7 @@ _NEGATION_AUX = re.compile(
 )
 
 
+@lru_cache(maxsize=8192)
 def clean(text: str) -> str:
     """Unicode-normalised text with straight quotes and ASCII hyphens (case and wording kept)."""
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
@@ -92,6 +94,7 @@ def clean(text: str) -> str:
     return _DASHES.sub(" — ", text)
 
 
+@lru_cache(maxsize=8192)
 def expand_contractions(text: str) -> str:
     """Lower-case ``text`` with contractions spelled out ("can’t" -> "can not", "I'll" -> "i will")."""
     lowered = clean(text).lower()
@@ -100,6 +103,7 @@ def expand_contractions(text: str) -> str:
     return lowered
 
 
+@lru_cache(maxsize=8192)
 def normalise(text: str) -> str:
     """The canonical form used to compare facts, references and answers (see the module docstring)."""
     text = expand_contractions(text)
@@ -126,9 +130,14 @@ def tokens(text: str) -> list[str]:
 
 def match_tokens(text: str) -> list[str]:
     """Tokens for fact matching: normalised, light plural stemming, every negation spelled ``not``."""
+    return list(_match_tokens(text))
+
+
+@lru_cache(maxsize=8192)
+def _match_tokens(text: str) -> tuple[str, ...]:
     canonical = _NEGATION_AUX.sub("not", normalise(text))
     canonical = re.sub(r"\b(?:never|no longer)\b", "not", canonical)
-    return [stem(token) for token in tokens(canonical)]
+    return tuple(stem(token) for token in tokens(canonical))
 
 
 def stem(token: str) -> str:
