@@ -14,7 +14,6 @@ from evals.metrics._quantities import Quantity, quantities_in
 from evals.metrics._text import BOUNDARY, match_tokens
 from evals.sets.format import Fact, FactItem
 
-
 STOPWORDS = frozenset(
     [
         "a", "an", "the", "of", "to", "in", "on", "at", "for", "by", "with", "from", "and", "or", "is",
