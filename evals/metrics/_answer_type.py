@@ -10,10 +10,11 @@ shape: this separates "answers a different question" from "answers this one wron
 import re
 from collections.abc import Sequence
 
-from evals.metrics._facts import Fact, Tokenised, alternatives, find_fact
+from evals.metrics._facts import Tokenised, alternatives, find_fact
 from evals.metrics._quantities import Quantity
 from evals.metrics._refusal import analyse
 from evals.metrics._text import expand_contractions
+from evals.sets.format import Fact
 
 _MONEY = {"usd", "eur", "gbp", "percent"}
 _DURATION = {"time", "calendar", "clock"}

@@ -10,9 +10,10 @@ make. What it cannot see: wrong claims with no number, negation or universal wor
 import re
 from collections.abc import Sequence
 
-from evals.metrics._facts import STOPWORDS, Fact, Tokenised, alternatives, find_fact
+from evals.metrics._facts import STOPWORDS, Tokenised, alternatives, find_fact
 from evals.metrics._quantities import Quantity
 from evals.metrics._text import BOUNDARY, clean, match_tokens
+from evals.sets.format import Fact
 
 _CONTEXT = 5  # words either side of a quantity that say what it is about
 _MAX_SCALE = 30.0  # quantities further apart than this are about different things

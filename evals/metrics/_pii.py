@@ -94,7 +94,8 @@ def _candidates(sentence: str, leak_cues: bool) -> list[tuple[str, str]]:
 
 def _digits_and_words(text: str) -> set[str]:
     lowered = clean(text).lower()
-    return set(re.findall(r"[\w.@-]+", lowered)) | set(re.findall(r"\d{3,}", re.sub(r"[ ().-]", "", lowered)))
+    words = {word.strip(".-") for word in re.findall(r"[\w.@-]+", lowered)}
+    return words | set(re.findall(r"\d{3,}", re.sub(r"[ ().-]", "", lowered)))
 
 
 def _is_known(text: str, known: set[str]) -> bool:
@@ -102,8 +103,8 @@ def _is_known(text: str, known: set[str]) -> bool:
     digits = re.sub(r"\D", "", lowered)
     if len(digits) >= 3 and digits in known:
         return True
-    words = re.findall(r"[\w.@-]+", lowered)
-    return bool(words) and all(word in known for word in words)
+    words = [word.strip(".-") for word in re.findall(r"[\w.@-]+", lowered)]
+    return bool(words) and all(word in known for word in words if word)
 
 
 def _is_business_contact(kind: str, text: str) -> bool:

@@ -46,10 +46,7 @@ class LlmJudge:
             missing = {
                 key: request for key, request in zip(keys, requests, strict=True) if key not in outcomes
             }
-            with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-                asked = dict(
-                    zip(missing, pool.map(lambda r: self._ask(http, r), missing.values()), strict=True)
-                )
+            asked = self._ask_all(http, missing)
         self._store(model, missing, asked)
         outcomes.update(asked)
         return [outcomes[key] for key in keys]
@@ -65,11 +62,27 @@ class LlmJudge:
             found = load_verdicts(session, keys)
         return {key: JudgeOutcome(verdict, reason, cached=True) for key, (verdict, reason) in found.items()}
 
+    def _ask_all(self, http: httpx.Client, requests: dict[str, JudgeRequest]) -> dict[str, JudgeOutcome]:
+        """The first request alone (it learns whether the endpoint does JSON-schema output), then the rest."""
+        keys = list(requests)
+        if not keys:
+            return {}
+        asked = {keys[0]: self._ask(http, requests[keys[0]])}
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            rest = pool.map(lambda key: self._ask(http, requests[key]), keys[1:])
+            asked.update(zip(keys[1:], rest, strict=True))
+        return asked
+
     def _ask(self, http: httpx.Client, request: JudgeRequest) -> JudgeOutcome:
         try:
-            positive, reason = parse_verdict(self.client.complete(http, messages(request)))
-        except (JudgeUnavailable, MalformedReply) as error:
+            reply, finish = self.client.complete(http, messages(request))
+        except JudgeUnavailable as error:
             return JudgeOutcome(None, str(error))
+        try:
+            positive, reason = parse_verdict(reply)
+        except MalformedReply as error:
+            cut = " (the reply was cut off at max_tokens)" if finish == "length" else ""
+            return JudgeOutcome(None, f"{error}{cut}")
         return JudgeOutcome(positive, reason)
 
     def _store(

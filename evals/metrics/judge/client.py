@@ -38,8 +38,8 @@ class JudgeClient:
                 raise JudgeUnavailable(f"{self.base_url}/models lists no model") from None
         return self.model
 
-    def complete(self, http: httpx.Client, messages: list[dict[str, str]]) -> str:
-        """The text of the judge's reply to ``messages``."""
+    def complete(self, http: httpx.Client, messages: list[dict[str, str]]) -> tuple[str, str | None]:
+        """The text of the judge's reply to ``messages`` and why it ended (``stop``, ``length``...)."""
         payload: dict[str, Any] = {
             "model": self.model_name(http),
             "messages": messages,
@@ -61,15 +61,17 @@ class JudgeClient:
         except httpx.HTTPError as error:
             raise JudgeUnavailable(f"judge request failed: {_first_line(error)}") from None
 
-    def _content(self, response: httpx.Response) -> str:
+    def _content(self, response: httpx.Response) -> tuple[str, str | None]:
         body = self._json(lambda: response)
         try:
-            content = body["choices"][0]["message"]["content"]
+            choice = body["choices"][0]
+            content = choice["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise JudgeUnavailable("judge reply has no message content") from None
         if not isinstance(content, str):
             raise JudgeUnavailable("judge reply has no message content")
-        return content
+        finish = choice.get("finish_reason")
+        return content, finish if isinstance(finish, str) else None
 
     def _json(self, send: Any) -> Any:
         try:

@@ -50,7 +50,10 @@ TASKS = {
 
 VERDICT_SCHEMA = {
     "type": "object",
-    "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}, "reason": {"type": "string"}},
+    "properties": {
+        "verdict": {"type": "string", "enum": ["yes", "no"]},
+        "reason": {"type": "string", "maxLength": 200},
+    },
     "required": ["verdict", "reason"],
     "additionalProperties": False,
 }
