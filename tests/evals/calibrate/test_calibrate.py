@@ -1,4 +1,4 @@
-"""``evallens eval calibrate``: the table, the JSON, bad label rows, threshold suggestions, and a floor on dev."""
+"""``evallens eval calibrate``: table, JSON, bad label rows, threshold suggestions, a kappa floor on dev."""
 
 import json
 import subprocess
@@ -77,13 +77,15 @@ def test_table_json_and_report_files(tmp_path: Path) -> None:
     [
         ("{not json", "not valid JSON"),
         ('["a list"]', "expected a JSON object"),
-        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 2}', "label: Input should be 0 or 1"),
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 2}',
+         "label: Input should be 0 or 1"),
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": true}', "label must be 0 or 1"),
         ('{"metric": "recall", "question": "q", "response": "r", "label": 1}', "metric: Input should be"),
         ('{"metric": "accuracy", "question": "q", "label": 1}', "response: Field required"),
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "expected": "refuse"}',
          "metric 'accuracy' does not apply to expected 'refuse'"),
-        ('{"id": "a1", "metric": "accuracy", "question": "q", "response": "r", "label": 1}', "duplicate id 'a1'"),
+        ('{"id": "a1", "metric": "accuracy", "question": "q", "response": "r", "label": 1}',
+         "duplicate id 'a1'"),
     ],
 )  # fmt: skip
 def test_a_bad_row_is_one_error_naming_its_line(tmp_path: Path, line: str, expected: str) -> None:
@@ -106,7 +108,7 @@ def test_the_cli_reports_a_bad_row_in_one_line_with_exit_2(tmp_path: Path) -> No
     write_labels(path, ROWS[:1])
     judge_without_endpoint = subprocess.run(
         [sys.executable, "-m", "evallens", "eval", "calibrate", str(path)],
-        env=child_environment({"EVALLENS_DATA_DIR": str(tmp_path / "data"), "EVALLENS_EVAL_JUDGE_MODE": "judge"}),
+        env=child_environment({"EVALLENS_DATA_DIR": str(tmp_path / "d"), "EVALLENS_EVAL_JUDGE_MODE": "judge"}),
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert judge_without_endpoint.returncode == 2
