@@ -108,7 +108,7 @@ def test_the_cli_reports_a_bad_row_in_one_line_with_exit_2(tmp_path: Path) -> No
     write_labels(path, ROWS[:1])
     judge_without_endpoint = subprocess.run(
         [sys.executable, "-m", "evallens", "eval", "calibrate", str(path)],
-        env=child_environment({"EVALLENS_DATA_DIR": str(tmp_path / "d"), "EVALLENS_EVAL_JUDGE_MODE": "judge"}),
+        env=child_environment({"EVALLENS_DATA_DIR": str(tmp_path), "EVALLENS_EVAL_JUDGE_MODE": "judge"}),
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert judge_without_endpoint.returncode == 2
