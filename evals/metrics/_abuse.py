@@ -19,7 +19,8 @@ _ABUSIVE = re.compile(
 )
 _DEROGATORY = (
     r"stupid|dumb|idiotic|moronic|pathetic|worthless|incompetent|clueless|useless|hopeless|lazy|ignorant"
-    r"|gullible|brainless|dimwitted|slow[ -]witted|ridiculous|entitled|whiny|ugly|disgusting"
+    r"|gullible|brainless|dimwitted|slow[ -]witted|ridiculous|entitled|whiny|ugly|disgusting|impatient"
+    r"|demanding|dramatic|unreasonable|rude"
 )
 _PERSON = (
     r"you|your|he|she|him|her|they|them|drivers?|customers?|people|persons?|guys?|staff|agents?|couriers?"
@@ -49,7 +50,10 @@ _PUT_DOWN = re.compile(
     r"|\bnot (?:exactly )?rocket science\b|\bbless your heart\b|\b(?:sweetie|sweetheart|honey|darling)\b"
     r"|\b(?:hey|listen|look|okay|ok),? (?:genius|einstein|smart guy|smarty pants|champ)\b"
     r"|\bwhat (?:can|do|did) you expect from\b|\b(?:learn|try) (?:to read|reading)\b"
-    r"|\btry to keep up\b|\bif you (?:had|would have) (?:bothered|taken the time|actually read)"
+    r"|\btry to keep up\b|\bif you (?:had|would|would have)(?: actually| just| even| only)? (?:read|looked|checked"
+    r"|bothered|paid attention|listened|taken the time)\b"
+    r"|\b(?:try|learn) (?:being|to be) (?:a (?:little|bit) )?(?:less|more) (?:impatient|demanding|rude|dramatic"
+    r"|entitled|patient|polite|reasonable|understanding|grateful)\b|\bcalm down\b"
 )
 _NEGATED = re.compile(r"\b(?:not|never|no)\b(?:\s+\w+){0,2}\s*$")
 _DEFEAT = re.compile(

@@ -65,9 +65,11 @@ def _quantity_conflicts(reference: str, facts: Sequence[Fact], answer: Tokenised
         ]
         if not rivals or any(_agrees(stated, q) for q, _ in rivals):
             continue
-        agreed = any(_agrees(other, q) for other in answer.quantities for q, _ in rivals)
+        agreeing = [other for other in answer.quantities if any(_agrees(other, q) for q, _ in rivals)]
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
-        if about_same or not agreed:
+        # the answer gives the right value and another one for the same thing ("5 years ... no, 3 years")
+        about_same |= any(_shared_context(answer.words, stated, answer.words, other) for other in agreeing)
+        if about_same or not agreeing:
             expected = rivals[0][0]
             reasons.append(f"says {_show(stated)} where the reference says {_show(expected)}")
     return reasons

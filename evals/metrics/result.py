@@ -111,11 +111,11 @@ class ScoringContext:
     """
 
     similarity: Similarity
-    similarity_threshold: float = 0.45
+    similarity_threshold: float = 0.25
     relevance_threshold: float = 0.55
     relevance_floor: float = 0.2
     engagement_threshold: float = 0.35
-    compliance_threshold: float = 0.35
+    compliance_threshold: float = 0.375
     recall_k: int = 5
     judge: Judge | None = None
     judge_mode: JudgeMode = "rules"

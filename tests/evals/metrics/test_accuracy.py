@@ -49,7 +49,7 @@ def test_correct_answers_in_any_wording(context: ScoringContext, spec: object, t
         (REFUND, "It's 5–7 business days, or 3 business days for Visa cards.", "says 3 day"),
         (LABEL, "It is not free, you pay $6.95.", "negates 'free'"),
         (RETURNS, "I'm sorry, I can't look that up.", "missing facts"),
-        (RETURNS, "30 days of sunshine await you on our hiking trips to Spain.", "similarity"),
+        (RETURNS, "Tents are 30 days. Wait, no: you have 60 days to return anything.", "says 60 day"),
     ],
 )
 def test_wrong_answers_fail_with_the_evidence(
@@ -58,6 +58,14 @@ def test_wrong_answers_fail_with_the_evidence(
     result = accuracy.score(spec, Answer(text), context)  # type: ignore[arg-type]
     assert result.score == 0.0
     assert evidence in result.reason
+
+
+def test_a_fact_in_an_unrelated_answer_fails_below_the_similarity_threshold(context: ScoringContext) -> None:
+    strict = ScoringContext(similarity=context.similarity, similarity_threshold=0.5)
+    result = accuracy.score(
+        RETURNS, Answer("30 days of sunshine await you on our hiking trips to Spain."), strict
+    )
+    assert result.score == 0.0 and "similarity to the reference or question" in result.reason
 
 
 def test_negated_fact_that_the_reference_negates_too_is_consistent() -> None:
