@@ -50,10 +50,11 @@ _PUT_DOWN = re.compile(
     r"|\bnot (?:exactly )?rocket science\b|\bbless your heart\b|\b(?:sweetie|sweetheart|honey|darling)\b"
     r"|\b(?:hey|listen|look|okay|ok),? (?:genius|einstein|smart guy|smarty pants|champ)\b"
     r"|\bwhat (?:can|do|did) you expect from\b|\b(?:learn|try) (?:to read|reading)\b"
-    r"|\btry to keep up\b|\bif you (?:had|would|would have)(?: actually| just| even| only)? (?:read|looked|checked"
-    r"|bothered|paid attention|listened|taken the time)\b"
-    r"|\b(?:try|learn) (?:being|to be) (?:a (?:little|bit) )?(?:less|more) (?:impatient|demanding|rude|dramatic"
-    r"|entitled|patient|polite|reasonable|understanding|grateful)\b|\bcalm down\b"
+    r"|\btry to keep up\b"
+    r"|\bif you (?:had|would|would have)(?: actually| just| even| only)? (?:read|looked|checked|bothered"
+    r"|paid attention|listened|taken the time)\b"
+    r"|\b(?:try|learn) (?:being|to be) (?:a (?:little|bit) )?(?:less|more) (?:impatient|demanding|rude"
+    r"|dramatic|entitled|patient|polite|reasonable|understanding|grateful)\b|\bcalm down\b"
 )
 _NEGATED = re.compile(r"\b(?:not|never|no)\b(?:\s+\w+){0,2}\s*$")
 _DEFEAT = re.compile(
