@@ -20,7 +20,7 @@ _ABUSIVE = re.compile(
 _DEROGATORY = (
     r"stupid|dumb|idiotic|moronic|pathetic|worthless|incompetent|clueless|useless|hopeless|lazy|ignorant"
     r"|gullible|brainless|dimwitted|slow[ -]witted|ridiculous|entitled|whiny|ugly|disgusting|impatient"
-    r"|demanding|dramatic|unreasonable|rude"
+    r"|demanding|dramatic|unreasonable|rude|naive|foolish|silly"
 )
 _PERSON = (
     r"you|your|he|she|him|her|they|them|drivers?|customers?|people|persons?|guys?|staff|agents?|couriers?"

@@ -32,6 +32,15 @@ _BOUNDS = {
     "only",
 }
 _CONDITIONS = {"if", "unless", "once", "whenever", "case"}
+_EVENTS = {
+    **dict.fromkeys(
+        ["delivery", "delivered", "arrival", "arrive", "arrives", "receipt", "received"], "delivery"
+    ),
+    **dict.fromkeys(
+        ["order", "ordered", "ordering", "purchase", "purchased", "bought", "placed", "checkout"], "order"
+    ),
+    **dict.fromkeys(["dispatch", "dispatched", "ship", "ships", "shipped"], "dispatch"),
+}
 _UNIVERSAL = re.compile(
     r"\b(always|every ?time|every day|everything|lifetime|forever|unlimited|instant(?:ly)?|no matter"
     r"|regardless|guaranteed|any ?time|24/7|no questions asked|without exception|whatever you)\b"
@@ -63,7 +72,11 @@ def _quantity_conflicts(reference: str, facts: Sequence[Fact], answer: Tokenised
             and (q.dimension != "count" or q.unit == stated.unit)
             and stated.scale_ratio(q) <= _MAX_SCALE
         ]
-        if not rivals or any(_agrees(stated, q) for q, _ in rivals):
+        if not rivals:
+            continue
+        agreed_with = [(q, source) for q, source in rivals if _agrees(stated, q)]
+        if agreed_with:
+            reasons += _anchor_conflicts(stated, answer.words, agreed_with)
             continue
         agreeing = [other for other in answer.quantities if any(_agrees(other, q) for q, _ in rivals)]
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
@@ -73,6 +86,34 @@ def _quantity_conflicts(reference: str, facts: Sequence[Fact], answer: Tokenised
             expected = rivals[0][0]
             reasons.append(f"says {_show(stated)} where the reference says {_show(expected)}")
     return reasons
+
+
+def _anchor_conflicts(
+    stated: Quantity, words: list[str], known: list[tuple[Quantity, Tokenised]]
+) -> list[str]:
+    """The right duration counted from another event ("30 days from the order date" vs "of delivery")."""
+    if stated.dimension not in {"time", "calendar"}:
+        return []
+    mine = _anchors(words, stated.position)
+    theirs = set().union(*(_anchors(source.words, q.position) for q, source in known))
+    if mine and theirs and not mine & theirs:
+        counted, reference = sorted(mine)[0], sorted(theirs)[0]
+        return [f"counts {_show(stated)} from the {counted} where the reference counts from the {reference}"]
+    return []
+
+
+def _anchors(words: list[str], position: int) -> set[str]:
+    """The events a duration is counted from, in the few words after it (negated ones left out)."""
+    found = set()
+    window = words[position + 1 : position + 9]
+    for index, word in enumerate(window):
+        if word == BOUNDARY:
+            break
+        event = _EVENTS.get(word)
+        if event and not {"not", "no"} & set(window[max(0, index - 3) : index]):
+            found.add(event)
+    # "after your order ships": the order is the subject, the event is its shipping or arrival
+    return found - {"order"} if len(found) > 1 else found
 
 
 def _agrees(stated: Quantity, known: Quantity) -> bool:

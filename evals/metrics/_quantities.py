@@ -112,6 +112,9 @@ def _unit_after(words: list[str], index: int) -> tuple[str, bool]:
         return "day", True
     if following in _UNITS:
         return following, False
+    after = words[index + 2] if index + 2 < len(words) else ""
+    if following.isalpha() and following not in _NOT_UNITS and after in _UNITS:
+        return after, False  # one modifier between the number and its unit: "250 bonus points"
     if following.isalpha() and following not in _NOT_UNITS and following not in _VAGUE:
         return stem(following), False
     return "", False

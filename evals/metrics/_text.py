@@ -75,7 +75,7 @@ _UNIT_RES = [(re.compile(rf"(?<=\d) ?(?:{alias})\b"), f" {unit}") for alias, uni
 
 _FREE = re.compile(
     r"\b(?:free of charge|at no (?:extra |additional )?(?:cost|charge)|(?:for|with) no (?:cost|charge)"
-    r"|no (?:extra |additional )?charge|costs? nothing|complimentary|for free|0 usd)\b"
+    r"|no (?:extra |additional )?charge|costs? nothing|complimentary|for free|0 usd|on us|on the house)\b"
 )
 _TOKEN = re.compile(r"[a-z0-9]+(?:[.:\-@'/][a-z0-9]+)*|[,;:!?()|\u2014]|\.(?=\s|$)")
 BOUNDARY = "|"

@@ -55,7 +55,7 @@ def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> Me
     best, clause = max(closeness, default=(0.0, ""))
     distance = best - context.engagement_threshold
     if not stance.declined:
-        if stance.content:
+        if stance.content and best >= context.relevance_floor:
             return verdict("irrelevance", True, "answers the out-of-scope question", unsure=distance < 0)
         return verdict("irrelevance", False, "does not engage with the out-of-scope question", unsure=True)
     unsure = abs(distance) < context.judge_margin

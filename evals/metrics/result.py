@@ -112,7 +112,7 @@ class ScoringContext:
 
     similarity: Similarity
     similarity_threshold: float = 0.25
-    relevance_threshold: float = 0.55
+    relevance_threshold: float = 0.6
     relevance_floor: float = 0.2
     engagement_threshold: float = 0.35
     compliance_threshold: float = 0.375

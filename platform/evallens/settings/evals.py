@@ -44,7 +44,7 @@ class EvalSettings(BaseSettings):
         ),
     )
     eval_relevance_threshold: float = Field(
-        default=0.55,
+        default=0.6,
         ge=0,
         le=1,
         description=(

@@ -32,6 +32,7 @@ LABEL = case(
         (RETURNS, "I believe it's 30 days from delivery, as long as the item is unused."),
         (REFUND, "Once it's issued, expect it within five to seven business days."),
         (REFUND, "Card refunds take 5–7 days. If it's been longer than 10 business days, contact us."),
+        (RETURNS, "Thirty days after your order is delivered."),
         (LABEL, "No, it's free of charge for faulty items."),
     ],
 )
@@ -50,6 +51,11 @@ def test_correct_answers_in_any_wording(context: ScoringContext, spec: object, t
         (LABEL, "It is not free, you pay $6.95.", "negates 'free'"),
         (RETURNS, "I'm sorry, I can't look that up.", "missing facts"),
         (RETURNS, "Tents are 30 days. Wait, no: you have 60 days to return anything.", "says 60 day"),
+        (
+            RETURNS,
+            "30 days from the order date.",
+            "counts 30 day from the order where the reference counts from the delivery",
+        ),
     ],
 )
 def test_wrong_answers_fail_with_the_evidence(

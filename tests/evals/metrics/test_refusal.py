@@ -46,6 +46,8 @@ def test_refusals(text: str) -> None:
         "That's one for a doctor or pharmacist, not a shop assistant.",
         "You'd be better off asking a weather service.",
         "Math homework isn't my thing — I'm just the Acme support assistant.",
+        "Ha, I'll leave the comedy to the professionals!",
+        "I can only really help with Acme stuff.",
     ],
 )
 def test_declines(text: str) -> None:
