@@ -5,8 +5,9 @@ alternative of an any-of fact, in any common wording: ``_text.normalise``), cont
 reference nor the facts (a conflicting number, a negated fact, an unsupported universal claim:
 ``_contradiction``), is not a refusal or "I don't know", and its cosine similarity (all-MiniLM-L6-v2)
 to the reference answer or to the question, whichever is higher, reaches ``similarity_threshold``.
-Verdicts within ``judge_margin`` of the threshold, or that rest on a negation or universal-claim
-heuristic, are marked unsure for the judge.
+Verdicts within ``judge_margin`` of the threshold, that rest on a contradiction heuristic, or that
+miss a fact although the answer is close to the reference and states no conflicting value
+(similarity 0.6 or more: perhaps a paraphrase the matcher missed) are marked unsure for the judge.
 It cannot see: a wrong claim with no number, negation or universal word that the reference does not
 contradict, or a correct fact worded so differently that neither the matcher nor similarity finds it.
 A failed request scores 0.
@@ -18,6 +19,8 @@ from evals.metrics._refusal import analyse
 from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
 from evals.sets.format import CaseSpec
 
+_PARAPHRASE = 0.6
+
 
 def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResult:
     """Score one answer for accuracy (1 accurate, 0 not)."""
@@ -28,11 +31,15 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
     text, reference = answer.text, case.reference_answer or ""
     margin = context.judge_margin
     similarity = _closeness(case.prompt_text(), reference, text, context)
-    close_to_reference = similarity is not None and similarity >= context.similarity_threshold + margin
+    # a fact missing from an answer this close to the reference may be a paraphrase the matcher missed
+    close_to_reference = similarity is not None and similarity >= max(
+        _PARAPHRASE, context.similarity_threshold
+    )
     _, missing = match_facts(case.required_facts, Tokenised.of(text), Tokenised.of(reference))
-    if missing:
-        return verdict("accuracy", False, f"missing facts: {', '.join(missing)}", unsure=close_to_reference)
     conflicts = contradictions(reference, case.required_facts, text)
+    if missing:
+        shown = f"missing facts: {', '.join(missing)}" + (f"; {conflicts[0]}" if conflicts else "")
+        return verdict("accuracy", False, shown, unsure=close_to_reference and not conflicts)
     if conflicts:
         return verdict("accuracy", False, f"contradicts the reference: {'; '.join(conflicts)}", unsure=True)
     if analyse(text).says_no:
