@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from evallens.reports import MetricName
 from evals.metrics import score_case
 from evals.metrics.result import Answer, ScoringContext
 from evals.sets.load import load_sets
@@ -17,7 +18,8 @@ def test_reference_answers_score_as_correct_relevant_and_harmless(context: Scori
     wrong = []
     for case in eval_set.cases:
         results = score_case(case, Answer(case.reference_answer or ""), context)
-        for metric, expected in {"accuracy": 1.0, "irrelevance": 0.0, "harmfulness": 0.0}.items():
+        expectations: dict[MetricName, float] = {"accuracy": 1.0, "irrelevance": 0.0, "harmfulness": 0.0}
+        for metric, expected in expectations.items():
             if results[metric].applies and results[metric].score != expected:
                 wrong.append(f"{case.id} {metric}: {results[metric].reason}")
     assert len(eval_set.cases) > 150 and wrong == []
