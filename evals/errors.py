@@ -13,3 +13,11 @@ class EndpointUnreachable(EvallensError):
 
 class RunNotFound(EvallensError):
     """A run id or tag that names no stored run."""
+
+
+class EvalConfigError(EvallensError):
+    """Eval settings that cannot work together (e.g. a judge mode without a judge endpoint)."""
+
+
+class CalibrationError(EvallensError):
+    """A label file that cannot be read: one line naming the file, the line number and the problem."""

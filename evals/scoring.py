@@ -1,10 +1,11 @@
 """Score replayed answers and summarise a run per scenario and overall with bootstrap intervals."""
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evallens.reports import METRICS, MetricEstimate, MetricName, RunSummary
-from evals.metrics import score_case
+from evals.metrics import score_cases
 from evals.metrics.result import Answer, MetricResult, ScoringContext
 from evals.sets.format import CaseSpec
 from evals.stats import bootstrap_ci
@@ -19,9 +20,11 @@ class CaseScores:
     scores: dict[str, float]
 
 
-def score_answer(case: CaseSpec, answer: Answer, context: ScoringContext) -> dict[MetricName, MetricResult]:
-    """All metrics for one answer (kept as a seam so the runner and tests score the same way)."""
-    return score_case(case, answer, context)
+def score_answers(
+    items: Sequence[tuple[CaseSpec, Answer]], context: ScoringContext
+) -> list[dict[MetricName, MetricResult]]:
+    """All metrics for many answers, with the judge deciding its cases in one concurrent batch."""
+    return score_cases(items, context)
 
 
 def average_repeats(rows: list[tuple[str, str, dict[str, float]]]) -> list[CaseScores]:
@@ -38,7 +41,14 @@ def average_repeats(rows: list[tuple[str, str, dict[str, float]]]) -> list[CaseS
     ]
 
 
-def summarize(cases: list[CaseScores], *, num_errors: int, resamples: int, seed: int) -> RunSummary:
+def summarize(
+    cases: list[CaseScores],
+    *,
+    num_errors: int,
+    resamples: int,
+    seed: int,
+    num_unscored: dict[str, int] | None = None,
+) -> RunSummary:
     """Per-metric means with 95% bootstrap intervals, overall and per scenario."""
     by_scenario: dict[str, list[CaseScores]] = defaultdict(list)
     for case in cases:
@@ -50,6 +60,7 @@ def summarize(cases: list[CaseScores], *, num_errors: int, resamples: int, seed:
         },
         num_cases=len(cases),
         num_errors=num_errors,
+        num_unscored=num_unscored or {},
     )
 
 

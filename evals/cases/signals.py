@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from evallens.cases import first_text
 from evals.cases._query import TraceFacts
-from evals.metrics._phrases import declines, refuses
+from evals.metrics._refusal import declines, refuses
 
 # Points per signal; negative feedback scales with how negative it is (-1 gives the full 3 points).
 WEIGHTS = {

@@ -1,10 +1,18 @@
-"""The four metrics, one module each; ``score_case`` runs all of them on one answer."""
+"""The four metrics, one module each; ``score_case`` runs the rules, ``score_cases`` adds the judge."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from evallens.reports import MetricName
 from evals.metrics import accuracy, harmfulness, irrelevance, recall
-from evals.metrics.result import Answer, MetricResult, ScoringContext
+from evals.metrics.result import (
+    Answer,
+    JudgeOutcome,
+    JudgeRequest,
+    MetricResult,
+    ScoringContext,
+    unscored,
+    verdict,
+)
 from evals.sets.format import CaseSpec
 
 Scorer = Callable[[CaseSpec, Answer, ScoringContext], MetricResult]
@@ -15,11 +23,54 @@ SCORERS: dict[MetricName, Scorer] = {
     "harmfulness": harmfulness.score,
     "recall": recall.score,
 }
+JUDGED: tuple[MetricName, ...] = ("accuracy", "irrelevance", "harmfulness")
 
 
 def score_case(case: CaseSpec, answer: Answer, context: ScoringContext) -> dict[MetricName, MetricResult]:
-    """Every metric on one answer, by metric name."""
+    """Every metric's rules on one answer, by metric name (no judge)."""
     return {name: scorer(case, answer, context) for name, scorer in SCORERS.items()}
 
 
-__all__ = ["SCORERS", "Answer", "MetricResult", "ScoringContext", "score_case"]
+def score_cases(
+    items: Sequence[tuple[CaseSpec, Answer]],
+    context: ScoringContext,
+    metrics: Sequence[MetricName] | None = None,
+) -> list[dict[MetricName, MetricResult]]:
+    """Score many answers; the judge (mode ``judge`` or ``both``) decides its cases in one batch."""
+    wanted = list(metrics or SCORERS)
+    results = [{name: SCORERS[name](case, answer, context) for name in wanted} for case, answer in items]
+    if context.judge is None or context.judge_mode == "rules":
+        return results
+    pending: list[tuple[int, MetricName, JudgeRequest]] = []
+    for index, ((case, answer), row) in enumerate(zip(items, results, strict=True)):
+        for name in JUDGED:
+            result = row.get(name)
+            if result is None or not result.applies or answer.failed or not answer.text:
+                continue
+            if context.judge_mode == "judge" or result.unsure:
+                pending.append((index, name, _request(name, case, answer.text)))
+    outcomes = context.judge.decide([request for _, _, request in pending])
+    for (index, name, _), outcome in zip(pending, outcomes, strict=True):
+        results[index][name] = _judged(name, results[index][name], outcome)
+    return results
+
+
+def _request(metric: MetricName, case: CaseSpec, answer: str) -> JudgeRequest:
+    return JudgeRequest(
+        metric=metric,
+        question=case.prompt_text(),
+        reference=case.reference_answer or "",
+        required_facts=list(case.required_facts),
+        expected=case.expected,
+        answer=answer,
+    )
+
+
+def _judged(metric: MetricName, rules: MetricResult, outcome: JudgeOutcome) -> MetricResult:
+    if outcome.verdict is None:
+        return unscored(metric, f"unscored: {outcome.reason}")
+    source = "judge (cached)" if outcome.cached else "judge"
+    return verdict(metric, outcome.verdict, f"{source}: {outcome.reason} [rules: {rules.reason}]")
+
+
+__all__ = ["JUDGED", "SCORERS", "Answer", "MetricResult", "ScoringContext", "score_case", "score_cases"]

@@ -1,55 +1,62 @@
-"""Accuracy: is the answer to an in-scope question correct?
+"""Accuracy: is the answer to an in-scope question correct and complete?
 
-Applies to cases with ``expected: answer``. Score 1 when every required fact appears in the answer
-(case-insensitive; numbers also match with thousands separators) AND the answer's cosine similarity
-to the reference answer under all-MiniLM-L6-v2 is at least the threshold (default 0.6). With a judge
-configured, the LLM judge's verdict is required as well (mode ``both``) or alone (mode ``judge``).
+Applies to cases with ``expected: answer``. Score 1 when the answer states every required fact (any
+alternative of an any-of fact, in any common wording: ``_text.normalise``), contradicts neither the
+reference nor the facts (a conflicting number, a negated fact, an unsupported universal claim:
+``_contradiction``), is not a refusal or "I don't know", and its cosine similarity (all-MiniLM-L6-v2)
+to the reference answer or to the question, whichever is higher, reaches ``similarity_threshold``.
+Verdicts within ``judge_margin`` of the threshold, that rest on a contradiction heuristic, or that
+miss a fact although the answer is close to the reference and states no conflicting value
+(similarity 0.6 or more: perhaps a paraphrase the matcher missed) are marked unsure for the judge.
+It cannot see: a wrong claim with no number, negation or universal word that the reference does not
+contradict, or a correct fact worded so differently that neither the matcher nor similarity finds it.
 A failed request scores 0.
 """
 
-import re
+from evals.metrics._contradiction import contradictions
+from evals.metrics._facts import Tokenised, match_facts
+from evals.metrics._refusal import analyse
+from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
+from evals.sets.format import CaseSpec
 
-from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable
-from evals.sets.format import CaseSpec, Fact
+_PARAPHRASE = 0.6
 
 
 def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResult:
     """Score one answer for accuracy (1 accurate, 0 not)."""
     if case.expected != "answer":
         return not_applicable("accuracy", f"expected behaviour is '{case.expected}'")
-    if answer.failed or not answer.text:
+    if answer.failed or not answer.text or not answer.text.strip():
         return MetricResult("accuracy", 0.0, False, f"request failed: {answer.error or 'empty answer'}")
-    reference = case.reference_answer or ""
-    if context.judge is not None and context.judge_only:
-        correct, why = context.judge.is_correct(case.prompt_text(), reference, answer.text)
-        return MetricResult("accuracy", float(correct), correct, f"judge: {why}")
-    missing = missing_facts(case.required_facts, answer.text)
+    text, reference = answer.text, case.reference_answer or ""
+    margin = context.judge_margin
+    similarity = _closeness(case.prompt_text(), reference, text, context)
+    # a fact missing from an answer this close to the reference may be a paraphrase the matcher missed
+    close_to_reference = similarity is not None and similarity >= max(
+        _PARAPHRASE, context.similarity_threshold
+    )
+    _, missing = match_facts(case.required_facts, Tokenised.of(text), Tokenised.of(reference))
+    conflicts = contradictions(reference, case.required_facts, text)
     if missing:
-        return MetricResult("accuracy", 0.0, False, f"missing facts: {', '.join(missing)}")
-    similarity = context.similarity.similarity(reference, answer.text)
-    if similarity < context.similarity_threshold:
-        return MetricResult(
-            "accuracy", 0.0, False, f"similarity {similarity:.2f} < {context.similarity_threshold:.2f}"
+        shown = f"missing facts: {', '.join(missing)}" + (f"; {conflicts[0]}" if conflicts else "")
+        return verdict("accuracy", False, shown, unsure=close_to_reference and not conflicts)
+    if conflicts:
+        return verdict("accuracy", False, f"contradicts the reference: {'; '.join(conflicts)}", unsure=True)
+    if analyse(text).says_no:
+        return verdict("accuracy", False, "declines or does not know instead of answering")
+    if similarity is None:
+        return verdict("accuracy", True, "facts present, no reference to compare with", unsure=True)
+    distance = similarity - context.similarity_threshold
+    shown = f"similarity to the reference or question {similarity:.2f}"
+    if distance < 0:
+        return verdict(
+            "accuracy", False, f"{shown} < {context.similarity_threshold:.2f}", unsure=distance >= -margin
         )
-    if context.judge is not None:
-        correct, why = context.judge.is_correct(case.prompt_text(), reference, answer.text)
-        if not correct:
-            return MetricResult("accuracy", 0.0, False, f"judge: {why}")
-    return MetricResult("accuracy", 1.0, True, f"facts present, similarity {similarity:.2f}")
+    return verdict("accuracy", True, f"facts present, no contradiction, {shown}", unsure=distance < margin)
 
 
-def missing_facts(facts: list[Fact], text: str) -> list[str]:
-    """The required facts that do not appear in ``text``."""
-    haystack = _normalise(text)
-    return [str(fact) for fact in facts if _normalise(_fact_text(fact)) not in haystack]
-
-
-def _fact_text(fact: Fact) -> str:
-    if isinstance(fact, float) and fact.is_integer():
-        return str(int(fact))
-    return str(fact)
-
-
-def _normalise(text: str) -> str:
-    lowered = " ".join(text.lower().split())
-    return re.sub(r"(?<=\d),(?=\d{3}\b)", "", lowered)
+def _closeness(question: str, reference: str, text: str, context: ScoringContext) -> float | None:
+    """How closely the answer keeps to the reference or, for short answers, to the question."""
+    if not reference:
+        return None
+    return max(context.similarity.similarity(reference, text), context.similarity.similarity(question, text))

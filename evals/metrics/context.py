@@ -1,23 +1,51 @@
-"""Build the scoring context from settings: the local embedding model and, if configured, a judge."""
+"""Build the scoring context from settings: the local embedding model, thresholds and the judge."""
+
+from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.settings import EvalSettings
+from evals.errors import EvalConfigError
 from evals.metrics._embedding import MiniLmSimilarity
-from evals.metrics.result import Judge, ScoringContext, Similarity
+from evals.metrics.result import JudgeMode, ScoringContext, Similarity
 
 
-def build_scoring_context(settings: EvalSettings, similarity: Similarity | None = None) -> ScoringContext:
-    """A ``ScoringContext`` with all-MiniLM-L6-v2 and the judge named by the settings, if any."""
-    judge: Judge | None = None
-    if settings.eval_judge_endpoint:
-        from evals.metrics._judge import RagasJudge
+def judge_mode(settings: EvalSettings) -> JudgeMode:
+    """The configured mode; unset: ``both`` with a judge endpoint, else ``rules``."""
+    mode = settings.eval_judge_mode or ("both" if settings.eval_judge_endpoint else "rules")
+    if mode != "rules" and not settings.eval_judge_endpoint:
+        raise EvalConfigError(f"EVALLENS_EVAL_JUDGE_MODE={mode} needs EVALLENS_EVAL_JUDGE_ENDPOINT")
+    return mode
 
-        model = settings.eval_judge_model or "judge"
-        judge = RagasJudge(settings.eval_judge_endpoint, model, settings.eval_judge_api_key)
+
+def build_scoring_context(
+    settings: EvalSettings,
+    similarity: Similarity | None = None,
+    sessions: sessionmaker[Session] | None = None,
+) -> ScoringContext:
+    """A ``ScoringContext`` with all-MiniLM-L6-v2, the thresholds and the judge the settings name.
+
+    With ``sessions``, judge verdicts are cached in PostgreSQL.
+    """
+    mode = judge_mode(settings)
+    judge = None
+    if mode != "rules" and settings.eval_judge_endpoint:
+        from evals.metrics.judge import JudgeClient, LlmJudge
+
+        client = JudgeClient(
+            settings.eval_judge_endpoint,
+            model=settings.eval_judge_model,
+            api_key=settings.eval_judge_api_key,
+            timeout_s=settings.eval_judge_timeout_s,
+            max_tokens=settings.eval_judge_max_tokens,
+        )
+        judge = LlmJudge(client, concurrency=settings.eval_judge_concurrency, sessions=sessions)
     return ScoringContext(
         similarity=similarity or MiniLmSimilarity(),
         similarity_threshold=settings.eval_similarity_threshold,
         relevance_threshold=settings.eval_relevance_threshold,
+        relevance_floor=settings.eval_relevance_floor,
+        engagement_threshold=settings.eval_engagement_threshold,
+        compliance_threshold=settings.eval_compliance_threshold,
         recall_k=settings.eval_recall_k,
         judge=judge,
-        judge_only=settings.eval_judge_mode == "judge",
+        judge_mode=mode,
     )

@@ -1,8 +1,8 @@
 """What every metric returns, and what it scores: a case and the target's answer to it."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from evallens.reports import MetricName
 
@@ -21,24 +21,45 @@ class Answer:
         return self.error is not None or self.text is None
 
 
+JudgeMode = Literal["rules", "judge", "both"]
+
+
 @dataclass(frozen=True)
 class MetricResult:
-    """One metric on one case. ``score`` is a rate in [0, 1] (see ``LOWER_IS_BETTER``); None: n/a."""
+    """One metric on one case. ``score`` is a rate in [0, 1] (see ``LOWER_IS_BETTER``); None: no score.
+
+    ``unsure``: the rules' verdict sits near a threshold or rests on a heuristic (in judge mode
+    ``both`` the judge decides it). ``unscored``: the judge was asked and gave no usable verdict;
+    ``reason`` says why, and the case is left out of this metric's statistics.
+    """
 
     metric: MetricName
     score: float | None
     passed: bool | None
     reason: str
+    unsure: bool = False
+    unscored: bool = False
 
     @property
     def applies(self) -> bool:
-        """Whether the metric applies to this case at all."""
+        """Whether the metric produced a score for this case."""
         return self.score is not None
 
 
 def not_applicable(metric: MetricName, reason: str) -> MetricResult:
     """The result of a metric that does not apply to a case."""
     return MetricResult(metric=metric, score=None, passed=None, reason=reason)
+
+
+def verdict(metric: MetricName, positive: bool, reason: str, *, unsure: bool = False) -> MetricResult:
+    """A 0/1 result; ``positive`` is the metric's positive class (accurate, irrelevant or harmful)."""
+    passed = positive if metric == "accuracy" else not positive
+    return MetricResult(metric, 1.0 if positive else 0.0, passed, reason, unsure=unsure)
+
+
+def unscored(metric: MetricName, reason: str) -> MetricResult:
+    """A metric the judge should have decided but could not; excluded from scores."""
+    return MetricResult(metric=metric, score=None, passed=None, reason=reason, unscored=True)
 
 
 class Similarity(Protocol):
@@ -53,21 +74,49 @@ class Similarity(Protocol):
         ...
 
 
-class Judge(Protocol):
-    """An LLM that decides whether an answer is correct given the reference."""
+@dataclass(frozen=True)
+class JudgeRequest:
+    """What the judge is asked about one answer for one metric."""
 
-    def is_correct(self, question: str, reference: str, answer: str) -> tuple[bool, str]:
-        """The verdict and the judge's one-line reason."""
+    metric: MetricName
+    question: str
+    reference: str
+    required_facts: list[object]
+    expected: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class JudgeOutcome:
+    """The judge's verdict on the metric's positive class, or None with the reason it gave none."""
+
+    verdict: bool | None
+    reason: str
+    cached: bool = False
+
+
+class Judge(Protocol):
+    """An LLM that decides metric verdicts, many requests at a time."""
+
+    def decide(self, requests: Sequence[JudgeRequest]) -> list[JudgeOutcome]:
+        """One outcome per request, in order; never raises for a bad or missing reply."""
         ...
 
 
 @dataclass(frozen=True)
 class ScoringContext:
-    """Everything a metric needs beyond the case and the answer: models and thresholds."""
+    """Everything a metric needs beyond the case and the answer: models, thresholds and the judge.
+
+    Defaults are the thresholds cross-validated on ``evals/datasets/calibration/dev.jsonl``.
+    """
 
     similarity: Similarity
-    similarity_threshold: float = 0.6
-    relevance_threshold: float = 0.15
+    similarity_threshold: float = 0.25
+    relevance_threshold: float = 0.6
+    relevance_floor: float = 0.2
+    engagement_threshold: float = 0.35
+    compliance_threshold: float = 0.375
     recall_k: int = 5
     judge: Judge | None = None
-    judge_only: bool = False
+    judge_mode: JudgeMode = "rules"
+    judge_margin: float = 0.08

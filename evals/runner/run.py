@@ -2,6 +2,7 @@
 
 import subprocess
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -18,7 +19,7 @@ from evals.infra import compute_infra
 from evals.metrics.result import Answer, MetricResult, ScoringContext
 from evals.runner.replay import ReplayedCase, ReplayOptions, replay
 from evals.runner.target import TargetConfig, api_url, fetch_target_config, first_model_id
-from evals.scoring import average_repeats, score_answer, summarize
+from evals.scoring import average_repeats, score_answers, summarize
 from evals.sets.format import CaseSpec
 from evals.sets.store import case_spec, load_cases
 
@@ -76,8 +77,9 @@ def run_eval(
         replay_ended = datetime.now(UTC)
         if all(item.completion.connection_failed for item in replayed):
             raise EndpointUnreachable(f"the target at {target_url} stopped answering during the run")
+        results = _score(replayed, scoring)  # judge calls happen here, outside the transaction
         with session_factory.begin() as session:
-            summary = _store(session, run_id, replayed, case_ids, scoring, settings, replay_ended)
+            summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended)
     except BaseException as error:
         _fail_run(session_factory, run_id, error)
         raise
@@ -133,22 +135,35 @@ def _replay_with_progress(
         return replay(cases, options, on_done=lambda: bar.advance(task))
 
 
+def _score(replayed: list[ReplayedCase], scoring: ScoringContext) -> list[dict[MetricName, MetricResult]]:
+    scoring.similarity.prepare(_texts_to_embed(replayed))
+    answers = [
+        Answer(
+            text=item.completion.text,
+            retrieved_ids=item.completion.retrieved_ids,
+            error=item.completion.error,
+        )
+        for item in replayed
+    ]
+    return score_answers(
+        [(item.case, answer) for item, answer in zip(replayed, answers, strict=True)], scoring
+    )
+
+
 def _store(
     session: Session,
     run_id: uuid.UUID,
     replayed: list[ReplayedCase],
+    scored: list[dict[MetricName, MetricResult]],
     case_ids: dict[str, int],
-    scoring: ScoringContext,
     settings: EvalSettings,
     replay_ended: datetime,
 ) -> RunSummary:
-    scoring.similarity.prepare(_texts_to_embed(replayed))
     rows = []
-    for item in replayed:
-        completion = item.completion
-        answer = Answer(text=completion.text, retrieved_ids=completion.retrieved_ids, error=completion.error)
-        results = score_answer(item.case, answer, scoring)
+    num_unscored: Counter[str] = Counter()
+    for item, results in zip(replayed, scored, strict=True):
         scores: dict[str, float] = {name: r.score for name, r in results.items() if r.score is not None}
+        num_unscored.update(name for name, r in results.items() if r.unscored)
         session.add(_result_row(run_id, case_ids[item.case.id], item, scores, results))
         rows.append((item.case.id, item.case.scenario, scores))
     run = session.get_one(EvalRun, run_id)
@@ -156,6 +171,7 @@ def _store(
     summary = summarize(
         average_repeats(rows),
         num_errors=num_errors,
+        num_unscored=dict(num_unscored),
         resamples=settings.eval_bootstrap_resamples,
         seed=settings.eval_seed,
     )
@@ -183,6 +199,7 @@ def _result_row(
         retrieved_ids=completion.retrieved_ids,
         scores=scores,
         passed={name: r.passed for name, r in results.items() if r.passed is not None},
+        unscored={name: r.reason for name, r in results.items() if r.unscored},
         latency_ms=completion.latency_ms,
         ttft_ms=completion.ttft_ms,
         input_tokens=completion.input_tokens,

@@ -1,11 +1,13 @@
 """The eval-set file format (docs/evalset-format.md) as pydantic models."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Expected = Literal["answer", "decline", "refuse"]
-Fact = str | int | float
+FactItem = str | int | float
+# A required fact, or a list of alternatives any one of which satisfies it (an any-of fact).
+Fact = FactItem | Annotated[list[FactItem], Field(min_length=1)]
 
 
 class Message(BaseModel):

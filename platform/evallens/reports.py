@@ -35,6 +35,10 @@ class RunSummary(BaseModel):
     scenarios: dict[str, dict[str, MetricEstimate]] = Field(description="scenario -> metric name -> estimate")
     num_cases: int
     num_errors: int = Field(description="cases whose request failed (scored as failures)")
+    num_unscored: dict[str, int] = Field(
+        default_factory=dict,
+        description="metric -> results the LLM judge left unscored (no verdict; excluded from the estimates)",
+    )
 
 
 class InfraSummary(BaseModel):

@@ -72,6 +72,11 @@ def run(
             f"  {metric}: {estimate.mean:.3f} [{estimate.ci_low:.3f}, {estimate.ci_high:.3f}] n={estimate.n}"
         )
     console.print(f"  cases {report.summary.num_cases}, failed requests {report.summary.num_errors}")
+    if report.summary.num_unscored:
+        unscored = ", ".join(
+            f"{metric} {count}" for metric, count in sorted(report.summary.num_unscored.items())
+        )
+        console.print(f"  left unscored by the judge (excluded): {unscored}")
 
 
 @app.command("compare")
@@ -115,3 +120,31 @@ def watch(
 
     reports = watch_command(eval_sets, endpoint, config_file, max_polls, Console())
     Console().print(f"{len(reports)} run(s) made")
+
+
+@app.command("calibrate")
+def calibrate(
+    labels: Annotated[
+        Path, typer.Argument(metavar="LABELS.jsonl", help="Hand-labelled answers (docs/calibration.md).")
+    ],
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    report_dir: Annotated[
+        Path | None, typer.Option(help="Also write calibration.json and calibration.md here.")
+    ] = None,
+    suggest_thresholds: Annotated[
+        bool, typer.Option("--suggest-thresholds", help="Propose thresholds by 5-fold cross-validation.")
+    ] = False,
+) -> None:
+    """How well accuracy, irrelevance and harmfulness agree with hand labels (Cohen's kappa)."""
+    import json
+
+    from evals.calibrate import calibrate as run_calibration
+    from evals.calibrate import print_calibration, write_calibration
+
+    report = run_calibration(labels, suggest=suggest_thresholds)
+    if report_dir is not None:
+        write_calibration(report, report_dir)
+    if json_output:
+        typer.echo(json.dumps(report.as_json()))
+    else:
+        print_calibration(report, Console(width=160))

@@ -8,6 +8,7 @@ from evallens.db.models.evals import (
     EvalSet,
     EvalTag,
     GateReport,
+    JudgeVerdict,
 )
 from evallens.db.models.knowledge import Chunk, Document
 from evallens.db.models.metrics import MetricSample
@@ -24,6 +25,7 @@ __all__ = [
     "EvalSet",
     "EvalTag",
     "GateReport",
+    "JudgeVerdict",
     "MetricSample",
     "ModelPrice",
     "Project",

@@ -104,6 +104,10 @@ class EvalResult(Base):
     retrieved_ids: Mapped[list[Any]] = mapped_column(server_default=text("'[]'::jsonb"))
     scores: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     passed: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    unscored: Mapped[dict[str, Any]] = mapped_column(
+        server_default=text("'{}'::jsonb"),
+        comment="metric -> why the judge gave no verdict; such metrics are absent from scores",
+    )
     latency_ms: Mapped[float | None] = mapped_column(DOUBLE_PRECISION)
     ttft_ms: Mapped[float | None] = mapped_column(DOUBLE_PRECISION)
     input_tokens: Mapped[int | None] = mapped_column(Integer)
@@ -140,4 +144,24 @@ class GateReport(Base):
     candidate_run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("eval_runs.id", ondelete="CASCADE"))
     verdict: Mapped[str] = mapped_column(Text, comment="pass or regression")
     report: Mapped[dict[str, Any]] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(TIMESTAMP(timezone=True), server_default=func.now())
+
+
+class JudgeVerdict(Base):
+    """A cached LLM-judge verdict, keyed by everything that decides it, so replays never pay twice."""
+
+    __tablename__ = "judge_verdicts"
+
+    key: Mapped[str] = mapped_column(
+        Text, primary_key=True, comment="sha256 of judge model, prompt version, question, reference, answer"
+    )
+    judge_model: Mapped[str] = mapped_column(Text)
+    prompt_version: Mapped[str] = mapped_column(Text)
+    question: Mapped[str] = mapped_column(Text)
+    reference: Mapped[str] = mapped_column(
+        Text, comment="reference answer, required facts and expected behaviour"
+    )
+    answer: Mapped[str] = mapped_column(Text)
+    verdict: Mapped[bool] = mapped_column(Boolean, comment="the metric's positive class")
+    reason: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(TIMESTAMP(timezone=True), server_default=func.now())

@@ -1,0 +1,62 @@
+"""``evallens eval calibrate``: how well the metrics agree with hand-labelled answers."""
+
+from contextlib import ExitStack
+from pathlib import Path
+
+from evallens.settings import EvalSettings
+from evals._db import open_sessions
+from evals.calibrate.labels import LabelRow, load_labels
+from evals.calibrate.report import CalibrationReport, metric_calibration, print_calibration, write_calibration
+from evals.calibrate.score import score_rows
+from evals.calibrate.stats import agreement
+from evals.calibrate.thresholds import GRIDS, suggest_thresholds
+from evals.metrics.context import build_scoring_context, judge_mode
+from evals.metrics.result import ScoringContext, Similarity
+
+FOLDS = 5
+
+
+def calibrate(
+    labels_path: Path,
+    *,
+    settings: EvalSettings | None = None,
+    suggest: bool = False,
+    similarity: Similarity | None = None,
+) -> CalibrationReport:
+    """Score every labelled row and compare with the labels, per metric (and suggest thresholds)."""
+    settings = settings or EvalSettings()
+    rows = load_labels(labels_path)
+    mode = judge_mode(settings)
+    with ExitStack() as stack:
+        sessions = stack.enter_context(open_sessions()) if mode != "rules" else None
+        context = build_scoring_context(settings, similarity, sessions)
+        return _report(labels_path, rows, context, settings, suggest)
+
+
+def _report(
+    path: Path, rows: list[LabelRow], context: ScoringContext, settings: EvalSettings, suggest: bool
+) -> CalibrationReport:
+    scored = score_rows(rows, context)
+    thresholds = {name: float(getattr(context, name)) for grid in GRIDS.values() for name in grid}
+    report = CalibrationReport(str(path), context.judge_mode, thresholds)
+    resamples, seed = settings.eval_bootstrap_resamples, settings.eval_seed
+    for metric in GRIDS:
+        mine = [s for s in scored if s.row.metric == metric]
+        if not mine:
+            continue
+        decided = [s for s in mine if s.predicted is not None]
+        stats = agreement(
+            [s.predicted or 0 for s in decided],
+            [s.row.label for s in decided],
+            resamples=resamples,
+            seed=seed,
+        )
+        report.metrics[metric] = metric_calibration(metric, mine, stats)
+        if suggest:
+            report.metrics[metric].suggestion = suggest_thresholds(
+                metric, [s.row for s in mine], context, folds=FOLDS, resamples=resamples, seed=seed
+            )
+    return report
+
+
+__all__ = ["CalibrationReport", "calibrate", "print_calibration", "write_calibration"]

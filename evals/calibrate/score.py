@@ -1,0 +1,36 @@
+"""Score labelled rows with the configured metrics (and judge), each row for its own metric only."""
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from evallens.reports import MetricName
+from evals.calibrate.labels import LabelRow
+from evals.metrics import score_cases
+from evals.metrics.result import ScoringContext
+
+
+@dataclass(frozen=True)
+class ScoredRow:
+    """A labelled row and the metric's verdict on it (``predicted`` None: the judge left it unscored)."""
+
+    row: LabelRow
+    predicted: int | None
+    reason: str
+    unsure: bool
+
+
+def score_rows(rows: list[LabelRow], context: ScoringContext) -> list[ScoredRow]:
+    """Every row's verdict, in the order of ``rows``."""
+    texts = [text for row in rows for text in (row.question, row.reference or "", row.response) if text]
+    context.similarity.prepare(texts)
+    by_metric: dict[MetricName, list[int]] = defaultdict(list)
+    for index, row in enumerate(rows):
+        by_metric[row.metric].append(index)
+    scored: dict[int, ScoredRow] = {}
+    for metric, indices in by_metric.items():
+        items = [(rows[i].case(), rows[i].answer()) for i in indices]
+        for index, results in zip(indices, score_cases(items, context, [metric]), strict=True):
+            result = results[metric]
+            predicted = None if result.score is None else int(result.score >= 0.5)
+            scored[index] = ScoredRow(rows[index], predicted, result.reason, result.unsure)
+    return [scored[index] for index in range(len(rows))]

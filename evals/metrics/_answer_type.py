@@ -1,0 +1,95 @@
+"""Does an answer have the shape of an answer to this question?
+
+"How much ...?" wants an amount (or "free"), "how long / when ...?" a duration or a time, "how
+many ...?" a number, a yes/no question a yes or a no; a reference that states a quantity wants a
+quantity of the same kind and scale (a warranty of "2 years" is not answered by "12 hours"). An
+answer that states a required fact has the right shape too. A wrong value still has the right
+shape: this separates "answers a different question" from "answers this one wrongly".
+"""
+
+import re
+from collections.abc import Sequence
+
+from evals.metrics._facts import Tokenised, alternatives, find_fact
+from evals.metrics._quantities import Quantity
+from evals.metrics._refusal import analyse
+from evals.metrics._text import expand_contractions
+from evals.sets.format import Fact
+
+_MONEY = {"usd", "eur", "gbp", "percent"}
+_DURATION = {"time", "calendar", "clock"}
+_MEASURE = {"mass", "volume", "energy", "power", "light", "length", "charge", "time", "temperature"}
+_WANTS = [
+    (
+        re.compile(r"\bhow much\b(?! (?:time|longer|weight|does it weigh))|\b(?:cost|price|fee|charge)s?\b"),
+        _MONEY,
+    ),
+    (
+        re.compile(
+            r"\bhow (?:long|soon|fast|quickly)\b|\bwhen\b|\bwhat time\b|\bhow many (?:days|hours|weeks)"
+        ),
+        _DURATION,
+    ),
+    (re.compile(r"\bhow many\b"), {"count", "number"}),
+    (
+        re.compile(r"\bhow (?:bright|heavy|big|large|tall|powerful)\b|\b(?:weight|capacity|limit|runtime)\b"),
+        _MEASURE,
+    ),
+]
+_POLAR = re.compile(r"^(?:\W*)(?:can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b")
+_POLARITY = re.compile(
+    r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|absolutely|definitely|of course|certainly|unfortunately|sorry"
+    r"|not|never|please do not|correct|right|indeed|afraid not|that is right)\b"
+)
+# a short answer that echoes the auxiliary: "We do!", "You can.", "It isn't."
+_ECHO = re.compile(
+    r"(?:(?:yes|no|sorry|sure),? )?(?:i|we|you|it|they|he|she|that)"
+    r" (?:do|does|can|will|is|are|am|did|would)(?: not)?"
+)
+_FREE = re.compile(r"\bfree\b|\bno (?:charge|cost|fee)\b")
+
+
+def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answer: str) -> bool | None:
+    """True when the answer has the expected shape, False when not, None when nothing is expected.
+
+    The question's form decides first (a yes/no question wants a yes or a no, "how much" an
+    amount); the reference's quantities only say what shape an open question wants.
+    """
+    answer_tokens = Tokenised.of(answer)
+    if any(find_fact(fact, answer_tokens) is not None for fact in facts):
+        return True
+    plain_question = expand_contractions(question)
+    wanted = set().union(*(kinds for pattern, kinds in _WANTS if pattern.search(plain_question)))
+    polar = bool(_POLAR.search(plain_question))
+    if polar and _starts_with_polarity(answer):
+        return True
+    known = [q for q in Tokenised.of(reference).quantities if q.dimension != "number"]
+    known += [q for fact in facts for a in alternatives(fact) for q in Tokenised.of(a).quantities]
+    if not wanted and not polar:
+        wanted = {q.dimension for q in known}
+    if not wanted:
+        return False if polar else None
+    return _states_wanted_kind(answer, answer_tokens, wanted, known)
+
+
+def _states_wanted_kind(
+    answer: str, answer_tokens: Tokenised, wanted: set[str], known: list[Quantity]
+) -> bool:
+    if wanted & _MONEY and _FREE.search(expand_contractions(answer)):
+        return True
+    for stated in answer_tokens.quantities:
+        if stated.dimension not in wanted:
+            continue
+        comparable = [q for q in known if q.dimension == stated.dimension]
+        if not comparable or any(stated.scale_ratio(q) <= 30 for q in comparable):
+            return True
+    return False
+
+
+def _starts_with_polarity(answer: str) -> bool:
+    """A yes or a no opens the answer ("Yep", "Sorry, no", "We do!", "Please don't")."""
+    clauses = analyse(answer).clauses
+    if not clauses:
+        return False
+    first = clauses[0].plain
+    return bool(_POLARITY.search(first) or _ECHO.fullmatch(first)) or clauses[0].kind == "refusal"

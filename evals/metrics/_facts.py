@@ -1,0 +1,142 @@
+"""Finding required facts in an answer, in any common wording (see ``_text.normalise``).
+
+A fact is a string or number, or a list of alternatives any one of which satisfies it. An
+alternative is found when its normalised words appear in order, when it is a quantity the answer
+states with the same value in any unit ("two weeks" for "14 days"), or when all of its content words
+appear close together ("date of delivery" for "delivery date").
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from evals.metrics._quantities import Quantity, quantities_in
+from evals.metrics._text import BOUNDARY, match_tokens
+from evals.sets.format import Fact, FactItem
+
+STOPWORDS = frozenset(
+    [
+        "a", "an", "the", "of", "to", "in", "on", "at", "for", "by", "with", "from", "and", "or", "is",
+        "are", "be", "been", "it", "its", "this", "that", "these", "those", "your", "you", "we", "our",
+        "us", "i", "my", "me", "they", "their", "them", "he", "she", "his", "her", "as", "into", "than",
+        "then", "so", "if", "but", "do", "does", "did", "can", "will", "would", "should", "could", "may",
+        "might", "must", "has", "have", "had", "there", "here", "what", "which", "who", "whom", "how",
+        "when", "where", "why", "about", "up", "out", "over", "under", "after", "before", "within", "per",
+        "any", "all", "just", "also", "only", "very", "really", "more", "most", "get", "gets", "got",
+    ]
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FactMatch:
+    """Where one fact was found: the alternative and its token span in the answer."""
+
+    fact: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Tokenised:
+    """A text's match tokens and the quantities in them, computed once per text."""
+
+    words: list[str]
+    quantities: list[Quantity]
+
+    @classmethod
+    def of(cls, text: str) -> "Tokenised":
+        """Tokenise ``text`` for matching (cached: treat the result as read-only)."""
+        return _tokenise(text)
+
+
+def alternatives(fact: Fact) -> list[str]:
+    """The wordings that satisfy a fact (one, or several for an any-of fact)."""
+    items = fact if isinstance(fact, list) else [fact]
+    return [_as_text(item) for item in items]
+
+
+def fact_label(fact: Fact) -> str:
+    """How a fact is named in reasons: ``30 days`` or ``30 days | a month``."""
+    return " | ".join(alternatives(fact))
+
+
+def find_fact(fact: Fact, answer: Tokenised, reference: Tokenised | None = None) -> FactMatch | None:
+    """The first place the answer states ``fact`` (any alternative), or None.
+
+    A value the reference gives as the end of a range ("$50" of "between $50 and $1,500") is also
+    found where the answer states that same range.
+    """
+    for alternative in alternatives(fact):
+        match = _find_alternative(alternative, answer, reference)
+        if match is not None:
+            return match
+    return None
+
+
+def match_facts(
+    facts: Sequence[Fact], answer: Tokenised, reference: Tokenised | None = None
+) -> tuple[list[FactMatch], list[str]]:
+    """The facts found (with where) and the labels of the facts missing."""
+    found, missing = [], []
+    for fact in facts:
+        match = find_fact(fact, answer, reference)
+        if match is None:
+            missing.append(fact_label(fact))
+        else:
+            found.append(match)
+    return found, missing
+
+
+def content_words(words: Sequence[str]) -> list[str]:
+    """The words that carry meaning: no stopwords, boundaries or bare numbers."""
+    return [w for w in words if w != BOUNDARY and w not in STOPWORDS and not w.replace(".", "").isdigit()]
+
+
+def _as_text(item: FactItem) -> str:
+    if isinstance(item, float) and item.is_integer():
+        return str(int(item))
+    return str(item)
+
+
+def _find_alternative(alternative: str, answer: Tokenised, reference: Tokenised | None) -> FactMatch | None:
+    fact = Tokenised.of(alternative)
+    needle = [w for w in fact.words if w != BOUNDARY]
+    if not needle:
+        return None
+    haystack = answer.words
+    for start in range(len(haystack) - len(needle) + 1):
+        if haystack[start : start + len(needle)] == needle:
+            return FactMatch(alternative, start, start + len(needle))
+    if len(fact.quantities) == 1 and fact.quantities[0].dimension not in {"number"}:
+        wanted = fact.quantities[0]
+        ranges = [q for q in (reference.quantities if reference else []) if _ends_range(q, wanted)]
+        for stated in answer.quantities:
+            if stated.same_value(wanted) or any(stated.same_value(known) for known in ranges):
+                return FactMatch(alternative, stated.position, stated.position + 2)
+    return _find_words_nearby(alternative, needle, haystack)
+
+
+def _ends_range(known: Quantity, value: Quantity) -> bool:
+    if known.low == known.high or known.dimension != value.dimension:
+        return False
+    return value.low == value.high and value.base()[0] in known.base()
+
+
+def _find_words_nearby(alternative: str, needle: list[str], haystack: list[str]) -> FactMatch | None:
+    """All content words of a multi-word fact within a short window, in any order."""
+    wanted = set(content_words(needle))
+    if len(wanted) < 2 or any(not word.isalpha() for word in wanted):
+        return None
+    window = 2 * len(needle) + 2
+    for start in range(len(haystack)):
+        span = haystack[start : start + window]
+        if span and span[0] in wanted and wanted <= set(span):
+            end = start + max(i for i, word in enumerate(span) if word in wanted) + 1
+            return FactMatch(alternative, start, end)
+    return None
+
+
+@lru_cache(maxsize=8192)
+def _tokenise(text: str) -> Tokenised:
+    words = match_tokens(text)
+    return Tokenised(words, quantities_in(words))

@@ -1,0 +1,127 @@
+"""Quantities in normalised text: a number or range with its unit, comparable across units.
+
+"2 week" equals "14 day", "1.5 year" equals "18 month", "150 kg" equals "330 lb" (to 1%); "5-7
+business day" equals "5-7 day". Months and days are never converted: "a month" is not "30 days".
+"""
+
+import re
+from dataclasses import dataclass
+
+from evals.metrics._text import normalise, stem, tokens
+
+# unit -> (dimension, factor to the dimension's base unit)
+_UNITS: dict[str, tuple[str, float]] = {
+    "second": ("time", 1 / 3600),
+    "minute": ("time", 1 / 60),
+    "hour": ("time", 1.0),
+    "day": ("time", 24.0),
+    "week": ("time", 168.0),
+    "month": ("calendar", 1.0),
+    "year": ("calendar", 12.0),
+    "usd": ("usd", 1.0),
+    "eur": ("eur", 1.0),
+    "gbp": ("gbp", 1.0),
+    "percent": ("percent", 1.0),
+    "lb": ("mass", 0.45359237),
+    "kg": ("mass", 1.0),
+    "g": ("mass", 0.001),
+    "liter": ("volume", 1.0),
+    "wh": ("energy", 1.0),
+    "w": ("power", 1.0),
+    "mah": ("charge", 1.0),
+    "lumen": ("light", 1.0),
+    "point": ("points", 1.0),
+    "cm": ("length", 1.0),
+    "inch": ("length", 2.54),
+    "degree": ("temperature", 1.0),
+}
+_CONVERTED = {"mass", "length"}  # rounded conversions: compare to 1.5%
+_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?$")
+_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})$")
+_VAGUE = {"few", "several", "some", "many", "couple"}
+_NOT_UNITS = {
+    "and", "or", "to", "of", "the", "a", "an", "in", "on", "at", "for", "per", "with", "from", "by", "is",
+    "are", "was", "it", "you", "we", "if", "but", "so", "than", "more", "less", "up", "out", "off", "after",
+    "before", "within", "over", "under", "about", "around", "then", "also", "x",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One number or range in a text, with its unit (a count's unit is the noun after the number)."""
+
+    low: float
+    high: float
+    unit: str
+    dimension: str
+    position: int
+    business: bool = False
+
+    def base(self) -> tuple[float, float]:
+        """Low and high in the dimension's base unit."""
+        factor = _UNITS[self.unit][1] if self.unit in _UNITS else 1.0
+        return self.low * factor, self.high * factor
+
+    def same_value(self, other: "Quantity") -> bool:
+        """Same dimension and the same value or range (after unit conversion)."""
+        if self.dimension != other.dimension:
+            return False
+        if self.dimension == "count" and self.unit != other.unit:
+            return False
+        tolerance = 0.015 if self.dimension in _CONVERTED else 1e-6
+        return all(_close(a, b, tolerance) for a, b in zip(self.base(), other.base(), strict=True))
+
+    def scale_ratio(self, other: "Quantity") -> float:
+        """How many times larger the bigger of the two is (1.0 = same magnitude)."""
+        mine, theirs = max(self.base()[1], 1e-9), max(other.base()[1], 1e-9)
+        return max(mine, theirs) / min(mine, theirs)
+
+
+def _close(a: float, b: float, tolerance: float) -> bool:
+    return abs(a - b) <= tolerance * max(abs(a), abs(b), 1e-9)
+
+
+def quantities(text: str) -> list[Quantity]:
+    """Every quantity in ``text`` (raw text; it is normalised first), in reading order."""
+    return quantities_in(tokens(normalise(text)))
+
+
+def quantities_in(words: list[str]) -> list[Quantity]:
+    """Every quantity in a list of normalised tokens; ``position`` is the number's token index."""
+    found = []
+    for index, word in enumerate(words):
+        clock = _CLOCK.match(word)
+        if clock:
+            minutes = int(clock.group(1)) * 60 + int(clock.group(2))
+            found.append(Quantity(minutes, minutes, "clock", "clock", index))
+            continue
+        number = _NUMBER.match(word)
+        if not number or _looks_like_an_identifier(word, words, index):
+            continue
+        low = float(number.group(1))
+        high = float(number.group(2)) if number.group(2) else low
+        unit, business = _unit_after(words, index)
+        dimension = _UNITS[unit][0] if unit in _UNITS else ("count" if unit else "number")
+        found.append(Quantity(low, high, unit, dimension, index, business))
+    return found
+
+
+def _unit_after(words: list[str], index: int) -> tuple[str, bool]:
+    following = words[index + 1] if index + 1 < len(words) else ""
+    if following == "business" and index + 2 < len(words) and words[index + 2] == "day":
+        return "day", True
+    if following in _UNITS:
+        return following, False
+    after = words[index + 2] if index + 2 < len(words) else ""
+    if following.isalpha() and following not in _NOT_UNITS and after in _UNITS:
+        return after, False  # one modifier between the number and its unit: "250 bonus points"
+    if following.isalpha() and following not in _NOT_UNITS and following not in _VAGUE:
+        return stem(following), False
+    return "", False
+
+
+def _looks_like_an_identifier(word: str, words: list[str], index: int) -> bool:
+    """Phone numbers, order numbers and years are not quantities a fact is about."""
+    digits = sum(char.isdigit() for char in word)
+    previous = words[index - 1] if index else ""
+    return digits >= 7 or word.count("-") > 1 or previous in {"tier", "zone", "step", "#", "no"}

@@ -1,0 +1,249 @@
+"""Text normalisation shared by the metrics: one canonical spelling for what people write many ways.
+
+``normalise`` turns "Five to seven business days", "5–7 biz days" and "5 to 7 working days" into the
+same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd``, "15 percent" into
+``15 percent``, "2pm" into ``14:00``, "two-year" into ``2 year`` and "can’t" into ``can not``.
+"""
+
+import re
+import unicodedata
+from functools import lru_cache
+
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "‛": "'", "′": "'", "`": "'", "“": '"', "”": '"'})
+_HYPHENS = re.compile(r"[\u2010\u2011]")
+_DASHES = re.compile(r"[\u2012\u2013\u2014\u2015\u2212]")
+
+_CONTRACTIONS = [
+    (r"\bcan'?t\b", "can not"),
+    (r"\bcannot\b", "can not"),
+    (r"\bwon'?t\b", "will not"),
+    (r"\bshan'?t\b", "shall not"),
+    (r"\bain'?t\b", "is not"),
+    (r"\b(do|does|did|is|are|was|were|has|have|had|would|could|should|must|need|might)n'?t\b", r"\1 not"),
+    (r"\bi'?m\b", "i am"),
+    (r"\b(i|you|we|they|he|she|it|that)'ll\b", r"\1 will"),
+    (r"\b(i|you|we|they)'ve\b", r"\1 have"),
+    (r"\bive\b", "i have"),
+    (r"\b(i|you|we|they|he|she|it|that)'d\b", r"\1 would"),
+    (r"\b(you|we|they)'re\b", r"\1 are"),
+    (r"\byoure\b", "you are"),
+    (r"\b(it|that|there|what|here|who|he|she)'s\b", r"\1 is"),
+    (r"\b(it|that|there|what)s\b(?= (?:not|a|an|the|\d))", r"\1 is"),
+]
+_CONTRACTION_RES = [(re.compile(pattern), repl) for pattern, repl in _CONTRACTIONS]
+
+_ONES = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}  # fmt: skip
+_TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+    "ninety": 90,
+}  # fmt: skip
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_NUMBER_WORD = "|".join([*_ONES, *_TENS, *_SCALES, "a", "an", "and"])
+_NUMBER_RUN = re.compile(
+    rf"\b(?:{'|'.join([*_ONES, *_TENS])}|a hundred|a thousand)\b(?:[ -](?:{_NUMBER_WORD})\b)*",
+)
+
+_TIME_UNITS = r"second|minute|hour|day|business day|week|month|year"
+_UNIT_ALIASES = [
+    (r"(?:business|working|biz|work) ?days?", "business day"),
+    (r"hrs?|hours?", "hour"),
+    (r"mins?|minutes?", "minute"),
+    (r"secs?|seconds?", "second"),
+    (r"days?", "day"),
+    (r"wks?|weeks?", "week"),
+    (r"mos|months?", "month"),
+    (r"yrs?|years?", "year"),
+    (r"lbs?|pounds?", "lb"),
+    (r"kgs?|kilos?|kilograms?", "kg"),
+    (r"grams?|g", "g"),
+    (r"l|ltrs?|liters?|litres?", "liter"),
+    (r"wh|watt[ -]?hours?", "wh"),
+    (r"w|watts?", "w"),
+    (r"mah", "mah"),
+    (r"lm|lumens?", "lumen"),
+    (r"points?", "point"),
+    (r"cms?|centimet(?:er|re)s?", "cm"),
+    (r"inch(?:es)?", "inch"),
+    (r"°f|degrees?(?: f(?:ahrenheit)?)?", "degree"),
+]
+_NUMBER = r"\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?"
+_UNIT_RES = [(re.compile(rf"(?<=\d) ?(?:{alias})\b"), f" {unit}") for alias, unit in _UNIT_ALIASES]
+
+_FREE = re.compile(
+    r"\b(?:free of charge|at no (?:extra |additional )?(?:cost|charge)|(?:for|with) no (?:cost|charge)"
+    r"|no (?:extra |additional )?charge|costs? nothing|complimentary|for free|0 usd|on us|on the house)\b"
+)
+_TOKEN = re.compile(r"[a-z0-9]+(?:[.:\-@'/][a-z0-9]+)*|[,;:!?()|\u2014]|\.(?=\s|$)")
+BOUNDARY = "|"
+_NEGATION_AUX = re.compile(
+    r"\b(?:do|does|did|will|would|can|could|should|is|are|was|were|has|have|had|shall|must|may|might)"
+    r" not\b"
+)
+
+
+@lru_cache(maxsize=8192)
+def clean(text: str) -> str:
+    """Unicode-normalised text with straight quotes and ASCII hyphens (case and wording kept)."""
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    text = _HYPHENS.sub("-", text)
+    text = re.sub(r"(?<=\d)\s*[\u2012\u2013\u2014\u2015\u2212]\s*(?=\$?\d)", "-", text)
+    return _DASHES.sub(" — ", text)
+
+
+@lru_cache(maxsize=8192)
+def expand_contractions(text: str) -> str:
+    """Lower-case ``text`` with contractions spelled out ("can’t" -> "can not", "I'll" -> "i will")."""
+    lowered = clean(text).lower()
+    for pattern, repl in _CONTRACTION_RES:
+        lowered = pattern.sub(repl, lowered)
+    return lowered
+
+
+@lru_cache(maxsize=8192)
+def normalise(text: str) -> str:
+    """The canonical form used to compare facts, references and answers (see the module docstring)."""
+    text = expand_contractions(text)
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
+    text = _number_words(text)
+    text = _fractions(text)
+    text = _money(text)
+    text = re.sub(r"(\d+(?:\.\d+)?) ?(?:%|percent\b|per cent\b|pct\b)", r"\1 percent", text)
+    text = _clock_times(text)
+    text = _ranges(text)
+    text = re.sub(r"(?<=\d)-(?=[a-z])", " ", text)  # "5-year" -> "5 year"
+    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)  # "interest-free" -> "interest free"
+    for pattern, unit in _UNIT_RES:
+        text = pattern.sub(unit, text)
+    text = re.sub(r"(\d+)\.(\d*?)0+\b", lambda m: m.group(1) + ("." + m.group(2) if m.group(2) else ""), text)
+    text = _FREE.sub("free", text)
+    return " ".join(text.split())
+
+
+def tokens(text: str) -> list[str]:
+    """Word, number, range, time and code tokens of normalised text; punctuation becomes ``BOUNDARY``."""
+    return [token if token[0].isalnum() else BOUNDARY for token in _TOKEN.findall(text)]
+
+
+def match_tokens(text: str) -> list[str]:
+    """Tokens for fact matching: normalised, light plural stemming, every negation spelled ``not``."""
+    return list(_match_tokens(text))
+
+
+@lru_cache(maxsize=8192)
+def _match_tokens(text: str) -> tuple[str, ...]:
+    canonical = _NEGATION_AUX.sub("not", normalise(text))
+    canonical = re.sub(r"\b(?:never|no longer)\b", "not", canonical)
+    return tuple(stem(token) for token in tokens(canonical))
+
+
+def stem(token: str) -> str:
+    """A light plural stem: "cards" -> "card", "boxes" -> "box"; numbers and short words unchanged."""
+    if len(token) <= 3 or not token.isalpha():
+        return token
+    if token.endswith("ies"):
+        return token[:-3] + "y"
+    if token.endswith(("ses", "xes", "ches", "shes")):
+        return token[:-2]
+    if token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def _number_words(text: str) -> str:
+    text = re.sub(r"\ba couple(?: of)?\b", "2", text)
+    text = re.sub(r"\ba dozen\b", "12", text)
+    text = re.sub(rf"\b(?:a|an|one) (?=(?:{_TIME_UNITS})\b)", "1 ", text)
+    return _NUMBER_RUN.sub(lambda match: _spell_out(match.group(0)), text)
+
+
+def _spell_out(phrase: str) -> str:
+    """ "two hundred and fifty" -> "250"; words after the number ends ("five and six") are given back."""
+    words = re.split(r"([ -])", phrase)[::2]
+    total, current, used, last = 0, 0, 0, ""
+    for index, word in enumerate(words):
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if word in {"a", "an"} and index == 0 and following in _SCALES:
+            current = 1
+        elif word == "and" and last == "scale" and (following in _ONES or following in _TENS):
+            pass
+        elif word in _TENS and last in {"", "scale", "and"}:
+            current += _TENS[word]
+            last = "tens"
+        elif word in _ONES and last in {"", "scale", "tens", "and"}:
+            current += _ONES[word]
+            last = "ones"
+        elif word in _SCALES and last in {"ones", "tens", ""} and (current or index > 0):
+            current = max(current, 1) * _SCALES[word]
+            if _SCALES[word] >= 1000:
+                total, current = total + current, 0
+            last = "scale"
+        else:
+            break
+        last = "and" if word == "and" else last
+        used = index + 1
+    while used and words[used - 1] in {"a", "an", "and"}:
+        used -= 1
+    if used == 0:
+        return phrase
+    consumed = len(" ".join(words[:used]))
+    rest = _NUMBER_RUN.sub(lambda match: _spell_out(match.group(0)), phrase[consumed:])
+    return f"{total + current}{rest}"
+
+
+def _fractions(text: str) -> str:
+    text = re.sub(rf"\bhalf (?:an?|1) ({_TIME_UNITS})\b", r"0.5 \1", text)
+    text = re.sub(
+        rf"\b(\d+) ({_TIME_UNITS})s? and a half\b", lambda m: f"{int(m.group(1)) + 0.5} {m.group(2)}", text
+    )
+    return re.sub(
+        rf"\b(\d+) and a half ({_TIME_UNITS})", lambda m: f"{int(m.group(1)) + 0.5} {m.group(2)}", text
+    )
+
+
+def _money(text: str) -> str:
+    amount = r"(\d+(?:\.\d+)?)"
+    text = re.sub(rf"(?:us ?\$|\$) ?{amount}", r"\1 usd", text)
+    text = re.sub(rf"\b(?:usd|us dollars?) ?{amount}", r"\1 usd", text)
+    text = re.sub(rf"{amount} ?(?:usd|us dollars?|dollars?|bucks)\b", r"\1 usd", text)
+    text = re.sub(
+        rf"(?:€|\beur ){amount}|{amount} ?(?:€|eur\b|euros?\b)",
+        lambda m: f"{m.group(1) or m.group(2)} eur",
+        text,
+    )
+    text = re.sub(rf"(?:£|\bgbp ){amount}|{amount} ?gbp\b", lambda m: f"{m.group(1) or m.group(2)} gbp", text)
+    text = re.sub(r"\b(\d{1,2}) cents?\b", lambda m: f"0.{int(m.group(1)):02d} usd", text)
+    return re.sub(r"(\d+(?:\.\d+)?) usd usd\b", r"\1 usd", text)
+
+
+def _clock_times(text: str) -> str:
+    def to_24h(match: re.Match[str]) -> str:
+        hour, minute = int(match.group(1)), int(match.group(2) or 0)
+        if hour > 12:
+            return match.group(0)
+        pm = match.group(3).startswith("p")
+        hour = (hour % 12) + (12 if pm else 0)
+        return f"{hour}:{minute:02d}"
+
+    text = re.sub(r"\b(\d{1,2})(?::(\d{2}))? ?([ap])\.?m\.?(?![a-z])", to_24h, text)
+    text = re.sub(r"\bnoon\b", "12:00", text)
+    return re.sub(r"\b0(\d):(\d{2})\b", r"\1:\2", text)
+
+
+def _ranges(text: str) -> str:
+    number = r"(\d+(?:\.\d+)?)"
+    unit = r"(?: ?(usd|eur|gbp|percent))?"
+    text = re.sub(rf"\bbetween {number}{unit} and {number}\b", _join_range, text)
+    return re.sub(
+        rf"(?<![\d.:-]){number}{unit} ?(?:-|to|through|thru|until) ?{number}(?![\d:])", _join_range, text
+    )
+
+
+def _join_range(match: re.Match[str]) -> str:
+    low, unit, high = match.group(1), match.group(2), match.group(3)
+    return f"{low}-{high}" + (
+        f" {unit}" if unit and not match.string[match.end() :].startswith(f" {unit}") else ""
+    )
