@@ -13,3 +13,12 @@ class EndpointUnreachable(EvallensError):
 
 class RunNotFound(EvallensError):
     """A run id or tag that names no stored run."""
+
+
+class RunFailed(EvallensError):
+    """A run stored as failed: too many requests failed, so it is no evaluation of its target."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(f"run {run_id} failed: {reason}")
+        self.run_id = run_id
+        self.reason = reason
