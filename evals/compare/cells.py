@@ -8,7 +8,7 @@ import numpy as np
 
 from evallens.reports import GRADED_METRICS, LOWER_IS_BETTER, METRICS, MetricComparison
 from evals.compare.power import PowerInputs, cell_power
-from evals.compare.procedure import adjust_overall, adjust_scenarios
+from evals.compare.procedure import POOLED_SHARE, adjust_overall, adjust_scenarios, union_p
 from evals.scoring import CaseScores
 from evals.stats import TOLERANCE, TestResult, mcnemar_worse, sign_flip_worse
 
@@ -59,7 +59,11 @@ def compare_cells(
         for scenario, cell in cells.items()
     }
     metrics = list(overall)
-    adjusted = dict(zip(metrics, adjust_overall([raw[(m, OVERALL)].p_value for m in metrics]), strict=True))
+    intersections = [
+        union_p(raw[(m, OVERALL)].p_value, [raw[(m, s)].p_value for s in paired[m] if s != OVERALL])
+        for m in metrics
+    ]
+    adjusted = dict(zip(metrics, adjust_overall(intersections), strict=True))
     results: dict[tuple[str, str], MetricComparison] = {}
     for metric, cells in paired.items():
         scenarios = {name: cell for name, cell in cells.items() if name != OVERALL}
@@ -69,14 +73,16 @@ def compare_cells(
             {name: raw[(metric, name)].p_value for name in scenarios},
             tests[metric].p_value,
         )
-        level = options.alpha / len(metrics)  # Holm's strictest step
+        # a drop confined to one cell, the rest of its metric unchanged, must reach Holm's strictest
+        # step through the pooled half of the metric's intersection test
+        level = options.alpha / len(metrics) * (POOLED_SHARE if len(scenarios) > 1 else 1.0)
         test = tests[metric]
         results[(metric, OVERALL)] = _comparison(
             cells[OVERALL], test.name, raw[(metric, OVERALL)], adjusted[metric], level, options
         )
         for name, cell in scenarios.items():
             results[(metric, name)] = _comparison(
-                cell, test.name, raw[(metric, name)], scenario_adjusted[name], options.alpha, options
+                cell, test.name, raw[(metric, name)], scenario_adjusted[name], level, options
             )
     scenario_order = sorted({s for _, s in results}, key=lambda s: (s != OVERALL, s))
     return [results[(m, s)] for s in scenario_order for m in METRICS if (m, s) in results]

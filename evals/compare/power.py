@@ -40,6 +40,7 @@ class PowerInputs:
     binary: bool
 
 
+@functools.lru_cache(maxsize=4096)  # cells of one size and noise share their power (and simulations repeat)
 def cell_power(inputs: PowerInputs, min_effect: float) -> CellPower:
     """The drop detectable at ``inputs.level`` with ``inputs.power``; the cases ``min_effect`` needs."""
     n = inputs.num_pairs
@@ -66,19 +67,26 @@ def mcnemar_power(num_good: int, num_other: int, flip_rate: float, noise_rate: f
     return float(p_worse @ rejects.astype(float) @ p_better)
 
 
-@functools.lru_cache(maxsize=64)
 def critical_worse(max_discordant: int, level: float) -> np.ndarray:
-    """Per number of discordant pairs m, the fewest "worse" pairs the one-sided test rejects with
-    (m + 1 when even m of m is not enough)."""
-    m = np.arange(max_discordant + 1)
+    """Per number of discordant pairs m (0..max_discordant), the fewest "worse" pairs the one-sided
+    test rejects with (m + 1 when even m of m is not enough)."""
+    size = 64
+    while size <= max_discordant:
+        size *= 2
+    return _critical_table(size, level)[: max_discordant + 1]
+
+
+@functools.lru_cache(maxsize=32)
+def _critical_table(size: int, level: float) -> np.ndarray:
+    m = np.arange(size)
     critical = stats.binom.ppf(1 - level, m, 0.5).astype(np.int64) + 1
     # ppf works on floating-point quantiles: settle the boundary on the exact tail probabilities
     critical = np.where(stats.binom.sf(critical - 2, m, 0.5) <= level, critical - 1, critical)
     critical = np.where(stats.binom.sf(critical - 1, m, 0.5) > level, critical + 1, critical)
     critical = np.maximum(critical, 1)
-    result: np.ndarray = np.where(critical > m, m + 1, critical)
-    result.setflags(write=False)
-    return result
+    table: np.ndarray = np.where(critical > m, m + 1, critical)
+    table.setflags(write=False)
+    return table
 
 
 def _binary_detectable(inputs: PowerInputs) -> float | None:

@@ -20,6 +20,11 @@ def binom_greater(worse: int, better: int) -> float:
     return float(stats.binomtest(worse, worse + better, 0.5, alternative="greater").pvalue)
 
 
+def union(pooled: float, *scenarios: float) -> float:
+    """A union of scenarios: its pooled test or Bonferroni over its scenarios, each at half the level."""
+    return min(1.0, 2 * pooled, 2 * len(scenarios) * min(scenarios))
+
+
 @dataclass
 class Runs:
     """Two runs over ``sizes`` cases per scenario, every metric at its best unless changed."""
@@ -53,12 +58,12 @@ def regressions(cells: dict[tuple[str, str], MetricComparison]) -> set[tuple[str
 
 
 def test_a_raw_p_that_holm_lifts_above_alpha_passes() -> None:
-    # 6 accuracy answers lost out of 100: one-sided p = 2^-6 = 0.0156 < 0.05, but the verdict family
-    # holds four overall cells: Holm multiplies the smallest p by 4 -> 0.0625
+    # 6 accuracy answers lost out of 100: one-sided p = 2^-6 = 0.0156 < 0.05; the metric's intersection
+    # test gives min(2 * 2^-6, 2 * 2 * 2^-6) = 0.031 and Holm over four overall cells makes it 0.125
     cells = Runs({"a": 50, "b": 50}).set("a", "accuracy", range(6), 1.0, 0.0).compare()
     overall = cells[(OVERALL, "accuracy")]
     assert overall.p_value == pytest.approx(binom_greater(6, 0))
-    assert overall.p_adjusted == pytest.approx(4 * binom_greater(6, 0))
+    assert overall.p_adjusted == pytest.approx(4 * union(binom_greater(6, 0), binom_greater(6, 0), 1.0))
     assert overall.delta == pytest.approx(-0.06) and not overall.significant
     assert regressions(cells) == set()
     # the scenario cell cannot be flagged past its metric's overall cell (closed testing)
@@ -66,12 +71,12 @@ def test_a_raw_p_that_holm_lifts_above_alpha_passes() -> None:
 
 
 def test_a_significant_drop_below_the_minimum_effect_passes() -> None:
-    # 10 of 500 answers lost (2 points): p = 2^-10, Holm 4 * 2^-10 = 0.0039: significant, but < 3 points
+    # 10 of 500 answers lost (2 points): p = 2^-10, adjusted 4 * 2 * 2^-10 = 0.0078: significant, < 3 points
     small = Runs({"a": 250, "b": 250})
     small.set("a", "accuracy", range(5), 1.0, 0.0).set("b", "accuracy", range(5), 1.0, 0.0)
     cells = small.compare()
     overall = cells[(OVERALL, "accuracy")]
-    assert overall.significant and overall.p_adjusted == pytest.approx(4 * 2**-10)
+    assert overall.significant and overall.p_adjusted == pytest.approx(4 * union(2**-10, 2**-5, 2**-5))
     assert overall.delta == pytest.approx(-0.02) and not overall.regression
     assert regressions(cells) == set()
     # the same test with 20 answers lost (4 points) is a regression: the minimum effect decided it
@@ -119,28 +124,40 @@ SCENARIOS = {"complaints": 32, "products": 34, "returns": 34, "shipping": 32}
 
 
 def test_a_25_point_drop_in_one_32_case_scenario_is_found() -> None:
-    # 8 of 32 recall hits lost in one scenario, nothing else: overall p = 2^-8, Holm x4 = 0.0156; every
-    # union containing the scenario has the same 8 discordant pairs, so its adjusted p is 0.0156 too.
-    # Holm over all 23 cells (the old procedure) would need p < 0.05/23 = 0.0022: two-sided 2^-7 missed it.
+    # 8 of 32 recall hits lost in one scenario, nothing else: overall pooled p = 2^-8, intersection
+    # min(2 * 2^-8, 2 * 4 * 2^-8) = 2^-7, Holm x4 = 0.031; every union containing the scenario has the
+    # same 8 discordant pairs (p <= 2^-7), so the scenario's adjusted p is 0.031 too. Holm over all 23
+    # cells (the old procedure) needed p < 0.05/23 = 0.0022: its two-sided 2^-7 missed this drop.
     cells = Runs(SCENARIOS).set("complaints", "recall", range(8), 1.0, 0.0).compare()
-    assert cells[(OVERALL, "recall")].p_adjusted == pytest.approx(4 * 2**-8)
-    assert cells[("complaints", "recall")].p_adjusted == pytest.approx(4 * 2**-8)
+    expected = 4 * union(2**-8, 2**-8, 1.0, 1.0, 1.0)
+    assert expected == pytest.approx(2**-5)
+    assert cells[(OVERALL, "recall")].p_adjusted == pytest.approx(expected)
+    assert cells[("complaints", "recall")].p_adjusted == pytest.approx(expected)
     assert regressions(cells) == {(OVERALL, "recall"), ("complaints", "recall")}
 
 
 def test_closed_testing_by_hand_with_noise_in_other_scenarios() -> None:
-    runs = Runs(SCENARIOS).set("complaints", "recall", range(8), 1.0, 0.0)
+    runs = Runs(SCENARIOS).set("complaints", "recall", range(10), 1.0, 0.0)
     runs.set("products", "recall", range(1), 0.0, 1.0).set("shipping", "recall", range(1), 1.0, 0.0)
     cells = runs.compare()
-    # overall: 9 worse, 1 better -> 11/1024, Holm x4 = 0.043
-    assert cells[(OVERALL, "recall")].p_value == pytest.approx(binom_greater(9, 1))
-    overall_adjusted = 4 * binom_greater(9, 1)
-    # unions with complaints: {c} 8/0, {c,s} 9/0, {c,p} 8/1, {c,r} 8/0, {c,p,s} 9/1, {c,r,s} 9/0,
-    # {c,r,p} 8/1: the largest p is 8-of-9 = 10/512, below the overall's adjusted p
-    unions = [binom_greater(w, b) for w, b in [(8, 0), (9, 0), (8, 1), (8, 0), (9, 1), (9, 0), (8, 1)]]
-    assert max(unions) == pytest.approx(10 / 512)
-    assert cells[("complaints", "recall")].p_adjusted == pytest.approx(max(overall_adjusted, max(unions)))
-    assert cells[("shipping", "recall")].p_adjusted >= binom_greater(1, 0)  # its own test: p = 0.5
+    c, p, r, s = 2**-10, 1.0, 1.0, 0.5  # each scenario's own test (products gained: p = 1)
+    # overall: pooled 11 worse / 1 better, or Bonferroni over the four scenarios; Holm over 4 metrics
+    assert cells[(OVERALL, "recall")].p_value == pytest.approx(binom_greater(11, 1))
+    overall_adjusted = 4 * union(binom_greater(11, 1), c, p, r, s)
+    assert cells[(OVERALL, "recall")].p_adjusted == pytest.approx(overall_adjusted)
+    unions_with_complaints = [
+        c,  # {complaints}
+        union(binom_greater(11, 0), c, s),  # {complaints, shipping}
+        union(binom_greater(10, 1), c, p),  # {complaints, products}
+        union(binom_greater(10, 0), c, r),  # {complaints, returns}
+        union(binom_greater(11, 1), c, p, s),
+        union(binom_greater(11, 0), c, r, s),
+        union(binom_greater(10, 1), c, r, p),
+    ]
+    expected = max(overall_adjusted, *unions_with_complaints)
+    assert expected == pytest.approx(overall_adjusted) and expected < 0.05
+    assert cells[("complaints", "recall")].p_adjusted == pytest.approx(expected)
+    assert cells[("shipping", "recall")].p_adjusted >= 0.5  # its own test: one lost hit
     assert regressions(cells) == {(OVERALL, "recall"), ("complaints", "recall")}
 
 
@@ -175,20 +192,21 @@ def test_unscored_cases_are_left_out_of_the_pairs() -> None:
 
 
 def test_power_of_a_cell_by_hand() -> None:
-    # 32 cases all passing, no noise: at one-sided 0.05 the test needs 5 of 5 discordant pairs worse
-    # (2^-5 = 0.031; 2^-4 = 0.0625 is not enough); 80% power needs P(Bin(32, k/32) >= 5) >= 0.8
-    expected_k = next(k for k in range(1, 33) if stats.binom.sf(4, 32, k / 32) >= 0.8)
+    # 32 cases all passing, no noise. A drop confined to this cell passes through its metric's pooled
+    # half at Holm's strictest step: 0.05 / 4 / 2 = 0.00625, which needs 8 of 8 discordant pairs worse
+    # (2^-8 = 0.0039; 2^-7 = 0.0078 is not enough); 80% power needs P(Bin(32, k/32) >= 8) >= 0.8
+    expected_k = next(k for k in range(1, 33) if stats.binom.sf(7, 32, k / 32) >= 0.8)
     cells = Runs({"a": 32, "b": 32}).compare()
     scenario = cells[("a", "recall")]
-    assert scenario.level == pytest.approx(0.05)
+    assert scenario.level == pytest.approx(0.05 / 8)
     assert scenario.min_detectable == pytest.approx(expected_k / 32)
     assert scenario.underpowered and scenario.suggested_num_cases is not None
-    # to see the 3-point minimum effect: the fewest n with P(Bin(n, 0.03) >= 5) >= 0.8
-    assert scenario.suggested_num_cases == next(
-        n for n in range(5, 1000) if stats.binom.sf(4, n, 0.03) >= 0.8
-    )
-    # the overall cell is tested at Holm's strictest step, alpha / 4
-    assert cells[(OVERALL, "recall")].level == pytest.approx(0.05 / 4)
+    # to see the 3-point minimum effect: the fewest n with P(Bin(n, 0.03) >= 8) >= 0.8
+    fewest = next(n for n in range(8, 2000) if stats.binom.sf(7, n, 0.03) >= 0.8)
+    assert scenario.suggested_num_cases == fewest
+    assert cells[(OVERALL, "recall")].level == pytest.approx(0.05 / 8)
+    single = Runs({"a": 32}).compare()[(OVERALL, "recall")]  # one scenario: no Bonferroni half
+    assert single.level == pytest.approx(0.05 / 4)
 
 
 def test_a_baseline_with_five_passes_cannot_show_any_drop() -> None:
