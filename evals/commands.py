@@ -86,6 +86,8 @@ def watch_command(options: WatchOptions, console: Console) -> WatchOutcome:
         scoring = build_scoring_context(settings)
 
         def emit(message: str) -> None:
-            console.print(f"{datetime.now():%H:%M:%S} {message}", markup=False, highlight=False)
+            console.print(
+                f"{datetime.now():%H:%M:%S} {message}", markup=False, highlight=False, soft_wrap=True
+            )
 
         return watch(sessions, settings, scoring, options, on_event=emit)
