@@ -210,7 +210,7 @@ def _result_row(
         run_id=run_id,
         case_id=case_id,
         repeat=item.repeat,
-        response=completion.text,
+        response=storable(completion.text),
         retrieved_ids=completion.retrieved_ids,
         scores=scores,
         passed={name: r.passed for name, r in results.items() if r.passed is not None},
@@ -221,9 +221,14 @@ def _result_row(
         exact_cache_hit=completion.exact_cache_hit,
         semantic_cache_hit=completion.semantic_cache_hit,
         degraded=completion.degraded,
-        error=completion.error,
+        error=storable(completion.error),
         trace_id=completion.trace_id,
     )
+
+
+def storable(value: str | None) -> str | None:
+    """Text PostgreSQL accepts: a sampled answer can hold NUL characters, which text columns refuse."""
+    return value.replace("\x00", "\ufffd") if value is not None else None
 
 
 def _texts_to_embed(replayed: list[ReplayedCase]) -> list[str]:

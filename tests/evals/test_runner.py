@@ -72,6 +72,20 @@ def test_a_run_records_answers_timings_citations_and_scores(
     assert sent == {(str(run.id), key) for key in ("rr-001", "rr-002", "oos-001", "h-001")}
 
 
+def test_an_answer_with_nul_characters_is_stored(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    # a small model sampled at a temperature can emit any byte; PostgreSQL text refuses NUL
+    eval_set_id = _sync(sessions)
+    scripted_target.answers = {RR1: "Thirty\x00 days\x00"}
+    settings = EvalSettings(eval_endpoint=scripted_target.url)
+    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity), progress=False)
+    with sessions() as session:
+        run = session.get_one(EvalRun, report.run_id)
+        responses = set(session.scalars(select(EvalResult.response).where(EvalResult.run_id == run.id)))
+    assert run.status == "completed" and "Thirty\ufffd days\ufffd" in responses
+
+
 def test_a_failed_request_is_a_recorded_failure(
     sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
 ) -> None:
