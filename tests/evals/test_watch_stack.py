@@ -48,7 +48,8 @@ class Watcher:
         )  # fmt: skip
         self.lines: list[str] = []
         self._incoming: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -76,6 +77,10 @@ class Watcher:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait()
+        self._reader.join(timeout=10)  # the pipe ends with the process
+        assert self.process.stdout is not None
+        self.process.stdout.close()
 
 
 @pytest.fixture(scope="module")
