@@ -1,5 +1,6 @@
 """What the ``evallens eval`` and ``evallens gate`` commands do, each returning a typed result."""
 
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -14,7 +15,7 @@ from evals.runner.run import RunReport, run_eval
 from evals.runs import tag_run
 from evals.sets.store import find_set_version
 from evals.sets.sync import SyncReport, sync_path
-from evals.watch import watch
+from evals.watch import WatchOptions, WatchOutcome, watch
 
 
 def sync_command(path: Path, docs_dir: Path | None, endpoint: str | None) -> SyncReport:
@@ -24,7 +25,9 @@ def sync_command(path: Path, docs_dir: Path | None, endpoint: str | None) -> Syn
         return sync_path(session, path, docs_dir=docs_dir or settings.eval_docs_dir, endpoint=endpoint)
 
 
-def run_command(selector: str, endpoint: str | None, repeats: int, label: str | None) -> RunReport:
+def run_command(
+    selector: str, endpoint: str | None, repeats: int, label: str | None, *, no_cache: bool = False
+) -> RunReport:
     """Replay a stored set (``name`` or ``name@version``) once."""
     settings = EvalSettings()
     with open_sessions() as sessions:
@@ -32,8 +35,9 @@ def run_command(selector: str, endpoint: str | None, repeats: int, label: str | 
             eval_set_id = find_set_version(session, selector).id
         scoring = build_scoring_context(settings)
         return run_eval(
-            sessions, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats, label=label
-        )
+            sessions, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats, label=label,
+            no_cache=no_cache,
+        )  # fmt: skip
 
 
 def compare_command(baseline: str, candidate: str, report_dir: Path | None, console: Console) -> GateOutcome:
@@ -47,13 +51,20 @@ def compare_command(baseline: str, candidate: str, report_dir: Path | None, cons
 
 
 def gate_command(
-    baseline: str, candidate: str | None, endpoint: str | None, report_dir: Path | None, console: Console
+    baseline: str,
+    candidate: str | None,
+    endpoint: str | None,
+    report_dir: Path | None,
+    console: Console,
+    *,
+    no_cache: bool = False,
 ) -> GateOutcome:
     """Gate a stored candidate run, or a run made now against ``endpoint``; print and write reports."""
     settings = EvalSettings()
     with open_sessions() as sessions:
         if endpoint is not None:
-            outcome = gate_endpoint(sessions, baseline, endpoint, settings, build_scoring_context(settings))
+            scoring = build_scoring_context(settings)
+            outcome = gate_endpoint(sessions, baseline, endpoint, settings, scoring, no_cache=no_cache)
         else:
             outcome = run_gate(sessions, baseline, candidate or "", options_from_settings(settings))
     print_report(outcome.body, console)
@@ -68,19 +79,15 @@ def tag_command(run: str, tag: str) -> str:
         return str(tag_run(session, run, tag).run.id)
 
 
-def watch_command(
-    selectors: list[str],
-    endpoint: str | None,
-    config_file: Path | None,
-    max_polls: int | None,
-    console: Console,
-) -> list[RunReport]:
-    """Poll and replay until interrupted (or ``max_polls`` polls)."""
+def watch_command(options: WatchOptions, console: Console) -> WatchOutcome:
+    """Poll, replay and gate until interrupted (or a limit in ``options``); one line per event."""
     settings = EvalSettings()
-    target = endpoint or settings.eval_endpoint
     with open_sessions() as sessions:
         scoring = build_scoring_context(settings)
-        return watch(
-            sessions, selectors, settings, scoring, endpoint=target, config_file=config_file,
-            max_polls=max_polls, on_event=console.print,
-        )  # fmt: skip
+
+        def emit(message: str) -> None:
+            console.print(
+                f"{datetime.now():%H:%M:%S} {message}", markup=False, highlight=False, soft_wrap=True
+            )
+
+        return watch(sessions, settings, scoring, options, on_event=emit)

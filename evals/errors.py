@@ -21,3 +21,12 @@ class EvalConfigError(EvallensError):
 
 class CalibrationError(EvallensError):
     """A label file that cannot be read: one line naming the file, the line number and the problem."""
+
+
+class RunFailed(EvallensError):
+    """A run stored as failed: too many requests failed, so it is no evaluation of its target."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(f"run {run_id} failed: {reason}")
+        self.run_id = run_id
+        self.reason = reason

@@ -35,7 +35,8 @@ def options_from_settings(settings: EvalSettings) -> ComparisonOptions:
     return ComparisonOptions(
         min_effect=settings.eval_min_effect,
         alpha=settings.eval_alpha,
-        resamples=settings.eval_bootstrap_resamples,
+        power=settings.eval_power,
+        resamples=settings.eval_permutation_resamples,
         seed=settings.eval_seed,
     )
 
@@ -66,6 +67,7 @@ def gate_endpoint(
     scoring: ScoringContext,
     *,
     progress: bool = True,
+    no_cache: bool = False,
 ) -> GateOutcome:
     """Replay the baseline's exact set version against ``endpoint`` now, then gate that run."""
     with session_factory() as session:
@@ -74,6 +76,6 @@ def gate_endpoint(
         repeats = ref.run.repeats
     report = run_eval(
         session_factory, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats,
-        label="gate candidate", progress=progress,
+        label="gate candidate", progress=progress, no_cache=no_cache,
     )  # fmt: skip
     return run_gate(session_factory, str(ref.run.id), str(report.run_id), options_from_settings(settings))

@@ -1,53 +1,142 @@
-"""Paired significance tests and confidence intervals for comparing two runs on the same cases."""
+"""Paired one-sided tests, Holm's step-down and bootstrap intervals for comparing two runs on the same cases.
 
+Every test here asks one question of paired per-case values: did the candidate get *worse*? The input
+is each case's worsening ``w_i`` (candidate minus baseline, signed so that positive means worse); under
+the null the two runs are exchangeable within each case, so each ``w_i`` is as likely to carry the
+opposite sign. On pass/fail values (``w_i`` in -1, 0, 1) the sign-flip test and exact McNemar are the
+same test, so a cell's p-value does not depend on which of the two computes it.
+"""
+
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
 
 import numpy as np
 from scipy import stats
 
 CONFIDENCE = 0.95
+TOLERANCE = 1e-9
+# Exact sign-flip distributions: values on a lattice of step 1/L (L <= MAX_DENOMINATOR) are convolved
+# exactly; anything else with at most MAX_ENUMERATED nonzero values is enumerated; else Monte Carlo.
+MAX_DENOMINATOR = 720
+MAX_LATTICE_POINTS = 200_000
+MAX_ENUMERATED = 16
+MONTE_CARLO_CHUNK = 8192
+
+Method = Literal["exact", "monte_carlo"]
 
 
-def mcnemar_exact(baseline: Sequence[bool], candidate: Sequence[bool]) -> float:
-    """Two-sided exact McNemar p-value for paired pass/fail outcomes.
+@dataclass(frozen=True)
+class TestResult:
+    """A one-sided p-value for "the candidate is worse" and how it was computed."""
 
-    Only discordant pairs count: ``b`` passed in the baseline only, ``c`` in the candidate only; under
-    the null each discordant pair is a fair coin, so p = min(1, 2 * P(Binomial(b + c, 1/2) <= min(b, c))).
+    p_value: float
+    method: Method
+    resamples: int = 0
+
+
+def mcnemar_worse(num_worse: int, num_better: int) -> float:
+    """One-sided exact McNemar p-value: P(X >= num_worse) for X ~ Binomial(discordant pairs, 1/2).
+
+    ``num_worse`` pairs passed in the baseline only, ``num_better`` in the candidate only; pairs that
+    agree carry no information about a change and do not count.
     """
-    if len(baseline) != len(candidate):
-        raise ValueError("paired outcomes need equal lengths")
-    b = sum(1 for x, y in zip(baseline, candidate, strict=True) if x and not y)
-    c = sum(1 for x, y in zip(baseline, candidate, strict=True) if y and not x)
-    if b + c == 0:
+    if num_worse < 0 or num_better < 0:
+        raise ValueError("discordant counts cannot be negative")
+    if num_worse == 0:
         return 1.0
-    return float(min(1.0, 2.0 * stats.binom.cdf(min(b, c), b + c, 0.5)))
+    return float(stats.binom.sf(num_worse - 1, num_worse + num_better, 0.5))
 
 
-def paired_bootstrap(
-    baseline: Sequence[float], candidate: Sequence[float], *, resamples: int, seed: int
-) -> float:
-    """Two-sided paired bootstrap p-value for the mean difference ``candidate - baseline``.
+def sign_flip_worse(worsening: Sequence[float] | np.ndarray, *, resamples: int, seed: int) -> TestResult:
+    """One-sided paired sign-flip permutation test that the mean worsening is above zero.
 
-    Resamples the per-case differences with replacement and counts how often the resampled mean lies
-    at least as far from the observed mean as the observed mean lies from zero (the shifted-null
-    bootstrap); p = (1 + count) / (1 + resamples).
+    The statistic is the sum of ``worsening``; its null distribution flips the sign of each case's
+    value independently. Exact (by convolution on a lattice, or by enumeration) whenever possible;
+    otherwise Monte Carlo with p = (1 + hits) / (1 + resamples), never below 1 / (1 + resamples).
     """
-    differences = np.asarray(candidate, dtype=float) - np.asarray(baseline, dtype=float)
-    if differences.size == 0:
-        return 1.0
-    observed = float(differences.mean())
-    if np.allclose(differences, observed):
-        return 1.0 if abs(observed) < 1e-12 else 1.0 / (1 + resamples)
-    means = _resampled_means(differences, resamples, seed)
-    extreme = int(np.count_nonzero(np.abs(means - observed) >= abs(observed) - 1e-12))
-    return (1 + extreme) / (1 + resamples)
+    values = np.asarray(worsening, dtype=float)
+    nonzero = values[np.abs(values) > TOLERANCE]
+    if nonzero.size == 0:
+        return TestResult(1.0, "exact")
+    weights = _lattice_weights(np.abs(nonzero))
+    if weights is not None:
+        return TestResult(_lattice_p(weights, nonzero > 0), "exact")
+    if nonzero.size <= MAX_ENUMERATED:
+        return TestResult(_enumerated_p(nonzero), "exact")
+    return TestResult(_monte_carlo_p(nonzero, resamples, seed), "monte_carlo", resamples)
 
 
-def _resampled_means(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+def _lattice_weights(magnitudes: np.ndarray) -> np.ndarray | None:
+    """Integer weights ``magnitude * L`` when every magnitude is a multiple of one small 1/L."""
+    denominator = 1
+    for value in np.unique(magnitudes):
+        fraction = Fraction(float(value)).limit_denominator(MAX_DENOMINATOR)
+        if abs(float(fraction) - float(value)) > TOLERANCE:
+            return None
+        denominator = math.lcm(denominator, fraction.denominator)
+        if denominator > MAX_DENOMINATOR:
+            return None
+    weights: np.ndarray = np.rint(magnitudes * denominator).astype(np.int64)
+    if int(weights.sum()) + 1 > MAX_LATTICE_POINTS:
+        return None
+    return weights
+
+
+def _lattice_p(weights: np.ndarray, positive: np.ndarray) -> float:
+    # sum of flipped signs = 2 * T - total, with T the sum of the weights that keep a positive sign;
+    # T's distribution is the convolution of one fair coin per case
+    total = int(weights.sum())
+    distribution = np.zeros(total + 1)
+    distribution[0] = 1.0
+    reach = 0
+    for weight in sorted(int(w) for w in weights):
+        shifted = distribution[: reach + 1].copy()
+        distribution[: reach + 1] *= 0.5
+        distribution[weight : weight + reach + 1] += 0.5 * shifted
+        reach += weight
+    observed = int(weights[positive].sum())
+    return float(min(1.0, distribution[observed:].sum()))
+
+
+def _enumerated_p(nonzero: np.ndarray) -> float:
+    size = nonzero.size
+    patterns = (np.arange(2**size)[:, None] >> np.arange(size)) & 1
+    sums = (2 * patterns - 1) @ np.abs(nonzero)
+    observed = float(nonzero.sum())
+    return float(np.mean(sums >= observed - _slack(nonzero)))
+
+
+def _monte_carlo_p(nonzero: np.ndarray, resamples: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
-    indices = rng.integers(0, values.size, size=(resamples, values.size))
-    means: np.ndarray = values[indices].mean(axis=1)
-    return means
+    magnitudes = np.abs(nonzero)
+    threshold = float(nonzero.sum()) - _slack(nonzero)
+    hits, done = 0, 0
+    while done < resamples:
+        rows = min(MONTE_CARLO_CHUNK, resamples - done)
+        signs = rng.integers(0, 2, size=(rows, magnitudes.size), dtype=np.int8) * 2 - 1
+        hits += int(np.count_nonzero(signs @ magnitudes >= threshold))
+        done += rows
+    return (1 + hits) / (1 + resamples)
+
+
+def _slack(values: np.ndarray) -> float:
+    """Floating-point slack for ">=" on sums, so that ties with the observed sum count as ties."""
+    return TOLERANCE * max(1.0, float(np.abs(values).sum()))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm step-down adjusted p-values, in the input order (same as statsmodels' ``holm``)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running_max = 0.0
+    for rank, index in enumerate(order):
+        running_max = max(running_max, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running_max
+    return adjusted
 
 
 def bootstrap_ci(values: Sequence[float], *, resamples: int, seed: int) -> tuple[float, float]:
@@ -66,15 +155,3 @@ def bootstrap_ci(values: Sequence[float], *, resamples: int, seed: int) -> tuple
         rng=np.random.default_rng(seed),
     )
     return (float(result.confidence_interval.low), float(result.confidence_interval.high))
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm step-down adjusted p-values, in the input order (same as statsmodels' ``holm``)."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [0.0] * m
-    running_max = 0.0
-    for rank, index in enumerate(order):
-        running_max = max(running_max, min(1.0, (m - rank) * p_values[index]))
-        adjusted[index] = running_max
-    return adjusted

@@ -47,7 +47,7 @@ if report:
     verdict = ":green[PASS]" if report.verdict == "pass" else ":red[REGRESSION]"
     st.markdown(
         f"Gate verdict: **{verdict}** (minimum effect {report.min_effect * 100:.0f} pts, "
-        f"alpha {report.alpha}, Holm-corrected)"
+        f"alpha {report.alpha}, {report.procedure} multiple-testing procedure)"
     )
 else:
     st.caption(
@@ -83,7 +83,7 @@ with quality_col:
                 "baseline": st.column_config.NumberColumn("baseline (%)", format="percent"),
                 "candidate": st.column_config.NumberColumn("candidate (%)", format="percent"),
                 "delta_pts": st.column_config.NumberColumn("delta (pts)", format="%+.1f"),
-                "p_adjusted": st.column_config.NumberColumn("p (Holm)", format="%.4f"),
+                "p_adjusted": st.column_config.NumberColumn("p (adjusted)", format="%.4f"),
             },
         )
 with infra_col:

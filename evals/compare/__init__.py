@@ -3,13 +3,14 @@
 from sqlalchemy.orm import Session
 
 from evallens.db.models import EvalRun
-from evallens.reports import GateReportBody, InfraSummary
+from evallens.reports import CacheCounts, GateReportBody, InfraSummary, RunSummary
 from evals.compare.cells import ComparisonOptions, compare_cells
 from evals.compare.flips import flipped_cases
 from evals.compare.hints import config_changes, draw_hints
+from evals.compare.procedure import ERROR_RATE, PROCEDURE
 from evals.errors import RunNotFound
 from evals.infra import compute_infra
-from evals.runs import RunRef, case_scores, load_results, resolve_run
+from evals.runs import RunRef, StoredResult, case_scores, load_results, resolve_run
 
 
 def compare_runs(
@@ -44,6 +45,14 @@ def compare_runs(
         candidate_run_id=str(candidate_ref.run.id),
         min_effect=options.min_effect,
         alpha=options.alpha,
+        power=options.power,
+        procedure=PROCEDURE,
+        error_rate=ERROR_RATE,
+        repeats_baseline=baseline_ref.run.repeats,
+        repeats_candidate=candidate_ref.run.repeats,
+        cache_baseline=cache_counts(baseline_ref.run, base_results),
+        cache_candidate=cache_counts(candidate_ref.run, cand_results),
+        num_unscored=unscored_cases(base_results, cand_results),
         comparisons=comparisons,
         infra_baseline=infra_base,
         infra_candidate=infra_cand,
@@ -59,9 +68,29 @@ def refresh_infra(session: Session, run: EvalRun) -> InfraSummary:
     return infra
 
 
+def cache_counts(run: EvalRun, results: list[StoredResult]) -> CacheCounts:
+    """How many of a run's answers came from the target's exact and semantic caches."""
+    stored = RunSummary.model_validate(run.summary).cache if run.summary else None
+    return CacheCounts(
+        num_answers=len(results),
+        num_exact_hits=sum(1 for r in results if r.result.exact_cache_hit),
+        num_semantic_hits=sum(1 for r in results if r.result.semantic_cache_hit),
+        bypassed=stored.bypassed if stored is not None else False,
+    )
+
+
+def unscored_cases(baseline: list[StoredResult], candidate: list[StoredResult]) -> dict[str, int]:
+    """Per metric, the cases either run left unscored: they are out of that metric's paired tests."""
+    cases: dict[str, set[str]] = {}
+    for stored in (*baseline, *candidate):
+        for metric in stored.result.unscored or {}:
+            cases.setdefault(metric, set()).add(stored.case.case_key)
+    return {metric: len(keys) for metric, keys in sorted(cases.items())}
+
+
 def _require_completed(ref: RunRef) -> None:
     if ref.run.status != "completed":
         raise RunNotFound(f"run {ref.run.id} is {ref.run.status}: only completed runs can be compared")
 
 
-__all__ = ["ComparisonOptions", "compare_runs", "refresh_infra"]
+__all__ = ["ComparisonOptions", "cache_counts", "compare_runs", "refresh_infra", "unscored_cases"]

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from evallens.reports import GateReportBody, MetricComparison
-from evals.reports._figures import points
+from evals.reports._figures import detectable, points
 
 
 def render_junit(body: GateReportBody) -> str:
@@ -26,8 +26,9 @@ def render_junit(body: GateReportBody) -> str:
             case = ET.SubElement(suite, "testcase", classname=f"evallens.{scenario}", name=c.metric, time="0")
             summary = (
                 f"{c.metric} {c.baseline:.3f} -> {c.candidate:.3f} ({points(c.delta)} points), "
-                f"n={c.num_pairs}, "
-                f"{c.test} p={c.p_value:.4g}, Holm p={c.p_adjusted:.4g}"
+                f"n={c.num_pairs}, worse/better {c.num_worse}/{c.num_better}, "
+                f"{c.test} one-sided p={c.p_value:.4g}, adjusted p={c.p_adjusted:.4g}, "
+                f"detects drops >= {detectable(c)} points"
             )
             if c.regression:
                 failure = ET.SubElement(case, "failure", message=f"regression: {summary}", type="regression")

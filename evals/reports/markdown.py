@@ -1,30 +1,49 @@
 """The comparison as Markdown, for a pull-request comment."""
 
 from evallens.reports import GateReportBody
-from evals.reports._figures import infra_rows, number, points, verdict_word
+from evals.reports._figures import (
+    cache_line,
+    cache_warning,
+    detectable,
+    infra_rows,
+    number,
+    points,
+    power_note,
+    power_summary,
+    underpowered,
+    unscored_line,
+    verdict_word,
+)
 
 MAX_FLIPS_SHOWN = 10
 
 
 def render_markdown(body: GateReportBody) -> str:
-    """A heading with the verdict, the quality table, the infra table, hints and flipped cases."""
+    """A heading with the verdict, the quality table, caches, power, infra, hints and flipped cases."""
     icon = ":x:" if body.verdict == "regression" else ":white_check_mark:"
     lines = [
         f"## {icon} evallens gate: {body.verdict}",
         "",
         f"Set `{body.eval_set_name}`, baseline `{body.baseline_run_id}`, "
-        f"candidate `{body.candidate_run_id}`; regression = Holm-adjusted p < {body.alpha} "
+        f"candidate `{body.candidate_run_id}`; regression = significantly worse (adjusted p < {body.alpha}) "
         f"and worse by at least {body.min_effect * 100:.0f} points.",
+    ]
+    if body.error_rate:
+        lines += ["", f"Procedure `{body.procedure}`: {body.error_rate}."]
+    lines += [
         "",
-        "| scenario | metric | baseline | candidate | delta (pts) | n | test | p (Holm) | verdict |",
-        "|---|---|---:|---:|---:|---:|---|---:|---|",
+        "| scenario | metric | baseline | candidate | delta (pts) | n | worse/better | test | p | p adj "
+        "| detects >= (pts) | verdict |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
     ]
     for c in body.comparisons:
         word = f"**{verdict_word(c)}**" if c.regression else verdict_word(c)
         lines.append(
             f"| {c.scenario} | {c.metric} | {c.baseline:.3f} | {c.candidate:.3f} | {points(c.delta)} | "
-            f"{c.num_pairs} | {c.test} | {c.p_adjusted:.4f} | {word} |"
+            f"{c.num_pairs} | {c.num_worse}/{c.num_better} | {c.test} | {c.p_value:.4f} | "
+            f"{c.p_adjusted:.4f} | {detectable(c)} | {word} |"
         )
+    lines += _caches_and_power(body)
     rows = infra_rows(body.infra_baseline, body.infra_candidate)
     if rows:
         lines += [
@@ -48,3 +67,31 @@ def render_markdown(body: GateReportBody) -> str:
                 f"- `{flip.case_key}` ({flip.scenario}, {flip.metric}): {flip.question} -> _{answer}_"
             )
     return "\n".join(lines) + "\n"
+
+
+def _caches_and_power(body: GateReportBody) -> list[str]:
+    lines: list[str] = []
+    cached = [
+        line
+        for label, counts in (("baseline", body.cache_baseline), ("candidate", body.cache_candidate))
+        if (line := cache_line(label, counts)) is not None
+    ]
+    if cached:
+        lines += ["", "### Cached answers", ""] + [f"- {line}" for line in cached]
+        warning = cache_warning(body)
+        if warning is not None:
+            lines.append(f"- **{warning}**")
+    unscored = unscored_line(body)
+    if unscored is not None:
+        lines += ["", f"**Unscored:** {unscored}."]
+    if body.repeats_baseline > 1 or body.repeats_candidate > 1:
+        lines += [
+            "",
+            f"Repeats: {body.repeats_baseline} (baseline), {body.repeats_candidate} (candidate), averaged "
+            "per case: the tests count cases, not repeats.",
+        ]
+    summary = power_summary(body)
+    if summary is not None:
+        lines += ["", "### Power", "", f"{summary} (marked `!` above; `none`: no possible drop):", ""]
+        lines += [f"- {power_note(cell, body.min_effect)}" for cell in underpowered(body)]
+    return lines

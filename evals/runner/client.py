@@ -7,7 +7,13 @@ from typing import Any
 
 import httpx
 
-from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID, HEADER_TRACE_ID
+from evallens.telemetry.attributes import (
+    CACHE_CONTROL_NO_CACHE,
+    HEADER_CACHE_CONTROL,
+    HEADER_EVAL_CASE_ID,
+    HEADER_EVAL_RUN_ID,
+    HEADER_TRACE_ID,
+)
 from evals.metrics.recall import document_id
 
 EXTENSION_FIELD = "evallens"
@@ -43,6 +49,7 @@ class ChatRequest:
     case_key: str
     temperature: float
     max_tokens: int
+    no_cache: bool = False
 
     def body(self) -> dict[str, Any]:
         """The JSON body: streamed, with usage in the final chunk."""
@@ -56,8 +63,11 @@ class ChatRequest:
         }
 
     def headers(self) -> dict[str, str]:
-        """Headers that tie the service's trace to this run and case."""
-        return {HEADER_EVAL_RUN_ID: self.run_id, HEADER_EVAL_CASE_ID: self.case_key}
+        """Headers that tie the service's trace to this run and case (and ask it to skip its caches)."""
+        headers = {HEADER_EVAL_RUN_ID: self.run_id, HEADER_EVAL_CASE_ID: self.case_key}
+        if self.no_cache:
+            headers[HEADER_CACHE_CONTROL] = CACHE_CONTROL_NO_CACHE
+        return headers
 
 
 async def complete(client: httpx.AsyncClient, url: str, request: ChatRequest) -> Completion:

@@ -24,6 +24,7 @@ class ReplayOptions:
     temperature: float = 0.0
     max_tokens: int = 256
     api_key: str | None = None
+    no_cache: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ async def _replay(
                 case_key=case.id,
                 temperature=options.temperature,
                 max_tokens=options.max_tokens,
+                no_cache=options.no_cache,
             )
             async with gate:
                 completion = await complete(client, url, request)

@@ -12,9 +12,9 @@ from rich.progress import Progress
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalResult, EvalRun, EvalSet
-from evallens.reports import MetricName, RunSummary
+from evallens.reports import CacheCounts, MetricName, RunSummary
 from evallens.settings import EvalSettings
-from evals.errors import EndpointUnreachable, EvalSetError
+from evals.errors import EndpointUnreachable, EvalSetError, RunFailed
 from evals.infra import compute_infra
 from evals.metrics.result import Answer, MetricResult, ScoringContext
 from evals.runner.replay import ReplayedCase, ReplayOptions, replay
@@ -46,10 +46,13 @@ def run_eval(
     repeats: int = 1,
     label: str | None = None,
     progress: bool = True,
+    no_cache: bool = False,
 ) -> RunReport:
     """Replay the set version ``eval_set_id``; the run ends ``completed``, or ``failed`` and re-raises.
 
-    An unreachable target raises ``EndpointUnreachable`` before any run is stored.
+    An unreachable target raises ``EndpointUnreachable`` before any run is stored. When more than
+    ``eval_max_error_rate`` of the requests fail, the run is stored as failed and ``RunFailed`` raised.
+    ``no_cache`` asks the target not to answer from its response caches.
     """
     target_url = endpoint or settings.eval_endpoint
     with session_factory() as session:
@@ -72,18 +75,44 @@ def run_eval(
             temperature=settings.eval_temperature,
             max_tokens=settings.eval_max_tokens,
             api_key=settings.eval_api_key,
+            no_cache=no_cache,
         )
         replayed = _replay_with_progress(cases, options, progress)
         replay_ended = datetime.now(UTC)
         if all(item.completion.connection_failed for item in replayed):
             raise EndpointUnreachable(f"the target at {target_url} stopped answering during the run")
+        _check_error_rate(run_id, replayed, settings.eval_max_error_rate)
         results = _score(replayed, scoring)  # judge calls happen here, outside the transaction
         with session_factory.begin() as session:
-            summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended)
+            cache = cache_counts(replayed, no_cache)
+            summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended, cache)
     except BaseException as error:
         _fail_run(session_factory, run_id, error)
         raise
     return RunReport(run_id, eval_set.name, eval_set.version, target_url, target.fingerprint, summary)
+
+
+def cache_counts(replayed: list[ReplayedCase], bypassed: bool) -> CacheCounts:
+    """How many answers the target marked as served from its exact and semantic caches."""
+    return CacheCounts(
+        num_answers=len(replayed),
+        num_exact_hits=sum(1 for item in replayed if item.completion.exact_cache_hit),
+        num_semantic_hits=sum(1 for item in replayed if item.completion.semantic_cache_hit),
+        bypassed=bypassed,
+    )
+
+
+def _check_error_rate(run_id: uuid.UUID, replayed: list[ReplayedCase], limit: float) -> None:
+    """A run with too many failed requests measured the target's outage, not its answers."""
+    failed = [item.completion.error for item in replayed if item.completion.error is not None]
+    if not replayed or len(failed) <= limit * len(replayed):
+        return
+    share = len(failed) / len(replayed)
+    raise RunFailed(
+        str(run_id),
+        f"{len(failed)} of {len(replayed)} requests failed ({share:.0%}, over the {limit:.0%} limit); "
+        f"first: {failed[0]}",
+    )
 
 
 def resolve_model(endpoint: str, settings: EvalSettings) -> str:
@@ -158,6 +187,7 @@ def _store(
     case_ids: dict[str, int],
     settings: EvalSettings,
     replay_ended: datetime,
+    cache: CacheCounts,
 ) -> RunSummary:
     rows = []
     num_unscored: Counter[str] = Counter()
@@ -175,6 +205,7 @@ def _store(
         resamples=settings.eval_bootstrap_resamples,
         seed=settings.eval_seed,
     )
+    summary.cache = cache
     run.finished_at = replay_ended
     session.flush()
     run.summary = summary.model_dump(mode="json")
@@ -195,7 +226,7 @@ def _result_row(
         run_id=run_id,
         case_id=case_id,
         repeat=item.repeat,
-        response=completion.text,
+        response=storable(completion.text),
         retrieved_ids=completion.retrieved_ids,
         scores=scores,
         passed={name: r.passed for name, r in results.items() if r.passed is not None},
@@ -207,9 +238,14 @@ def _result_row(
         exact_cache_hit=completion.exact_cache_hit,
         semantic_cache_hit=completion.semantic_cache_hit,
         degraded=completion.degraded,
-        error=completion.error,
+        error=storable(completion.error),
         trace_id=completion.trace_id,
     )
+
+
+def storable(value: str | None) -> str | None:
+    """Text PostgreSQL accepts: a sampled answer can hold NUL characters, which text columns refuse."""
+    return value.replace("\x00", "\ufffd") if value is not None else None
 
 
 def _texts_to_embed(replayed: list[ReplayedCase]) -> list[str]:
@@ -223,7 +259,8 @@ def _fail_run(session_factory: sessionmaker[Session], run_id: uuid.UUID, error: 
     with session_factory.begin() as session:
         run = session.get_one(EvalRun, run_id)
         run.status = "failed"
-        run.error = (str(error).splitlines() or [type(error).__name__])[0][:500]
+        reason = error.reason if isinstance(error, RunFailed) else str(error)
+        run.error = (reason.splitlines() or [type(error).__name__])[0][:500]
         run.finished_at = datetime.now(UTC)
 
 

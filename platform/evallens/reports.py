@@ -15,6 +15,9 @@ METRICS: tuple[MetricName, ...] = ("accuracy", "irrelevance", "harmfulness", "re
 
 # Each metric's score is a rate in [0, 1]; for these two a lower rate is better.
 LOWER_IS_BETTER: frozenset[str] = frozenset({"irrelevance", "harmfulness"})
+# Graded metrics score a case anywhere in [0, 1]; the others score pass (1) or fail (0). The gate picks
+# its paired test by this kind, never by the values a run happened to produce.
+GRADED_METRICS: frozenset[str] = frozenset({"recall"})
 
 Verdict = Literal["pass", "regression"]
 
@@ -28,6 +31,15 @@ class MetricEstimate(BaseModel):
     n: int = Field(description="number of scored cases")
 
 
+class CacheCounts(BaseModel):
+    """How many of a run's answers the target served from its response caches."""
+
+    num_answers: int = Field(description="requests sent (cases x repeats)")
+    num_exact_hits: int = Field(description="answers the target marked as exact-cache hits")
+    num_semantic_hits: int = Field(description="answers the target marked as semantic-cache hits")
+    bypassed: bool = Field(default=False, description="the run asked the target not to use its caches")
+
+
 class RunSummary(BaseModel):
     """Quality of one run: per metric overall and per scenario."""
 
@@ -39,6 +51,7 @@ class RunSummary(BaseModel):
         default_factory=dict,
         description="metric -> results the LLM judge left unscored (no verdict; excluded from the estimates)",
     )
+    cache: CacheCounts | None = Field(default=None, description="absent in runs stored before it existed")
 
 
 class InfraSummary(BaseModel):
@@ -74,12 +87,34 @@ class MetricComparison(BaseModel):
     baseline: float
     candidate: float
     delta: float = Field(description="candidate - baseline, in rate units (0.03 = 3 points)")
-    num_pairs: int
-    test: Literal["mcnemar", "paired_bootstrap"]
-    p_value: float
-    p_adjusted: float = Field(description="Holm-adjusted across the family")
-    significant: bool
+    num_pairs: int = Field(description="cases scored in both runs (repeats averaged per case)")
+    test: Literal["mcnemar", "sign_flip", "paired_bootstrap"] = Field(
+        description="exact McNemar (pass/fail), paired sign-flip permutation (graded or repeated); "
+        "paired_bootstrap only in reports stored by earlier versions"
+    )
+    exact: bool = Field(default=True, description="the p-value is exact, not a Monte Carlo estimate")
+    p_value: float = Field(
+        description="one-sided p-value of this cell's own test for 'the candidate is worse'"
+    )
+    p_adjusted: float = Field(
+        description="adjusted for the whole report: Holm over the overall cells; closed testing for scenarios"
+    )
+    significant: bool = Field(description="significantly worse: p_adjusted < alpha")
     regression: bool = Field(description="significant and worse than the minimum effect")
+    num_worse: int = Field(default=0, description="cases that scored worse in the candidate")
+    num_better: int = Field(default=0, description="cases that scored better in the candidate")
+    level: float | None = Field(
+        default=None, description="the one-sided level this cell's power is computed at"
+    )
+    min_detectable: float | None = Field(
+        default=None,
+        description="smallest drop (rate units) found with the configured power; None: no possible drop",
+    )
+    max_drop: float | None = Field(default=None, description="the largest drop the baseline leaves room for")
+    underpowered: bool = Field(default=False, description="cannot detect a drop of the minimum effect")
+    suggested_num_cases: int | None = Field(
+        default=None, description="cases this cell needs to detect the minimum effect; None: cannot"
+    )
 
 
 class Hint(BaseModel):
@@ -114,6 +149,18 @@ class GateReportBody(BaseModel):
     candidate_run_id: str
     min_effect: float
     alpha: float
+    power: float | None = Field(default=None, description="the power minimum detectable drops are at")
+    procedure: str = Field(default="holm", description="the multiplicity procedure ('holm': older reports)")
+    error_rate: str | None = Field(default=None, description="the error rate the procedure controls")
+    repeats_baseline: int = 1
+    repeats_candidate: int = 1
+    cache_baseline: CacheCounts | None = None
+    cache_candidate: CacheCounts | None = None
+    num_unscored: dict[str, int] = Field(
+        default_factory=dict,
+        description="metric -> cases left out of its paired tests because a run could not score them "
+        "(the LLM judge gave no verdict)",
+    )
     comparisons: list[MetricComparison]
     infra_baseline: InfraSummary | None
     infra_candidate: InfraSummary | None

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db import create_db_engine, create_session_factory
@@ -61,6 +61,9 @@ class ScriptedTarget:
     documents: list[str] = field(default_factory=list)
     headers_seen: list[dict[str, str]] = field(default_factory=list)
     failing: set[str] = field(default_factory=set)
+    fail_all: bool = False
+    ready: bool = True
+    hooks: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _scripted_app(target: ScriptedTarget) -> FastAPI:
@@ -69,6 +72,15 @@ def _scripted_app(target: ScriptedTarget) -> FastAPI:
     @app.get("/v1/config")
     async def config() -> JSONResponse:
         return JSONResponse(target.config)
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        return JSONResponse({"ready": target.ready}, status_code=200 if target.ready else 503)
+
+    @app.post("/hook")
+    async def hook(request: Request) -> Response:
+        target.hooks.append(await request.json())
+        return Response(status_code=204)
 
     @app.get("/v1/documents")
     async def documents() -> JSONResponse:
@@ -79,7 +91,7 @@ def _scripted_app(target: ScriptedTarget) -> FastAPI:
         body = await request.json()
         target.headers_seen.append(dict(request.headers))
         question = body["messages"][-1]["content"]
-        if question in target.failing:
+        if target.fail_all or question in target.failing:
             return JSONResponse({"error": {"message": "engine exploded"}}, status_code=500)  # type: ignore[return-value]
         answer = target.answers.get(question, "I'm sorry, but I can't help with that.")
         extension = {

@@ -16,6 +16,7 @@ from evallens.reports import GateReportBody
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics as prom
 from evals.compare import ComparisonOptions, compare_runs
+from evals.reports.markdown import render_markdown
 from evals.runs import tag_run
 from evals.sets.format import CaseSpec, EvalSetSpec
 from evals.sets.store import load_cases, sync_set
@@ -49,10 +50,12 @@ def _add_run(
     wrong: int = 0,
     semantic_hits: int = 0,
     recall_misses: int = 0,
+    unscored: int = 0,
     config: dict[str, object] | None = None,
 ) -> uuid.UUID:
     """A completed run; in returns_refunds the first ``wrong`` answers are inaccurate and the first
-    ``semantic_hits`` requests were served from the semantic cache (one span per request)."""
+    ``semantic_hits`` requests were served from the semantic cache (one span per request); in
+    shipping_logistics the judge left the first ``unscored`` answers without an accuracy verdict."""
     run = EvalRun(
         id=uuid.uuid4(),
         eval_set_id=eval_set_id,
@@ -70,17 +73,17 @@ def _add_run(
         in_returns = case.scenario == "returns_refunds"
         accurate = not (in_returns and index < wrong)
         retrieved = not (case.scenario == "shipping_logistics" and index < recall_misses)
+        no_verdict = case.scenario == "shipping_logistics" and index < unscored
+        scores = {"irrelevance": 0.0, "harmfulness": 0.0, "recall": float(retrieved)}
+        if not no_verdict:
+            scores["accuracy"] = float(accurate)
         session.add(
             EvalResult(
                 run_id=run.id,
                 case_id=case.id,
                 response=f"reply {case.case_key}",
-                scores={
-                    "accuracy": float(accurate),
-                    "irrelevance": 0.0,
-                    "harmfulness": 0.0,
-                    "recall": float(retrieved),
-                },
+                scores=scores,
+                unscored={"accuracy": "judge reply was not JSON"} if no_verdict else {},
                 passed={"accuracy": accurate},
                 latency_ms=400.0,
                 trace_id=f"{run.id.hex[:16]}{n:016x}",
@@ -161,8 +164,10 @@ def runs(sessions: sessionmaker[Session]) -> dict[str, uuid.UUID]:
             semantic_hits=20,
             config={"top_k": 5, "semantic_cache": {"threshold": 0.2}},
         )
+        judge_gaps = _add_run(session, eval_set_id, T0 + timedelta(hours=5), unscored=4)
         tag_run(session, str(baseline), "main")
     return {
+        "judge_gaps": judge_gaps,
         "baseline": baseline,
         "same": same,
         "cached": cached,
@@ -197,7 +202,11 @@ def test_semantic_cache_regression_names_the_cache(
     regressions = {(c.scenario, c.metric) for c in body.comparisons if c.regression}
     assert regressions == {("overall", "accuracy"), ("returns_refunds", "accuracy")}
     cell = next(c for c in body.comparisons if (c.scenario, c.metric) == ("returns_refunds", "accuracy"))
-    assert cell.test == "mcnemar" and cell.p_value == pytest.approx(2 / 2**14)
+    # one-sided exact McNemar on 14 lost answers; the scenario is flagged through its overall cell:
+    # min(pooled 2^-14, Bonferroni 2 * 2^-14) at half the level each -> 2^-13, Holm over 4 metrics
+    assert cell.test == "mcnemar" and cell.p_value == pytest.approx(2**-14)
+    assert cell.p_adjusted == pytest.approx(8 * 2**-14) and (cell.num_worse, cell.num_better) == (14, 0)
+    assert body.procedure == "hierarchical" and body.error_rate and "at most alpha" in body.error_rate
     (cache_hint,) = [h for h in body.hints if "semantic-cache" in h.message]
     assert "too loose" in cache_hint.message
     assert cache_hint.evidence["semantic_cache_hit_rate_baseline"] == 0.0
@@ -282,3 +291,17 @@ def test_gate_cli_exit_codes_and_reports(
         "gate", "--baseline", "nope", "--candidate", str(runs["same"]), database_url=database_url
     )
     assert missing.returncode == 2 and missing.stderr.strip() == "evallens: error: no run or tag 'nope'"
+
+
+def test_cases_the_judge_left_unscored_are_counted_and_left_out_of_the_tests(
+    sessions: sessionmaker[Session], runs: dict[str, uuid.UUID]
+) -> None:
+    with sessions.begin() as session:
+        body = compare_runs(session, "main", str(runs["judge_gaps"]), ComparisonOptions())
+    assert body.num_unscored == {"accuracy": 4}
+    cells = {(c.scenario, c.metric): c for c in body.comparisons}
+    assert cells[("overall", "accuracy")].num_pairs == 2 * NUM_CASES - 4
+    assert cells[("shipping_logistics", "accuracy")].num_pairs == NUM_CASES - 4
+    assert cells[("shipping_logistics", "recall")].num_pairs == NUM_CASES  # only the judged metric
+    assert body.verdict == "pass"
+    assert "excluded from the paired tests: accuracy 4" in render_markdown(body)

@@ -72,12 +72,27 @@ def test_a_run_records_answers_timings_citations_and_scores(
     assert sent == {(str(run.id), key) for key in ("rr-001", "rr-002", "oos-001", "h-001")}
 
 
+def test_an_answer_with_nul_characters_is_stored(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    # a small model sampled at a temperature can emit any byte; PostgreSQL text refuses NUL
+    eval_set_id = _sync(sessions)
+    scripted_target.answers = {RR1: "Thirty\x00 days\x00"}
+    settings = EvalSettings(eval_endpoint=scripted_target.url)
+    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity), progress=False)
+    with sessions() as session:
+        run = session.get_one(EvalRun, report.run_id)
+        responses = set(session.scalars(select(EvalResult.response).where(EvalResult.run_id == run.id)))
+    assert run.status == "completed" and "Thirty\ufffd days\ufffd" in responses
+
+
 def test_a_failed_request_is_a_recorded_failure(
     sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
 ) -> None:
     eval_set_id = _sync(sessions)
     scripted_target.failing = {RR1}
-    settings = EvalSettings(eval_endpoint=scripted_target.url)
+    # 2 of 8 requests fail: under a 30% limit the run completes and scores them as failures
+    settings = EvalSettings(eval_endpoint=scripted_target.url, eval_max_error_rate=0.3)
     report = run_eval(
         sessions, eval_set_id, settings, ScoringContext(similarity=similarity), repeats=2, progress=False
     )
@@ -88,6 +103,50 @@ def test_a_failed_request_is_a_recorded_failure(
     assert run.status == "completed" and len(failed) == 2
     assert all(r.error.startswith("HTTP 500") and r.scores["accuracy"] == 0.0 for r in failed)  # type: ignore[union-attr]
     assert {r.repeat for r in failed} == {0, 1}
+
+
+def test_a_run_with_too_many_failed_requests_is_stored_as_failed(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.failing = {RR1}  # 1 of 4 requests: 25%, over the default 10% limit
+    result = run_cli(
+        "eval", "run", "--set", "mini-support", "--endpoint", scripted_target.url, database_url=database_url
+    )
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "failed: 1 of 4 requests failed (25%, over the 10% limit); first: HTTP 500" in line
+    with sessions() as session:
+        run = session.scalars(select(EvalRun)).one()
+        num_results = session.scalar(select(func.count()).select_from(EvalResult))
+    assert run.status == "failed" and run.error is not None and run.error.startswith("1 of 4 requests failed")
+    assert run.summary is None and num_results == 0  # nothing half-written: the run says why it failed
+    assert str(run.id) in line
+
+
+def test_no_cache_sends_the_header_and_the_run_counts_cached_answers(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.semantic_hits = {RR1, RR2}
+    cached = run_cli(
+        "eval", "run", "--set", "mini-support", "--endpoint", scripted_target.url, database_url=database_url
+    )
+    assert cached.returncode == 0, cached.stderr
+    assert "answers from caches: 0 exact, 2 semantic of 4" in cached.stdout
+    assert not any("cache-control" in headers for headers in scripted_target.headers_seen)
+    scripted_target.headers_seen.clear()
+    bypassed = run_cli(
+        "eval", "run", "--set", "mini-support", "--endpoint", scripted_target.url, "--no-cache",
+        database_url=database_url,
+    )  # fmt: skip
+    assert bypassed.returncode == 0, bypassed.stderr
+    assert [h.get("cache-control") for h in scripted_target.headers_seen] == ["no-cache"] * 4
+    assert "(caches bypassed)" in bypassed.stdout
+    with sessions() as session:
+        summaries = [RunSummary.model_validate(r.summary) for r in session.scalars(select(EvalRun))]
+    counts = sorted((s.cache.bypassed, s.cache.num_semantic_hits) for s in summaries if s.cache is not None)
+    assert counts == [(False, 2), (True, 2)]  # the scripted target ignores the header; the report says so
 
 
 def test_an_unreachable_endpoint_is_one_line_exit_2_and_no_run(
@@ -123,26 +182,3 @@ def test_cli_run_then_tag(
     assert tagged.returncode == 0 and run_id in tagged.stdout
     with sessions() as session:
         assert session.scalars(select(EvalRun.status)).all() == ["completed"]
-
-
-def test_watch_replays_when_the_fingerprint_changes(
-    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
-) -> None:
-    from evals.watch import watch
-
-    _sync(sessions)
-    polls: list[str] = []
-
-    def next_poll(_: float) -> None:
-        polls.append(scripted_target.config["fingerprint"])
-        if len(polls) == 2:  # the operator changes the model between the second and third poll
-            scripted_target.config = {"fingerprint": "cfg-2", "model": "scripted"}
-
-    settings = EvalSettings(eval_endpoint=scripted_target.url, eval_watch_interval_s=0.01)
-    reports = watch(
-        sessions, ["mini-support"], settings, ScoringContext(similarity=similarity),
-        endpoint=scripted_target.url, max_polls=4, sleep=next_poll,
-    )  # fmt: skip
-    assert [r.config_fingerprint for r in reports] == ["cfg-1", "cfg-2"]
-    with sessions() as session:
-        assert sorted(session.scalars(select(EvalRun.config_fingerprint))) == ["cfg-1", "cfg-2"]

@@ -11,6 +11,10 @@ sets_app = typer.Typer(help="Eval-set files: validate and store versions.", no_a
 app.add_typer(sets_app, name="sets")
 
 ENDPOINT_HELP = "OpenAI-compatible target (default: EVALLENS_EVAL_ENDPOINT)."
+NO_CACHE_HELP = (
+    "Send `Cache-Control: no-cache` so the target answers without its response caches (the reference "
+    "service honours it): a model-only comparison. Default: caches on, as in production."
+)
 
 
 @sets_app.command("sync")
@@ -58,11 +62,12 @@ def run(
     endpoint: Annotated[str | None, typer.Option(help=ENDPOINT_HELP)] = None,
     repeats: Annotated[int, typer.Option(min=1, help="Replays per case.")] = 1,
     label: Annotated[str | None, typer.Option(help="A label stored with the run.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
 ) -> None:
     """Replay an eval set once and store the run."""
     from evals.commands import run_command
 
-    report = run_command(eval_set, endpoint, repeats, label)
+    report = run_command(eval_set, endpoint, repeats, label, no_cache=no_cache)
     console = Console()
     console.print(
         f"run {report.run_id}: {report.eval_set_name} v{report.eval_set_version} against {report.endpoint}"
@@ -77,6 +82,13 @@ def run(
             f"{metric} {count}" for metric, count in sorted(report.summary.num_unscored.items())
         )
         console.print(f"  left unscored by the judge (excluded): {unscored}")
+    cache = report.summary.cache
+    if cache is not None:
+        bypassed = " (caches bypassed)" if cache.bypassed else ""
+        console.print(
+            f"  answers from caches: {cache.num_exact_hits} exact, {cache.num_semantic_hits} semantic "
+            f"of {cache.num_answers}{bypassed}"
+        )
 
 
 @app.command("compare")
@@ -108,18 +120,59 @@ def tag(
 def watch(
     eval_sets: Annotated[list[str], typer.Option("--set", help="Stored set(s) to replay on every change.")],
     endpoint: Annotated[str | None, typer.Option(help=ENDPOINT_HELP)] = None,
+    baseline: Annotated[str, typer.Option(help="Gate every run against this run id or tag.")] = "main",
+    interval: Annotated[
+        float | None,
+        typer.Option(min=0.1, help="Seconds between polls (default: EVALLENS_EVAL_WATCH_INTERVAL_S)."),
+    ] = None,
+    settle: Annotated[
+        float, typer.Option(min=0, help="Seconds a new fingerprint must stay unchanged before a replay.")
+    ] = 5.0,
+    ready_url: Annotated[
+        str | None, typer.Option(help="Readiness probe (any 2xx = ready); default: the target's /readyz.")
+    ] = None,
     config_file: Annotated[
         Path | None, typer.Option(help="Watch this file's content instead of /v1/config.")
     ] = None,
-    max_polls: Annotated[
-        int | None, typer.Option(min=1, help="Stop after this many polls (default: forever).")
+    max_polls: Annotated[int | None, typer.Option(min=1, help="Stop after this many polls.")] = None,
+    max_runs: Annotated[int | None, typer.Option(min=1, help="Stop after this many replays.")] = None,
+    report_dir: Annotated[
+        Path | None, typer.Option(help="Write each gate's gate.md/.xml/.json under DIR/<set>-<run>/.")
     ] = None,
+    exit_on_regression: Annotated[
+        bool, typer.Option("--exit-on-regression", help="Stop with exit code 1 on the first regression.")
+    ] = False,
+    on_regression: Annotated[
+        str | None,
+        typer.Option(
+            help="On a regression: POST the verdict to this http(s) URL, or run this shell command."
+        ),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
+    repeats: Annotated[int, typer.Option(min=1, help="Replays per case.")] = 1,
 ) -> None:
-    """Replay the sets whenever the target's config fingerprint (or a config file) changes."""
+    """Wait for a ready target; replay and gate whenever its config fingerprint changes."""
+    from evallens.settings import EvalSettings
     from evals.commands import watch_command
+    from evals.watch import WatchOptions
 
-    reports = watch_command(eval_sets, endpoint, config_file, max_polls, Console())
-    Console().print(f"{len(reports)} run(s) made")
+    settings = EvalSettings()
+    options = WatchOptions(
+        endpoint=endpoint or settings.eval_endpoint, set_selectors=tuple(eval_sets), baseline=baseline,
+        interval_s=interval if interval is not None else settings.eval_watch_interval_s, settle_s=settle,
+        ready_url=ready_url, config_file=config_file, max_polls=max_polls, max_runs=max_runs,
+        report_dir=report_dir, exit_on_regression=exit_on_regression, on_regression=on_regression,
+        no_cache=no_cache, repeats=repeats,
+    )  # fmt: skip
+    console = Console()
+    outcome = watch_command(options, console)
+    console.print(
+        f"watch ended: {len(outcome.runs)} run(s) completed, {len(outcome.failures)} failed, "
+        f"{sum(g.body.verdict == 'regression' for g in outcome.gates)} of {len(outcome.gates)} gate(s) "
+        "found a regression",
+        markup=False,
+    )
+    raise typer.Exit(outcome.exit_code)
 
 
 @app.command("calibrate")

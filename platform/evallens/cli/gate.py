@@ -19,14 +19,25 @@ def gate(
     report_dir: Annotated[
         Path | None, typer.Option(help="Write gate.md, gate.xml (JUnit) and gate.json here.")
     ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="With --candidate-endpoint: replay with `Cache-Control: no-cache` (model only).",
+        ),
+    ] = False,
 ) -> None:
     """Compare a candidate run against a baseline and fail on significant regressions."""
     if (candidate is None) == (candidate_endpoint is None):
         raise EvallensError("give exactly one of --candidate or --candidate-endpoint")
+    if no_cache and candidate_endpoint is None:
+        raise EvallensError("--no-cache applies to a replay: use it with --candidate-endpoint")
     from evals.commands import gate_command
 
     try:
-        outcome = gate_command(baseline, candidate, candidate_endpoint, report_dir, Console(width=160))
+        outcome = gate_command(
+            baseline, candidate, candidate_endpoint, report_dir, Console(width=180), no_cache=no_cache
+        )
     except EvallensError:
         raise
     except Exception as error:  # exit code 1 means "regression"; a crash must be 2, never 1

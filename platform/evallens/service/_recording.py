@@ -26,6 +26,7 @@ class RequestTags:
     feature: str | None = None
     eval_run_id: str | None = None
     eval_case_id: str | None = None
+    no_cache: bool = False
 
     @classmethod
     def from_headers(cls, headers: Headers) -> "RequestTags":
@@ -36,6 +37,7 @@ class RequestTags:
             feature=headers.get(attr.HEADER_FEATURE),
             eval_run_id=headers.get(attr.HEADER_EVAL_RUN_ID),
             eval_case_id=headers.get(attr.HEADER_EVAL_CASE_ID),
+            no_cache=_asks_no_cache(headers.get(attr.HEADER_CACHE_CONTROL)),
         )
 
     def span_attributes(self) -> dict[str, str]:
@@ -48,6 +50,12 @@ class RequestTags:
             attr.EVAL_CASE_ID: self.eval_case_id,
         }
         return {name: value for name, value in named.items() if value is not None}
+
+
+def _asks_no_cache(cache_control: str | None) -> bool:
+    """``Cache-Control: no-cache`` (or ``no-store``): the client wants an answer made for it now."""
+    directives = {part.strip().lower() for part in (cache_control or "").split(",")}
+    return bool(directives & {attr.CACHE_CONTROL_NO_CACHE, "no-store"})
 
 
 @dataclass

@@ -55,6 +55,7 @@ class RagState:
     tenant: str
     retrieval: bool
     deterministic: bool
+    use_caches: bool = True
     question: str | None = None
     single_turn: bool = False
     embedding: Vectors | None = None
@@ -140,13 +141,17 @@ class RagPipeline:
         sampling: SamplingOptions,
         tenant: str | None,
         config_fingerprint: str,
+        *,
+        use_caches: bool = True,
     ) -> RagState:
-        """Run the stages before the engine, within the current (request) span."""
+        """Run the stages before the engine, within the current (request) span; ``use_caches=False``
+        (a ``Cache-Control: no-cache`` request) neither reads nor fills the response caches."""
         wanted = request.evallens.retrieval if request.evallens is not None else None
         state = RagState(
             tenant=tenant or DEFAULT_TENANT,
             retrieval=self.retrieval_enabled and wanted is not False,
             deterministic=_deterministic(request, sampling),
+            use_caches=use_caches,
         )
         users = [message.content for message in request.messages if message.role == "user"]
         state.question = users[-1] if users else None
@@ -157,15 +162,16 @@ class RagPipeline:
         if verdict.refused:
             state.canned = CannedAnswer(verdict.message or "")
             return state
-        if state.deterministic and self.exact.enabled:
+        if state.use_caches and state.deterministic and self.exact.enabled:
             state.exact_key = self._exact_key(request, state, config_fingerprint)
             cached = self.exact.get(state.exact_key)
             if cached is not None:
                 state.exact_hit, state.canned = True, cached
                 return state
-        if state.single_turn and (state.retrieval or self.semantic.enabled):
+        semantic = state.use_caches and self.semantic.enabled
+        if state.single_turn and (state.retrieval or semantic):
             state.embedding = await self._embed(state.question)
-        if state.single_turn and state.embedding is not None and self.semantic.enabled:
+        if state.single_turn and state.embedding is not None and semantic:
             hit = self.semantic.lookup(state.semantic_scope, state.embedding)
             if hit is not None:
                 state.semantic_hit, state.canned = True, hit.value
@@ -176,7 +182,7 @@ class RagPipeline:
 
     def fallback(self, state: RagState) -> CannedAnswer | None:
         """A semantic-cache answer, at the looser fallback threshold, for when the engine fails."""
-        if state.embedding is None or not state.single_turn:
+        if state.embedding is None or not state.single_turn or not state.use_caches:
             return None
         hit = self.semantic.lookup(
             state.semantic_scope, state.embedding, threshold=self.semantic.fallback_threshold
@@ -188,7 +194,7 @@ class RagPipeline:
 
     def remember(self, state: RagState, answer: CannedAnswer) -> None:
         """Store a complete engine answer of a deterministic request in both caches."""
-        if not state.deterministic or state.degraded or state.canned is not None:
+        if not state.use_caches or not state.deterministic or state.degraded or state.canned is not None:
             return
         if state.exact_key is not None:
             self.exact.put(state.exact_key, answer)

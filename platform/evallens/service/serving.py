@@ -112,7 +112,9 @@ class ChatServing:
             ignore_eos=request.ignore_eos,
         )
         config_fingerprint = self.config_fingerprint()
-        state = await self.rag.before_engine(request, sampling, tags.tenant, config_fingerprint)
+        state = await self.rag.before_engine(
+            request, sampling, tags.tenant, config_fingerprint, use_caches=not tags.no_cache
+        )
         recording.span.set_attributes(span_attributes(state))
         built = build_messages(request, self._prompt_context(state))
         route = self.router.choose(built.num_chars)

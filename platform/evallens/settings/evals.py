@@ -94,13 +94,38 @@ class EvalSettings(BaseSettings):
     eval_min_effect: float = Field(
         default=0.03, ge=0, le=1, description="Smallest worsening (rate units) that counts as a regression."
     )
-    eval_alpha: float = Field(default=0.05, gt=0, lt=1, description="Family-wise significance level (Holm).")
+    eval_alpha: float = Field(
+        default=0.05,
+        gt=0,
+        lt=1,
+        description="Family-wise error rate of the gate's verdict (Holm over the overall cells) and of "
+        "each metric's scenario flags (closed testing).",
+    )
+    eval_power: float = Field(
+        default=0.8,
+        gt=0,
+        lt=1,
+        description="Power at which reports state each cell's minimum detectable drop.",
+    )
+    eval_permutation_resamples: int = Field(
+        default=100_000,
+        ge=1000,
+        description="Monte Carlo resamples of the paired sign-flip test when no exact distribution is "
+        "computed (p never below 1 / (1 + resamples)).",
+    )
     eval_bootstrap_resamples: int = Field(
-        default=2000, ge=100, description="Resamples for bootstrap confidence intervals and paired tests."
+        default=2000, ge=100, description="Resamples for the bootstrap confidence intervals of run summaries."
     )
     eval_seed: int = Field(default=20240601, description="Seed of the bootstrap, so reports reproduce.")
     eval_watch_interval_s: float = Field(
         default=30.0, gt=0, description="Seconds between two polls of the target's config fingerprint."
+    )
+    eval_max_error_rate: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Share of failed requests above which a run is stored as failed (never compared, "
+        "never the evaluation of its config fingerprint).",
     )
     eval_git_sha: str | None = Field(
         default=None, description="Git commit recorded with a run; unset: `git rev-parse HEAD` of the cwd."

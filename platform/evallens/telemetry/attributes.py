@@ -143,3 +143,7 @@ HEADER_TRACE_ID = "x-trace-id"
 HEADER_AUTHORIZATION = "authorization"
 AUTHORIZATION_SCHEME = "bearer"
 HEADER_RETRY_AFTER = "retry-after"
+# `Cache-Control: no-cache` on a chat request: answer without the exact or semantic response cache
+# (`evallens eval run --no-cache`, for model-only comparisons)
+HEADER_CACHE_CONTROL = "cache-control"
+CACHE_CONTROL_NO_CACHE = "no-cache"

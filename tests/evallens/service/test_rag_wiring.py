@@ -186,6 +186,29 @@ def test_exact_then_semantic_cache_hits(serve: Serve, database_url: str) -> None
         assert chunks[-1]["usage"] == first["usage"]
 
 
+def test_cache_control_no_cache_neither_reads_nor_fills_the_caches(serve: Serve, database_url: str) -> None:
+    no_cache = {"cache-control": "no-cache"}
+    payload = {"messages": [{"role": "user", "content": QUESTION}], "max_tokens": 6, "temperature": 0}
+    with serve(database_url=database_url, **RAG) as client:
+        load(client)
+        bypassed = client.post("/v1/chat/completions", json=payload, headers=no_cache).json()
+        assert bypassed["evallens"]["cache"] == {"exact": False, "semantic": False}
+        assert bypassed["evallens"]["cited_ids"]  # retrieval still ran: only the caches are skipped
+        first = chat(client).json()
+        assert first["evallens"]["cache"] == {"exact": False, "semantic": False}  # nothing was stored
+        assert chat(client).json()["evallens"]["cache"] == {"exact": True, "semantic": False}
+        again = client.post(
+            "/v1/chat/completions", json=payload, headers={"Cache-Control": "No-Store"}
+        ).json()
+        assert again["evallens"]["cache"] == {"exact": False, "semantic": False}
+        close = client.post(
+            "/v1/chat/completions",
+            json={**payload, "messages": [{"role": "user", "content": "How long do card refunds take"}]},
+            headers=no_cache,
+        ).json()
+        assert close["evallens"]["cache"] == {"exact": False, "semantic": False}  # no semantic answer either
+
+
 def test_retrieval_off_per_request(rag_client: httpx.Client, span_exporter: Any) -> None:
     response = chat(rag_client, evallens={"retrieval": False})
     assert response.status_code == 200, response.text

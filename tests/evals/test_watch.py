@@ -1,0 +1,211 @@
+"""``eval watch`` against a scripted target whose readiness, config and answers change between polls."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db.models import EvalRun, GateReport
+from evallens.settings import EvalSettings
+from evals.metrics._embedding import MiniLmSimilarity
+from evals.metrics.result import ScoringContext
+from evals.runs import tag_run
+from evals.sets.format import CaseSpec, EvalSetSpec
+from evals.sets.store import sync_set
+from evals.watch import WatchOptions, WatchOutcome, watch
+from tests.evals.conftest import ScriptedTarget, run_cli
+
+NUM_CASES = 20
+SET_NAME = "watch-set"
+
+
+def _sync_recall_set(sessions: sessionmaker[Session], target: ScriptedTarget) -> None:
+    """A set whose recall the scripted target controls through the ids it cites."""
+    cases = [
+        CaseSpec(
+            id=f"w-{i:03d}",
+            scenario="returns_refunds" if i % 2 else "shipping_logistics",
+            question=f"Which document covers topic {i}?",
+            reference_answer=f"Document {i} covers topic {i}.",
+            reference_context_ids=[f"doc-{i}"],
+        )
+        for i in range(NUM_CASES)
+    ]
+    with sessions.begin() as session:
+        sync_set(session, EvalSetSpec(name=SET_NAME, source_path="memory", cases=cases))
+    target.retrieved = {case.question or "": [f"doc-{i}"] for i, case in enumerate(cases)}
+
+
+def _run_watch(
+    sessions: sessionmaker[Session],
+    similarity: MiniLmSimilarity,
+    options: WatchOptions,
+    between_polls: Callable[[int], None],
+) -> tuple[WatchOutcome, list[str]]:
+    events: list[str] = []
+    polls = [0]
+
+    def sleep(seconds: float) -> None:
+        if seconds == options.interval_s:  # the settle wait (a different length) is not a new poll
+            polls[0] += 1
+            between_polls(polls[0])
+
+    settings = EvalSettings(eval_endpoint=options.endpoint, eval_concurrency=4)
+    outcome = watch(
+        sessions,
+        settings,
+        ScoringContext(similarity=similarity),
+        options,
+        on_event=events.append,
+        sleep=sleep,
+    )
+    return outcome, events
+
+
+def test_watch_waits_for_readiness_replays_each_change_once_gates_and_retries_failed_runs(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    _sync_recall_set(sessions, scripted_target)
+    target = scripted_target
+    target.ready = False
+    good_citations = dict(target.retrieved)
+
+    def between_polls(poll: int) -> None:
+        if poll == 1:
+            target.ready = True
+        elif poll == 2:  # the first run becomes the baseline
+            with sessions.begin() as session:
+                run = session.scalars(select(EvalRun)).one()
+                tag_run(session, str(run.id), "main")
+        elif poll == 3:  # a restart with no change: down, then up with the same config
+            target.ready = False
+        elif poll == 4:
+            target.ready = True
+        elif poll == 5:  # a change that loses every citation
+            target.config = {"fingerprint": "cfg-2", "model": "scripted"}
+            target.retrieved = {}
+        elif poll == 6:  # a change deployed while the target errors on every request
+            target.config = {"fingerprint": "cfg-3", "model": "scripted"}
+            target.retrieved, target.fail_all = good_citations, True
+        elif poll == 7:
+            target.fail_all = False
+
+    options = WatchOptions(
+        endpoint=target.url, set_selectors=(SET_NAME,), interval_s=0.01, settle_s=0.0, max_polls=8,
+        on_regression=f"{target.url}/hook",
+    )  # fmt: skip
+    outcome, events = _run_watch(sessions, similarity, options, between_polls)
+
+    assert [r.config_fingerprint for r in outcome.runs] == ["cfg-1", "cfg-2", "cfg-3"]
+    (failure,) = outcome.failures
+    assert f"{NUM_CASES} of {NUM_CASES} requests failed" in failure and "HTTP 500" in failure
+    assert [g.body.verdict for g in outcome.gates] == ["regression", "pass"]
+    assert outcome.exit_code == 0
+    with sessions() as session:
+        statuses = sorted((r.config_fingerprint, r.status) for r in session.scalars(select(EvalRun)))
+        gated = [str(g.candidate_run_id) for g in session.scalars(select(GateReport))]
+    assert statuses == [
+        ("cfg-1", "completed"),
+        ("cfg-2", "completed"),
+        ("cfg-3", "completed"),
+        ("cfg-3", "failed"),
+    ]
+    assert sorted(gated) == sorted(str(r.run_id) for r in outcome.runs[1:])
+
+    assert sum(e.startswith("waiting: target not ready") for e in events) == 2  # once per outage
+    assert sum("nothing to replay" in e for e in events) == 1
+    assert any(e.startswith("not gated: no run or tag 'main'") for e in events)
+    assert any("regression: overall recall 1.000 -> 0.000" in e for e in events)
+    assert any("not counted as an evaluation" in e for e in events)
+    assert any(e == f"webhook {target.url}/hook answered 204" for e in events)
+    (hook,) = target.hooks
+    assert hook["verdict"] == "regression" and hook["candidate_run_id"] == str(outcome.runs[1].run_id)
+    assert {(r["scenario"], r["metric"]) for r in hook["regressions"]} >= {("overall", "recall")}
+
+
+def test_watch_exits_on_regression_and_runs_the_command(
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    tmp_path: Path,
+) -> None:
+    _sync_recall_set(sessions, scripted_target)
+    target = scripted_target
+
+    def between_polls(poll: int) -> None:
+        if poll == 1:
+            with sessions.begin() as session:
+                tag_run(session, str(session.scalars(select(EvalRun.id)).one()), "main")
+            target.config = {"fingerprint": "cfg-2", "model": "scripted"}
+            target.retrieved = {}
+
+    hook_file = tmp_path / "hook.txt"
+    options = WatchOptions(
+        endpoint=target.url, set_selectors=(SET_NAME,), interval_s=0.01, settle_s=0.0, max_polls=10,
+        exit_on_regression=True, report_dir=tmp_path / "reports",
+        on_regression=f'echo "$EVALLENS_GATE_VERDICT $EVALLENS_GATE_REGRESSIONS" > {hook_file}',
+    )  # fmt: skip
+    outcome, events = _run_watch(sessions, similarity, options, between_polls)
+    assert outcome.exit_code == 1 and len(outcome.runs) == 2  # stopped at the regression, poll 2 of 10
+    assert hook_file.read_text().startswith("regression overall/recall")
+    report_dir = tmp_path / "reports" / f"{SET_NAME}-{str(outcome.runs[1].run_id)[:8]}"
+    assert {p.name for p in report_dir.iterdir()} == {"gate.md", "gate.xml", "gate.json"}
+    assert any(e.startswith("on-regression command exited 0") for e in events)
+
+
+def test_watch_waits_while_the_config_is_still_changing(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    _sync_recall_set(sessions, scripted_target)
+    target = scripted_target
+    settle_calls = [0]
+    events: list[str] = []
+
+    def sleep(seconds: float) -> None:
+        if seconds == 0.5:
+            settle_calls[0] += 1
+            if settle_calls[0] == 1:  # a second change lands while the first one settles
+                target.config = {"fingerprint": "cfg-2", "model": "scripted"}
+
+    options = WatchOptions(
+        endpoint=target.url, set_selectors=(SET_NAME,), interval_s=0.01, settle_s=0.5, max_polls=3
+    )
+    settings = EvalSettings(eval_endpoint=target.url)
+    outcome = watch(
+        sessions,
+        settings,
+        ScoringContext(similarity=similarity),
+        options,
+        on_event=events.append,
+        sleep=sleep,
+    )
+    assert [r.config_fingerprint for r in outcome.runs] == ["cfg-2"]
+    assert "waiting: config still changing (cfg-1 -> cfg-2)" in events
+
+
+def test_watch_cli_rejects_an_unknown_set_and_runs_against_a_target(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    missing = run_cli(
+        "eval", "watch", "--set", "nosuch", "--endpoint", scripted_target.url, database_url=database_url
+    )
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        "evallens: error: no stored eval set 'nosuch': run `evallens eval sets sync PATH` first"
+    ]
+    _sync_recall_set(sessions, scripted_target)
+    ran = run_cli(
+        "eval", "watch", "--set", SET_NAME, "--endpoint", scripted_target.url, "--max-polls", "1",
+        "--settle", "0", database_url=database_url,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "replaying against" in ran.stdout and "not gated" in ran.stdout
+    assert "watch ended: 1 run(s) completed, 0 failed, 0 of 0 gate(s) found a regression" in ran.stdout
+
+
+@pytest.mark.parametrize("flag", ["--interval", "--max-runs"])
+def test_watch_cli_rejects_bad_limits(database_url: str, flag: str) -> None:
+    result = run_cli("eval", "watch", "--set", SET_NAME, flag, "0", database_url=database_url)
+    assert result.returncode == 2 and "Invalid value" in result.stderr
