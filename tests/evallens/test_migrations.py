@@ -32,6 +32,7 @@ EXPECTED_TABLES = {
     "chunks",
     "projects",
     "api_keys",
+    "collector_quarantine",
 }
 
 
