@@ -8,8 +8,9 @@ from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, JSONB, TIMESTAMP
 from sqlalchemy.orm import Mapped, mapped_column
 
 from evallens.db.base import Base
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 
-DEFAULT_PROJECT = "default"
+__all__ = ["DEFAULT_PROJECT", "Span"]
 
 
 class Span(Base):
