@@ -227,7 +227,8 @@ def queue_limits(settings: CollectorSettings) -> QueueLimits:
         flush_max_spans=settings.collector_flush_max_spans,
         retry_after_s=settings.collector_retry_after_s,
         db_retry_s=settings.collector_db_retry_s,
-        restart_backoff_max_s=settings.collector_writer_backoff_max_s,
+        restart_backoff_s=settings.collector_writer_backoff_s,
+        restart_backoff_max_s=max(settings.collector_writer_backoff_max_s, settings.collector_writer_backoff_s),
     )
 
 

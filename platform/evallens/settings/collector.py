@@ -110,6 +110,9 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
     collector_max_cost_usd: float = Field(
         default=1_000_000.0, gt=0, description="Largest cost (USD) of one span accepted; more rejects it."
     )
+    collector_writer_backoff_s: float = Field(
+        default=0.5, gt=0, description="First pause before restarting a writer that failed unexpectedly."
+    )
     collector_writer_backoff_max_s: float = Field(
         default=30.0, gt=0, description="Longest pause before restarting a writer that failed unexpectedly."
     )

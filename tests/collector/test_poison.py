@@ -1,0 +1,120 @@
+"""Finding 1 of issue 14: a span PostgreSQL refuses is quarantined with its reason; it never holds
+back other spans (of any project), never reads as "database down", and is never silently dropped."""
+
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import psycopg
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from collector.records import SpanRecord
+from collector.runtime import Collector
+from collector.spool import Spool
+from evallens.telemetry import attributes as names
+from tests.collector.conftest import collector_settings, count_spans, make_request, make_span
+
+PROTOBUF = {"content-type": "application/x-protobuf"}
+# An index a user added on an attribute; a random (incompressible) value this long cannot be a
+# btree index row: PostgreSQL refuses the row with SQLSTATE 54000, which psycopg raises as the same
+# OperationalError class as a lost connection.
+BLOB_INDEX = "CREATE INDEX spans_blob ON spans ((attributes ->> 'blob'))"
+
+
+def poison_attributes() -> dict[str, str]:
+    return {"blob": secrets.token_hex(4000)}
+
+
+def add_blob_index(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(BLOB_INDEX)
+
+
+def quarantined(database_url: str) -> list[tuple[str, str, str, dict[str, object]]]:
+    with psycopg.connect(database_url) as connection:
+        rows = connection.execute(
+            "SELECT project, span_id, reason, span FROM collector_quarantine ORDER BY id"
+        ).fetchall()
+    return [(row[0], row[1], row[2], row[3]) for row in rows]
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_poison_span_is_quarantined_and_the_rest_stored(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    add_blob_index(database_url)
+    collector = make_collector(database_url)
+    base = f"http://127.0.0.1:{collector.http_port}"
+    spans = [make_span(i, attributes={names.PROJECT: "alpha"}) for i in range(10)]
+    spans.insert(4, make_span(99, attributes={names.PROJECT: "alpha", **poison_attributes()}))
+    response = httpx.post(
+        f"{base}/v1/traces", content=make_request(spans).SerializeToString(), headers=PROTOBUF
+    )
+
+    assert response.status_code == 200
+    partial = ExportTraceServiceResponse.FromString(response.content).partial_success
+    assert partial.rejected_spans == 1
+    assert "quarantine" in partial.error_message and "54000" in partial.error_message
+    assert count_spans(database_url) == 10
+    ((project, span_id, reason, span),) = quarantined(database_url)
+    assert (project, span_id) == ("alpha", (100).to_bytes(8, "big").hex())
+    assert reason.startswith("SQLSTATE 54000") and "index row" in reason
+    assert span["name"] == "span-99" and len(str(span["attributes"]["blob"])) == 8000  # type: ignore[index]
+
+    # another project's spans right after are stored at once; PostgreSQL is not taken for down
+    other = make_request([make_span(i, attributes={names.PROJECT: "beta"}) for i in range(200, 205)])
+    assert (
+        httpx.post(f"{base}/v1/traces", content=other.SerializeToString(), headers=PROTOBUF).status_code
+        == 200
+    )
+    assert count_spans(database_url) == 15
+    health = httpx.get(f"{base}/healthz").json()
+    assert health["ok"] and health["database_up"] and health["quarantined_spans"] == 1
+    assert health["spooled_bytes"] == 0
+    assert "evallens_collector_spans_quarantined_total 1.0" in httpx.get(f"{base}/metrics").text
+
+
+def test_poison_in_the_spool_no_longer_blocks_replay(database_url: str, tmp_path: Path) -> None:
+    add_blob_index(database_url)
+    settings = collector_settings(database_url, tmp_path)
+    now = time.time_ns()
+    good = [_record(i, now, {}) for i in range(20)]
+    # spooled while PostgreSQL was down: one poison span among good ones, acknowledged long ago
+    Spool(settings.spool_dir, 10**9).append(good[:10] + [_record(50, now, poison_attributes())] + good[10:])
+    collector = Collector(settings, database_url)
+    collector.start_in_background()
+    try:
+        wait_for(lambda: collector.health()["spooled_bytes"] == 0)
+        assert count_spans(database_url) == 20
+        assert [row[1] for row in quarantined(database_url)] == [(51).to_bytes(8, "big").hex()]
+        assert collector.health()["database_up"] is True
+    finally:
+        collector.stop()
+
+
+def _record(index: int, start_ns: int, attributes: dict[str, str]) -> SpanRecord:
+    return SpanRecord(
+        trace_id=(index + 1).to_bytes(16, "big").hex(),
+        span_id=(index + 1).to_bytes(8, "big").hex(),
+        start_time_ns=start_ns,
+        end_time_ns=start_ns + 1000,
+        parent_span_id=None,
+        name=f"spooled-{index}",
+        kind=1,
+        service_name="svc",
+        scope_name=None,
+        scope_version=None,
+        status_code=0,
+        status_message=None,
+        attributes=dict(attributes),
+        resource={"service.name": "svc"},
+        events=[],
+    )
