@@ -228,7 +228,9 @@ def queue_limits(settings: CollectorSettings) -> QueueLimits:
         retry_after_s=settings.collector_retry_after_s,
         db_retry_s=settings.collector_db_retry_s,
         restart_backoff_s=settings.collector_writer_backoff_s,
-        restart_backoff_max_s=max(settings.collector_writer_backoff_max_s, settings.collector_writer_backoff_s),
+        restart_backoff_max_s=max(
+            settings.collector_writer_backoff_max_s, settings.collector_writer_backoff_s
+        ),
     )
 
 

@@ -2,6 +2,7 @@
 numbers, plausible times. What is refused is said in ``partial_success``; what is cut is marked."""
 
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -22,7 +23,7 @@ def post(collector: Collector, body: bytes) -> ExportTraceServiceResponse:
     return ExportTraceServiceResponse.FromString(response.content)
 
 
-REFUSED = {
+REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "cost 1e308": ({names.COST_USD: 1e308}, "evallens.cost_usd must be a number from 0 to 1e+06"),
     "cost inf": ({names.COST_USD: float("inf")}, "evallens.cost_usd must be a number"),
     "negative cost": ({names.COST_USD: -0.5}, "evallens.cost_usd must be a number"),
