@@ -9,6 +9,7 @@ from collector.prices import PriceEntry, list_prices, seed_default_prices, set_p
 from collector.records import EPOCH
 from collector.retention import PruneReport, parse_age, prune_spans
 from collector.runtime import Collector
+from collector.workers import return_freed_memory
 from evallens.auth import ensure_safe_bind
 from evallens.db import create_db_engine, ping
 from evallens.db.server import database
@@ -28,6 +29,7 @@ def run_collector(
         hosts.append(settings.collector_grpc_host)
     for host in hosts:
         ensure_safe_bind(host, settings.auth_enabled, insecure, "the collector")
+    return_freed_memory()  # this process holds request bodies and packed spans in large buffers too
     with database(settings) as server:
         Collector(settings, server.url).serve(ready)
 

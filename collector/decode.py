@@ -1,13 +1,14 @@
 """OTLP export requests (protobuf messages) into plain span records, rejecting bad spans one by one."""
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector._anyvalue import clean_text, key_values
 from collector._genai import GenAIFields, resource_defaults
+from collector._wire import ResourceGroup
 from collector.records import DecodedBatch, SpanRecord
 from collector.validate import InvalidSpan, SpanLimits, check_times, free_text
 from evallens.telemetry import attributes as names
@@ -19,7 +20,15 @@ MAX_SPAN_KIND = 5
 MAX_STATUS_CODE = 2
 MAX_MESSAGES = 5
 
-__all__ = ["InvalidSpan", "Rejections", "SpanLimits", "count_spans", "decode_request", "iter_spans"]
+__all__ = [
+    "InvalidSpan",
+    "Rejections",
+    "SpanLimits",
+    "count_spans",
+    "decode_request",
+    "iter_spans",
+    "message_groups",
+]
 
 
 class Rejections:
@@ -41,40 +50,48 @@ def count_spans(request: ExportTraceServiceRequest) -> int:
     return sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
 
 
+def message_groups(request: ExportTraceServiceRequest) -> Iterator[ResourceGroup]:
+    """The resources, scopes and spans of a parsed request, in the shape ``iter_spans`` reads."""
+    for resource_spans in request.resource_spans:
+        scopes = ((scope_spans.scope, iter(scope_spans.spans)) for scope_spans in resource_spans.scope_spans)
+        yield resource_spans.resource, scopes
+
+
 def decode_request(
     request: ExportTraceServiceRequest, limits: SpanLimits, now_ns: int | None = None
 ) -> DecodedBatch:
     """Every valid span of ``request`` as a record; invalid ones counted with a message."""
     rejections = Rejections()
-    spans = list(iter_spans(request, limits, rejections, now_ns))
+    spans = list(iter_spans(message_groups(request), limits, rejections, now_ns))
     return DecodedBatch(
         spans=spans, num_rejected=rejections.count, rejection_messages=tuple(rejections.messages)
     )
 
 
 def iter_spans(
-    request: ExportTraceServiceRequest, limits: SpanLimits, rejections: Rejections, now_ns: int | None = None
+    groups: Iterable[ResourceGroup], limits: SpanLimits, rejections: Rejections, now_ns: int | None = None
 ) -> Iterator[SpanRecord]:
-    """The valid spans of ``request`` one by one; each invalid one is added to ``rejections``."""
+    """The valid spans of a request (``message_groups`` or ``_wire.resource_groups``) one by one; each
+    invalid one is added to ``rejections``."""
     now_ns = time.time_ns() if now_ns is None else now_ns
     window = (now_ns - int(limits.max_age_s * NS_PER_S), now_ns + int(limits.max_future_s * NS_PER_S))
-    for resource_spans in request.resource_spans:
-        resource = key_values(resource_spans.resource.attributes)
+    for resource_message, scopes in groups:
+        resource = key_values(resource_message.attributes)
         service_name = resource.get(names.SERVICE_NAME)
         service_name = free_text(service_name, limits) if isinstance(service_name, str) else None
         try:
             defaults = resource_defaults(resource, limits)
         except InvalidSpan as error:
-            for scope_spans in resource_spans.scope_spans:
-                for _ in scope_spans.spans:
+            for _, spans in scopes:
+                for _ in spans:
                     rejections.add(error)
             continue
-        for scope_spans in resource_spans.scope_spans:
+        for scope_message, spans in scopes:
             scope = (
-                free_text(clean_text(scope_spans.scope.name), limits) or None,
-                free_text(clean_text(scope_spans.scope.version), limits) or None,
+                free_text(clean_text(scope_message.name), limits) or None,
+                free_text(clean_text(scope_message.version), limits) or None,
             )
-            for span in scope_spans.spans:
+            for span in spans:
                 try:
                     yield decode_span(span, resource, (service_name, *scope), defaults, window, limits)
                 except InvalidSpan as error:

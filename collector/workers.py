@@ -11,6 +11,8 @@ may hold (over it, 413 / INVALID_ARGUMENT, checked before any span is decoded).
 """
 
 import asyncio
+import contextlib
+import ctypes
 import multiprocessing
 import os
 import threading
@@ -20,11 +22,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
+from collector import _wire
 from collector._body import gunzip_capped
-from collector.decode import Rejections, count_spans, iter_spans
-from collector.otlp_json import parse_json_request, parse_protobuf_request
+from collector.decode import Rejections, count_spans, iter_spans, message_groups
+from collector.otlp_json import MalformedRequest, parse_json_request
 from collector.pricebook import PriceBook
 from collector.records import PackedSpans, SpanRecord, pack_spans
 from collector.validate import SpanLimits
@@ -71,26 +72,28 @@ def decode_body(job: DecodeJob) -> Decoded:
     """Runs in a worker: body bytes to packed, validated, project-stamped, cost-tagged spans.
 
     Raises ``BodyTooLarge``/``BadEncoding`` (gzip), ``MalformedRequest`` or ``TooManySpans``.
+    Protobuf is walked span by span (``collector._wire``), so memory follows the body, not its tree.
     """
     body = gunzip_capped(job.body, job.max_body_bytes) if job.gzip else job.body
-    request = parse_request(body, job.body_format)
-    num_spans = count_spans(request)
-    if num_spans > job.limits.max_spans_per_request:
-        raise TooManySpans(
-            f"the request holds {num_spans} spans; at most {job.limits.max_spans_per_request} "
-            "per request: send smaller batches"
-        )
-    rejections = Rejections()
-    spans = iter_spans(request, job.limits, rejections)
-    if job.project is not None:
-        spans = stamped(spans, job.project)
-    packed = pack_spans(job.prices.tagged(spans))
+    try:
+        if job.body_format == "json":
+            request = parse_json_request(body)
+            num_spans, groups = count_spans(request), message_groups(request)
+        else:
+            num_spans, groups = _wire.count_spans(body), _wire.resource_groups(body)
+        if num_spans > job.limits.max_spans_per_request:
+            raise TooManySpans(
+                f"the request holds {num_spans} spans; at most {job.limits.max_spans_per_request} "
+                "per request: send smaller batches"
+            )
+        rejections = Rejections()
+        spans = iter_spans(groups, job.limits, rejections)
+        if job.project is not None:
+            spans = stamped(spans, job.project)
+        packed = pack_spans(job.prices.tagged(spans))
+    except _wire.WireError as error:
+        raise MalformedRequest(f"body is not a protobuf ExportTraceServiceRequest: {error}") from None
     return Decoded(packed, rejections.count, tuple(rejections.messages))
-
-
-def parse_request(body: bytes, body_format: BodyFormat) -> ExportTraceServiceRequest:
-    """The export request in ``body``; ``MalformedRequest`` when it is not one."""
-    return parse_json_request(body) if body_format == "json" else parse_protobuf_request(body)
 
 
 def stamped(spans: Iterator[SpanRecord], project: str) -> Iterator[SpanRecord]:
@@ -101,6 +104,18 @@ def stamped(spans: Iterator[SpanRecord], project: str) -> Iterator[SpanRecord]:
             if attr.PROJECT in attributes:
                 attributes[attr.PROJECT] = project
         yield span
+
+
+M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+MMAP_THRESHOLD_BYTES = 256 * 1024
+
+
+def return_freed_memory() -> None:
+    """Keep large buffers (request bodies, packed results) in their own mappings, given back to the
+    system when freed. glibc otherwise raises its mmap threshold after the first large free and keeps
+    later ones on the heap, so one large request leaves a worker's RSS high for good."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
 
 
 def _warm_up() -> int:
@@ -115,7 +130,7 @@ class DecodePool:
         self.max_bytes_in_flight = max_bytes_in_flight
         self._retry_after_s = retry_after_s
         self._executor = ProcessPoolExecutor(
-            self.num_workers, mp_context=multiprocessing.get_context("spawn")
+            self.num_workers, mp_context=multiprocessing.get_context("spawn"), initializer=return_freed_memory
         )
         self._lock = threading.Lock()
         self.bytes_in_flight = 0

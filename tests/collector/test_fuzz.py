@@ -120,6 +120,15 @@ def extreme_protobuf(draw: st.DrawFn) -> bytes:
         del span.attributes[:]
         span.attributes.extend(otlp_attributes(attributes))
         spans.append(span)
+    # and one span whose numbers are in bounds, so stored rows show the bounds are not just rejections
+    bounded = {
+        names.COST_USD: draw(st.floats(0, 1e6)),
+        names.GEN_AI_USAGE_INPUT_TOKENS: draw(st.integers(0, 10**9)),
+        names.GEN_AI_USAGE_OUTPUT_TOKENS: draw(st.integers(0, 10**9)),
+    }
+    spans.append(
+        make_span(2_000_000 + draw(st.integers(0, 10**6)), start_ns=NOW_NS - 10**9, attributes=bounded)
+    )
     resource = draw(
         st.dictionaries(st.sampled_from([names.TENANT, names.PROJECT]), extreme_values, max_size=1)
     )
