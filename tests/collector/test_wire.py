@@ -9,13 +9,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from collector import _wire
 from collector.decode import Rejections, count_spans, iter_spans, message_groups
+from collector.records import SpanRecord
 from collector.validate import SpanLimits
 from tests.collector.conftest import make_request, make_span
 
 NOW = time.time_ns()
 
 
-def decode_both(body: bytes) -> tuple[list[object], list[object]]:
+def decode_both(body: bytes) -> tuple[list[SpanRecord], list[SpanRecord]]:
     limits = SpanLimits()
     whole = list(
         iter_spans(message_groups(ExportTraceServiceRequest.FromString(body)), limits, Rejections(), NOW)
@@ -59,7 +60,7 @@ def test_repeated_resource_and_scope_fields_merge_like_protobuf() -> None:
     body = b"\x0a" + _varint(len(resource_spans)) + resource_spans
     whole, walked = decode_both(body)
     assert walked == whole and len(walked) == 2
-    assert walked[0].resource == {"service.name": "one", "a": 1, "b": 2}  # type: ignore[attr-defined]
+    assert walked[0].resource == {"service.name": "one", "a": 1, "b": 2}
 
 
 @pytest.mark.parametrize(

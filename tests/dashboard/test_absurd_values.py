@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from collector.runtime import Collector
 from evallens.telemetry import attributes as names
@@ -28,7 +29,7 @@ def test_pages_render_after_a_client_sent_absurd_values(
         trace_id = b"\x0f" * 16
         start = time.time_ns() - 60 * 10**9
         root = make_span(7000, trace_id=trace_id, start_ns=start, attributes={names.COST_USD: 1e308})
-        root.status.code = 2  # an error, so it is a "bad case" on the Cases page too
+        root.status.code = Status.STATUS_CODE_ERROR  # an error, so it is a "bad case" on the Cases page too
         child = make_span(
             7001, trace_id=trace_id, start_ns=start, parent=root.span_id, attributes={names.COST_USD: 1e308}
         )
