@@ -33,17 +33,19 @@ class Spool:
             leftover.unlink()
         self._lock = threading.Lock()
         self.num_bytes = sum(path.stat().st_size for path in self.pending())
+        self._refused = False
 
     @property
     def full(self) -> bool:
-        """Whether the spool is at its size limit."""
-        return self.num_bytes >= self.max_bytes
+        """Whether the spool is at its size limit, or refused a batch since it last gave one back."""
+        return self._refused or self.num_bytes >= self.max_bytes
 
     def append(self, spans: list[SpanRecord]) -> Path:
         """Durably write ``spans``; raise ``SpoolFull`` or ``OSError`` when that is not possible."""
         data = orjson.dumps([[getattr(span, name) for name in RECORD_FIELDS] for span in spans])
         with self._lock:
             if self.num_bytes + len(data) > self.max_bytes:
+                self._refused = True
                 raise SpoolFull(f"spool {self.directory} is full ({self.num_bytes} bytes)")
             final = write_atomically(self.directory, data, SUFFIX)
             self.num_bytes += len(data)
@@ -65,6 +67,7 @@ class Spool:
         """Forget a batch once it is committed to PostgreSQL."""
         with self._lock:
             self.num_bytes -= remove_durably(path)
+            self._refused = False
 
     def set_aside(self, path: Path) -> Path:
         """Rename a batch that cannot be read, so it is kept for a person but no longer replayed."""
