@@ -11,8 +11,9 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -46,7 +47,7 @@ class Acknowledged(SpanExporter):
         return result
 
     def shutdown(self) -> None:
-        self._exporter.shutdown()
+        self._exporter.shutdown()  # type: ignore[no-untyped-call]
 
 
 class Traffic:
@@ -103,14 +104,14 @@ def quarantined(url: str) -> dict[str, tuple[str, str]]:
     return {span_id: (project, reason) for span_id, project, reason in rows}
 
 
-def wait_for(condition: object, timeout_s: float = 180) -> None:
+def wait_for(condition: Callable[[], bool], timeout_s: float = 180) -> None:
     deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
+    while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.2)
 
 
-def healthz(port: int) -> dict[str, object]:
+def healthz(port: int) -> dict[str, Any]:
     try:
         return dict(httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json())
     except httpx.HTTPError:
@@ -130,7 +131,10 @@ def test_poison_postgres_restart_and_sigkill_under_sdk_load(
     for each in traffic.values():
         each.thread.start()
     try:
-        acked = lambda: sum(len(each.exporter.span_ids) for each in traffic.values())  # noqa: E731
+
+        def acked() -> int:
+            return sum(len(each.exporter.span_ids) for each in traffic.values())
+
         wait_for(lambda: acked() >= 1_000)
         own_postgres.stop()  # PostgreSQL goes away: acknowledged spans go to the spool
         wait_for(lambda: healthz(port).get("spooled_bytes", 0) > 0 and acked() >= 2_000)
