@@ -114,7 +114,8 @@ def data_present(url: str, project: str) -> dict[str, bool]:
         " EXISTS (SELECT 1 FROM eval_runs WHERE project = :p) AS runs,"
         " EXISTS (SELECT 1 FROM metric_samples WHERE project = :p) AS samples,"
         " EXISTS (SELECT 1 FROM gate_reports WHERE project = :p) AS gates,"
-        " EXISTS (SELECT 1 FROM eval_sets WHERE project = :p) AS sets",
+        " EXISTS (SELECT 1 FROM eval_sets WHERE project = :p) AS sets,"
+        " EXISTS (SELECT 1 FROM collector_quarantine WHERE project = :p) AS quarantine",
         p=project,
     ).iloc[0]
     return {str(name): bool(value) for name, value in row.items()}
@@ -550,3 +551,23 @@ def scenarios(url: str, project: str, eval_set_name: str) -> list[str]:
         n=eval_set_name,
     )
     return [str(value) for value in found["scenario"]]
+
+
+# --- the collector's quarantine ------------------------------------------------------------------
+
+
+@_cached
+def quarantine(url: str, project: str, limit: int) -> tuple[int, pd.DataFrame]:
+    """How many spans of ``project`` the collector quarantined, and the newest ``limit`` of them."""
+    total = _frame(url, "SELECT count(*) AS n FROM collector_quarantine WHERE project = :p", p=project)
+    rows = _frame(
+        url,
+        """
+        SELECT id, quarantined_at, trace_id, span_id, span->>'name' AS name, reason,
+               span->>'service_name' AS service_name
+        FROM collector_quarantine WHERE project = :p ORDER BY id DESC LIMIT :limit
+        """,
+        p=project,
+        limit=limit,
+    )
+    return int(total["n"].iloc[0]), rows

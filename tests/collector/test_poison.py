@@ -7,12 +7,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import orjson
 import psycopg
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from typer.testing import CliRunner
 
 from collector.records import SpanRecord
 from collector.runtime import Collector
 from collector.spool import Spool
+from evallens.cli import create_cli
 from evallens.telemetry import attributes as names
 from tests.collector.conftest import collector_settings, count_spans, make_request, make_span
 
@@ -118,3 +122,52 @@ def _record(index: int, start_ns: int, attributes: dict[str, str]) -> SpanRecord
         resource={"service.name": "svc"},
         events=[],
     )
+
+
+def test_quarantine_cli_lists_retries_after_a_fix_and_drops(
+    database_url: str,
+    make_collector: Callable[..., Collector],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    add_blob_index(database_url)
+    collector = make_collector(database_url)
+    spans = [make_span(i, attributes={names.PROJECT: "alpha", **poison_attributes()}) for i in range(3)]
+    spans.append(make_span(9, attributes={names.PROJECT: "beta", **poison_attributes()}))
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    assert (
+        httpx.post(url, content=make_request(spans).SerializeToString(), headers=PROTOBUF).status_code == 200
+    )
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    monkeypatch.setenv("EVALLENS_DATA_DIR", str(tmp_path / "cli"))
+    cli, runner = create_cli(), CliRunner()
+
+    listed = runner.invoke(cli, ["collector", "quarantine", "list", "--project", "alpha", "--json"])
+    assert listed.exit_code == 0, listed.output
+    listing = orjson.loads(listed.output)
+    assert listing["total"] == 3 and {entry["name"] for entry in listing["entries"]} == {
+        "span-0",
+        "span-1",
+        "span-2",
+    }
+    assert all(entry["reason"].startswith("SQLSTATE 54000") for entry in listing["entries"])
+    table = runner.invoke(cli, ["collector", "quarantine", "list"])
+    assert table.exit_code == 0 and "4 quarantined spans" in table.output
+
+    still = runner.invoke(cli, ["collector", "quarantine", "retry", "--all", "--project", "alpha"])
+    assert still.exit_code == 0 and "0 stored, 3 still refused" in still.output
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute("DROP INDEX spans_blob")  # the operator fixes the cause
+    first = listing["entries"][0]["id"]
+    retried = runner.invoke(cli, ["collector", "quarantine", "retry", str(first)])
+    assert retried.exit_code == 0 and "1 stored, 0 still refused" in retried.output
+    assert (
+        runner.invoke(cli, ["collector", "quarantine", "retry", "--all", "--project", "alpha"]).exit_code == 0
+    )
+    assert count_spans(database_url) == 3 and len(quarantined(database_url)) == 1  # beta's is left
+
+    nothing = runner.invoke(cli, ["collector", "quarantine", "drop"])
+    assert nothing.exit_code != 0 and "--all" in str(nothing.exception)
+    dropped = runner.invoke(cli, ["collector", "quarantine", "drop", "--all"])
+    assert dropped.exit_code == 0 and "1 quarantined spans dropped" in dropped.output
+    assert quarantined(database_url) == []
