@@ -13,12 +13,15 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from typer.testing import CliRunner
 
+from collector.quarantine import DeadLetters, Quarantine, isolate
 from collector.records import SpanRecord
 from collector.runtime import Collector
 from collector.spool import Spool
+from collector.stats import CollectorStats
+from collector.write import DatabaseDown, SpanWriter
 from evallens.cli import create_cli
 from evallens.telemetry import attributes as names
-from tests.collector.conftest import collector_settings, count_spans, make_request, make_span
+from tests.collector.conftest import OwnPostgres, collector_settings, count_spans, make_request, make_span
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 # An index a user added on an attribute; a random (incompressible) value this long cannot be a
@@ -171,3 +174,31 @@ def test_quarantine_cli_lists_retries_after_a_fix_and_drops(
     dropped = runner.invoke(cli, ["collector", "quarantine", "drop", "--all"])
     assert dropped.exit_code == 0 and "1 quarantined spans dropped" in dropped.output
     assert quarantined(database_url) == []
+
+
+def test_refusals_go_to_a_dead_letter_file_while_postgres_is_away(
+    own_postgres: OwnPostgres, tmp_path: Path
+) -> None:
+    """Rows refused just before PostgreSQL went away are kept on disk, then moved into the table."""
+    add_blob_index(own_postgres.url)
+    writer, stats = SpanWriter(own_postgres.url), CollectorStats()
+    keeper = Quarantine(writer, DeadLetters(tmp_path / "dead"), stats)
+    now = time.time_ns()
+    try:
+        refusals = isolate(writer, [_record(1, now, {}), _record(2, now, poison_attributes())])
+        assert [refusal.span.span_id for refusal in refusals] == [(3).to_bytes(8, "big").hex()]
+        own_postgres.stop()
+        keeper.put(refusals)  # the table is unreachable: an fsync'd file instead
+        assert keeper.num_files == 1 and keeper.waiting and keeper.num_quarantined == 1
+        with pytest.raises(DatabaseDown):
+            keeper.import_one()
+        assert keeper.num_files == 1  # kept until the table has it
+        own_postgres.start()
+        assert keeper.import_one() is True
+        assert keeper.num_files == 0 and not keeper.waiting
+        ((project, span_id, reason, span),) = quarantined(own_postgres.url)
+        assert (project, span_id, span["name"]) == ("default", (3).to_bytes(8, "big").hex(), "spooled-2")
+        assert reason.startswith("SQLSTATE 54000")
+        assert count_spans(own_postgres.url) == 1
+    finally:
+        writer.close()
