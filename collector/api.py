@@ -17,7 +17,7 @@ from collector._body import BadEncoding, BodyTooLarge, read_capped
 from collector.otlp_json import MalformedRequest, message_to_json
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
-from collector.workers import BodyFormat, DecoderBusy, TooManySpans
+from collector.workers import BodyFormat, DecoderBusy, TooManySpans, WorkerLost
 from evallens.auth import AuthError, AuthGate, Scope
 
 PROTOBUF = "application/x-protobuf"
@@ -127,7 +127,7 @@ async def export(
         raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
     except (BadEncoding, MalformedRequest) as error:
         raise HttpError(400, code_pb2.INVALID_ARGUMENT, str(error)) from None
-    except (Refused, DecoderBusy) as error:
+    except (Refused, DecoderBusy, WorkerLost) as error:
         receiver.refused(error)
         busy = isinstance(error, Overloaded | DecoderBusy)
         status, code = (429, code_pb2.RESOURCE_EXHAUSTED) if busy else (503, code_pb2.UNAVAILABLE)

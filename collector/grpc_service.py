@@ -16,7 +16,7 @@ from collector._body import BadEncoding
 from collector.otlp_json import MalformedRequest
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
-from collector.workers import DecoderBusy, TooManySpans
+from collector.workers import DecoderBusy, TooManySpans, WorkerLost
 from evallens.auth import AuthError, AuthGate, RateLimited, Scope, metadata_headers
 from evallens.telemetry import attributes as attr
 
@@ -46,7 +46,7 @@ class TraceService:
             durable = receiver.queue(decoded).result()
         except (MalformedRequest, BadEncoding, TooManySpans) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
-        except (Refused, DecoderBusy) as error:
+        except (Refused, DecoderBusy, WorkerLost) as error:
             receiver.refused(error)
             busy = isinstance(error, Overloaded | DecoderBusy)
             code = grpc.StatusCode.RESOURCE_EXHAUSTED if busy else grpc.StatusCode.UNAVAILABLE

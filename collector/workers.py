@@ -13,11 +13,13 @@ may hold (over it, 413 / INVALID_ARGUMENT, checked before any span is decoded).
 import asyncio
 import contextlib
 import ctypes
+import logging
 import multiprocessing
 import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
@@ -31,6 +33,7 @@ from collector.records import PackedSpans, SpanRecord, pack_spans
 from collector.validate import SpanLimits
 from evallens.telemetry import attributes as attr
 
+logger = logging.getLogger(__name__)
 BodyFormat = Literal["protobuf", "json"]
 
 
@@ -40,6 +43,14 @@ class TooManySpans(ValueError):
 
 class DecoderBusy(Exception):
     """The bytes in flight are at their limit; the client should retry after ``retry_after_s``."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class WorkerLost(Exception):
+    """A decode worker died (killed, out of memory) under this request; the pool was started again."""
 
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message)
@@ -129,16 +140,20 @@ class DecodePool:
         self.num_workers = num_workers or os.cpu_count() or 1
         self.max_bytes_in_flight = max_bytes_in_flight
         self._retry_after_s = retry_after_s
-        self._executor = ProcessPoolExecutor(
-            self.num_workers, mp_context=multiprocessing.get_context("spawn"), initializer=return_freed_memory
-        )
+        self._executor = self._new_executor()
         self._lock = threading.Lock()
         self.bytes_in_flight = 0
+        self.num_restarts = 0
+        self.worker_pids: list[int] = []
+
+    def _new_executor(self) -> ProcessPoolExecutor:
+        context = multiprocessing.get_context("spawn")
+        return ProcessPoolExecutor(self.num_workers, mp_context=context, initializer=return_freed_memory)
 
     def start(self) -> None:
         """Start every worker now, so the first requests do not wait for a Python start-up."""
-        for future in [self._executor.submit(_warm_up) for _ in range(self.num_workers)]:
-            future.result()
+        futures = [self._executor.submit(_warm_up) for _ in range(self.num_workers)]
+        self.worker_pids = sorted({future.result() for future in futures})
 
     @contextmanager
     def reserve(self, num_bytes: int = 0) -> Iterator["Reservation"]:
@@ -167,11 +182,29 @@ class DecodePool:
 
     async def decode(self, job: DecodeJob) -> Decoded:
         """``decode_body`` in a worker, awaited without blocking the event loop."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, decode_body, job)
+        executor = self._executor
+        try:
+            return await asyncio.get_running_loop().run_in_executor(executor, decode_body, job)
+        except BrokenProcessPool:
+            raise self._replace(executor) from None
 
     def decode_blocking(self, job: DecodeJob) -> Decoded:
         """``decode_body`` in a worker, waited for by the calling (gRPC) thread."""
-        return self._executor.submit(decode_body, job).result()
+        executor = self._executor
+        try:
+            return executor.submit(decode_body, job).result()
+        except BrokenProcessPool:
+            raise self._replace(executor) from None
+
+    def _replace(self, broken: ProcessPoolExecutor) -> WorkerLost:
+        """Start a new pool in place of ``broken`` (once, however many requests saw it break)."""
+        with self._lock:
+            if self._executor is broken:
+                logger.error("a decode worker died; starting the decode pool again")
+                self._executor = self._new_executor()
+                self.num_restarts += 1
+                broken.shutdown(wait=False, cancel_futures=True)
+        return WorkerLost("a decode worker died while decoding this request", self._retry_after_s)
 
     def close(self) -> None:
         """Stop the workers."""

@@ -2,6 +2,8 @@
 refusals with a retry delay, and the limits that bound memory (issue 14, finding 5)."""
 
 import base64
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 import grpc
 import httpx
 import orjson
+import psutil
 import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
@@ -239,3 +242,22 @@ def test_decoding_leaves_the_event_loop_free(running_collector: Collector, datab
     sender.join()
     assert answers == [200] and count_spans(database_url) == 100_000
     assert seen_in_flight >= 3, seen_in_flight
+
+
+def test_a_dead_decode_worker_is_replaced(
+    database_url: str, make_collector: Callable[..., Collector], transport: str
+) -> None:
+    """A worker killed (as the kernel's OOM killer would) costs the request in its hands a 503, never
+    the collector: the pool starts again and the resend is stored."""
+    collector = make_collector(database_url, collector_decode_workers=1)
+    (pid,) = collector.pool.worker_pids
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    request = make_request([make_span(i) for i in range(5)])
+    lost = TRANSPORTS[transport](collector, request, {})
+    assert not lost.ok and lost.status in ("503", "UNAVAILABLE") and "decode worker died" in lost.message
+    assert TRANSPORTS[transport](collector, request, {}).ok
+    assert count_spans(database_url) == 5 and collector.pool.num_restarts == 1
