@@ -16,6 +16,7 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -119,14 +120,28 @@ def stamped(spans: Iterator[SpanRecord], project: str) -> Iterator[SpanRecord]:
 
 M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
 MMAP_THRESHOLD_BYTES = 256 * 1024
+PR_SET_PDEATHSIG = 1  # Linux prctl option
 
 
 def return_freed_memory() -> None:
     """Keep large buffers (request bodies, packed results) in their own mappings, given back to the
     system when freed. glibc otherwise raises its mmap threshold after the first large free and keeps
-    later ones on the heap, so one large request leaves a worker's RSS high for good."""
+    later ones on the heap, so one large request leaves a process's RSS high for good."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+
+
+def start_worker(collector_pid: int) -> None:
+    """Runs first in each worker: die with the collector, and give freed memory back.
+
+    A worker waits on a pipe it also holds the writing end of, so it would never see the collector
+    go (SIGKILL, OOM); the kernel's parent-death signal ends it instead.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != collector_pid:  # the collector died before the signal was asked for
+        os._exit(0)
+    return_freed_memory()
 
 
 def _warm_up() -> int:
@@ -148,7 +163,9 @@ class DecodePool:
 
     def _new_executor(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(self.num_workers, mp_context=context, initializer=return_freed_memory)
+        return ProcessPoolExecutor(
+            self.num_workers, mp_context=context, initializer=start_worker, initargs=(os.getpid(),)
+        )
 
     def start(self) -> None:
         """Start every worker now, so the first requests do not wait for a Python start-up."""

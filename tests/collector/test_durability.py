@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 import psycopg
 import pytest
 
@@ -98,8 +99,14 @@ def test_sigkill_mid_load_then_restart_keeps_every_acknowledged_span(
     load = Load(f"http://127.0.0.1:{port}/v1/traces")
     threads = load.run(num_clients=4)
     wait_for(lambda: len(load.acknowledged) >= 20)
+    workers = psutil.Process(process.pid).children(recursive=True)
+    assert workers, "the collector has no decode workers"
     process.send_signal(signal.SIGKILL)
     process.wait(30)
+    # its decode workers go with it (they would otherwise live on, holding memory)
+    wait_for(
+        lambda: not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
+    )
     load.stop.set()
     for thread in threads:
         thread.join(60)
