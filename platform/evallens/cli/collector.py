@@ -6,6 +6,7 @@ import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from evallens.settings import CollectorSettings
 
@@ -66,9 +67,8 @@ def quarantine_list(
     table = Table("id", "project", "trace", "span", "name", "reason", "quarantined (UTC)")
     for entry in listing.entries:
         when = f"{entry.quarantined_at:%Y-%m-%d %H:%M:%S}"
-        table.add_row(
-            str(entry.id), entry.project, entry.trace_id, entry.span_id, entry.name, entry.reason, when
-        )
+        cells = (str(entry.id), entry.project, entry.trace_id, entry.span_id, entry.name, entry.reason, when)
+        table.add_row(*(Text(cell) for cell in cells))  # client text and [brackets] are data, not markup
     console = Console(width=200)
     console.print(table)
     console.print(f"{listing.num_total} quarantined spans", markup=False)
