@@ -211,10 +211,12 @@ def count_spans(url: str) -> int:
 
 
 def watch_rss(pid: int, stop: threading.Event, peak: list[int]) -> None:
+    """Peak RSS of the collector and its decode workers together."""
     process = psutil.Process(pid)
     while not stop.is_set():
         try:
-            peak[0] = max(peak[0], process.memory_info().rss)
+            members = [process, *process.children(recursive=True)]
+            peak[0] = max(peak[0], sum(member.memory_info().rss for member in members))
         except psutil.Error:
             return
         stop.wait(0.05)
@@ -300,7 +302,7 @@ def run(url: str, scratch: Path, args: argparse.Namespace) -> None:
     print(f"durable spans/s:      {durable_rate:,.0f}  ({durable_s:.1f} s until all counted in PostgreSQL)")
     print(f"COPY ceiling rows/s:  {ceiling:,.0f}")
     print(f"ratio:                {durable_rate / ceiling:.2f}")
-    print(f"peak collector RSS:   {peak[0] / 2**20:,.0f} MiB")
+    print(f"peak collector RSS:   {peak[0] / 2**20:,.0f} MiB (with its decode workers)")
     print(f"rejected / retried:   {clients.rejected} spans / {clients.retried} requests")
 
 

@@ -244,9 +244,9 @@ def measure(url: str) -> None:
     candidate = str(runs["run_id"].iloc[0])
     baseline = data.baseline_of(url, project, candidate) or str(runs["run_id"].iloc[1])
     some_trace = str(data.traces(url, project, 24, limit=1)["trace_id"].iloc[0])
-    window = data.metrics_window(url, 6)
+    window = data.metrics_window(url, project, 6)
     assert window is not None
-    week = data.metrics_window(url, 24 * DAYS)
+    week = data.metrics_window(url, project, 24 * DAYS)
     assert week is not None
     bad = data.bad_traces(url, project, 24 * DAYS)
     timed(
@@ -290,17 +290,17 @@ def measure(url: str) -> None:
     timed(
         "serving metrics (6 hours)",
         [
-            lambda: data.metrics_window(url, 6),
-            lambda: data.gauge_series(url, *window, 144),
-            lambda: data.counter_increases(url, *window, 144),
+            lambda: data.metrics_window(url, project, 6),
+            lambda: data.gauge_series(url, project, *window, 144),
+            lambda: data.counter_increases(url, project, *window, 144),
             lambda: data.run_windows(url, project, *window),
         ],
     )
     timed(
         "serving metrics (7 days)",
         [
-            lambda: data.gauge_series(url, *week, 4032),
-            lambda: data.counter_increases(url, *week, 4032),
+            lambda: data.gauge_series(url, project, *week, 4032),
+            lambda: data.counter_increases(url, project, *week, 4032),
             lambda: data.run_windows(url, project, *week),
         ],
     )

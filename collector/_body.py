@@ -1,7 +1,7 @@
 """Reading a request body under a size cap, before and after gzip, without buffering a bomb."""
 
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 GZIP_WBITS = 16 + zlib.MAX_WBITS
 CHUNK_BYTES = 64 * 1024
@@ -15,14 +15,21 @@ class BadEncoding(Exception):
     """The body says it is gzip but is not."""
 
 
-async def read_capped(chunks: AsyncIterator[bytes], max_bytes: int) -> bytes:
-    """The whole body, or ``BodyTooLarge`` as soon as it passes ``max_bytes``."""
+async def read_capped(
+    chunks: AsyncIterator[bytes], max_bytes: int, on_size: Callable[[int], None] | None = None
+) -> bytes:
+    """The whole body, or ``BodyTooLarge`` as soon as it passes ``max_bytes``.
+
+    ``on_size`` hears the size read so far after each chunk (and may raise to stop reading).
+    """
     parts: list[bytes] = []
     size = 0
     async for chunk in chunks:
         size += len(chunk)
         if size > max_bytes:
             raise BodyTooLarge(f"request body is over {max_bytes} bytes")
+        if on_size is not None:
+            on_size(size)
         parts.append(chunk)
     return b"".join(parts)
 

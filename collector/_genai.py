@@ -4,11 +4,11 @@ Reads the OpenTelemetry GenAI conventions (including the deprecated token names)
 and evallens' own ``evallens.*`` names, all defined once in ``evallens.telemetry.attributes``.
 """
 
-import math
 from typing import Any
 
-from evallens.db.models.traces import DEFAULT_PROJECT
+from collector.validate import SpanLimits, amount, count, key_text
 from evallens.telemetry import attributes as names
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 
 MODEL_NAMES = (names.GEN_AI_RESPONSE_MODEL, names.GEN_AI_REQUEST_MODEL, names.LLM_MODEL_NAME)
 INPUT_TOKEN_NAMES = (
@@ -21,47 +21,15 @@ OUTPUT_TOKEN_NAMES = (
     names.GEN_AI_USAGE_COMPLETION_TOKENS,
     names.LLM_TOKEN_COUNT_COMPLETION,
 )
-BIGINT_MAX = 2**63 - 1
 
 
-def first_present(attributes: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    """The value of the first of ``keys`` present in ``attributes``."""
+def first_present(attributes: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
+    """The first of ``keys`` present in ``attributes`` and its value (the last key and None if none is)."""
     for key in keys:
         value = attributes.get(key)
         if value is not None:
-            return value
-    return None
-
-
-def as_text(value: Any) -> str | None:
-    """A non-empty string, or None for anything else."""
-    if isinstance(value, str):
-        return value or None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return None
-
-
-def as_count(value: Any) -> int | None:
-    """A token count: a non-negative integer that fits a bigint, else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        value = int(value)
-    elif isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    return value if isinstance(value, int) and 0 <= value <= BIGINT_MAX else None
-
-
-def as_number(value: Any) -> float | None:
-    """A finite non-negative number, else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) and number >= 0 else None
+            return key, value
+    return keys[-1], None
 
 
 SCOPED_NAMES = (
@@ -74,13 +42,19 @@ SCOPED_NAMES = (
 )
 
 
-def resource_defaults(resource: dict[str, Any]) -> tuple[str | None, ...]:
-    """Project, tenant, user, feature, eval run and case set on the resource (spans may override them)."""
-    return tuple(as_text(resource.get(key)) for key in SCOPED_NAMES)
+def resource_defaults(resource: dict[str, Any], limits: SpanLimits) -> tuple[str | None, ...]:
+    """Project, tenant, user, feature, eval run and case set on the resource (spans may override them).
+
+    Raises ``InvalidSpan`` (for every span of the resource) when one is too long.
+    """
+    return tuple(key_text(f"resource {key}", resource.get(key), limits) for key in SCOPED_NAMES)
 
 
 class GenAIFields:
-    """The extracted fields of one span; ``defaults`` come from ``resource_defaults`` of its resource."""
+    """The extracted fields of one span; ``defaults`` come from ``resource_defaults`` of its resource.
+
+    Raises ``InvalidSpan`` for a value ``collector.validate`` does not accept.
+    """
 
     __slots__ = (
         "concurrent_requests",
@@ -97,21 +71,22 @@ class GenAIFields:
         "user_id",
     )
 
-    def __init__(self, attributes: dict[str, Any], defaults: tuple[str | None, ...]) -> None:
+    def __init__(
+        self, attributes: dict[str, Any], defaults: tuple[str | None, ...], limits: SpanLimits
+    ) -> None:
         get = attributes.get
-        self.model = as_text(first_present(attributes, MODEL_NAMES))
-        self.input_tokens = as_count(first_present(attributes, INPUT_TOKEN_NAMES))
-        self.output_tokens = as_count(first_present(attributes, OUTPUT_TOKEN_NAMES))
-        cost, engine_time, concurrent = (
-            get(names.COST_USD),
-            get(names.ENGINE_TIME_S),
+        self.model = key_text(*first_present(attributes, MODEL_NAMES), limits)
+        self.input_tokens = count(*first_present(attributes, INPUT_TOKEN_NAMES), limits.max_tokens)
+        self.output_tokens = count(*first_present(attributes, OUTPUT_TOKEN_NAMES), limits.max_tokens)
+        self.cost_usd = amount(names.COST_USD, get(names.COST_USD), limits.max_cost_usd)
+        self.engine_time_s = amount(names.ENGINE_TIME_S, get(names.ENGINE_TIME_S), limits.max_duration_s)
+        self.concurrent_requests = count(
+            names.ENGINE_CONCURRENT_REQUESTS,
             get(names.ENGINE_CONCURRENT_REQUESTS),
+            limits.max_concurrent_requests,
         )
-        self.cost_usd = None if cost is None else as_number(cost)
-        self.engine_time_s = None if engine_time is None else as_number(engine_time)
-        self.concurrent_requests = None if concurrent is None else as_count(concurrent)
         project, tenant, user_id, feature, eval_run_id, eval_case_id = (
-            (as_text(value) or default) if (value := get(key)) is not None else default
+            (key_text(key, value, limits) or default) if (value := get(key)) is not None else default
             for key, default in zip(SCOPED_NAMES, defaults, strict=True)
         )
         self.project = project or DEFAULT_PROJECT

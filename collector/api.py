@@ -13,19 +13,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from collector._body import BadEncoding, BodyTooLarge, gunzip_capped, read_capped
-from collector.otlp_json import MalformedRequest, message_to_json, parse_json_request, parse_protobuf_request
-from collector.pipeline import Overloaded, Refused, WriteFailed
+from collector._body import BadEncoding, BodyTooLarge, read_capped
+from collector.otlp_json import MalformedRequest, message_to_json
+from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
+from collector.workers import BodyFormat, DecoderBusy, TooManySpans, WorkerLost
 from evallens.auth import AuthError, AuthGate, Scope
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-PARSERS = {
-    PROTOBUF: parse_protobuf_request,
-    "application/protobuf": parse_protobuf_request,
-    JSON: parse_json_request,
-}
+FORMATS: dict[str, BodyFormat] = {PROTOBUF: "protobuf", "application/protobuf": "protobuf", JSON: "json"}
 AUTH_CODES = {
     401: code_pb2.UNAUTHENTICATED,
     403: code_pb2.PERMISSION_DENIED,
@@ -106,9 +103,12 @@ async def export(
     content_type: str,
     project: str | None = None,
 ) -> Message:
-    """Read, check, decode and queue one export request; wait until its spans are durable."""
-    parse = PARSERS.get(content_type)
-    if parse is None:
+    """Read one export request, decode it in the worker pool, queue it; answer once it is durable.
+
+    The event loop only moves bytes: inflating, parsing and decoding happen in a worker process.
+    """
+    body_format = FORMATS.get(content_type)
+    if body_format is None:
         raise HttpError(415, code_pb2.INVALID_ARGUMENT, f"unsupported content type {content_type!r}")
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("gzip", "identity", ""):
@@ -119,22 +119,20 @@ async def export(
             413, code_pb2.RESOURCE_EXHAUSTED, f"request body is over {limits.max_request_bytes} bytes"
         )
     try:
-        receiver.ingestor.check_admission()
-        body = await read_capped(request.stream(), limits.max_request_bytes)
-        if encoding == "gzip":
-            body = gunzip_capped(body, limits.max_request_bytes)
-        batch, future = receiver.accept(parse(body), len(body), project)
-        await asyncio.wrap_future(future)
-    except BodyTooLarge as error:
+        with receiver.admit(int(declared) if declared.isdigit() else 0) as reservation:
+            body = await read_capped(request.stream(), limits.max_request_bytes, reservation.cover)
+            decoded = await receiver.pool.decode(receiver.job(body, body_format, encoding == "gzip", project))
+        durable = await asyncio.wrap_future(receiver.queue(decoded))
+    except (BodyTooLarge, TooManySpans) as error:
         raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
     except (BadEncoding, MalformedRequest) as error:
         raise HttpError(400, code_pb2.INVALID_ARGUMENT, str(error)) from None
-    except Refused as error:
-        status = 429 if isinstance(error, Overloaded) else 503
-        raise HttpError(status, code_pb2.UNAVAILABLE, str(error), error.retry_after_s) from None
-    except WriteFailed as error:
-        raise HttpError(500, code_pb2.INTERNAL, f"PostgreSQL refused the spans: {error}") from None
-    return export_response(batch)
+    except (Refused, DecoderBusy, WorkerLost) as error:
+        receiver.refused(error)
+        busy = isinstance(error, Overloaded | DecoderBusy)
+        status, code = (429, code_pb2.RESOURCE_EXHAUSTED) if busy else (503, code_pb2.UNAVAILABLE)
+        raise HttpError(status, code, str(error), error.retry_after_s) from None
+    return export_response(decoded, durable)
 
 
 def media_type(header: str) -> str:
@@ -155,5 +153,5 @@ def error_response(error: HttpError, content_type: str) -> Response:
     """A ``google.rpc.Status`` body saying what was wrong, JSON unless the request was protobuf."""
     status = status_pb2.Status(code=error.code, message=str(error))
     headers = {"Retry-After": str(error.retry_after_s)} if error.retry_after_s is not None else None
-    answer_type = content_type if content_type in PARSERS else JSON
+    answer_type = content_type if content_type in FORMATS else JSON
     return encode(status, PROTOBUF if answer_type != JSON else JSON, error.status, headers)

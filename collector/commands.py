@@ -1,14 +1,22 @@
 """What the ``evallens collector`` and ``evallens prices`` commands call: each returns a typed report."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
 from collector.prices import PriceEntry, list_prices, seed_default_prices, set_price
+from collector.quarantine_admin import (
+    QuarantineListing,
+    RetryReport,
+    drop_quarantine,
+    list_quarantine,
+    retry_quarantine,
+)
 from collector.records import EPOCH
 from collector.retention import PruneReport, parse_age, prune_spans
 from collector.runtime import Collector
+from collector.workers import return_freed_memory
 from evallens.auth import ensure_safe_bind
 from evallens.db import create_db_engine, ping
 from evallens.db.server import database
@@ -28,6 +36,7 @@ def run_collector(
         hosts.append(settings.collector_grpc_host)
     for host in hosts:
         ensure_safe_bind(host, settings.auth_enabled, insecure, "the collector")
+    return_freed_memory()  # this process holds request bodies and packed spans in large buffers too
     with database(settings) as server:
         Collector(settings, server.url).serve(ready)
 
@@ -75,3 +84,40 @@ def price_entry(
         provider=provider,
         valid_from=start,
     )
+
+
+def quarantine_list(settings: CollectorSettings, project: str | None, limit: int) -> QuarantineListing:
+    """The newest quarantined spans, their total, and dead-letter files waiting for the collector."""
+    with database(settings) as server:
+        engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
+        try:
+            ping(engine)
+            with Session(engine) as session:
+                return list_quarantine(session, project, limit, settings.spool_dir / "quarantine")
+        finally:
+            engine.dispose()
+
+
+def quarantine_retry(
+    settings: DatabaseSettings, ids: Sequence[int], every: bool, project: str | None
+) -> RetryReport:
+    """Write quarantined spans into ``spans`` again; those stored leave the quarantine."""
+    with database(settings) as server:
+        engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
+        try:
+            ping(engine)
+            return retry_quarantine(engine, server.url, ids, every, project)
+        finally:
+            engine.dispose()
+
+
+def quarantine_drop(settings: DatabaseSettings, ids: Sequence[int], every: bool, project: str | None) -> int:
+    """Delete quarantined spans for good; return how many."""
+    with database(settings) as server:
+        engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
+        try:
+            ping(engine)
+            with Session(engine) as session, session.begin():
+                return drop_quarantine(session, ids, every, project)
+        finally:
+            engine.dispose()

@@ -1,14 +1,16 @@
 """OTLP export requests (protobuf messages) into plain span records, rejecting bad spans one by one."""
 
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector._anyvalue import clean_text, key_values
 from collector._genai import GenAIFields, resource_defaults
+from collector._wire import ResourceGroup
 from collector.records import DecodedBatch, SpanRecord
+from collector.validate import InvalidSpan, SpanLimits, check_times, free_text
 from evallens.telemetry import attributes as names
 
 TRACE_ID_BYTES = 16
@@ -16,47 +18,84 @@ SPAN_ID_BYTES = 8
 NS_PER_S = 1_000_000_000
 MAX_SPAN_KIND = 5
 MAX_STATUS_CODE = 2
+MAX_MESSAGES = 5
+
+__all__ = [
+    "InvalidSpan",
+    "Rejections",
+    "SpanLimits",
+    "count_spans",
+    "decode_request",
+    "iter_spans",
+    "message_groups",
+]
 
 
-class InvalidSpan(ValueError):
-    """A span that cannot be stored; its message goes into ``partial_success``."""
+class Rejections:
+    """How many spans of a request were rejected, and the first few reasons."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.messages: list[str] = []
+
+    def add(self, error: InvalidSpan) -> None:
+        """Count one rejected span."""
+        self.count += 1
+        if len(self.messages) < MAX_MESSAGES:
+            self.messages.append(str(error))
 
 
-@dataclass(frozen=True, slots=True)
-class SpanLimits:
-    """Plausible span times: no older than ``max_age_s``, no further ahead than ``max_future_s``."""
+def count_spans(request: ExportTraceServiceRequest) -> int:
+    """How many spans ``request`` holds, valid or not."""
+    return sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
 
-    max_age_s: float = 365 * 86_400
-    max_future_s: float = 86_400
+
+def message_groups(request: ExportTraceServiceRequest) -> Iterator[ResourceGroup]:
+    """The resources, scopes and spans of a parsed request, in the shape ``iter_spans`` reads."""
+    for resource_spans in request.resource_spans:
+        scopes = ((scope_spans.scope, iter(scope_spans.spans)) for scope_spans in resource_spans.scope_spans)
+        yield resource_spans.resource, scopes
 
 
 def decode_request(
     request: ExportTraceServiceRequest, limits: SpanLimits, now_ns: int | None = None
 ) -> DecodedBatch:
     """Every valid span of ``request`` as a record; invalid ones counted with a message."""
+    rejections = Rejections()
+    spans = list(iter_spans(message_groups(request), limits, rejections, now_ns))
+    return DecodedBatch(
+        spans=spans, num_rejected=rejections.count, rejection_messages=tuple(rejections.messages)
+    )
+
+
+def iter_spans(
+    groups: Iterable[ResourceGroup], limits: SpanLimits, rejections: Rejections, now_ns: int | None = None
+) -> Iterator[SpanRecord]:
+    """The valid spans of a request (``message_groups`` or ``_wire.resource_groups``) one by one; each
+    invalid one is added to ``rejections``."""
     now_ns = time.time_ns() if now_ns is None else now_ns
     window = (now_ns - int(limits.max_age_s * NS_PER_S), now_ns + int(limits.max_future_s * NS_PER_S))
-    spans: list[SpanRecord] = []
-    messages: list[str] = []
-    num_rejected = 0
-    for resource_spans in request.resource_spans:
-        resource = key_values(resource_spans.resource.attributes)
+    for resource_message, scopes in groups:
+        resource = key_values(resource_message.attributes)
         service_name = resource.get(names.SERVICE_NAME)
-        service_name = service_name if isinstance(service_name, str) else None
-        defaults = resource_defaults(resource)
-        for scope_spans in resource_spans.scope_spans:
+        service_name = free_text(service_name, limits) if isinstance(service_name, str) else None
+        try:
+            defaults = resource_defaults(resource, limits)
+        except InvalidSpan as error:
+            for _, spans in scopes:
+                for _ in spans:
+                    rejections.add(error)
+            continue
+        for scope_message, spans in scopes:
             scope = (
-                clean_text(scope_spans.scope.name) or None,
-                clean_text(scope_spans.scope.version) or None,
+                free_text(clean_text(scope_message.name), limits) or None,
+                free_text(clean_text(scope_message.version), limits) or None,
             )
-            for span in scope_spans.spans:
+            for span in spans:
                 try:
-                    spans.append(decode_span(span, resource, (service_name, *scope), defaults, window))
+                    yield decode_span(span, resource, (service_name, *scope), defaults, window, limits)
                 except InvalidSpan as error:
-                    num_rejected += 1
-                    if len(messages) < 5:
-                        messages.append(str(error))
-    return DecodedBatch(spans=spans, num_rejected=num_rejected, rejection_messages=tuple(messages))
+                    rejections.add(error)
 
 
 def decode_span(
@@ -65,6 +104,7 @@ def decode_span(
     origin: tuple[str | None, str | None, str | None],
     defaults: tuple[str | None, ...],
     window: tuple[int, int],
+    limits: SpanLimits,
 ) -> SpanRecord:
     """One OTLP ``Span`` as a record, or ``InvalidSpan`` saying what is wrong with it.
 
@@ -72,12 +112,12 @@ def decode_span(
     """
     trace_id, span_id, parent_span_id = span_ids(span)
     start_ns, end_ns = span.start_time_unix_nano, span.end_time_unix_nano
-    if not window[0] <= start_ns <= window[1]:
-        raise InvalidSpan(f"span {span_id}: start time {start_ns} ns is outside the accepted window")
-    if end_ns < start_ns:
-        raise InvalidSpan(f"span {span_id}: end time is before start time")
+    check_times(span_id, start_ns, end_ns, window, limits)
     attributes = key_values(span.attributes)
-    fields = GenAIFields(attributes, defaults)
+    try:
+        fields = GenAIFields(attributes, defaults, limits)
+    except InvalidSpan as error:
+        raise InvalidSpan(f"span {span_id}: {error}") from None
     status = span.status
     return SpanRecord(
         trace_id=trace_id,
@@ -85,13 +125,13 @@ def decode_span(
         start_time_ns=start_ns,
         end_time_ns=end_ns,
         parent_span_id=parent_span_id,
-        name=clean_text(span.name),
+        name=free_text(clean_text(span.name), limits),
         kind=span.kind if 0 <= span.kind <= MAX_SPAN_KIND else 0,
         service_name=origin[0],
         scope_name=origin[1],
         scope_version=origin[2],
         status_code=status.code if 0 <= status.code <= MAX_STATUS_CODE else 0,
-        status_message=clean_text(status.message) or None,
+        status_message=free_text(clean_text(status.message), limits) or None,
         attributes=attributes,
         resource=resource,
         events=[decode_event(event) for event in span.events] if span.events else [],

@@ -1,46 +1,57 @@
-"""OTLP/gRPC: the same decode and write path as HTTP, behind ``TraceServiceServicer``."""
+"""OTLP/gRPC: the same admission, worker-pool decode and write path as HTTP.
+
+``Export`` is registered with no request deserializer: the gRPC thread hands the raw message bytes to
+the decode pool instead of building a protobuf tree itself. Refusals carry a ``retry-after`` and a
+``google.rpc.retryinfo-bin`` trailer, which OpenTelemetry exporters honour.
+"""
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from google.protobuf.duration_pb2 import Duration
+from google.rpc.error_details_pb2 import RetryInfo
 
-from collector.pipeline import Refused, WriteFailed
+from collector._body import BadEncoding
+from collector.otlp_json import MalformedRequest
+from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
+from collector.workers import DecoderBusy, TooManySpans, WorkerLost
 from evallens.auth import AuthError, AuthGate, RateLimited, Scope, metadata_headers
 from evallens.telemetry import attributes as attr
 
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 AUTH_STATUS = {
     401: grpc.StatusCode.UNAUTHENTICATED,
     403: grpc.StatusCode.PERMISSION_DENIED,
     429: grpc.StatusCode.RESOURCE_EXHAUSTED,
     503: grpc.StatusCode.UNAVAILABLE,
 }
+RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 
 
-class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
-    """``Export`` answers once the spans are durable; UNAVAILABLE (retryable) when they cannot be."""
+class TraceService:
+    """``Export`` answers once the spans are durable; retryable codes (with a delay) when they cannot be."""
 
     def __init__(self, receiver: TraceReceiver, gate: AuthGate | None = None) -> None:
         self._receiver, self._gate = receiver, gate
 
-    def Export(self, request: ExportTraceServiceRequest, context: Any) -> ExportTraceServiceResponse:  # noqa: N802
-        """Store the spans of one export request (in the project of its API key when auth is on)."""
+    def export(self, body: bytes, context: Any) -> bytes:
+        """Store the spans of one serialized export request (in its API key's project when auth is on)."""
         project = self._admit(context)
+        receiver = self._receiver
         try:
-            self._receiver.ingestor.check_admission()
-            batch, future = self._receiver.accept(request, request.ByteSize(), project)
-            future.result()
-        except Refused as error:
-            context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
-        except WriteFailed as error:
-            context.abort(grpc.StatusCode.INTERNAL, f"PostgreSQL refused the spans: {error}")
-        return export_response(batch)
+            with receiver.admit(len(body)):
+                decoded = receiver.pool.decode_blocking(receiver.job(body, "protobuf", False, project))
+            durable = receiver.queue(decoded).result()
+        except (MalformedRequest, BadEncoding, TooManySpans) as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        except (Refused, DecoderBusy, WorkerLost) as error:
+            receiver.refused(error)
+            busy = isinstance(error, Overloaded | DecoderBusy)
+            code = grpc.StatusCode.RESOURCE_EXHAUSTED if busy else grpc.StatusCode.UNAVAILABLE
+            abort_with_retry(context, code, str(error), error.retry_after_s)
+        return bytes(export_response(decoded, durable).SerializeToString())
 
     def _admit(self, context: Any) -> str | None:
         if self._gate is None or not self._gate.enabled:
@@ -49,9 +60,19 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore
             principal = self._gate.admit(metadata_headers(context.invocation_metadata()), Scope.INGEST)
         except AuthError as error:
             if isinstance(error, RateLimited):
-                context.set_trailing_metadata(((attr.HEADER_RETRY_AFTER, str(error.retry_after_s)),))
+                abort_with_retry(context, AUTH_STATUS[error.status], str(error), error.retry_after_s)
             context.abort(AUTH_STATUS[error.status], str(error))
         return principal.project if principal is not None else None
+
+
+def abort_with_retry(context: Any, code: grpc.StatusCode, message: str, retry_after_s: int) -> NoReturn:
+    """End the call with ``code`` and say when to retry, as a header and as ``google.rpc.RetryInfo``."""
+    retry_info = RetryInfo(retry_delay=Duration(seconds=retry_after_s))
+    context.set_trailing_metadata(
+        ((attr.HEADER_RETRY_AFTER, str(retry_after_s)), (RETRY_INFO_KEY, retry_info.SerializeToString()))
+    )
+    context.abort(code, message)
+    raise AssertionError("context.abort raises")  # for the type checker
 
 
 def create_grpc_server(
@@ -60,16 +81,23 @@ def create_grpc_server(
     workers: int,
     max_message_bytes: int,
     gate: AuthGate | None = None,
+    max_concurrent_rpcs: int | None = None,
 ) -> tuple[Any, int]:
-    """A started-able gRPC server bound to ``address`` (port 0 picks one) and the port it got."""
+    """A started-able gRPC server bound to ``address`` (port 0 picks one) and the port it got.
+
+    Beyond ``max_concurrent_rpcs`` calls at once, gRPC itself answers RESOURCE_EXHAUSTED.
+    """
     server = grpc.server(
         ThreadPoolExecutor(max_workers=workers, thread_name_prefix="collector-grpc"),
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 0),
         ],
+        maximum_concurrent_rpcs=max_concurrent_rpcs,
     )
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceService(receiver, gate), server)
+    service = TraceService(receiver, gate)
+    export = grpc.unary_unary_rpc_method_handler(service.export)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": export}),))
     port = server.add_insecure_port(address)
     if port == 0:
         raise OSError(f"cannot bind OTLP/gRPC to {address}")

@@ -1,8 +1,11 @@
-"""The bounded queue between receivers and the bulk writer, and the thread that drains it.
+"""The bounded queue between receivers and the bulk writer, and the supervised thread that drains it.
 
-Receivers hand in decoded spans and get a future that resolves only once the spans are durable
-(committed, or fsync'd to the spool). When PostgreSQL is down, flushes go to the spool; when that
-is off or full, the futures fail with ``Unavailable`` and the receivers answer 503.
+Receivers hand in decoded spans and get a future that resolves only once the spans are durable:
+committed, fsync'd to the spool while PostgreSQL is down, or (the rows PostgreSQL refuses) kept in
+the quarantine. When PostgreSQL is down and the spool is off or full, the futures fail with
+``Unavailable`` and the receivers answer 503. An unexpected error in the writer is logged with its
+traceback and the writer restarts with backoff; meanwhile ``/healthz`` is unhealthy and new requests
+get 503.
 """
 
 import logging
@@ -12,15 +15,24 @@ from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from collector.records import SpanRecord
+from collector.quarantine import Quarantine, QuarantineFailed, isolate
+from collector.records import PackedSpans, SpanRecord
 from collector.spool import Spool
 from collector.stats import CollectorStats
-from collector.write import DatabaseDown, RowsRefused, SpanWriter
+from collector.write import DatabaseDown, Refusal, SpanWriter
 
 logger = logging.getLogger(__name__)
 
 STORED = "stored"
 SPOOLED = "spooled"
+
+
+@dataclass(frozen=True)
+class Durable:
+    """How a request's spans were made durable, and the reasons of those put in the quarantine."""
+
+    how: str
+    quarantined: tuple[str, ...] = ()
 
 
 class Refused(Exception):
@@ -36,85 +48,140 @@ class Overloaded(Refused):
 
 
 class Unavailable(Refused):
-    """PostgreSQL is unreachable and the spool cannot take the spans."""
-
-
-class WriteFailed(Exception):
-    """PostgreSQL refused the rows themselves; nothing of the request was stored."""
+    """PostgreSQL is unreachable and the spool cannot take the spans, or the writer is restarting."""
 
 
 @dataclass(frozen=True)
 class QueueLimits:
-    """Bounds of the queue and of one flush."""
+    """Bounds of the queue and of one flush, and how the writer waits after failures."""
 
     max_spans: int = 50_000
-    max_bytes: int = 128 * 1024 * 1024
+    max_bytes: int = 256 * 1024 * 1024
     flush_max_spans: int = 10_000
     retry_after_s: int = 2
     db_retry_s: float = 1.0
+    restart_backoff_s: float = 0.5
+    restart_backoff_max_s: float = 30.0
 
 
-@dataclass
+@dataclass(eq=False)
 class _Pending:
-    spans: list[SpanRecord]
-    num_bytes: int
-    future: Future[str] = field(default_factory=Future)
+    """One request's packed spans on their way: chunks are taken and made durable one by one."""
+
+    packed: PackedSpans
+    future: "Future[Durable]" = field(default_factory=Future)
+    next_chunk: int = 0
+    chunks_done: int = 0
+    how: str = STORED
+    quarantined: list[str] = field(default_factory=list)
+
+    def chunk_done(self, how: str, quarantined: list[str]) -> None:
+        """One chunk is durable; the future resolves with the last one."""
+        self.chunks_done += 1
+        self.how = SPOOLED if how == SPOOLED else self.how
+        self.quarantined.extend(quarantined)
+        if self.chunks_done == len(self.packed.chunks) and not self.future.done():
+            self.future.set_result(Durable(self.how, tuple(self.quarantined)))
+
+    def chunk_failed(self, error: Exception) -> None:
+        """One chunk could not be made durable: the request fails now (the client resends it whole)."""
+        self.chunks_done += 1
+        if not self.future.done():
+            self.future.set_exception(error)
+
+    @property
+    def failed(self) -> bool:
+        """The request already failed; its remaining chunks are skipped."""
+        return self.future.done() and self.future.exception() is not None
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One chunk of one request, as the writer takes it; ``spans`` once unpacked."""
+
+    pending: _Pending
+    index: int
+    spans: list[SpanRecord] = field(default_factory=list)
+
+    @property
+    def chunk(self) -> bytes:
+        return self.pending.packed.chunks[self.index]
+
+    @property
+    def num_spans(self) -> int:
+        return self.pending.packed.chunk_spans(self.index)
 
 
 class Ingestor:
     """Queue plus writer thread; ``submit`` is safe to call from any thread."""
 
     def __init__(
-        self, writer: SpanWriter, spool: Spool | None, limits: QueueLimits, stats: CollectorStats
+        self,
+        writer: SpanWriter,
+        spool: Spool | None,
+        quarantine: Quarantine,
+        limits: QueueLimits,
+        stats: CollectorStats,
     ) -> None:
-        self._writer, self._spool, self._limits, self._stats = writer, spool, limits, stats
+        self._writer, self._spool, self._quarantine = writer, spool, quarantine
+        self._limits, self._stats = limits, stats
         self._queue: deque[_Pending] = deque()
         self._num_spans = self._num_bytes = 0
         self._condition = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.database_up = True
+        self.writer_running = False
         self._next_db_attempt = 0.0
 
     def check_admission(self) -> None:
         """Raise ``Refused`` when a new request would certainly be refused (before reading its body)."""
+        if not self.writer_healthy:
+            raise Unavailable("the collector's writer is restarting", self._limits.retry_after_s)
         if self._num_spans >= self._limits.max_spans or self._num_bytes >= self._limits.max_bytes:
             raise Overloaded("the collector's queue is full", self._limits.retry_after_s)
-        if self._spool is None and not self._database_worth_trying():
+        if not self._database_worth_trying() and (self._spool is None or self._spool.full):
             # once the retry interval is over a request gets through, and its flush probes PostgreSQL
-            raise Unavailable("PostgreSQL is unreachable", self._limits.retry_after_s)
+            reason = "the spool is full" if self._spool is not None else "there is no spool"
+            raise Unavailable(f"PostgreSQL is unreachable and {reason}", self._limits.retry_after_s)
 
-    def submit(self, spans: list[SpanRecord], num_bytes: int) -> Future[str]:
-        """Queue ``spans``; the future resolves to ``"stored"`` or ``"spooled"`` once durable."""
-        pending = _Pending(spans, num_bytes)
-        if not spans:
-            pending.future.set_result(STORED)
+    def submit(self, packed: PackedSpans) -> "Future[Durable]":
+        """Queue one request's spans; the future resolves to ``Durable`` once they all are."""
+        pending = _Pending(packed)
+        if not packed.num_spans:
+            pending.future.set_result(Durable(STORED))
             return pending.future
         with self._condition:
             self.check_admission()
             if self._queue and (
-                self._num_spans + len(spans) > self._limits.max_spans
-                or self._num_bytes + num_bytes > self._limits.max_bytes
+                self._num_spans + packed.num_spans > self._limits.max_spans
+                or self._num_bytes + packed.num_bytes > self._limits.max_bytes
             ):
                 raise Overloaded("the collector's queue is full", self._limits.retry_after_s)
             self._queue.append(pending)
-            self._resize(len(spans), num_bytes)
+            self._resize(packed.num_spans, packed.num_bytes)
             self._condition.notify()
         return pending.future
 
     def start(self) -> None:
         """Start the writer thread; it also replays what this or an earlier run spooled."""
-        self._thread = threading.Thread(target=self._run, name="collector-writer", daemon=True)
+        self.writer_running = True
+        self._thread = threading.Thread(target=self._supervise, name="collector-writer", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         """Write what is queued, then stop the writer thread."""
         with self._condition:
             self._stopping = True
-            self._condition.notify()
+            self._condition.notify_all()
         if self._thread is not None:
             self._thread.join()
         self._writer.close()
+
+    @property
+    def writer_healthy(self) -> bool:
+        """The writer thread is alive and not waiting to restart after a failure."""
+        return self.writer_running and self._thread is not None and self._thread.is_alive()
 
     @property
     def num_queued_spans(self) -> int:
@@ -127,83 +194,152 @@ class Ingestor:
         self._stats.queue_spans.set(self._num_spans)
         self._stats.queue_bytes.set(self._num_bytes)
 
+    def _supervise(self) -> None:
+        """Run the writer; after an unexpected error, log it and restart it with growing pauses."""
+        backoff_s, failed_while_stopping = self._limits.restart_backoff_s, False
+        while True:
+            started = time.monotonic()
+            self._set_writer_running(True)
+            try:
+                self._run()
+                return
+            except Exception:
+                logger.exception("the collector's writer failed; restarting it in %.1f s", backoff_s)
+            self._set_writer_running(False)
+            self._stats.writer_restarts.inc()
+            self._writer.close()
+            if failed_while_stopping:
+                self._fail_queued(Unavailable("the collector stopped", self._limits.retry_after_s))
+                return
+            with self._condition:
+                failed_while_stopping = self._condition.wait_for(lambda: self._stopping, timeout=backoff_s)
+            ran_s = time.monotonic() - started
+            backoff_s = (
+                self._limits.restart_backoff_s
+                if ran_s > self._limits.restart_backoff_max_s
+                else (min(backoff_s * 2, self._limits.restart_backoff_max_s))
+            )
+
+    def _set_writer_running(self, running: bool) -> None:
+        self.writer_running = running
+        self._stats.writer_up.set(1 if running else 0)
+
     def _run(self) -> None:
         while True:
             with self._condition:
-                while not self._queue and not self._stopping and not self._spool_waiting():
+                while not self._queue and not self._stopping and not self._background_waiting():
                     self._condition.wait(timeout=self._limits.db_retry_s)
                 batch = self._take_batch()
                 if not batch and self._stopping:
                     return
             if batch:
-                self._flush(batch)
-                with self._condition:
-                    self._resize(-sum(len(p.spans) for p in batch), -sum(p.num_bytes for p in batch))
+                try:
+                    self._flush(batch)
+                except BaseException as error:
+                    # never acknowledged: the clients get 503 and resend (stored spans are skipped)
+                    for piece in batch:
+                        piece.pending.chunk_failed(
+                            Unavailable(f"the writer failed: {error}", self._limits.retry_after_s)
+                        )
+                    raise
+                finally:
+                    with self._condition:
+                        self._resize(-sum(p.num_spans for p in batch), -sum(len(p.chunk) for p in batch))
             self._replay_one()
+            self._import_dead_letters()
 
-    def _take_batch(self) -> list[_Pending]:
-        batch: list[_Pending] = []
+    def _take_batch(self) -> list[_Piece]:
+        """Chunks from the front of the queue, up to ``flush_max_spans`` spans (at least one chunk)."""
+        batch: list[_Piece] = []
         num_spans = 0
-        while self._queue and (
-            not batch or num_spans + len(self._queue[0].spans) <= self._limits.flush_max_spans
-        ):
-            pending = self._queue.popleft()
-            batch.append(pending)
-            num_spans += len(pending.spans)
+        while self._queue:
+            pending = self._queue[0]
+            piece = _Piece(pending, pending.next_chunk)
+            if batch and num_spans + piece.num_spans > self._limits.flush_max_spans:
+                break
+            batch.append(piece)
+            num_spans += piece.num_spans
+            pending.next_chunk += 1
+            if pending.next_chunk == len(pending.packed.chunks):
+                self._queue.popleft()
         return batch
 
-    def _flush(self, batch: list[_Pending]) -> None:
-        spans = [span for pending in batch for span in pending.spans]
+    def _fail_queued(self, error: Exception) -> None:
+        with self._condition:
+            while self._queue:
+                pending = self._queue.popleft()
+                for index in range(pending.next_chunk, len(pending.packed.chunks)):
+                    self._resize(-pending.packed.chunk_spans(index), -len(pending.packed.chunks[index]))
+                    pending.chunk_failed(error)
+
+    def _flush(self, batch: list[_Piece]) -> None:
+        pieces: list[_Piece] = []
+        for piece in batch:
+            if piece.pending.failed:
+                piece.pending.chunk_failed(
+                    Unavailable("an earlier part of the request failed", self._limits.retry_after_s)
+                )
+            else:
+                pieces.append(_Piece(piece.pending, piece.index, PackedSpans.unpack_chunk(piece.chunk)))
+        spans = [span for piece in pieces for span in piece.spans]
+        if not spans:
+            return
         if self._database_worth_trying():
             started = time.perf_counter()
             try:
-                self._writer.write(spans)
+                refusals = isolate(self._writer, spans)
             except DatabaseDown as error:
                 self._mark_database_down(error)
-            except RowsRefused:
-                self._write_one_by_one(batch)
-                return
             else:
                 self._stats.flush_seconds.observe(time.perf_counter() - started)
-                self._stats.spans_stored.inc(len(spans))
                 self._mark_database_up()
-                _resolve(batch, STORED)
+                self._keep(pieces, refusals, len(spans))
                 return
-        self._spool_or_refuse(batch, spans)
+        self._spool_or_refuse(pieces, spans)
 
-    def _write_one_by_one(self, batch: list[_Pending]) -> None:
-        for pending in batch:
+    def _keep(self, pieces: list[_Piece], refusals: list[Refusal], num_spans: int) -> None:
+        """Resolve written pieces once their refused spans (if any) are in the quarantine."""
+        reasons = {id(refusal.span): refusal.reason for refusal in refusals}
+        self._stats.spans_stored.inc(num_spans - len(refusals))
+        failure: QuarantineFailed | None = None
+        if refusals:
             try:
-                self._writer.write(pending.spans)
-            except RowsRefused as error:
-                logger.warning("PostgreSQL refused a request's spans: %s", error)
-                pending.future.set_exception(WriteFailed(str(error)))
-            except DatabaseDown as error:
-                self._mark_database_down(error)
-                self._spool_or_refuse([pending], pending.spans)
+                self._quarantine.put(refusals)
+            except QuarantineFailed as error:
+                logger.error("%s", error)
+                failure = error
+        for piece in pieces:
+            mine = [reasons[id(span)] for span in piece.spans if id(span) in reasons]
+            if mine and failure is not None:
+                piece.pending.chunk_failed(Unavailable(str(failure), self._limits.retry_after_s))
             else:
-                self._stats.spans_stored.inc(len(pending.spans))
-                pending.future.set_result(STORED)
+                piece.pending.chunk_done(STORED, mine)
 
-    def _spool_or_refuse(self, batch: list[_Pending], spans: list[SpanRecord]) -> None:
+    def _spool_or_refuse(self, pieces: list[_Piece], spans: list[SpanRecord]) -> None:
+        error: Exception
         if self._spool is None:
-            _fail(batch, Unavailable("PostgreSQL is unreachable", self._limits.retry_after_s))
-            return
-        try:
-            self._spool.append(spans)
-        except Exception as error:  # a full spool or a full/broken disk: refuse, never drop
-            logger.error("cannot spool %d spans: %s", len(spans), error)
-            _fail(batch, Unavailable(f"PostgreSQL is unreachable and {error}", self._limits.retry_after_s))
-            return
-        self._stats.spans_spooled.inc(len(spans))
-        self._stats.spool_bytes.set(self._spool.num_bytes)
-        _resolve(batch, SPOOLED)
+            error = Unavailable("PostgreSQL is unreachable", self._limits.retry_after_s)
+        else:
+            try:
+                self._spool.append(spans)
+            except Exception as failure:  # a full spool or a full/broken disk: refuse, never drop
+                logger.error("cannot spool %d spans: %s", len(spans), failure)
+                error = Unavailable(f"PostgreSQL is unreachable and {failure}", self._limits.retry_after_s)
+            else:
+                self._stats.spans_spooled.inc(len(spans))
+                self._stats.spool_bytes.set(self._spool.num_bytes)
+                for piece in pieces:
+                    piece.pending.chunk_done(SPOOLED, [])
+                return
+        for piece in pieces:
+            piece.pending.chunk_failed(error)
 
-    def _spool_waiting(self) -> bool:
-        return self._spool is not None and self._spool.num_bytes > 0 and self._database_worth_trying()
+    def _background_waiting(self) -> bool:
+        spooled = self._spool is not None and self._spool.num_bytes > 0
+        return (spooled or self._quarantine.waiting) and self._database_worth_trying()
 
     def _replay_one(self) -> None:
-        """Write the oldest spooled batch back into PostgreSQL, when it looks reachable."""
+        """Write the oldest spooled batch back into PostgreSQL (refused rows to the quarantine)."""
         if self._spool is None or not self._spool.num_bytes or not self._database_worth_trying():
             return
         pending = self._spool.pending()
@@ -211,18 +347,32 @@ class Ingestor:
             return
         try:
             spans = Spool.read(pending[0])
-            self._writer.write(spans, expect_duplicates=True)
+        except ValueError as error:
+            logger.error("%s; kept as %s", error, self._spool.set_aside(pending[0]))
+            return
+        try:
+            refusals = isolate(self._writer, spans, expect_duplicates=True)
+            if refusals:
+                self._quarantine.put(refusals)
         except DatabaseDown as error:
             self._mark_database_down(error)
             return
-        except RowsRefused as error:  # cannot happen for rows that passed decode; keep the file to inspect
-            logger.error("PostgreSQL refused spooled batch %s: %s; moving it aside", pending[0], error)
-            pending[0].rename(pending[0].with_suffix(".refused"))
+        except QuarantineFailed as error:  # keep the file; the next replay tries again
+            logger.error("%s", error)
+            self._next_db_attempt = time.monotonic() + self._limits.db_retry_s
             return
         self._spool.remove(pending[0])
-        self._stats.spans_stored.inc(len(spans))
+        self._stats.spans_stored.inc(len(spans) - len(refusals))
         self._stats.spool_bytes.set(self._spool.num_bytes)
         self._mark_database_up()
+
+    def _import_dead_letters(self) -> None:
+        if not self._quarantine.waiting or not self._database_worth_trying():
+            return
+        try:
+            self._quarantine.import_one()
+        except DatabaseDown as error:
+            self._mark_database_down(error)
 
     def _database_worth_trying(self) -> bool:
         return self.database_up or time.monotonic() >= self._next_db_attempt
@@ -237,13 +387,3 @@ class Ingestor:
         if not self.database_up:
             logger.info("PostgreSQL is reachable again")
         self.database_up = True
-
-
-def _resolve(batch: list[_Pending], outcome: str) -> None:
-    for pending in batch:
-        pending.future.set_result(outcome)
-
-
-def _fail(batch: list[_Pending], error: Exception) -> None:
-    for pending in batch:
-        pending.future.set_exception(error)

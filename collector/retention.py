@@ -10,6 +10,7 @@ from evallens.db.partitions import drop_span_partitions_before
 from evallens.errors import EvallensError
 
 _AGE = re.compile(r"^\s*(\d+)\s*([dw])\s*$")
+MAX_AGE_DAYS = 100 * 366  # beyond any partition; and timedelta overflows past 999,999,999 days
 
 
 class InvalidAge(EvallensError):
@@ -29,8 +30,10 @@ def parse_age(text: str) -> timedelta:
     match = _AGE.match(text.lower())
     if match is None:
         raise InvalidAge(f"--older-than must look like 30d or 4w, not {text!r}")
-    amount = int(match.group(1))
-    return timedelta(days=amount * (7 if match.group(2) == "w" else 1))
+    days = int(match.group(1)) * (7 if match.group(2) == "w" else 1)
+    if days > MAX_AGE_DAYS:
+        raise InvalidAge(f"--older-than {text!r}: at most {MAX_AGE_DAYS} days")
+    return timedelta(days=days)
 
 
 def prune_spans(engine: Engine, older_than: timedelta, today: date | None = None) -> PruneReport:

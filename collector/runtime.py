@@ -13,15 +13,18 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from collector._files import DirectoryLock
 from collector.api import HttpLimits, create_app
-from collector.decode import SpanLimits
 from collector.grpc_service import create_grpc_server
 from collector.pipeline import Ingestor, QueueLimits
 from collector.prices import PriceBook, list_prices, seed_default_prices
+from collector.quarantine import DeadLetters, Quarantine
 from collector.receive import TraceReceiver
 from collector.scrape import Scraper
 from collector.spool import Spool
 from collector.stats import CollectorStats
+from collector.validate import SpanLimits
+from collector.workers import DecodePool
 from collector.write import SpanWriter
 from evallens.auth import AuthGate
 from evallens.db import create_db_engine, create_session_factory
@@ -40,24 +43,31 @@ class Collector:
 
     def __init__(self, settings: CollectorSettings, database_url: str) -> None:
         self.settings = settings
+        # one owner per spool: two writers replaying the same files would race (and did)
+        self._lock = DirectoryLock(settings.spool_dir)
         self.stats = CollectorStats()
         self.engine = create_db_engine(database_url, connect_timeout_s=settings.database_connect_timeout_s)
-        spool = (
+        self.spool = (
             Spool(settings.spool_dir, settings.collector_spool_max_bytes)
             if settings.collector_spool_enabled
             else None
         )
-        self.spool = spool
-        self.ingestor = Ingestor(
-            SpanWriter(database_url, settings.database_connect_timeout_s),
-            spool,
-            queue_limits(settings),
+        writer = SpanWriter(database_url, settings.database_connect_timeout_s)
+        self.quarantine = Quarantine(writer, DeadLetters(settings.spool_dir / "quarantine"), self.stats)
+        self.ingestor = Ingestor(writer, self.spool, self.quarantine, queue_limits(settings), self.stats)
+        self.pool = DecodePool(
+            settings.collector_decode_workers,
+            settings.collector_max_inflight_bytes,
+            settings.collector_retry_after_s,
+        )
+        self.receiver = TraceReceiver(
+            self.ingestor,
+            self.pool,
+            span_limits(settings),
+            settings.collector_max_request_bytes,
             self.stats,
+            PriceBook([]),
         )
-        span_limits = SpanLimits(
-            settings.collector_span_max_age_days * 86_400, settings.collector_span_max_future_s
-        )
-        self.receiver = TraceReceiver(self.ingestor, span_limits, self.stats, PriceBook([]))
         self.gate = AuthGate(settings, create_session_factory(self.engine))
         self.app = create_app(
             self.receiver, HttpLimits(settings.collector_max_request_bytes), self.health, self.gate
@@ -68,6 +78,7 @@ class Collector:
             settings.collector_scrape_interval_s,
             settings.collector_scrape_timeout_s,
             self.stats,
+            settings.collector_scrape_project,
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -81,6 +92,7 @@ class Collector:
         """Check the schema, load prices, bind the ports and start the background work (not HTTP serving)."""
         self._check_schema()
         self.refresh_prices(seed=True)
+        self.pool.start()
         self.ingestor.start()
         self._socket = bind_socket(self.settings.collector_http_host, self.settings.collector_http_port)
         self.http_port = self._socket.getsockname()[1]
@@ -92,6 +104,7 @@ class Collector:
                 self.settings.collector_grpc_workers,
                 self.settings.collector_max_request_bytes,
                 self.gate,
+                self.settings.collector_max_concurrent_requests,
             )
             self._grpc.start()
         self.scraper.start()
@@ -140,17 +153,27 @@ class Collector:
         self._threads.clear()
         self.scraper.stop()
         self.ingestor.stop()
+        self.pool.close()
         if self._socket is not None:
             self._socket.close()
         self.engine.dispose()
+        self._lock.release()
 
     def health(self) -> dict[str, Any]:
-        """``/healthz``: ok while spans can be made durable (PostgreSQL up, or a spool to fall back on)."""
+        """``/healthz``: ok while the writer runs and spans can be made durable (PostgreSQL up, or room
+        in the spool); with the quarantine and the decode budget as figures."""
+        writer_running = self.ingestor.writer_healthy
+        spool_room = self.spool is not None and not self.spool.full
         return {
-            "ok": self.ingestor.database_up or self.spool is not None,
+            "ok": writer_running and (self.ingestor.database_up or spool_room),
             "database_up": self.ingestor.database_up,
+            "writer_running": writer_running,
             "queued_spans": self.ingestor.num_queued_spans,
             "spooled_bytes": self.spool.num_bytes if self.spool is not None else 0,
+            "spool_full": self.spool is not None and self.spool.full,
+            "quarantined_spans": self.quarantine.num_quarantined,
+            "dead_letter_files": self.quarantine.num_files,
+            "decode_bytes_in_flight": self.pool.bytes_in_flight,
         }
 
     def refresh_prices(self, seed: bool = False) -> None:
@@ -204,6 +227,24 @@ def queue_limits(settings: CollectorSettings) -> QueueLimits:
         flush_max_spans=settings.collector_flush_max_spans,
         retry_after_s=settings.collector_retry_after_s,
         db_retry_s=settings.collector_db_retry_s,
+        restart_backoff_s=settings.collector_writer_backoff_s,
+        restart_backoff_max_s=max(
+            settings.collector_writer_backoff_max_s, settings.collector_writer_backoff_s
+        ),
+    )
+
+
+def span_limits(settings: CollectorSettings) -> SpanLimits:
+    """What ``collector.validate`` accepts, from ``settings``."""
+    return SpanLimits(
+        max_age_s=settings.collector_span_max_age_days * 86_400,
+        max_future_s=settings.collector_span_max_future_s,
+        max_duration_s=settings.collector_span_max_duration_s,
+        max_key_chars=settings.collector_max_key_chars,
+        max_text_chars=settings.collector_max_text_chars,
+        max_tokens=settings.collector_max_tokens,
+        max_cost_usd=settings.collector_max_cost_usd,
+        max_spans_per_request=settings.collector_max_spans_per_request,
     )
 
 

@@ -13,12 +13,16 @@ from sqlalchemy import Engine, insert
 
 from collector.stats import CollectorStats
 from evallens.db.models.metrics import MetricSample
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 
 logger = logging.getLogger(__name__)
 
 
-def parse_samples(text: str, target: str, scraped_at: datetime) -> list[dict[str, Any]]:
-    """Rows of ``metric_samples`` from a Prometheus text exposition (non-finite values skipped)."""
+def parse_samples(
+    text: str, target: str, scraped_at: datetime, project: str = DEFAULT_PROJECT
+) -> list[dict[str, Any]]:
+    """Rows of ``metric_samples`` of ``project`` from a Prometheus text exposition (non-finite values
+    skipped)."""
     rows = []
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
@@ -32,20 +36,21 @@ def parse_samples(text: str, target: str, scraped_at: datetime) -> list[dict[str
                     "labels": dict(sample.labels),
                     "value": float(sample.value),
                     "target": target,
+                    "project": project,
                 }
             )
     return rows
 
 
-def scrape_target(client: httpx.Client, target: str) -> list[dict[str, Any]]:
+def scrape_target(client: httpx.Client, target: str, project: str = DEFAULT_PROJECT) -> list[dict[str, Any]]:
     """Fetch and parse one target; raises ``httpx.HTTPError`` or ``ValueError`` on failure."""
     response = client.get(target)
     response.raise_for_status()
-    return parse_samples(response.text, target, datetime.now(UTC))
+    return parse_samples(response.text, target, datetime.now(UTC), project)
 
 
 class Scraper:
-    """A thread that scrapes every target each ``interval_s`` and stores what it got."""
+    """A thread that scrapes every target each ``interval_s`` and stores what it got, in ``project``."""
 
     def __init__(
         self,
@@ -54,8 +59,10 @@ class Scraper:
         interval_s: float,
         timeout_s: float,
         stats: CollectorStats,
+        project: str = DEFAULT_PROJECT,
     ) -> None:
         self._engine, self._targets, self._interval_s = engine, list(targets), interval_s
+        self._project = project
         self._client = httpx.Client(timeout=timeout_s)
         self._stats = stats
         self._stop = threading.Event()
@@ -66,7 +73,7 @@ class Scraper:
         rows: list[dict[str, Any]] = []
         for target in self._targets:
             try:
-                rows.extend(scrape_target(self._client, target))
+                rows.extend(scrape_target(self._client, target, self._project))
             except (httpx.HTTPError, ValueError) as error:
                 logger.warning("cannot scrape %s: %s", target, error)
         if rows:

@@ -3,22 +3,19 @@
 One file per flush, written to a temporary name, fsync'd, renamed and the directory fsync'd, so a
 file either holds a whole batch or does not exist. Replays are idempotent (the writer skips spans
 already stored), so a crash between a replay's commit and the file's removal loses nothing and
-duplicates nothing.
+duplicates nothing. One collector owns the directory (``DirectoryLock``); a second one refuses to start.
 """
 
-import itertools
-import os
 import threading
-import time
-from dataclasses import fields
 from pathlib import Path
 
 import orjson
 
-from collector.records import SpanRecord
+from collector._files import remove_durably, write_atomically
+from collector.records import RECORD_FIELDS, SpanRecord
 
 SUFFIX = ".spool"
-_FIELDS = tuple(field.name for field in fields(SpanRecord))
+CORRUPT_SUFFIX = ".corrupt"
 
 
 class SpoolFull(Exception):
@@ -35,24 +32,22 @@ class Spool:
         for leftover in directory.glob("*.tmp"):  # a crash mid-write: that batch was never acknowledged
             leftover.unlink()
         self._lock = threading.Lock()
-        self._counter = itertools.count()
         self.num_bytes = sum(path.stat().st_size for path in self.pending())
+        self._refused = False
+
+    @property
+    def full(self) -> bool:
+        """Whether the spool is at its size limit, or refused a batch since it last gave one back."""
+        return self._refused or self.num_bytes >= self.max_bytes
 
     def append(self, spans: list[SpanRecord]) -> Path:
         """Durably write ``spans``; raise ``SpoolFull`` or ``OSError`` when that is not possible."""
-        data = orjson.dumps([[getattr(span, name) for name in _FIELDS] for span in spans])
+        data = orjson.dumps([[getattr(span, name) for name in RECORD_FIELDS] for span in spans])
         with self._lock:
             if self.num_bytes + len(data) > self.max_bytes:
+                self._refused = True
                 raise SpoolFull(f"spool {self.directory} is full ({self.num_bytes} bytes)")
-            name = f"{time.time_ns():020d}-{os.getpid()}-{next(self._counter):06d}"
-            temporary = self.directory / f"{name}.tmp"
-            with open(temporary, "wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            final = temporary.with_suffix(SUFFIX)
-            temporary.rename(final)
-            _fsync_directory(self.directory)
+            final = write_atomically(self.directory, data, SUFFIX)
             self.num_bytes += len(data)
         return final
 
@@ -62,21 +57,23 @@ class Spool:
 
     @staticmethod
     def read(path: Path) -> list[SpanRecord]:
-        """The spans of one spooled batch."""
-        return [SpanRecord(*values) for values in orjson.loads(path.read_bytes())]
+        """The spans of one spooled batch; ``ValueError`` when the file is not one."""
+        try:
+            return [SpanRecord(*values) for values in orjson.loads(path.read_bytes())]
+        except (orjson.JSONDecodeError, TypeError) as error:
+            raise ValueError(f"{path} is not a spooled batch: {error}") from None
 
     def remove(self, path: Path) -> None:
         """Forget a batch once it is committed to PostgreSQL."""
         with self._lock:
+            self.num_bytes -= remove_durably(path)
+            self._refused = False
+
+    def set_aside(self, path: Path) -> Path:
+        """Rename a batch that cannot be read, so it is kept for a person but no longer replayed."""
+        with self._lock:
             size = path.stat().st_size
-            path.unlink()
-            _fsync_directory(self.directory)
+            target = path.with_suffix(CORRUPT_SUFFIX)
+            path.rename(target)
             self.num_bytes -= size
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+        return target

@@ -4,7 +4,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 
 class CollectorStats:
-    """Counters of received, stored, rejected and spooled spans; queue depth; flush latency."""
+    """Counters of received, stored, rejected, spooled and quarantined spans; queue depth; the writer."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -19,6 +19,26 @@ class CollectorStats:
         )
         self.spans_spooled = Counter(
             "evallens_collector_spans_spooled", "Spans written to the local spool.", registry=self.registry
+        )
+        self.spans_quarantined = Counter(
+            "evallens_collector_spans_quarantined",
+            "Acknowledged spans PostgreSQL refused, kept in the quarantine (table or dead-letter file).",
+            registry=self.registry,
+        )
+        self.dead_letter_files = Gauge(
+            "evallens_collector_dead_letter_files",
+            "Quarantine files on disk waiting for PostgreSQL (or set aside as refused).",
+            registry=self.registry,
+        )
+        self.writer_restarts = Counter(
+            "evallens_collector_writer_restarts",
+            "Times the writer thread failed unexpectedly and was restarted.",
+            registry=self.registry,
+        )
+        self.writer_up = Gauge(
+            "evallens_collector_writer_up",
+            "1 while the writer thread runs, 0 while it waits to restart.",
+            registry=self.registry,
         )
         self.requests_refused = Counter(
             "evallens_collector_requests_refused",

@@ -6,17 +6,23 @@ the batch is then COPYed into a temporary staging table and moved over with
 ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``, which skips what is already stored. The staging
 path costs PostgreSQL about twice the work, so it is only taken after a conflict (and for a while
 after one, since retries come in bursts) and for spool replays.
+
+Every failure is classified by SQLSTATE (``collector._sqlstate``): ``DatabaseDown`` when PostgreSQL
+is unavailable, ``RowsRefused`` when it refused the rows themselves.
 """
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 import orjson
 import psycopg
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
-from collector.records import SPAN_COLUMNS, SpanRecord, datetime_from_ns
+from collector._sqlstate import describe, is_outage
+from collector.records import SPAN_COLUMNS, SpanRecord, datetime_from_ns, record_to_dict
 from evallens.db.engine import create_db_engine, libpq_url
 from evallens.db.partitions import create_span_partitions, list_span_partitions
 
@@ -24,11 +30,16 @@ STAGING_TABLE = "spans_staging"
 _COLUMN_LIST = ", ".join(SPAN_COLUMNS)
 COPY_STAGING = f"COPY {STAGING_TABLE} ({_COLUMN_LIST}) FROM STDIN"
 COPY_SPANS = f"COPY spans ({_COLUMN_LIST}) FROM STDIN"
+INSERT_QUARANTINE = (
+    "INSERT INTO collector_quarantine (project, trace_id, span_id, reason, span) VALUES (%s, %s, %s, %s, %s)"
+)
 FLUSHES_CAREFUL_AFTER_CONFLICT = 20
 MOVE_STAGED = (
     f"INSERT INTO spans ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM {STAGING_TABLE} ON CONFLICT DO NOTHING"
 )
 NS_PER_DAY = 86_400 * 1_000_000_000
+# Columns of the quarantine row are for finding it again; the full values are in its ``span`` JSON.
+QUARANTINE_KEY_CHARS = 200
 
 
 class DatabaseDown(Exception):
@@ -37,6 +48,21 @@ class DatabaseDown(Exception):
 
 class RowsRefused(Exception):
     """PostgreSQL refused the rows themselves (a data error); nothing was committed."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One span PostgreSQL refused, and its reason (SQLSTATE and message)."""
+
+    span: SpanRecord
+    reason: str
+
+    def quarantine_row(self) -> tuple[str, str, str, str, str]:
+        """The ``collector_quarantine`` COPY row of this refusal."""
+        span = self.span
+        keys = (span.project, span.trace_id, span.span_id)
+        project, trace_id, span_id = (str(key)[:QUARANTINE_KEY_CHARS] for key in keys)
+        return project, trace_id, span_id, self.reason, orjson.dumps(record_to_dict(span)).decode()
 
 
 def span_row(span: SpanRecord, resource_json: str) -> tuple[Any, ...]:
@@ -114,14 +140,29 @@ class SpanWriter:
                     self._careful_flushes = FLUSHES_CAREFUL_AFTER_CONFLICT
             self._careful_flushes = max(self._careful_flushes - 1, 0)
             return self._copy(connection, COPY_STAGING, rows, then=MOVE_STAGED)
-        except (psycopg.OperationalError, psycopg.InterfaceError) as error:
+        except Exception as error:
+            raise self._classified(error) from error
+
+    def quarantine(self, refusals: Sequence[Refusal]) -> None:
+        """Store refused spans in ``collector_quarantine`` in one transaction.
+
+        Raises ``DatabaseDown`` or ``RowsRefused`` like ``write``.
+        """
+        try:
+            connection = self._connect()
+            rows = [refusal.quarantine_row() for refusal in refusals]
+            with connection.transaction(), connection.cursor() as cursor:
+                cursor.executemany(INSERT_QUARANTINE, rows)
+        except Exception as error:
+            raise self._classified(error) from error
+
+    def _classified(self, error: Exception) -> Exception:
+        """``DatabaseDown`` for an outage (dropping the connection), else ``RowsRefused``."""
+        broken = self._connection is not None and self._connection.closed
+        if is_outage(error) or broken or isinstance(error, SQLAlchemyError | OSError):
             self.close()
-            raise DatabaseDown(_first_line(error)) from error
-        except psycopg.Error as error:
-            if self._connection is not None and self._connection.closed:
-                self.close()
-                raise DatabaseDown(_first_line(error)) from error
-            raise RowsRefused(_first_line(error)) from error
+            return DatabaseDown(describe(error))
+        return RowsRefused(describe(error))
 
     @staticmethod
     def _copy(
@@ -171,8 +212,3 @@ class SpanWriter:
             self._engine.dispose()
             self._engine = None
         self._partition_days = set()
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

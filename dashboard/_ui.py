@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import data
-from evallens.auth import AuthError
+from evallens.auth import AuthError, Scope
 from evallens.settings import DashboardSettings
 
 VIEWER_KEY = "evallens_viewer"
@@ -28,11 +28,13 @@ EMPTY_HINTS = {
 
 @dataclass(frozen=True)
 class Context:
-    """What a page needs to query: the database URL, the project and the row limit."""
+    """What a page needs: the database URL, the project, the row limit, and whether the viewer may
+    change eval sets (promote cases)."""
 
     url: str
     project: str
     max_rows: int
+    can_write: bool = False
 
 
 def settings() -> DashboardSettings:
@@ -45,18 +47,21 @@ def settings() -> DashboardSettings:
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who is looking: the one project every query is scoped to, and the key when signed in with one."""
+    """Who is looking: the one project every query is scoped to, the key when signed in with one, and
+    whether they may write (the password, or a key with the write or admin scope; never a read key)."""
 
     project: str
     api_key: str | None = None
+    can_write: bool = True
 
 
 def viewer(dashboard_settings: DashboardSettings) -> Viewer | None:
     """This session's viewer, or None after showing the sign-in form.
 
     Without auth or password everyone sees ``dashboard_project``; the password signs in to it too; an
-    API key with the read (or admin) scope signs in to the key's project, checked again on every run
-    (so a revoked key is signed out within ``auth_cache_ttl_s``).
+    API key with the read, write or admin scope signs in to the key's project, checked again on every
+    run (so a revoked key is signed out within ``auth_cache_ttl_s``). Only the password and write or
+    admin keys may promote cases.
     """
     password = dashboard_settings.dashboard_password
     if not dashboard_settings.auth_enabled and password is None:
@@ -101,7 +106,7 @@ def _check_key(key: str) -> Viewer | AuthError:
     except AuthError as error:
         st.session_state.pop(VIEWER_KEY, None)
         return error
-    signed_in = Viewer(principal.project, key)
+    signed_in = Viewer(principal.project, key, can_write=principal.scope.allows(Scope.WRITE))
     st.session_state[VIEWER_KEY] = signed_in
     return signed_in
 
@@ -114,8 +119,9 @@ def context() -> Context:
         st.warning("The database has no evallens schema yet. Run `evallens db upgrade`, then reload.")
         st.stop()
     signed_in: Viewer | None = st.session_state.get(VIEWER_KEY)
-    project = signed_in.project if signed_in is not None else dashboard_settings.dashboard_project
-    return Context(url, project, dashboard_settings.dashboard_max_rows)
+    if signed_in is None:  # no auth and no password: the local, single-user case
+        signed_in = Viewer(dashboard_settings.dashboard_project)
+    return Context(url, signed_in.project, dashboard_settings.dashboard_max_rows, signed_in.can_write)
 
 
 def empty_state(kind: str) -> None:

@@ -10,6 +10,7 @@ PAGES = (
     ("app_pages/traces.py", "Traces", ":material/account_tree:", "traces"),
     ("app_pages/serving.py", "Serving metrics", ":material/monitoring:", "serving"),
     ("app_pages/cases.py", "Cases", ":material/playlist_add:", "cases"),
+    ("app_pages/quarantine.py", "Quarantine", ":material/report:", "quarantine"),
 )
 
 

@@ -2,8 +2,8 @@
 
 Pages call these functions and never write SQL. The first argument is always the database URL so
 that caches of different databases never mix; every query of spans, runs, sets and gates also takes
-the project the login may see, so a login never reads another project's rows (even by id).
-Serving metrics (``metric_samples``) belong to the shared service, not to a project.
+the project the login may see, so a login never reads another project's rows (even by id), and that
+includes serving metrics: each scraped sample belongs to the project its scrape target is bound to.
 """
 
 from collections.abc import Callable
@@ -112,9 +112,10 @@ def data_present(url: str, project: str) -> dict[str, bool]:
         url,
         "SELECT EXISTS (SELECT 1 FROM spans WHERE project = :p) AS spans,"
         " EXISTS (SELECT 1 FROM eval_runs WHERE project = :p) AS runs,"
-        " EXISTS (SELECT 1 FROM metric_samples) AS samples,"
+        " EXISTS (SELECT 1 FROM metric_samples WHERE project = :p) AS samples,"
         " EXISTS (SELECT 1 FROM gate_reports WHERE project = :p) AS gates,"
-        " EXISTS (SELECT 1 FROM eval_sets WHERE project = :p) AS sets",
+        " EXISTS (SELECT 1 FROM eval_sets WHERE project = :p) AS sets,"
+        " EXISTS (SELECT 1 FROM collector_quarantine WHERE project = :p) AS quarantine",
         p=project,
     ).iloc[0]
     return {str(name): bool(value) for name, value in row.items()}
@@ -387,37 +388,34 @@ def trace_spans(url: str, project: str, trace_id: str) -> pd.DataFrame:
 @_cached
 def questions(url: str, project: str, trace_ids: tuple[str, ...]) -> dict[str, str | None]:
     """The user question of each trace of ``project`` (see ``evallens.cases.trace_questions``)."""
-    own = _frame(
-        url,
-        "SELECT DISTINCT trace_id FROM spans WHERE project = :p AND trace_id = ANY(:ids)",
-        p=project,
-        ids=list(trace_ids),
-    )
     with session(url) as db:
-        return cases.trace_questions(db, tuple(str(trace_id) for trace_id in own["trace_id"]))
+        return cases.trace_questions(db, trace_ids, project)
 
 
 # --- serving metrics -----------------------------------------------------------------------------
 
 
 @_cached
-def metrics_window(url: str, hours: int) -> tuple[pd.Timestamp, pd.Timestamp] | None:
-    """The ``hours`` before the newest metric sample, or None without samples."""
-    found = _frame(url, "SELECT max(time) AS end_time FROM metric_samples")
+def metrics_window(url: str, project: str, hours: int) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    """The ``hours`` before the newest metric sample of ``project``, or None without samples."""
+    found = _frame(url, "SELECT max(time) AS end_time FROM metric_samples WHERE project = :p", p=project)
     end = found["end_time"].iloc[0]
     return None if end is None or pd.isna(end) else (end - pd.Timedelta(hours=hours), end)
 
 
 @_cached
-def gauge_series(url: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int) -> pd.DataFrame:
-    """Mean of each gauge per time bucket."""
+def gauge_series(
+    url: str, project: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int
+) -> pd.DataFrame:
+    """Mean of each gauge of ``project`` per time bucket."""
     return _frame(
         url,
         """
         SELECT date_bin(make_interval(secs => :bucket), time, :start) AS time, name, avg(value) AS value
-        FROM metric_samples WHERE name = ANY(:names) AND time BETWEEN :start AND :end
+        FROM metric_samples WHERE project = :p AND name = ANY(:names) AND time BETWEEN :start AND :end
         GROUP BY 1, 2 ORDER BY 1
         """,
+        p=project,
         names=list(GAUGES),
         start=start,
         end=end,
@@ -426,16 +424,18 @@ def gauge_series(url: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int
 
 
 @_cached
-def counter_increases(url: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int) -> pd.DataFrame:
-    """Increase of each counter series per time bucket: last value minus the previous bucket's (a reset
-    counts from zero)."""
+def counter_increases(
+    url: str, project: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int
+) -> pd.DataFrame:
+    """Increase of each counter series of ``project`` per time bucket: last value minus the previous
+    bucket's (a reset counts from zero)."""
     return _frame(
         url,
         """
         WITH b AS (
           SELECT date_bin(make_interval(secs => :bucket), time, :start) AS time, name, labels, target,
                  max(value) AS last_value
-          FROM metric_samples WHERE name = ANY(:names) AND time BETWEEN :start AND :end
+          FROM metric_samples WHERE project = :p AND name = ANY(:names) AND time BETWEEN :start AND :end
           GROUP BY 1, 2, 3, 4),
         s AS (
           SELECT time, name, labels, last_value,
@@ -445,6 +445,7 @@ def counter_increases(url: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s
                sum(CASE WHEN step < 0 THEN last_value ELSE step END) AS increase
         FROM s WHERE step IS NOT NULL GROUP BY 1, 2, 3, 4 ORDER BY 1
         """,
+        p=project,
         names=list(COUNTERS),
         start=start,
         end=end,
@@ -550,3 +551,23 @@ def scenarios(url: str, project: str, eval_set_name: str) -> list[str]:
         n=eval_set_name,
     )
     return [str(value) for value in found["scenario"]]
+
+
+# --- the collector's quarantine ------------------------------------------------------------------
+
+
+@_cached
+def quarantine(url: str, project: str, limit: int) -> tuple[int, pd.DataFrame]:
+    """How many spans of ``project`` the collector quarantined, and the newest ``limit`` of them."""
+    total = _frame(url, "SELECT count(*) AS n FROM collector_quarantine WHERE project = :p", p=project)
+    rows = _frame(
+        url,
+        """
+        SELECT id, quarantined_at, trace_id, span_id, span->>'name' AS name, reason,
+               span->>'service_name' AS service_name
+        FROM collector_quarantine WHERE project = :p ORDER BY id DESC LIMIT :limit
+        """,
+        p=project,
+        limit=limit,
+    )
+    return int(total["n"].iloc[0]), rows

@@ -3,7 +3,7 @@
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Text, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -24,21 +24,23 @@ class RunRef:
 def resolve_run(
     session: Session, reference: str, *, eval_set_name: str | None = None, project: str = DEFAULT_PROJECT
 ) -> RunRef:
-    """The run named by a run id (or a unique id prefix) or by a tag (within ``eval_set_name`` if given)."""
-    run = _run_by_id(session, reference) or _run_by_tag(session, reference, eval_set_name, project)
+    """The run of ``project`` named by a run id (or a unique id prefix) or by a tag (within
+    ``eval_set_name`` if given). Another project's run is not found, even by its full id."""
+    run = _run_by_id(session, reference, project) or _run_by_tag(session, reference, eval_set_name, project)
     if run is None:
         raise RunNotFound(f"no run or tag '{reference}'")
     return RunRef(run=run, eval_set=session.get_one(EvalSet, run.eval_set_id))
 
 
-def _run_by_id(session: Session, reference: str) -> EvalRun | None:
+def _run_by_id(session: Session, reference: str, project: str) -> EvalRun | None:
+    query = select(EvalRun).where(EvalRun.project == project)
     try:
-        return session.get(EvalRun, uuid.UUID(reference))
+        return session.scalars(query.where(EvalRun.id == uuid.UUID(reference))).one_or_none()
     except ValueError:
         pass
     if len(reference) < 6 or any(c not in "0123456789abcdef-" for c in reference.lower()):
         return None
-    matches = list(session.scalars(select(EvalRun).where(EvalRun.id.cast(str).like(f"{reference.lower()}%"))))
+    matches = list(session.scalars(query.where(EvalRun.id.cast(Text).like(f"{reference.lower()}%"))))
     return matches[0] if len(matches) == 1 else None
 
 
@@ -49,7 +51,11 @@ def _run_by_tag(session: Session, tag: str, eval_set_name: str | None, project: 
     tags = list(session.scalars(query))
     if len(tags) > 1:
         raise RunNotFound(f"tag '{tag}' exists for several sets; give a run id")
-    return session.get(EvalRun, tags[0].run_id) if tags else None
+    if not tags:
+        return None
+    return session.scalars(
+        select(EvalRun).where(EvalRun.id == tags[0].run_id, EvalRun.project == project)
+    ).one_or_none()
 
 
 def tag_run(session: Session, reference: str, tag: str, *, project: str = DEFAULT_PROJECT) -> RunRef:

@@ -64,6 +64,13 @@ st.dataframe(
 )
 
 st.header("Promote into an eval set")
+if not ctx.can_write:
+    st.info(
+        "Promoting changes an eval set: sign in with the dashboard password or an API key with the "
+        "write (or admin) scope. This key may only read.",
+        icon=":material/lock:",
+    )
+    st.stop()
 sets = data.eval_sets(ctx.url, ctx.project)
 if sets.empty:
     _ui.empty_state("sets")

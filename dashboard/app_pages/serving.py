@@ -17,7 +17,7 @@ if not data.data_present(ctx.url, ctx.project)["samples"]:
     st.stop()
 
 hours = _ui.window_hours("Window", "last 6 hours", key="serving_window")
-window = data.metrics_window(ctx.url, hours)
+window = data.metrics_window(ctx.url, ctx.project, hours)
 if window is None:
     _ui.empty_state("samples")
     st.stop()
@@ -25,7 +25,8 @@ if window is None:
 start, end = window
 bucket_s = max(10, hours * 3600 // POINTS_PER_CHART)
 panels = transform.serving_panels(
-    data.gauge_series(ctx.url, start, end, bucket_s), data.counter_increases(ctx.url, start, end, bucket_s)
+    data.gauge_series(ctx.url, ctx.project, start, end, bucket_s),
+    data.counter_increases(ctx.url, ctx.project, start, end, bucket_s),
 )
 runs = data.run_windows(ctx.url, ctx.project, start, end)
 st.caption(

@@ -9,6 +9,7 @@ import yaml
 from sqlalchemy.orm import Session
 
 from evallens.cases import ACTIVE, set_cases
+from evals.errors import EvalSetError
 from evals.sets.store import case_spec, find_set_version
 
 ExportFormat = Literal["yaml", "jsonl"]
@@ -30,6 +31,8 @@ def export_set(session: Session, selector: str, fmt: ExportFormat, out: Path, pr
 
     Syncing the written file maps back to the same version when every case of it is active.
     """
+    if not out.parent.is_dir():
+        raise EvalSetError(f"--out {out}: the folder {out.parent} does not exist")
     eval_set = find_set_version(session, selector, project=project)
     stored = set_cases(session, eval_set.id)
     active = [case_document(case) for case in stored if case.status == ACTIVE]
@@ -43,7 +46,6 @@ def export_set(session: Session, selector: str, fmt: ExportFormat, out: Path, pr
         text = "".join(
             json.dumps({"set": eval_set.name, **case}, ensure_ascii=False) + "\n" for case in active
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return ExportReport(eval_set.name, eval_set.version, out, len(active), len(stored) - len(active))
 

@@ -17,7 +17,8 @@ from evals.cases.dedupe import Cluster, Embed, collapse
 from evals.cases.signals import judge
 from evals.metrics._embedding import load_minilm
 
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_MINUTES = {"m": 1, "h": 60, "d": 24 * 60, "w": 7 * 24 * 60}
+MAX_WINDOW_DAYS = 100 * 366
 
 
 class Candidate(BaseModel):
@@ -52,7 +53,10 @@ def parse_since(value: str) -> timedelta:
     match = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", value)
     if match is None or int(match[1]) == 0:
         raise EvallensError(f"--since {value!r}: give a duration such as 30m, 24h, 7d or 2w")
-    return timedelta(**{_UNITS[match[2]]: int(match[1])})
+    minutes = int(match[1]) * _MINUTES[match[2]]
+    if minutes > MAX_WINDOW_DAYS * _MINUTES["d"]:  # and timedelta overflows past 999,999,999 days
+        raise EvallensError(f"--since {value!r}: at most {MAX_WINDOW_DAYS} days")
+    return timedelta(minutes=minutes)
 
 
 def minilm_embed(texts: list[str]) -> np.ndarray:

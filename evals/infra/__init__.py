@@ -17,10 +17,10 @@ def compute_infra(session: Session, run: EvalRun) -> InfraSummary:
     """Serving figures for ``run``: from its spans, or the runner's own measurements without spans."""
     start = run.started_at
     end = run.finished_at or datetime.now(UTC)
-    requests = requests_from_spans(session, str(run.id)) or _requests_from_results(session, run)
+    requests = requests_from_spans(session, str(run.id), run.project) or _requests_from_results(session, run)
     summary = InfraSummary(window_start=start, window_end=end, num_requests=len(requests))
     _add_request_figures(summary, requests)
-    _add_engine_figures(session, summary, start, end)
+    _add_engine_figures(session, run.project, summary, start, end)
     return summary
 
 
@@ -59,16 +59,20 @@ def _add_request_figures(summary: InfraSummary, requests: list[RequestFigures]) 
     summary.num_errors = sum(r.error for r in requests)
 
 
-def _add_engine_figures(session: Session, summary: InfraSummary, start: datetime, end: datetime) -> None:
+def _add_engine_figures(
+    session: Session, project: str, summary: InfraSummary, start: datetime, end: datetime
+) -> None:
     summary.kv_cache_usage_mean, summary.kv_cache_usage_max = gauge_stats(
-        session, prom.VLLM_KV_CACHE_USAGE, start, end
+        session, project, prom.VLLM_KV_CACHE_USAGE, start, end
     )
-    _, summary.num_requests_waiting_max = gauge_stats(session, prom.VLLM_NUM_REQUESTS_WAITING, start, end)
-    queries = counter_delta(session, prom.VLLM_PREFIX_CACHE_QUERIES, start, end)
-    hits = counter_delta(session, prom.VLLM_PREFIX_CACHE_HITS, start, end)
+    _, summary.num_requests_waiting_max = gauge_stats(
+        session, project, prom.VLLM_NUM_REQUESTS_WAITING, start, end
+    )
+    queries = counter_delta(session, project, prom.VLLM_PREFIX_CACHE_QUERIES, start, end)
+    hits = counter_delta(session, project, prom.VLLM_PREFIX_CACHE_HITS, start, end)
     summary.prefix_cache_hit_rate = hits / queries if hits is not None and queries else None
-    summary.num_preemptions = counter_delta(session, prom.VLLM_NUM_PREEMPTIONS, start, end)
-    queue_s = histogram_mean(session, prom.VLLM_REQUEST_QUEUE_TIME, start, end)
+    summary.num_preemptions = counter_delta(session, project, prom.VLLM_NUM_PREEMPTIONS, start, end)
+    queue_s = histogram_mean(session, project, prom.VLLM_REQUEST_QUEUE_TIME, start, end)
     summary.queue_time_ms_mean = queue_s * 1000 if queue_s is not None else None
 
 

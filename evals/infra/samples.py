@@ -17,11 +17,14 @@ SCRAPE_GRACE = timedelta(seconds=15)
 
 
 def gauge_stats(
-    session: Session, name: str, start: datetime, end: datetime
+    session: Session, project: str, name: str, start: datetime, end: datetime
 ) -> tuple[float | None, float | None]:
-    """Mean and max of a gauge's samples inside the window (None, None without samples)."""
+    """Mean and max of a gauge's samples of ``project`` inside the window (None, None without samples)."""
     query = select(MetricSample.value).where(
-        MetricSample.name == name, MetricSample.time >= start, MetricSample.time <= end + SCRAPE_GRACE
+        MetricSample.project == project,
+        MetricSample.name == name,
+        MetricSample.time >= start,
+        MetricSample.time <= end + SCRAPE_GRACE,
     )
     values = list(session.scalars(query))
     if not values:
@@ -29,19 +32,24 @@ def gauge_stats(
     return sum(values) / len(values), max(values)
 
 
-def counter_delta(session: Session, name: str, start: datetime, end: datetime) -> float | None:
-    """How much a counter grew over the window, summed over label sets (None without samples)."""
+def counter_delta(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
+    """How much a counter of ``project`` grew over the window, summed over label sets (None without
+    samples)."""
     for candidate in dict.fromkeys((name, f"{name}_total", name.removesuffix("_total"))):
-        delta = _delta(session, candidate, start, end)
+        delta = _delta(session, project, candidate, start, end)
         if delta is not None:
             return delta
     return None
 
 
-def _delta(session: Session, name: str, start: datetime, end: datetime) -> float | None:
+def _delta(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
     query = (
         select(MetricSample.time, MetricSample.labels, MetricSample.value)
-        .where(MetricSample.name == name, MetricSample.time <= end + SCRAPE_GRACE)
+        .where(
+            MetricSample.project == project,
+            MetricSample.name == name,
+            MetricSample.time <= end + SCRAPE_GRACE,
+        )
         .order_by(MetricSample.time)
     )
     series: dict[str, list[tuple[datetime, float]]] = defaultdict(list)
@@ -60,10 +68,10 @@ def _delta(session: Session, name: str, start: datetime, end: datetime) -> float
     return total if found else None
 
 
-def histogram_mean(session: Session, name: str, start: datetime, end: datetime) -> float | None:
-    """Mean observation of a histogram over the window: delta(_sum) / delta(_count)."""
-    total = counter_delta(session, f"{name}_sum", start, end)
-    count = counter_delta(session, f"{name}_count", start, end)
+def histogram_mean(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
+    """Mean observation of a histogram of ``project`` over the window: delta(_sum) / delta(_count)."""
+    total = counter_delta(session, project, f"{name}_sum", start, end)
+    count = counter_delta(session, project, f"{name}_count", start, end)
     if total is None or not count:
         return None
     return total / count

@@ -27,9 +27,10 @@ class RequestFigures:
     error: bool
 
 
-def requests_from_spans(session: Session, run_id: str) -> list[RequestFigures]:
-    """One ``RequestFigures`` per trace whose spans carry ``evallens.eval.run_id`` = ``run_id``."""
-    spans = session.scalars(select(Span).where(Span.eval_run_id == run_id))
+def requests_from_spans(session: Session, run_id: str, project: str) -> list[RequestFigures]:
+    """One ``RequestFigures`` per trace of ``project`` whose spans carry ``evallens.eval.run_id`` =
+    ``run_id`` (another project's spans never count, whatever run id they claim)."""
+    spans = session.scalars(select(Span).where(Span.eval_run_id == run_id, Span.project == project))
     traces: dict[str, list[Span]] = defaultdict(list)
     for span in spans:
         traces[span.trace_id].append(span)

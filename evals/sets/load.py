@@ -58,9 +58,20 @@ def _read_file(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
         yield from _read_yaml(file)
 
 
+def _text(file: Path) -> str:
+    try:
+        return file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise EvalSetError(
+            f"{file}: not UTF-8 text (byte {error.start} is {error.object[error.start]:#04x})"
+        ) from None
+
+
 def _read_yaml(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
     try:
-        document = yaml.safe_load(file.read_text(encoding="utf-8"))
+        document = yaml.safe_load(_text(file))
+    except RecursionError:
+        raise EvalSetError(f"{file}: nested too deeply to be an eval set") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -75,13 +86,15 @@ def _read_yaml(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
 
 
 def _read_jsonl(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_text(file).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as error:
             raise EvalSetError(f"{file}: line {number}: not valid JSON: {error.msg}") from None
+        except RecursionError:
+            raise EvalSetError(f"{file}: line {number}: nested too deeply to be a case") from None
         if not isinstance(raw, dict) or not isinstance(raw.get("set"), str) or not raw["set"]:
             raise EvalSetError(f"{file}: line {number}: each line needs an object with a 'set' name")
         set_name = raw.pop("set")

@@ -4,6 +4,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from collector.runtime import Collector
+from evallens.db.migrate import upgrade
+from evallens.db.server import embedded_url, ensure_database, start_embedded
 from evallens.settings import CollectorSettings, child_environment
 from tests.conftest import REPO_ROOT
 
@@ -156,3 +159,32 @@ def wait_until_healthy(base_url: str, process: subprocess.Popen[bytes], timeout_
             pass
         time.sleep(0.1)
     raise TimeoutError("collector did not become healthy")
+
+
+@dataclass
+class OwnPostgres:
+    """A PostgreSQL of the test's own, which the test may stop and start again (same URL)."""
+
+    pgdata: Path
+    url: str = ""
+    server: object = None
+
+    def start(self) -> None:
+        self.server = start_embedded(self.pgdata)
+        url = embedded_url(self.server, "outage")
+        assert not self.url or url == self.url
+        self.url = url
+
+    def stop(self) -> None:
+        self.server.cleanup()  # type: ignore[attr-defined]  # fast shutdown: connections are cut
+
+
+@pytest.fixture
+def own_postgres(tmp_path: Path) -> Iterator[OwnPostgres]:
+    postgres = OwnPostgres(tmp_path / "pg" / "data")
+    postgres.server = start_embedded(postgres.pgdata)
+    ensure_database(embedded_url(postgres.server, "postgres"), "outage")
+    postgres.start()
+    upgrade(postgres.url)
+    yield postgres
+    postgres.stop()

@@ -201,3 +201,19 @@ def test_auth_off_keeps_client_project(running_collector: Collector, database_ur
     exporter.shutdown()
     rows = {row["name"]: row for row in fetch_spans(database_url)}
     assert rows["chat"]["project"] == "alpha" and rows["request"]["project"] == "default"
+
+
+def test_same_span_ids_from_two_projects_are_two_spans(auth_collector: Collector, database_url: str) -> None:
+    """Issue 14, finding 3: span identity includes the project, so one project never hides another's."""
+    url = f"http://127.0.0.1:{auth_collector.http_port}/v1/traces"
+    body = make_request([make_span(0), make_span(1)]).SerializeToString()  # same ids, same start times
+    for project in ("alpha", "beta", "alpha"):  # the last one is a resend: stored once
+        headers = {**PROTOBUF, "authorization": f"Bearer {new_key(database_url, project)}"}
+        assert httpx.post(url, content=body, headers=headers).status_code == 200
+    rows = fetch_spans(database_url)
+    assert sorted((row["project"], row["name"]) for row in rows) == [
+        ("alpha", "span-0"),
+        ("alpha", "span-1"),
+        ("beta", "span-0"),
+        ("beta", "span-1"),
+    ]

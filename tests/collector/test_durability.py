@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 import psycopg
 import pytest
 
 from collector.runtime import Collector
 from evallens.db.migrate import upgrade
 from evallens.db.server import embedded_url, ensure_database, start_embedded
-from tests.collector.conftest import make_request, make_span, start_collector_process
+from tests.collector.conftest import OwnPostgres, make_request, make_span, start_collector_process
 from tests.conftest import free_port
 
 SPANS_PER_BATCH = 50
@@ -98,8 +99,14 @@ def test_sigkill_mid_load_then_restart_keeps_every_acknowledged_span(
     load = Load(f"http://127.0.0.1:{port}/v1/traces")
     threads = load.run(num_clients=4)
     wait_for(lambda: len(load.acknowledged) >= 20)
+    workers = psutil.Process(process.pid).children(recursive=True)
+    assert workers, "the collector has no decode workers"
     process.send_signal(signal.SIGKILL)
     process.wait(30)
+    # its decode workers go with it (they would otherwise live on, holding memory)
+    wait_for(
+        lambda: not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
+    )
     load.stop.set()
     for thread in threads:
         thread.join(60)
@@ -146,3 +153,69 @@ def test_postgres_stopped_under_load_loses_nothing(
     assert_acknowledged_stored_once(url, load.acknowledged)
     collector.stop()
     server.cleanup()
+
+
+def spooled_files(data_dir: Path) -> list[Path]:
+    return sorted((data_dir / "collector" / "spool").glob("*.spool"))
+
+
+@pytest.mark.integration
+def test_spool_written_while_postgres_is_down_is_replayed_after_a_crash(
+    own_postgres: OwnPostgres, tmp_path: Path
+) -> None:
+    """PostgreSQL down -> spool -> SIGKILL the collector -> PostgreSQL up -> restart: stored once."""
+    port, data_dir = free_port(), tmp_path / "data"
+    process = start_collector_process(own_postgres.url, data_dir, port)
+    load = Load(f"http://127.0.0.1:{port}/v1/traces")
+    threads = load.run(num_clients=3)
+    try:
+        wait_for(lambda: len(load.acknowledged) >= 5)
+        own_postgres.stop()
+        before = len(load.acknowledged)
+        wait_for(lambda: len(spooled_files(data_dir)) >= 3 and len(load.acknowledged) >= before + 10)
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+    finally:
+        load.stop.set()
+        for thread in threads:
+            thread.join(60)
+    assert spooled_files(data_dir), "nothing was spooled: the test proves nothing"
+    own_postgres.start()
+    restarted = start_collector_process(own_postgres.url, data_dir, port)
+    try:
+        wait_for(lambda: httpx.get(f"http://127.0.0.1:{port}/healthz").json()["spooled_bytes"] == 0)
+        assert spooled_files(data_dir) == []
+        assert_acknowledged_stored_once(own_postgres.url, load.acknowledged)
+    finally:
+        restarted.send_signal(signal.SIGTERM)
+        assert restarted.wait(60) == 0
+
+
+@pytest.mark.integration
+def test_a_full_spool_refuses_new_spans_instead_of_dropping_them(
+    own_postgres: OwnPostgres, make_collector: Callable[..., Collector]
+) -> None:
+    collector = make_collector(own_postgres.url, collector_spool_max_bytes=60_000, collector_retry_after_s=1)
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    own_postgres.stop()
+    statuses: list[int] = []
+    acknowledged: set[int] = set()
+    with httpx.Client(timeout=30) as client:
+        for number in range(100):
+            response = client.post(url, content=batch_body(number), headers=PROTOBUF)
+            statuses.append(response.status_code)
+            if response.status_code == 200:
+                acknowledged.add(number)
+            elif response.status_code == 503:
+                assert response.headers["retry-after"] == "1"
+                if statuses.count(503) >= 3:
+                    break
+    assert acknowledged and 503 in statuses, statuses
+    health = httpx.get(url.replace("/v1/traces", "/healthz"))
+    assert health.status_code == 503 and health.json()["spool_full"] is True
+    own_postgres.start()
+    wait_for(lambda: collector.health()["spooled_bytes"] == 0 and collector.health()["ok"])
+    assert_acknowledged_stored_once(own_postgres.url, acknowledged)
+    assert (
+        len(stored_span_ids(own_postgres.url)) == len(acknowledged) * SPANS_PER_BATCH
+    )  # refused: not stored

@@ -145,7 +145,7 @@ def test_scraper_stores_samples(database_url: str) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     target = f"http://127.0.0.1:{server.server_address[1]}/metrics"
     engine = create_db_engine(database_url)
-    scraper = Scraper(engine, [target, "http://127.0.0.1:9/metrics"], 60, 2, CollectorStats())
+    scraper = Scraper(engine, [target, "http://127.0.0.1:9/metrics"], 60, 2, CollectorStats(), project="acme")
     try:
         assert scraper.scrape_once() == 5
     finally:
@@ -157,6 +157,8 @@ def test_scraper_stores_samples(database_url: str) -> None:
         rows = connection.execute(
             "SELECT name, labels, value, target FROM metric_samples ORDER BY name, value"
         ).fetchall()
+        projects = connection.execute("SELECT DISTINCT project FROM metric_samples").fetchall()
+    assert projects == [("acme",)]  # the project the scrape targets are bound to
     assert ("vllm:kv_cache_usage_perc", {"model_name": "smol"}, 0.25, target) in rows
     assert ("vllm:time_to_first_token_seconds_bucket", {"le": "+Inf"}, 5.0, target) in rows
 

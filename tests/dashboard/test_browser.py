@@ -22,6 +22,7 @@ PAGES = {  # url path -> heading; the default page lives at the root
     "traces": "Traces",
     "serving": "Serving metrics",
     "cases": "Cases",
+    "quarantine": "Quarantine",
 }
 
 

@@ -1,5 +1,9 @@
 """Every page against a real PostgreSQL seeded with runs, results, spans, metric samples and a gate report."""
 
+import psycopg
+import streamlit as st
+from psycopg.types.json import Jsonb
+
 from tests.dashboard.conftest import open_page
 from tests.dashboard.seed import PII_QUESTION, SET_NAME, Seeded, hex_id
 
@@ -119,3 +123,26 @@ def test_cases_lists_bad_production_traces_only(seeded: Seeded) -> None:
     assert table.loc[seeded.error_trace, "reasons"] == "error"
     assert table.loc[seeded.slow_trace, "reasons"] == "slow outlier"
     assert table.loc[seeded.feedback_trace, "question"] == PII_QUESTION
+
+
+def test_quarantine_lists_the_projects_refused_spans(app_database: str, seeded: Seeded) -> None:
+    empty = open_page("app_pages/quarantine.py")
+    assert any("Nothing is quarantined" in success.value for success in empty.success)
+    with psycopg.connect(app_database) as connection:
+        for project, name in (("default", "refused-here"), ("alpha", "refused-elsewhere")):
+            connection.execute(
+                "INSERT INTO collector_quarantine (project, trace_id, span_id, reason, span)"
+                " VALUES (%s, %s, %s, %s, %s)",
+                (
+                    project,
+                    "ab" * 16,
+                    "cd" * 8,
+                    "SQLSTATE 54000: index row size 8016 exceeds",
+                    Jsonb({"name": name}),
+                ),
+            )
+    st.cache_data.clear()
+    app = open_page("app_pages/quarantine.py")
+    assert [metric.value for metric in app.metric] == ["1"]
+    table = app.dataframe[0].value
+    assert list(table["name"]) == ["refused-here"] and "54000" in table["reason"].iloc[0]

@@ -10,6 +10,7 @@ from evallens.db import create_db_engine
 from evallens.db.models import EvalRun, EvalSet
 from tests.dashboard.conftest import APP_FILE, TIMEOUT_S
 from tests.dashboard.seed import SET_NAME, Seeded, hex_id, request_trace
+from tests.dashboard.seed import span as seed_span
 
 ALPHA = "alpha"
 ALPHA_SET = "alpha-set"
@@ -46,7 +47,10 @@ def seed_alpha(url: str, seeded: Seeded) -> dict[str, str]:
                 ):
                     span.project = ALPHA
                     db.add(span)
-            return {scope: create_key(db, ALPHA, Scope(scope)).key for scope in ("read", "ingest", "admin")}
+            return {
+                scope: create_key(db, ALPHA, Scope(scope)).key
+                for scope in ("read", "ingest", "write", "admin")
+            }
     finally:
         engine.dispose()
 
@@ -113,3 +117,53 @@ def test_keys_that_may_not_read_are_refused(alpha_keys: dict[str, str], which: s
     app = sign_in(alpha_keys.get(which, "evk_00000000_nope"))
     assert [error.value for error in app.error] == [message]
     assert not any(title.value == "Overview" for title in app.title)
+
+
+def add_alpha_span_under_default_trace(seeded: Seeded) -> None:
+    """A failed request of alpha's under the default project's trace id: alpha must not see the default
+    project's question through it (issue 14, finding 3)."""
+    from evallens.settings import read_environment
+
+    engine = create_db_engine(str(read_environment("EVALLENS_DATABASE_URL")))
+    try:
+        with Session(engine) as db, db.begin():
+            when = seeded.now - timedelta(minutes=3)
+            db.add(seed_span(seeded.error_trace, 990, when, 50.0, status_code=2, project=ALPHA))
+    finally:
+        engine.dispose()
+
+
+def test_alpha_cases_page_never_shows_another_projects_question(
+    alpha_keys: dict[str, str], seeded: Seeded
+) -> None:
+    add_alpha_span_under_default_trace(seeded)
+    app = sign_in(alpha_keys["read"])
+    app.switch_page("app_pages/cases.py").run()
+    assert not app.exception, [exception.value for exception in app.exception]
+    table = app.dataframe[0].value
+    assert seeded.error_trace in set(table["trace_id"])
+    assert "Can I return shoes?" not in set(table["question"].dropna())
+    assert "Can I return shoes?" not in shown(app)
+
+
+def test_a_read_key_cannot_promote_a_write_key_can(alpha_keys: dict[str, str], seeded: Seeded) -> None:
+    add_alpha_span_under_default_trace(seeded)  # one bad trace of alpha's, so the page offers promotion
+    reader = sign_in(alpha_keys["read"])
+    reader.switch_page("app_pages/cases.py").run()
+    assert "may only read" in shown(reader)
+    assert not [button for button in reader.button if "Promote" in str(button.label)]
+    for scope in ("write", "admin"):
+        writer = sign_in(alpha_keys[scope])
+        writer.switch_page("app_pages/cases.py").run()
+        assert "may only read" not in shown(writer), scope
+        assert [button for button in writer.button if "Promote" in str(button.label)], scope
+
+
+def test_alpha_serving_page_never_shows_another_projects_samples(
+    alpha_keys: dict[str, str], seeded: Seeded
+) -> None:
+    app = sign_in(alpha_keys["read"])
+    app.switch_page("app_pages/serving.py").run()
+    assert not app.exception
+    assert "No serving metrics yet" in "\n".join(str(info.value) for info in app.info)
+    assert not app.get("arrow_vega_lite_chart")

@@ -1,11 +1,12 @@
 """Migrations: up, down, up again; models and migrations agree; a failing migration changes nothing."""
 
 import shutil
+from datetime import date
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from evallens.db import create_db_engine
 from evallens.db.migrate import (
@@ -17,6 +18,7 @@ from evallens.db.migrate import (
     head_revision,
     upgrade,
 )
+from evallens.db.partitions import create_span_partitions
 
 EXPECTED_TABLES = {
     "spans",
@@ -32,6 +34,7 @@ EXPECTED_TABLES = {
     "chunks",
     "projects",
     "api_keys",
+    "collector_quarantine",
 }
 
 
@@ -95,3 +98,25 @@ def test_failing_migration_leaves_previous_revision(empty_database_url: str, tmp
     assert current_revision(engine) == head
     engine.dispose()
     assert "half_written" not in table_names(empty_database_url)
+
+
+def test_spans_of_two_projects_with_one_identity_survive_a_downgrade(empty_database_url: str) -> None:
+    """0003 puts the project in the spans key; going back keeps one of two rows the old key cannot hold."""
+    upgrade(empty_database_url)
+    engine = create_db_engine(empty_database_url)
+    row = (
+        "INSERT INTO spans (trace_id, span_id, start_time, end_time, duration_ms, name, kind, status_code,"
+        " attributes, resource, events, project) VALUES ('{t}', '{s}', '2026-01-01T00:00:00Z',"
+        " '2026-01-01T00:00:01Z', 1000, 'n', 0, 0, '{{}}', '{{}}', '[]', '{p}')"
+    )
+    with engine.begin() as connection:
+        create_span_partitions(connection, [date(2026, 1, 1)])
+        for project in ("alpha", "beta"):
+            connection.execute(text(row.format(t="a" * 32, s="b" * 16, p=project)))
+    engine.dispose()
+    downgrade(empty_database_url, "0002")
+    engine = create_db_engine(empty_database_url)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT project FROM spans")).scalars().all() == ["alpha"]
+    engine.dispose()
+    upgrade(empty_database_url)

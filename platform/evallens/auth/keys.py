@@ -29,15 +29,17 @@ LAST_USED_RESOLUTION_S = 60
 
 
 class Scope(StrEnum):
-    """What a key may do: send spans and call the service, read dashboards, or both."""
+    """What a key may do: send spans and call the service, read dashboards, also change eval sets
+    (promote and review cases: ``write``), or all of it (``admin``)."""
 
     INGEST = "ingest"
     READ = "read"
+    WRITE = "write"
     ADMIN = "admin"
 
     def allows(self, needed: "Scope") -> bool:
         """True when a key of this scope may do what ``needed`` covers."""
-        return self is Scope.ADMIN or self is needed
+        return self is Scope.ADMIN or self is needed or (self is Scope.WRITE and needed is Scope.READ)
 
 
 @dataclass(frozen=True)

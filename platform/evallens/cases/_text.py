@@ -63,13 +63,14 @@ def first_text(values: Sequence[Any], role: str) -> str | None:
     return None
 
 
-def trace_questions(session: Session, trace_ids: Sequence[str]) -> dict[str, str | None]:
-    """The user question of each trace (from its earliest span that carries one); None when none does."""
+def trace_questions(session: Session, trace_ids: Sequence[str], project: str) -> dict[str, str | None]:
+    """The user question of each trace of ``project`` (from its earliest span there that carries one);
+    None when none does. Another project's spans never count, even under the same trace id."""
     questions: dict[str, str | None] = dict.fromkeys(trace_ids)
     has_question = Span.attributes.has_any(array(QUESTION_ATTRIBUTES))
     rows = session.execute(
         select(Span.trace_id, Span.attributes)
-        .where(Span.trace_id.in_(list(trace_ids)), has_question)
+        .where(Span.project == project, Span.trace_id.in_(list(trace_ids)), has_question)
         .order_by(Span.start_time)
     )
     for trace_id, span_attributes in rows:

@@ -121,7 +121,7 @@ def _checked_questions(
             )
         if trace_id in promoted or case_key_for(trace_id) in promoted:
             raise AlreadyPromoted(f"trace {trace_id} is already a case of {source.name} v{source.version}")
-    questions = trace_questions(session, trace_ids)
+    questions = trace_questions(session, trace_ids, project)
     checked: dict[str, str] = {}
     for trace_id in trace_ids:
         question = questions.get(trace_id)

@@ -1,11 +1,14 @@
 """Builds the Typer app from one module per command group and turns user errors into one line."""
 
 import sys
+from typing import NoReturn
 
 import typer
+from pydantic import ValidationError
 
 from evallens.cli import cases, collector, dashboard, db, demo, eval, gate, kb, keys, model, prices, service
 from evallens.errors import EvallensError
+from evallens.settings import ENV_PREFIX
 
 EXIT_ERROR = 2
 
@@ -37,10 +40,43 @@ def create_cli() -> typer.Typer:
 def main() -> None:
     """Entry point of the console script: a user mistake is one line on stderr and exit code 2."""
     try:
-        create_cli()(standalone_mode=True)
+        result = create_cli()(standalone_mode=False)
+    except typer.TyperException as error:  # click's errors: unknown command, bad or missing option
+        usage_problem(error)
     except EvallensError as error:
-        typer.echo(f"evallens: error: {error}", err=True)
-        sys.exit(EXIT_ERROR)
-    except KeyboardInterrupt:
+        fail(str(error))
+    except ValidationError as error:
+        fail(setting_problem(error))
+    except (KeyboardInterrupt, typer.Abort):
         typer.echo("evallens: interrupted", err=True)
         sys.exit(130)
+    if isinstance(result, int):  # typer.Exit(code) comes back as the code
+        sys.exit(result)
+
+
+def usage_problem(error: typer.TyperException) -> NoReturn:
+    """A command line click refused, in one line (``evallens`` alone shows the help)."""
+    context = getattr(error, "ctx", None)
+    if type(error).__name__ == "NoArgsIsHelpError" and context is not None:
+        typer.echo(context.get_help())
+        sys.exit(0)
+    format_message = getattr(error, "format_message", None)
+    message = format_message() if callable(format_message) else str(error)
+    where = context.command_path if context is not None else "evallens"
+    fail(f"{where}: {message} (see `{where} --help`)")
+
+
+def fail(message: str) -> NoReturn:
+    """Print one line on stderr and exit 2."""
+    typer.echo(f"evallens: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def setting_problem(error: ValidationError) -> str:
+    """A settings class refused the environment: which variable, what is wrong, what it held."""
+    problem = error.errors()[0]
+    field = ".".join(str(part) for part in problem["loc"])
+    name = f"{ENV_PREFIX}{field.upper()}" if error.title.endswith("Settings") else field
+    shown = repr(problem.get("input"))
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return f"{name}: {problem['msg']} (got {shown})"

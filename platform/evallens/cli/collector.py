@@ -1,11 +1,22 @@
-"""``evallens collector``: the OTLP receiver and Prometheus scraper, and span retention."""
+"""``evallens collector``: the OTLP receiver and Prometheus scraper, span retention, the quarantine."""
 
+from typing import Annotated
+
+import orjson
 import typer
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from evallens.settings import CollectorSettings
 
-app = typer.Typer(help="OTLP/HTTP and gRPC trace receiver, Prometheus scraper, retention.")
+app = typer.Typer(help="OTLP/HTTP and gRPC trace receiver, Prometheus scraper, retention, quarantine.")
+quarantine_app = typer.Typer(
+    help="Spans the collector acknowledged but PostgreSQL refused: list, retry, drop.", no_args_is_help=True
+)
+app.add_typer(quarantine_app, name="quarantine")
+IDS_HELP = "Quarantine ids (from `quarantine list`)."
+PROJECT_HELP = "Only this project's spans."
 
 
 @app.callback(invoke_without_command=True)
@@ -37,3 +48,56 @@ def prune(
     report = prune_partitions(CollectorSettings(), older_than)
     names = ", ".join(report.dropped) or "none"
     Console().print(f"dropped {len(report.dropped)} span partitions before {report.cutoff}: {names}")
+
+
+@quarantine_app.command("list")
+def quarantine_list(
+    project: Annotated[str | None, typer.Option(help=PROJECT_HELP)] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Most entries listed, newest first.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List quarantined spans with PostgreSQL's reason, newest first."""
+    from collector.commands import quarantine_list as listing_of
+
+    listing = listing_of(CollectorSettings(), project, limit)
+    if as_json:
+        rows = [vars(entry) for entry in listing.entries]
+        typer.echo(orjson.dumps({"total": listing.num_total, "entries": rows}, option=orjson.OPT_INDENT_2))
+        return
+    table = Table("id", "project", "trace", "span", "name", "reason", "quarantined (UTC)")
+    for entry in listing.entries:
+        when = f"{entry.quarantined_at:%Y-%m-%d %H:%M:%S}"
+        cells = (str(entry.id), entry.project, entry.trace_id, entry.span_id, entry.name, entry.reason, when)
+        table.add_row(*(Text(cell) for cell in cells))  # client text and [brackets] are data, not markup
+    console = Console(width=200)
+    console.print(table)
+    console.print(f"{listing.num_total} quarantined spans", markup=False)
+    if listing.num_dead_letter_files:
+        console.print(
+            f"{listing.num_dead_letter_files} dead-letter files wait for the collector to move them in"
+        )
+
+
+@quarantine_app.command("retry")
+def quarantine_retry(
+    ids: Annotated[list[int] | None, typer.Argument(help=IDS_HELP)] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every quarantined span (of --project).")] = False,
+    project: Annotated[str | None, typer.Option(help=PROJECT_HELP)] = None,
+) -> None:
+    """Write quarantined spans again (after fixing the cause); stored ones leave the quarantine."""
+    from collector.commands import quarantine_retry as retry
+
+    report = retry(CollectorSettings(), ids or [], every, project)
+    Console().print(f"{report.num_stored} stored, {report.num_still_refused} still refused (kept)")
+
+
+@quarantine_app.command("drop")
+def quarantine_drop(
+    ids: Annotated[list[int] | None, typer.Argument(help=IDS_HELP)] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every quarantined span (of --project).")] = False,
+    project: Annotated[str | None, typer.Option(help=PROJECT_HELP)] = None,
+) -> None:
+    """Delete quarantined spans for good."""
+    from collector.commands import quarantine_drop as drop
+
+    Console().print(f"{drop(CollectorSettings(), ids or [], every, project)} quarantined spans dropped")

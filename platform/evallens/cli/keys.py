@@ -35,7 +35,10 @@ def _transaction() -> Iterator[Session]:
 def create(
     project: str = typer.Option(..., "--project", help="Project (tenant) the key writes and reads."),
     scope: Annotated[
-        Scope, typer.Option("--scope", help="ingest (spans, service), read, or admin.")
+        Scope,
+        typer.Option(
+            "--scope", help="ingest (spans, service), read, write (read + promote/review cases), or admin."
+        ),
     ] = Scope.INGEST,
 ) -> None:
     """Create a key for a project and print it once."""

@@ -1,15 +1,25 @@
 """SQLAlchemy engines and sessions over psycopg 3."""
 
-from sqlalchemy import Engine, create_engine, make_url, text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import URL, Engine, create_engine, make_url, text
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.errors import DatabaseUnavailable
 
 
+def parse_url(url: str) -> URL:
+    """``url`` parsed, or ``DatabaseUnavailable`` in one line (never echoing it: it may hold a password)."""
+    try:
+        return make_url(url)
+    except (ArgumentError, ValueError):
+        raise DatabaseUnavailable(
+            "the database URL cannot be parsed; it looks like postgresql://user:password@host:5432/dbname"
+        ) from None
+
+
 def sqlalchemy_url(url: str) -> str:
     """Turn a libpq-style ``postgresql://`` URL into one that selects the psycopg 3 driver."""
-    parsed = make_url(url)
+    parsed = parse_url(url)
     if parsed.get_backend_name() != "postgresql":
         raise DatabaseUnavailable(f"not a PostgreSQL URL: {parsed.render_as_string()}")
     return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
@@ -17,7 +27,7 @@ def sqlalchemy_url(url: str) -> str:
 
 def libpq_url(url: str) -> str:
     """The same URL without the SQLAlchemy driver suffix, for psycopg.connect."""
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    return parse_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def create_db_engine(url: str, *, connect_timeout_s: int = 5, pool_size: int = 5) -> Engine:

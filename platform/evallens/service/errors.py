@@ -53,6 +53,23 @@ class ContextLengthExceeded(BadRequest):
         self.max_model_len = max_model_len
 
 
+class MessagesTooLong(ContextLengthExceeded):
+    """The messages hold more characters than the context window could hold as tokens (refused before
+    tokenizing them, so no request decides how much the service tokenizes)."""
+
+    def __init__(self, num_chars: int, max_model_len: int) -> None:
+        BadRequest.__init__(
+            self,
+            f"This model's maximum context length is {max_model_len} tokens. However, your messages hold "
+            f"{num_chars} characters, more than that many tokens can hold. Please reduce the length of "
+            "the messages.",
+            code="context_length_exceeded",
+        )
+        self.num_prompt_tokens = 0
+        self.max_tokens = 0
+        self.max_model_len = max_model_len
+
+
 class Overloaded(ServiceError):
     """Every in-flight slot is taken and the queue is full."""
 

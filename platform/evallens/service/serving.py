@@ -18,11 +18,18 @@ from evallens.service.engines.base import (
     EngineError,
     EngineRejected,
     GenerationChunk,
+    Message,
     Prompt,
     SamplingOptions,
 )
 from evallens.service.engines.routing import EngineRouter
-from evallens.service.errors import BadRequest, ContextLengthExceeded, EngineUnavailable, ServiceError
+from evallens.service.errors import (
+    BadRequest,
+    ContextLengthExceeded,
+    EngineUnavailable,
+    MessagesTooLong,
+    ServiceError,
+)
 from evallens.service.feedback import ResponseIndex
 from evallens.service.guards import ServiceUnavailable
 from evallens.service.guards.degrade import ENGINE_FALLBACK_CACHE
@@ -48,6 +55,20 @@ class ChatCall:
     deadline: Deadline
     fingerprint: str
     rag: RagState
+
+
+# No tokenizer of a chat model packs more characters into one token on average; messages longer than
+# this many characters per token of the context window cannot fit, whatever they say.
+MAX_CHARS_PER_TOKEN = 32
+
+
+@dataclass(frozen=True)
+class BarePrompt:
+    """The request's own messages as one engine rendered them, before retrieval added anything."""
+
+    messages: tuple[Message, ...]
+    engine: Engine
+    prompt: Prompt
 
 
 class ChatServing:
@@ -111,6 +132,7 @@ class ChatServing:
             min_tokens=request.min_tokens,
             ignore_eos=request.ignore_eos,
         )
+        bare = self._check_context(request, sampling)  # before any guard, cache or retrieval work
         config_fingerprint = self.config_fingerprint()
         state = await self.rag.before_engine(
             request, sampling, tags.tenant, config_fingerprint, use_caches=not tags.no_cache
@@ -132,7 +154,8 @@ class ChatServing:
         if not route.engine.is_ready():
             raise EngineUnavailable("the engine is not ready yet", code="engine_not_ready")
         try:
-            prompt = route.engine.prepare(built.messages)
+            same = bare is not None and bare.messages == built.messages and bare.engine is route.engine
+            prompt = bare.prompt if same and bare is not None else route.engine.prepare(built.messages)
         except EngineRejected as error:
             raise BadRequest(str(error)) from error
         recording.set_prompt([message.content for message in built.messages], prompt.num_tokens)
@@ -148,6 +171,28 @@ class ChatServing:
         return ChatCall(
             request, recording, route.engine, built, prompt, sampling, deadline, config_fingerprint, state
         )
+
+    def _check_context(
+        self, request: ChatCompletionRequest, sampling: SamplingOptions
+    ) -> "BarePrompt | None":
+        """Refuse a request whose own messages cannot fit the context window: by characters first (no
+        tokenizing), then by tokens when the engine can count them. Returns the tokenized messages."""
+        built = build_messages(request, PromptContext(system_prompt=self.settings.system_prompt))
+        engine = self.router.choose(built.num_chars).engine
+        max_model_len = engine.max_model_len
+        if max_model_len is None:
+            return None
+        if built.num_chars > max_model_len * MAX_CHARS_PER_TOKEN:
+            raise MessagesTooLong(built.num_chars, max_model_len)
+        if not engine.is_ready():
+            return None  # answered 503 later, unless a cache or guard answers without the engine
+        try:
+            prompt = engine.prepare(built.messages)
+        except EngineRejected as error:
+            raise BadRequest(str(error)) from error
+        if prompt.num_tokens is not None and prompt.num_tokens + sampling.max_tokens > max_model_len:
+            raise ContextLengthExceeded(prompt.num_tokens, sampling.max_tokens, max_model_len)
+        return BarePrompt(built.messages, engine, prompt)
 
     def _prompt_context(self, state: RagState) -> PromptContext:
         if not state.retrieval:

@@ -35,10 +35,28 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=64, ge=1, description="HTTP connections served at once; more are answered 503."
     )
     collector_queue_max_spans: int = Field(
-        default=50_000, ge=1, description="Spans waiting to be written before new requests get 503."
+        default=50_000, ge=1, description="Spans waiting to be written before new requests get 429."
     )
     collector_queue_max_bytes: int = Field(
-        default=128 * MIB, ge=1024, description="Request bytes waiting to be written before 503."
+        default=128 * MIB,
+        ge=1024,
+        description="Bytes of decoded (packed) spans waiting to be written before new requests get 429.",
+    )
+    collector_max_inflight_bytes: int = Field(
+        default=64 * MIB,
+        ge=1024,
+        description=(
+            "Bytes of request bodies being read or decoded at once (HTTP and gRPC together); beyond "
+            "it, 429 with Retry-After (gRPC: RESOURCE_EXHAUSTED). A request alone always gets in."
+        ),
+    )
+    collector_max_spans_per_request: int = Field(
+        default=500_000,
+        ge=1,
+        description="Most spans one export request may hold; more: 413 (gRPC: INVALID_ARGUMENT).",
+    )
+    collector_decode_workers: int = Field(
+        default=0, ge=0, description="Worker processes decoding requests; 0 means one per CPU core."
     )
     collector_flush_max_spans: int = Field(
         default=10_000, ge=1, description="Most spans written in one COPY transaction."
@@ -53,7 +71,9 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=None, description="Spool directory; unset means <data_dir>/collector/spool."
     )
     collector_spool_max_bytes: int = Field(
-        default=1024 * MIB, ge=0, description="Spool size beyond which requests get 503 instead."
+        default=1024 * MIB,
+        ge=0,
+        description="Spool size beyond which requests get 503 instead (spans are refused, never dropped).",
     )
     collector_db_retry_s: float = Field(
         default=1.0, gt=0, description="Seconds between reconnection attempts while PostgreSQL is down."
@@ -67,6 +87,35 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
     collector_span_max_future_s: int = Field(
         default=86_400, ge=0, description="Spans that start this far in the future are rejected."
     )
+    collector_span_max_duration_s: int = Field(
+        default=7 * 86_400, ge=1, description="Spans that last longer than this are rejected."
+    )
+    collector_max_key_chars: int = Field(
+        default=256,
+        ge=16,
+        le=512,
+        description=(
+            "Longest project, tenant, user, feature, eval run/case id or model accepted; a longer one "
+            "rejects the span (these columns are indexed and grouped on)."
+        ),
+    )
+    collector_max_text_chars: int = Field(
+        default=1024,
+        ge=16,
+        description="Span, service and scope names and status messages are cut to this (ending in '…').",
+    )
+    collector_max_tokens: int = Field(
+        default=1_000_000_000, ge=1, description="Largest token count accepted; more rejects the span."
+    )
+    collector_max_cost_usd: float = Field(
+        default=1_000_000.0, gt=0, description="Largest cost (USD) of one span accepted; more rejects it."
+    )
+    collector_writer_backoff_s: float = Field(
+        default=0.5, gt=0, description="First pause before restarting a writer that failed unexpectedly."
+    )
+    collector_writer_backoff_max_s: float = Field(
+        default=30.0, gt=0, description="Longest pause before restarting a writer that failed unexpectedly."
+    )
     collector_scrape_targets: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Prometheus /metrics URLs to scrape, comma-separated (e.g. the service and vLLM).",
@@ -75,6 +124,11 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=15.0, gt=0, description="Seconds between two scrapes of every target."
     )
     collector_scrape_timeout_s: float = Field(default=5.0, gt=0, description="Timeout of one scrape.")
+    collector_scrape_project: str = Field(
+        default="default",
+        min_length=1,
+        description="Project the scraped samples belong to (the project whose service the targets are).",
+    )
 
     @field_validator("collector_scrape_targets", mode="before")
     @classmethod

@@ -29,6 +29,14 @@ class RagSettings(BaseSettings):
         description="Directory of a sentence-transformers model; unset: the packaged all-MiniLM-L6-v2.",
     )
     embedding_batch_size: int = Field(default=32, ge=1, le=1024, description="Texts embedded per batch.")
+    embedding_max_query_chars: int = Field(
+        default=2000,
+        ge=64,
+        description=(
+            "Most characters of a question sent to the embedding model (all-MiniLM-L6-v2 reads 256 "
+            "word pieces, about 1,000 characters): the rest is cut, so no request sets the work."
+        ),
+    )
     chunk_tokens: int = Field(
         default=200,
         ge=32,

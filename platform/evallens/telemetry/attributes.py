@@ -61,6 +61,8 @@ TENANT = "evallens.tenant"
 USER = "evallens.user"
 FEATURE = "evallens.feature"
 PROJECT = "evallens.project"
+# the project of spans (and everything else) that name none
+DEFAULT_PROJECT = "default"
 EVAL_RUN_ID = "evallens.eval.run_id"
 EVAL_CASE_ID = "evallens.eval.case_id"
 PROMPT_HASH = "evallens.prompt.hash"

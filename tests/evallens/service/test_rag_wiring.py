@@ -361,3 +361,23 @@ def chat_with(client: httpx.Client, key: str, tenant: str | None = None) -> http
         headers[attr.HEADER_TENANT] = tenant
     payload = {"messages": [{"role": "user", "content": QUESTION}], "max_tokens": 4, "temperature": 0}
     return client.post("/v1/chat/completions", json=payload, headers=headers)
+
+
+@pytest.mark.parametrize("num_words", [50_000, 20_000], ids=["by-characters", "by-tokens"])
+def test_context_length_is_checked_before_guards_caches_and_retrieval(
+    serve: Serve, database_url: str, span_exporter: Any, num_words: int
+) -> None:
+    """Issue 14, finding 6: an oversized message is a 400, and no guard, cache, embedding or retrieval
+    work is spent on it (with a strict scope guard it used to be a 200 decline after all of that)."""
+    with serve(database_url=database_url, **{**RAG, "scope_min_relevance": 0.99}) as client:
+        load(client)
+        span_exporter.clear()
+        response = chat(client, " ".join(["refund"] * num_words))
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "context_length_exceeded" and error["type"] == "invalid_request_error"
+    assert "maximum context length is 8192 tokens" in error["message"]
+    names = {span.name for span in span_exporter.get_finished_spans()}
+    spent = {attr.SPAN_GUARD_SAFETY, attr.SPAN_EMBED_QUERY, attr.SPAN_RETRIEVAL, attr.SPAN_GUARD_SCOPE}
+    spent |= {attr.SPAN_CACHE_EXACT, attr.SPAN_CACHE_SEMANTIC}
+    assert names & spent == set(), names

@@ -49,6 +49,7 @@ def test_needs_review_cases_are_left_out(
     with sessions.begin() as session:
         cases.promote_traces(session, [traffic.feedback], eval_set_name=SET_NAME, scenario="orders")
     out = tmp_path / "sets" / "mini.yaml"
+    out.parent.mkdir()  # export writes into an existing folder, never creates one
     result = run_cli("eval", "sets", "export", f"{SET_NAME}@2", "--out", str(out), database_url=database_url)
     assert result.returncode == 0, result.stderr
     assert "4 cases" in result.stdout and "1 not active left out" in result.stdout

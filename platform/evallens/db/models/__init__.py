@@ -13,6 +13,7 @@ from evallens.db.models.evals import (
 from evallens.db.models.knowledge import Chunk, Document
 from evallens.db.models.metrics import MetricSample
 from evallens.db.models.prices import ModelPrice
+from evallens.db.models.quarantine import QuarantinedSpan
 from evallens.db.models.traces import Span
 
 __all__ = [
@@ -29,5 +30,6 @@ __all__ = [
     "MetricSample",
     "ModelPrice",
     "Project",
+    "QuarantinedSpan",
     "Span",
 ]

@@ -8,8 +8,9 @@ from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, JSONB, TIMESTAMP
 from sqlalchemy.orm import Mapped, mapped_column
 
 from evallens.db.base import Base
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 
-DEFAULT_PROJECT = "default"
+__all__ = ["DEFAULT_PROJECT", "Span"]
 
 
 class Span(Base):
@@ -17,7 +18,7 @@ class Span(Base):
 
     The primary key includes ``start_time`` because PostgreSQL requires the partition key in every
     unique constraint; a client retry resends the same span with the same start time, so it still
-    deduplicates.
+    deduplicates. It includes ``project`` so that two projects sending the same ids never share a row.
     """
 
     __tablename__ = "spans"
@@ -49,7 +50,7 @@ class Span(Base):
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONB)
     resource: Mapped[dict[str, Any]] = mapped_column(JSONB)
     events: Mapped[list[Any]] = mapped_column(JSONB)
-    project: Mapped[str] = mapped_column(Text, server_default=DEFAULT_PROJECT)
+    project: Mapped[str] = mapped_column(Text, primary_key=True, server_default=DEFAULT_PROJECT)
     model: Mapped[str | None] = mapped_column(Text)
     input_tokens: Mapped[int | None] = mapped_column(BigInteger)
     output_tokens: Mapped[int | None] = mapped_column(BigInteger)

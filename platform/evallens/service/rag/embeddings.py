@@ -38,6 +38,7 @@ class Embedder:
     def __init__(self, settings: RagSettings) -> None:
         self._path = str(settings.embedding_model_path or packaged_model_path())
         self._batch_size = settings.embedding_batch_size
+        self.max_query_chars = settings.embedding_max_query_chars
         self._model: Any = None
 
     @property
@@ -71,8 +72,9 @@ class Embedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_one(self, text: str) -> Vectors:
-        """The unit-length embedding of one text (a 1-D vector)."""
-        vector: Vectors = self.embed([text])[0]
+        """The unit-length embedding of one query (a 1-D vector), cut to ``max_query_chars`` first: the
+        model reads only its first 256 word pieces, and tokenizing the rest would be work for nothing."""
+        vector: Vectors = self.embed([text[: self.max_query_chars]])[0]
         return vector
 
     async def aembed(self, texts: list[str]) -> Vectors:

@@ -1,0 +1,124 @@
+"""Walk a serialized ``ExportTraceServiceRequest`` span by span, never holding the whole message tree.
+
+Parsing a 300,000-span request in one go builds a message tree several times its size; here the
+request is split along its wire format (resource_spans = 1, scope_spans = 2, spans = 2) and each
+span is parsed alone, so a decode worker holds the body, one span, and what it has packed so far.
+Repeated singular fields (``resource``, ``scope``) merge as protobuf merges them: by concatenation.
+"""
+
+from collections.abc import Iterator
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+REQUEST_RESOURCE_SPANS = 1
+RESOURCE_RESOURCE, RESOURCE_SCOPE_SPANS = 1, 2
+SCOPE_SCOPE, SCOPE_SPANS = 1, 2
+LENGTH_DELIMITED = 2
+MAX_VARINT_SHIFT = 64
+
+ScopeGroup = tuple[InstrumentationScope, Iterator[Span]]
+ResourceGroup = tuple[Resource, Iterator[ScopeGroup]]
+
+
+class WireError(ValueError):
+    """The bytes are not a well-formed protobuf message."""
+
+
+def _varint(data: memoryview, position: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if position >= len(data):
+            raise WireError("truncated varint")
+        byte = data[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, position
+        shift += 7
+        if shift >= MAX_VARINT_SHIFT:
+            raise WireError("varint too long")
+
+
+def fields(data: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(field number, wire type, value start, value end) of each field between ``start`` and ``end``."""
+    position = start
+    while position < end:
+        key, position = _varint(data, position)
+        number, wire_type = key >> 3, key & 7
+        if number == 0:
+            raise WireError("field number 0")
+        if wire_type == 0:
+            _, after = _varint(data, position)
+        elif wire_type == 1:
+            after = position + 8
+        elif wire_type == LENGTH_DELIMITED:
+            length, position = _varint(data, position)
+            after = position + length
+        elif wire_type == 5:
+            after = position + 4
+        else:
+            raise WireError(f"unsupported wire type {wire_type}")
+        if after > end:
+            raise WireError("truncated message")
+        yield number, wire_type, position, after
+        position = after
+
+
+def _nested(data: memoryview, start: int, end: int, number: int) -> Iterator[tuple[int, int]]:
+    for field, wire_type, value_start, value_end in fields(data, start, end):
+        if field == number and wire_type == LENGTH_DELIMITED:
+            yield value_start, value_end
+
+
+def _parse(
+    kind: type[Span] | type[Resource] | type[InstrumentationScope], data: bytes | memoryview
+) -> object:
+    try:
+        return kind.FromString(data)  # type: ignore[arg-type]  # upb parses any buffer: no copy
+    except DecodeError as error:
+        raise WireError(f"invalid {kind.__name__}: {error}") from None
+
+
+def _merged(
+    kind: type[Resource] | type[InstrumentationScope], data: memoryview, start: int, end: int, number: int
+) -> object:
+    return _parse(kind, b"".join(data[s:e] for s, e in _nested(data, start, end, number)))
+
+
+def resource_groups(body: bytes) -> Iterator[ResourceGroup]:
+    """Each resource with its scopes, each scope with its spans, parsed as they are reached.
+
+    Raises ``WireError`` (possibly part way through) when the body is not a well-formed request.
+    """
+    data = memoryview(body)
+    for start, end in _nested(data, 0, len(data), REQUEST_RESOURCE_SPANS):
+        resource = _merged(Resource, data, start, end, RESOURCE_RESOURCE)
+        assert isinstance(resource, Resource)
+        yield resource, _scope_groups(data, start, end)
+
+
+def _scope_groups(data: memoryview, start: int, end: int) -> Iterator[ScopeGroup]:
+    for scope_start, scope_end in _nested(data, start, end, RESOURCE_SCOPE_SPANS):
+        scope = _merged(InstrumentationScope, data, scope_start, scope_end, SCOPE_SCOPE)
+        assert isinstance(scope, InstrumentationScope)
+        yield scope, _spans(data, scope_start, scope_end)
+
+
+def _spans(data: memoryview, start: int, end: int) -> Iterator[Span]:
+    for span_start, span_end in _nested(data, start, end, SCOPE_SPANS):
+        span = _parse(Span, data[span_start:span_end])
+        assert isinstance(span, Span)
+        yield span
+
+
+def count_spans(body: bytes) -> int:
+    """How many spans the serialized request holds, without parsing any (``WireError`` if malformed)."""
+    data = memoryview(body)
+    total = 0
+    for start, end in _nested(data, 0, len(data), REQUEST_RESOURCE_SPANS):
+        for scope_start, scope_end in _nested(data, start, end, RESOURCE_SCOPE_SPANS):
+            total += sum(1 for _ in _nested(data, scope_start, scope_end, SCOPE_SPANS))
+    return total

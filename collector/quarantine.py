@@ -1,0 +1,149 @@
+"""Spans PostgreSQL refuses: find them in a batch, keep them with the reason, never drop them.
+
+A refused batch is bisected (``isolate``): every good span is stored and each bad one becomes a
+``Refusal``. Refusals go to the ``collector_quarantine`` table, or to an fsync'd dead-letter file
+when PostgreSQL went away meanwhile; dead letters are moved into the table once it is back.
+"""
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+from collector._files import remove_durably, write_atomically
+from collector.records import SpanRecord, record_from_dict, record_to_dict
+from collector.stats import CollectorStats
+from collector.write import DatabaseDown, Refusal, RowsRefused, SpanWriter
+
+logger = logging.getLogger(__name__)
+
+SUFFIX = ".jsonl"
+REFUSED_SUFFIX = ".refused"
+
+
+class QuarantineFailed(Exception):
+    """Refused spans could be kept neither in PostgreSQL nor on disk; they were not acknowledged."""
+
+
+def isolate(
+    writer: SpanWriter, spans: Sequence[SpanRecord], expect_duplicates: bool = False
+) -> list[Refusal]:
+    """Store ``spans``; when PostgreSQL refuses rows, bisect until every good span is stored.
+
+    Returns the spans refused on their own. ``DatabaseDown`` propagates: what was committed before
+    stays committed, and a replay of the whole batch skips it.
+    """
+    try:
+        writer.write(spans, expect_duplicates)
+        return []
+    except RowsRefused as error:
+        if len(spans) == 1:
+            return [Refusal(spans[0], str(error))]
+    middle = len(spans) // 2
+    return isolate(writer, spans[:middle], expect_duplicates) + isolate(
+        writer, spans[middle:], expect_duplicates
+    )
+
+
+class DeadLetters:
+    """A directory of fsync'd JSON-lines files of refusals, waiting for PostgreSQL."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        for leftover in directory.glob("*.tmp"):  # a crash mid-write: never acknowledged
+            leftover.unlink()
+
+    def append(self, refusals: Sequence[Refusal]) -> Path:
+        """Durably write ``refusals`` (raises ``OSError`` when the disk cannot take them)."""
+        lines = (
+            orjson.dumps({"reason": refusal.reason, "span": record_to_dict(refusal.span)})
+            for refusal in refusals
+        )
+        return write_atomically(self.directory, b"\n".join(lines) + b"\n", SUFFIX)
+
+    def pending(self) -> list[Path]:
+        """Files waiting to move into the table, oldest first."""
+        return sorted(self.directory.glob(f"*{SUFFIX}"))
+
+    @property
+    def num_files(self) -> int:
+        """Files on disk, waiting or set aside."""
+        return len(self.pending()) + len(list(self.directory.glob(f"*{REFUSED_SUFFIX}")))
+
+    @staticmethod
+    def read(path: Path) -> list[Refusal]:
+        """The refusals of one file."""
+        refusals = []
+        for line in path.read_bytes().splitlines():
+            if line.strip():
+                item = orjson.loads(line)
+                refusals.append(Refusal(record_from_dict(item["span"]), str(item["reason"])))
+        return refusals
+
+
+class Quarantine:
+    """Keeps refusals: in the table when it can, else on disk. Used by the writer thread only."""
+
+    def __init__(self, writer: SpanWriter, dead_letters: DeadLetters, stats: CollectorStats) -> None:
+        self._writer, self._dead_letters, self._stats = writer, dead_letters, stats
+        self.num_files = 0
+        self.num_quarantined = 0
+        self._num_waiting = 0
+        self._count_files()
+
+    def put(self, refusals: Sequence[Refusal]) -> None:
+        """Keep ``refusals`` durably; ``QuarantineFailed`` when neither place can take them."""
+        for refusal in refusals[:5]:
+            logger.warning(
+                "quarantined span %s of trace %s (project %s): %s",
+                refusal.span.span_id,
+                refusal.span.trace_id,
+                refusal.span.project,
+                refusal.reason,
+            )
+        try:
+            self._writer.quarantine(refusals)
+        except (DatabaseDown, RowsRefused) as error:
+            self._to_file(refusals, error)
+        self.num_quarantined += len(refusals)
+        self._stats.spans_quarantined.inc(len(refusals))
+
+    def import_one(self) -> bool:
+        """Move the oldest dead-letter file into the table; False when there was none.
+
+        Raises ``DatabaseDown``; a file PostgreSQL refuses even there is set aside as ``.refused``.
+        """
+        pending = self._dead_letters.pending()
+        if not pending:
+            return False
+        path = pending[0]
+        try:
+            self._writer.quarantine(DeadLetters.read(path))
+        except RowsRefused as error:
+            logger.error("PostgreSQL refused dead letters %s even in the quarantine: %s", path, error)
+            path.rename(path.with_suffix(REFUSED_SUFFIX))
+            self._count_files()
+            return True
+        remove_durably(path)
+        self._count_files()
+        return True
+
+    @property
+    def waiting(self) -> bool:
+        """Whether dead-letter files wait for the table."""
+        return self._num_waiting > 0
+
+    def _to_file(self, refusals: Sequence[Refusal], cause: Exception) -> None:
+        try:
+            path = self._dead_letters.append(refusals)
+        except OSError as error:
+            raise QuarantineFailed(f"cannot quarantine {len(refusals)} spans ({cause}; {error})") from error
+        logger.warning("quarantine table unavailable (%s); %d spans kept in %s", cause, len(refusals), path)
+        self._count_files()
+
+    def _count_files(self) -> None:
+        self._num_waiting = len(self._dead_letters.pending())
+        self.num_files = self._dead_letters.num_files
+        self._stats.dead_letter_files.set(self.num_files)

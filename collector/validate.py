@@ -1,0 +1,103 @@
+"""What the collector accepts, checked before it acknowledges anything (README: "Collector guarantees").
+
+- Key columns (project, tenant, user, feature, eval run and case ids, model) are indexed or grouped
+  on: longer than ``max_key_chars`` rejects the span, since a cut would merge distinct values.
+- Free text (span, service and scope names, status message) is cut to ``max_text_chars``, ending in
+  ``TRUNCATED``; the attributes JSON keeps every original value.
+- Token counts are integers in [0, ``max_tokens``]; costs and engine times finite numbers in
+  [0, ``max_cost_usd``] / [0, ``max_duration_s``]: anything else present rejects the span. Bounded
+  values keep every sum the dashboard takes far from overflowing.
+- A span starts within [now - ``max_age_s``, now + ``max_future_s``], ends no earlier than it starts
+  and lasts at most ``max_duration_s``; otherwise it is rejected (never clamped: a wrong time would
+  put it in the wrong day and distort latency).
+"""
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+TRUNCATED = "…"
+
+
+class InvalidSpan(ValueError):
+    """A span that cannot be stored; its message goes into ``partial_success``."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanLimits:
+    """Everything ``validate`` bounds, and the most spans one export request may hold."""
+
+    max_age_s: float = 365 * 86_400
+    max_future_s: float = 86_400
+    max_duration_s: float = 7 * 86_400
+    max_key_chars: int = 256
+    max_text_chars: int = 1024
+    max_tokens: int = 1_000_000_000
+    max_cost_usd: float = 1_000_000.0
+    max_concurrent_requests: int = 1_000_000
+    max_spans_per_request: int = 500_000
+
+
+def key_text(name: str, value: Any, limits: SpanLimits) -> str | None:
+    """A key column's value: a non-empty string (numbers as text), None when absent or not text."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        return None
+    if len(value) > limits.max_key_chars:
+        raise InvalidSpan(f"{name} is {len(value)} characters long; at most {limits.max_key_chars} are kept")
+    return value
+
+
+def free_text(value: str, limits: SpanLimits) -> str:
+    """``value`` cut to ``max_text_chars`` (ending in ``TRUNCATED`` when cut)."""
+    if len(value) <= limits.max_text_chars:
+        return value
+    return value[: limits.max_text_chars - len(TRUNCATED)] + TRUNCATED
+
+
+def count(name: str, value: Any, maximum: int) -> int | None:
+    """A count in [0, ``maximum``] (integers, integral floats, digit strings); None when absent."""
+    if value is None:
+        return None
+    number: Any = value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= maximum:
+        raise InvalidSpan(f"{name} must be a whole number from 0 to {maximum}, not {_shown(value)}")
+    return number
+
+
+def amount(name: str, value: Any, maximum: float) -> float | None:
+    """A finite number in [0, ``maximum``] (numbers or numeric strings); None when absent."""
+    if value is None:
+        return None
+    number = math.nan
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError, OverflowError):
+            number = float(value)
+    if not (math.isfinite(number) and 0 <= number <= maximum):
+        raise InvalidSpan(f"{name} must be a number from 0 to {maximum:g}, not {_shown(value)}")
+    return number
+
+
+def check_times(
+    span_id: str, start_ns: int, end_ns: int, window: tuple[int, int], limits: SpanLimits
+) -> None:
+    """``InvalidSpan`` unless the span starts inside ``window`` and ends within ``max_duration_s``."""
+    if not window[0] <= start_ns <= window[1]:
+        raise InvalidSpan(f"span {span_id}: start time {start_ns} ns is outside the accepted window")
+    if end_ns < start_ns:
+        raise InvalidSpan(f"span {span_id}: end time is before start time")
+    if end_ns - start_ns > limits.max_duration_s * 1e9:
+        raise InvalidSpan(
+            f"span {span_id}: lasts {(end_ns - start_ns) / 1e9:.0f} s; at most {limits.max_duration_s:g} s"
+        )
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

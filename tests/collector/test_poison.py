@@ -1,0 +1,204 @@
+"""Finding 1 of issue 14: a span PostgreSQL refuses is quarantined with its reason; it never holds
+back other spans (of any project), never reads as "database down", and is never silently dropped."""
+
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import orjson
+import psycopg
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from typer.testing import CliRunner
+
+from collector.quarantine import DeadLetters, Quarantine, isolate
+from collector.records import SpanRecord
+from collector.runtime import Collector
+from collector.spool import Spool
+from collector.stats import CollectorStats
+from collector.write import DatabaseDown, SpanWriter
+from evallens.cli import create_cli
+from evallens.telemetry import attributes as names
+from tests.collector.conftest import OwnPostgres, collector_settings, count_spans, make_request, make_span
+
+PROTOBUF = {"content-type": "application/x-protobuf"}
+# An index a user added on an attribute; a random (incompressible) value this long cannot be a
+# btree index row: PostgreSQL refuses the row with SQLSTATE 54000, which psycopg raises as the same
+# OperationalError class as a lost connection.
+BLOB_INDEX = "CREATE INDEX spans_blob ON spans ((attributes ->> 'blob'))"
+
+
+def poison_attributes() -> dict[str, str]:
+    return {"blob": secrets.token_hex(4000)}
+
+
+def add_blob_index(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(BLOB_INDEX)
+
+
+def quarantined(database_url: str) -> list[tuple[str, str, str, dict[str, object]]]:
+    with psycopg.connect(database_url) as connection:
+        rows = connection.execute(
+            "SELECT project, span_id, reason, span FROM collector_quarantine ORDER BY id"
+        ).fetchall()
+    return [(row[0], row[1], row[2], row[3]) for row in rows]
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_poison_span_is_quarantined_and_the_rest_stored(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    add_blob_index(database_url)
+    collector = make_collector(database_url)
+    base = f"http://127.0.0.1:{collector.http_port}"
+    spans = [make_span(i, attributes={names.PROJECT: "alpha"}) for i in range(10)]
+    spans.insert(4, make_span(99, attributes={names.PROJECT: "alpha", **poison_attributes()}))
+    response = httpx.post(
+        f"{base}/v1/traces", content=make_request(spans).SerializeToString(), headers=PROTOBUF
+    )
+
+    assert response.status_code == 200
+    partial = ExportTraceServiceResponse.FromString(response.content).partial_success
+    assert partial.rejected_spans == 1
+    assert "quarantine" in partial.error_message and "54000" in partial.error_message
+    assert count_spans(database_url) == 10
+    ((project, span_id, reason, span),) = quarantined(database_url)
+    assert (project, span_id) == ("alpha", (100).to_bytes(8, "big").hex())
+    assert reason.startswith("SQLSTATE 54000") and "index row" in reason
+    assert span["name"] == "span-99" and len(str(span["attributes"]["blob"])) == 8000  # type: ignore[index]
+
+    # another project's spans right after are stored at once; PostgreSQL is not taken for down
+    other = make_request([make_span(i, attributes={names.PROJECT: "beta"}) for i in range(200, 205)])
+    assert (
+        httpx.post(f"{base}/v1/traces", content=other.SerializeToString(), headers=PROTOBUF).status_code
+        == 200
+    )
+    assert count_spans(database_url) == 15
+    health = httpx.get(f"{base}/healthz").json()
+    assert health["ok"] and health["database_up"] and health["quarantined_spans"] == 1
+    assert health["spooled_bytes"] == 0
+    assert "evallens_collector_spans_quarantined_total 1.0" in httpx.get(f"{base}/metrics").text
+
+
+def test_poison_in_the_spool_no_longer_blocks_replay(database_url: str, tmp_path: Path) -> None:
+    add_blob_index(database_url)
+    settings = collector_settings(database_url, tmp_path)
+    now = time.time_ns()
+    good = [_record(i, now, {}) for i in range(20)]
+    # spooled while PostgreSQL was down: one poison span among good ones, acknowledged long ago
+    Spool(settings.spool_dir, 10**9).append(good[:10] + [_record(50, now, poison_attributes())] + good[10:])
+    collector = Collector(settings, database_url)
+    collector.start_in_background()
+    try:
+        wait_for(lambda: collector.health()["spooled_bytes"] == 0)
+        assert count_spans(database_url) == 20
+        assert [row[1] for row in quarantined(database_url)] == [(51).to_bytes(8, "big").hex()]
+        assert collector.health()["database_up"] is True
+    finally:
+        collector.stop()
+
+
+def _record(index: int, start_ns: int, attributes: dict[str, str]) -> SpanRecord:
+    return SpanRecord(
+        trace_id=(index + 1).to_bytes(16, "big").hex(),
+        span_id=(index + 1).to_bytes(8, "big").hex(),
+        start_time_ns=start_ns,
+        end_time_ns=start_ns + 1000,
+        parent_span_id=None,
+        name=f"spooled-{index}",
+        kind=1,
+        service_name="svc",
+        scope_name=None,
+        scope_version=None,
+        status_code=0,
+        status_message=None,
+        attributes=dict(attributes),
+        resource={"service.name": "svc"},
+        events=[],
+    )
+
+
+def test_quarantine_cli_lists_retries_after_a_fix_and_drops(
+    database_url: str,
+    make_collector: Callable[..., Collector],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    add_blob_index(database_url)
+    collector = make_collector(database_url)
+    spans = [make_span(i, attributes={names.PROJECT: "alpha", **poison_attributes()}) for i in range(3)]
+    spans.append(make_span(9, attributes={names.PROJECT: "beta", **poison_attributes()}))
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    assert (
+        httpx.post(url, content=make_request(spans).SerializeToString(), headers=PROTOBUF).status_code == 200
+    )
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    monkeypatch.setenv("EVALLENS_DATA_DIR", str(tmp_path / "cli"))
+    cli, runner = create_cli(), CliRunner()
+
+    listed = runner.invoke(cli, ["collector", "quarantine", "list", "--project", "alpha", "--json"])
+    assert listed.exit_code == 0, listed.output
+    listing = orjson.loads(listed.output)
+    assert listing["total"] == 3 and {entry["name"] for entry in listing["entries"]} == {
+        "span-0",
+        "span-1",
+        "span-2",
+    }
+    assert all(entry["reason"].startswith("SQLSTATE 54000") for entry in listing["entries"])
+    table = runner.invoke(cli, ["collector", "quarantine", "list"])
+    assert table.exit_code == 0 and "4 quarantined spans" in table.output
+
+    still = runner.invoke(cli, ["collector", "quarantine", "retry", "--all", "--project", "alpha"])
+    assert still.exit_code == 0 and "0 stored, 3 still refused" in still.output
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute("DROP INDEX spans_blob")  # the operator fixes the cause
+    first = listing["entries"][0]["id"]
+    retried = runner.invoke(cli, ["collector", "quarantine", "retry", str(first)])
+    assert retried.exit_code == 0 and "1 stored, 0 still refused" in retried.output
+    assert (
+        runner.invoke(cli, ["collector", "quarantine", "retry", "--all", "--project", "alpha"]).exit_code == 0
+    )
+    assert count_spans(database_url) == 3 and len(quarantined(database_url)) == 1  # beta's is left
+
+    nothing = runner.invoke(cli, ["collector", "quarantine", "drop"])
+    assert nothing.exit_code != 0 and "--all" in str(nothing.exception)
+    dropped = runner.invoke(cli, ["collector", "quarantine", "drop", "--all"])
+    assert dropped.exit_code == 0 and "1 quarantined spans dropped" in dropped.output
+    assert quarantined(database_url) == []
+
+
+def test_refusals_go_to_a_dead_letter_file_while_postgres_is_away(
+    own_postgres: OwnPostgres, tmp_path: Path
+) -> None:
+    """Rows refused just before PostgreSQL went away are kept on disk, then moved into the table."""
+    add_blob_index(own_postgres.url)
+    writer, stats = SpanWriter(own_postgres.url), CollectorStats()
+    keeper = Quarantine(writer, DeadLetters(tmp_path / "dead"), stats)
+    now = time.time_ns()
+    try:
+        refusals = isolate(writer, [_record(1, now, {}), _record(2, now, poison_attributes())])
+        assert [refusal.span.span_id for refusal in refusals] == [(3).to_bytes(8, "big").hex()]
+        own_postgres.stop()
+        keeper.put(refusals)  # the table is unreachable: an fsync'd file instead
+        assert keeper.num_files == 1 and keeper.waiting and keeper.num_quarantined == 1
+        with pytest.raises(DatabaseDown):
+            keeper.import_one()
+        assert keeper.num_files == 1  # kept until the table has it
+        own_postgres.start()
+        assert keeper.import_one() is True
+        assert keeper.num_files == 0 and not keeper.waiting
+        ((project, span_id, reason, span),) = quarantined(own_postgres.url)
+        assert (project, span_id, span["name"]) == ("default", (3).to_bytes(8, "big").hex(), "spooled-2")
+        assert reason.startswith("SQLSTATE 54000")
+        assert count_spans(own_postgres.url) == 1
+    finally:
+        writer.close()

@@ -1,0 +1,104 @@
+"""Validate before acknowledging (issue 14, findings 1 and 4): bounded keys and text, finite bounded
+numbers, plausible times. What is refused is said in ``partial_success``; what is cut is marked."""
+
+import time
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from collector.runtime import Collector
+from collector.validate import TRUNCATED
+from evallens.telemetry import attributes as names
+from tests.collector.conftest import fetch_spans, make_request, make_span
+
+PROTOBUF = {"content-type": "application/x-protobuf"}
+U64_MAX = 2**64 - 1
+
+
+def post(collector: Collector, body: bytes) -> ExportTraceServiceResponse:
+    response = httpx.post(f"http://127.0.0.1:{collector.http_port}/v1/traces", content=body, headers=PROTOBUF)
+    assert response.status_code == 200, response.content
+    return ExportTraceServiceResponse.FromString(response.content)
+
+
+REFUSED: dict[str, tuple[dict[str, Any], str]] = {
+    "cost 1e308": ({names.COST_USD: 1e308}, "evallens.cost_usd must be a number from 0 to 1e+06"),
+    "cost inf": ({names.COST_USD: float("inf")}, "evallens.cost_usd must be a number"),
+    "negative cost": ({names.COST_USD: -0.5}, "evallens.cost_usd must be a number"),
+    "cost text": ({names.COST_USD: "lots"}, "evallens.cost_usd must be a number"),
+    "negative tokens": ({names.GEN_AI_USAGE_INPUT_TOKENS: -3}, "gen_ai.usage.input_tokens must be a whole"),
+    "tokens 1e12": ({names.GEN_AI_USAGE_INPUT_TOKENS: 10**12}, "gen_ai.usage.input_tokens must be a whole"),
+    "8,000-char run id": ({names.EVAL_RUN_ID: "r" * 8000}, "evallens.eval.run_id is 8000 characters long"),
+    "8,000-char tenant": ({names.TENANT: "t" * 8000}, "evallens.tenant is 8000 characters long"),
+    "8,000-char model": ({names.GEN_AI_REQUEST_MODEL: "m" * 8000}, "gen_ai.request.model is 8000 characters"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_values_that_cannot_be_stored_sanely_are_rejected_with_a_reason(
+    running_collector: Collector, database_url: str, case: str
+) -> None:
+    attributes, reason = REFUSED[case]
+    request = make_request([make_span(0), make_span(1, attributes=attributes), make_span(2)])
+    partial = post(running_collector, request.SerializeToString()).partial_success
+    assert partial.rejected_spans == 1 and reason in partial.error_message, partial.error_message
+    assert sorted(row["name"] for row in fetch_spans(database_url)) == ["span-0", "span-2"]
+
+
+def test_absurd_end_times_are_rejected(running_collector: Collector, database_url: str) -> None:
+    forever = make_span(0)
+    forever.end_time_unix_nano = U64_MAX
+    eight_days = make_span(1, duration_ns=8 * 86_400 * 10**9)
+    six_days = make_span(2, start_ns=time.time_ns() - 6 * 86_400 * 10**9, duration_ns=6 * 86_400 * 10**9 - 10)
+    partial = post(running_collector, make_request([forever, eight_days, six_days]).SerializeToString())
+    assert partial.partial_success.rejected_spans == 2
+    assert "lasts" in partial.partial_success.error_message
+    (row,) = fetch_spans(database_url)
+    assert row["name"] == "span-2" and row["duration_ms"] < 6 * 86_400 * 1000
+
+
+def test_a_resource_with_an_oversized_tenant_rejects_its_spans(
+    running_collector: Collector, database_url: str
+) -> None:
+    request = make_request(
+        [make_span(0), make_span(1)], resource={"service.name": "svc", names.TENANT: "x" * 300}
+    )
+    partial = post(running_collector, request.SerializeToString()).partial_success
+    assert (
+        partial.rejected_spans == 2 and "resource evallens.tenant is 300 characters" in partial.error_message
+    )
+    assert fetch_spans(database_url) == []
+
+
+def test_free_text_is_cut_with_a_marker_and_kept_whole_nowhere_else(
+    running_collector: Collector, database_url: str
+) -> None:
+    span = make_span(0, attributes={"db.statement": "SELECT " + "x" * 5000})
+    span.name = "n" * 5000
+    span.status.message = "boom " * 1000
+    request = make_request([span], resource={"service.name": "s" * 3000})
+    assert not post(running_collector, request.SerializeToString()).HasField("partial_success")
+    (row,) = fetch_spans(database_url)
+    assert len(row["name"]) == 1024 and row["name"].endswith(TRUNCATED)
+    assert len(row["status_message"]) == 1024 and row["status_message"].endswith(TRUNCATED)
+    assert len(row["service_name"]) == 1024
+    assert len(row["attributes"]["db.statement"]) == 5007  # attribute values are kept whole in JSON
+
+
+def test_bounded_values_and_numeric_strings_are_accepted(
+    running_collector: Collector, database_url: str
+) -> None:
+    attributes = {
+        names.COST_USD: "0.25",
+        names.GEN_AI_USAGE_INPUT_TOKENS: "1000",
+        names.GEN_AI_USAGE_OUTPUT_TOKENS: 12.0,
+        names.EVAL_RUN_ID: "r" * 256,
+    }
+    assert not post(
+        running_collector, make_request([make_span(0, attributes=attributes)]).SerializeToString()
+    ).HasField("partial_success")
+    (row,) = fetch_spans(database_url)
+    assert (row["cost_usd"], row["input_tokens"], row["output_tokens"]) == (0.25, 1000, 12)
+    assert row["eval_run_id"] == "r" * 256
