@@ -19,11 +19,11 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.app.demo import evaluation
+from evallens.app.demo.flow import SMOKE_MAX_MODEL_LEN, prepare_model, wait_for_request_spans
+from evallens.app.demo.stack import Stack
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
-from evallens.demo import evaluation
-from evallens.demo.flow import SMOKE_MAX_MODEL_LEN, prepare_model, wait_for_request_spans
-from evallens.demo.stack import Stack
 from evallens.reports import GateReportBody
 from evallens.service.documents.loader import load_corpus
 from evallens.service.models.tiny import build_tiny_llama

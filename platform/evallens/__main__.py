@@ -1,6 +1,6 @@
 """``python -m evallens``: the same as the ``evallens`` console script."""
 
-from evallens.cli import main
+from evallens.app.cli import main
 
 if __name__ == "__main__":
     main()

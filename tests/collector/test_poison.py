@@ -19,7 +19,7 @@ from collector.runtime import Collector
 from collector.spool import Spool
 from collector.stats import CollectorStats
 from collector.write import DatabaseDown, SpanWriter
-from evallens.cli import create_cli
+from evallens.app.cli import create_cli
 from evallens.telemetry import attributes as names
 from tests.collector.conftest import OwnPostgres, collector_settings, count_spans, make_request, make_span
 

@@ -24,7 +24,7 @@ from collector.retention import InvalidAge, parse_age
 from collector.runtime import Collector
 from collector.scrape import Scraper
 from collector.stats import CollectorStats
-from evallens.cli import create_cli
+from evallens.app.cli import create_cli
 from evallens.db import create_db_engine
 from evallens.db.partitions import create_span_partitions, list_span_partitions
 from evallens.telemetry.cost import Price

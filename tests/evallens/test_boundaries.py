@@ -3,6 +3,7 @@
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from tests.conftest import REPO_ROOT
@@ -64,7 +65,7 @@ process = psutil.Process()
 print(threading.active_count(), len(process.children()), len(process.net_connections()))
 """
 
-PACKAGES = ["evallens", "evallens.cli", "evallens.db", "evallens.settings", "evallens.telemetry"]
+PACKAGES = ["evallens", "evallens.app.cli", "evallens.db", "evallens.settings", "evallens.telemetry"]
 
 
 def test_importing_starts_nothing() -> None:
@@ -84,10 +85,29 @@ def test_importing_starts_nothing() -> None:
 
 def test_cli_does_not_import_components_at_import_time() -> None:
     probe = (
-        "import sys, evallens.cli; print(sorted(m for m in sys.modules"
+        "import sys, evallens.app.cli; print(sorted(m for m in sys.modules"
         " if m.split('.')[0] in {'collector', 'evals', 'dashboard', 'vllm', 'torch', 'streamlit'}"
         " or m.startswith('evallens.service')))"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def layered_modules() -> set[str]:
+    """Every module named in a layer of the import-linter layers contract."""
+    contracts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = [layer for contract in contracts if contract["type"] == "layers" for layer in contract["layers"]]
+    return {name.strip() for layer in layers for name in layer.replace(":", "|").split("|")}
+
+
+def test_every_core_module_is_in_a_layer_and_no_import_is_exempt() -> None:
+    core = REPO_ROOT / "platform" / "evallens"
+    modules = {
+        f"evallens.{path.stem}"
+        for path in core.iterdir()
+        if (path.suffix == ".py" and path.name != "__init__.py") or (path / "__init__.py").exists()
+    }
+    assert modules - layered_modules() == set()
+    contracts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    assert [contract.get("ignore_imports") for contract in contracts] == [None] * len(contracts)

@@ -15,12 +15,17 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.app.demo import evaluation
+from evallens.app.demo.flow import (
+    SMOKE_MAX_MODEL_LEN,
+    wait_for_questions,
+    wait_for_request_spans,
+    wait_for_rows,
+)
+from evallens.app.demo.stack import Stack
+from evallens.app.demo.traffic import QUESTIONS, send_traffic
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
-from evallens.demo import evaluation
-from evallens.demo.flow import SMOKE_MAX_MODEL_LEN, wait_for_questions, wait_for_request_spans, wait_for_rows
-from evallens.demo.stack import Stack
-from evallens.demo.traffic import QUESTIONS, send_traffic
 from evallens.service.documents.loader import load_corpus
 from evallens.service.models.tiny import build_tiny_llama
 from evallens.settings import DemoSettings, EvalSettings, child_environment

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
+from evallens.app.demo import evaluation
+from evallens.app.demo.flow import SMOKE_MAX_MODEL_LEN
+from evallens.app.demo.stack import Stack
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
-from evallens.demo import evaluation
-from evallens.demo.flow import SMOKE_MAX_MODEL_LEN
-from evallens.demo.stack import Stack
 from evallens.service.documents.loader import load_corpus
 from evallens.service.models.tiny import build_tiny_llama
 from evallens.settings import DemoSettings, EvalSettings, child_environment

@@ -4,8 +4,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evallens.app.demo.processes import ManagedProcess, ProcessGroup
 from evallens.db import DatabaseServer, open_database
-from evallens.demo.processes import ManagedProcess, ProcessGroup
 from evallens.settings import CollectorSettings, DashboardSettings, DemoSettings, ServiceSettings
 
 EVALLENS = [sys.executable, "-m", "evallens"]

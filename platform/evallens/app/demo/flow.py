@@ -10,12 +10,12 @@ from rich.console import Console
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.app.demo import evaluation, traffic
+from evallens.app.demo.stack import Stack
+from evallens.app.demo.steps import StepLog
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
 from evallens.db.partitions import create_partitions_ahead
-from evallens.demo import evaluation, traffic
-from evallens.demo.stack import Stack
-from evallens.demo.steps import StepLog
 from evallens.errors import EvallensError
 from evallens.settings import CasesSettings, DemoSettings, EvalSettings, ServiceSettings
 from evallens.telemetry import attributes as attr

@@ -1,5 +1,5 @@
 """The ``evallens`` command line."""
 
-from evallens.cli.app import create_cli, main
+from evallens.app.cli.app import create_cli, main
 
 __all__ = ["create_cli", "main"]

@@ -22,6 +22,6 @@ def demo(
     Settings come from EVALLENS_* variables (EVALLENS_DATA_DIR, EVALLENS_DEMO_CANDIDATE_CHANGE, ports
     of each component). Logs of every process are under DATA_DIR/demo/logs.
     """
-    from evallens.demo.flow import DemoOptions, run_demo
+    from evallens.app.demo.flow import DemoOptions, run_demo
 
     run_demo(DemoOptions(smoke=smoke, dashboard=dashboard, keep_running=keep_running), Console())

@@ -6,7 +6,20 @@ from typing import NoReturn
 import typer
 from pydantic import ValidationError
 
-from evallens.cli import cases, collector, dashboard, db, demo, eval, gate, kb, keys, model, prices, service
+from evallens.app.cli import (
+    cases,
+    collector,
+    dashboard,
+    db,
+    demo,
+    eval,
+    gate,
+    kb,
+    keys,
+    model,
+    prices,
+    service,
+)
 from evallens.errors import EvallensError
 from evallens.settings import ENV_PREFIX
 
