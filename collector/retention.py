@@ -1,20 +1,12 @@
 """Retention: drop whole daily partitions of spans older than a cutoff."""
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import Engine
 
 from evallens.db.partitions import drop_span_partitions_before
-from evallens.errors import EvallensError
-
-_AGE = re.compile(r"^\s*(\d+)\s*([dw])\s*$")
-MAX_AGE_DAYS = 100 * 366  # beyond any partition; and timedelta overflows past 999,999,999 days
-
-
-class InvalidAge(EvallensError):
-    """An ``--older-than`` that is not a number of days or weeks."""
+from evallens.durations import parse_duration
 
 
 @dataclass(frozen=True)
@@ -26,14 +18,8 @@ class PruneReport:
 
 
 def parse_age(text: str) -> timedelta:
-    """``30d`` or ``4w`` as a timedelta (partitions are daily, so nothing finer)."""
-    match = _AGE.match(text.lower())
-    if match is None:
-        raise InvalidAge(f"--older-than must look like 30d or 4w, not {text!r}")
-    days = int(match.group(1)) * (7 if match.group(2) == "w" else 1)
-    if days > MAX_AGE_DAYS:
-        raise InvalidAge(f"--older-than {text!r}: at most {MAX_AGE_DAYS} days")
-    return timedelta(days=days)
+    """``30d`` or ``4w`` as a timedelta (partitions are daily, so nothing finer; ``0d``: before today)."""
+    return parse_duration(text, option="--older-than", units="dw", allow_zero=True)
 
 
 def prune_spans(engine: Engine, older_than: timedelta, today: date | None = None) -> PruneReport:

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from evallens.db.sessions import open_sessions
 from evallens.settings import EvalSettings
-from evals._db import open_sessions
 from evals.compare import compare_runs
 from evals.gate import GateOutcome, gate_endpoint, options_from_settings, run_gate
 from evals.metrics.context import build_scoring_context

@@ -4,8 +4,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evallens import cases
+from evallens.db.sessions import open_sessions
 from evallens.settings import CasesSettings
-from evals._db import open_sessions
 from evals.cases.export import ExportFormat, ExportReport, export_set
 from evals.cases.mine import MiningReport, mine_cases, parse_since
 

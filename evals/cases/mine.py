@@ -1,6 +1,5 @@
 """``evallens cases mine``: rank and deduplicate bad production traces into candidate cases."""
 
-import re
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -8,17 +7,15 @@ from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from evallens.cases import question_from_attribute, redact
+from evallens.cases import redact
 from evallens.db.models import EvalCase, EvalSet
-from evallens.errors import EvallensError
+from evallens.durations import parse_duration
 from evallens.settings import CasesSettings
+from evallens.telemetry.messages import question_from_attribute
 from evals.cases._query import flagged_traces
 from evals.cases.dedupe import Cluster, Embed, collapse
 from evals.cases.signals import judge
 from evals.metrics._embedding import load_minilm
-
-_MINUTES = {"m": 1, "h": 60, "d": 24 * 60, "w": 7 * 24 * 60}
-MAX_WINDOW_DAYS = 100 * 366
 
 
 class Candidate(BaseModel):
@@ -50,13 +47,7 @@ class MiningReport(BaseModel):
 
 def parse_since(value: str) -> timedelta:
     """``30m``, ``24h``, ``7d`` or ``2w`` as a duration."""
-    match = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", value)
-    if match is None or int(match[1]) == 0:
-        raise EvallensError(f"--since {value!r}: give a duration such as 30m, 24h, 7d or 2w")
-    minutes = int(match[1]) * _MINUTES[match[2]]
-    if minutes > MAX_WINDOW_DAYS * _MINUTES["d"]:  # and timedelta overflows past 999,999,999 days
-        raise EvallensError(f"--since {value!r}: at most {MAX_WINDOW_DAYS} days")
-    return timedelta(minutes=minutes)
+    return parse_duration(value, option="--since")
 
 
 def minilm_embed(texts: list[str]) -> np.ndarray:

@@ -3,7 +3,7 @@
 import re
 from dataclasses import dataclass
 
-from evallens.cases import first_text
+from evallens.telemetry.messages import first_text
 from evals.cases._query import TraceFacts
 from evals.metrics._refusal import declines, refuses
 

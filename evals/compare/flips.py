@@ -1,6 +1,7 @@
 """Cases that got worse on a metric between two runs, with both answers and traces side by side."""
 
 from evallens.reports import LOWER_IS_BETTER, FlippedCase
+from evallens.telemetry.messages import last_user_message
 from evals.runs import StoredResult
 
 MAX_FLIPS = 100
@@ -40,7 +41,7 @@ def _flip(metric: str, base: StoredResult, cand: StoredResult) -> FlippedCase:
         case_key=cand.case.case_key,
         scenario=cand.case.scenario,
         metric=metric,
-        question=cand.case.question or _last_user_message(cand.case.messages),
+        question=cand.case.question or last_user_message(cand.case.messages or []),
         reference_answer=cand.case.reference_answer,
         baseline_response=base.result.response,
         candidate_response=cand.result.response,
@@ -49,10 +50,3 @@ def _flip(metric: str, base: StoredResult, cand: StoredResult) -> FlippedCase:
         baseline_trace_id=base.result.trace_id,
         candidate_trace_id=cand.result.trace_id,
     )
-
-
-def _last_user_message(messages: list[object] | None) -> str | None:
-    for message in reversed(messages or []):
-        if isinstance(message, dict) and message.get("role") == "user":
-            return str(message.get("content"))
-    return None

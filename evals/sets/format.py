@@ -4,6 +4,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evallens.telemetry.messages import last_user_message
+
 Expected = Literal["answer", "decline", "refuse"]
 FactItem = str | int | float
 # A required fact, or a list of alternatives any one of which satisfies it (an any-of fact).
@@ -55,7 +57,7 @@ class CaseSpec(BaseModel):
         """The question the answer must address: the question, or the last user message."""
         if self.question is not None:
             return self.question
-        return [m.content for m in self.messages or [] if m.role == "user"][-1]
+        return last_user_message(self.messages or []) or ""
 
 
 class SetFile(BaseModel):

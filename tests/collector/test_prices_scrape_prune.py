@@ -20,13 +20,14 @@ from collector.prices import (
     span_cost,
 )
 from collector.records import SpanRecord
-from collector.retention import InvalidAge, parse_age
+from collector.retention import parse_age
 from collector.runtime import Collector
 from collector.scrape import Scraper
 from collector.stats import CollectorStats
 from evallens.app.cli import create_cli
 from evallens.db import create_db_engine
 from evallens.db.partitions import create_span_partitions, list_span_partitions
+from evallens.durations import InvalidDuration
 from evallens.telemetry.cost import Price
 
 EXPOSITION = """# HELP vllm:kv_cache_usage_perc KV-cache usage.
@@ -179,5 +180,5 @@ def test_prune_drops_old_partitions_only(
     assert remaining == [f"spans_p{today:%Y%m%d}"]
     assert "dropped 2" in result.output
     assert parse_age("2w") == timedelta(days=14)
-    with pytest.raises(InvalidAge):
+    with pytest.raises(InvalidDuration):
         parse_age("30 minutes")

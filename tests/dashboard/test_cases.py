@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 from evallens import cases
 from evallens.db import create_db_engine
 from evallens.db.models import EvalCase, EvalSet
+from evallens.telemetry.messages import question_from_attribute
 from tests.dashboard.conftest import open_page
 from tests.dashboard.seed import SET_NAME, Seeded
 
@@ -35,7 +36,7 @@ def test_redact_leaves_ordinary_numbers_alone() -> None:
     ],
 )
 def test_question_from_attribute(value: str, question: str | None) -> None:
-    assert cases.question_from_attribute(value) == question
+    assert question_from_attribute(value) == question
 
 
 def stored_cases(url: str, version: int) -> list[EvalCase]:

@@ -4,15 +4,8 @@ Functions take the session first and never commit; the caller owns the transacti
 review each store a new version of the set; eval runs replay only ``active`` cases.
 """
 
+from evallens.cases._questions import trace_questions
 from evallens.cases._redact import RedactedText, Redaction, redact
-from evallens.cases._text import (
-    ANSWER_ATTRIBUTES,
-    QUESTION_ATTRIBUTES,
-    answer_from_attribute,
-    first_text,
-    question_from_attribute,
-    trace_questions,
-)
 from evallens.cases.errors import (
     AlreadyPromoted,
     IncompleteCase,
@@ -46,10 +39,8 @@ from evallens.cases.versions import (
 
 __all__ = [
     "ACTIVE",
-    "ANSWER_ATTRIBUTES",
     "NEEDS_REVIEW",
     "PROMOTED_TAG",
-    "QUESTION_ATTRIBUTES",
     "REJECTED",
     "AlreadyPromoted",
     "CaseReview",
@@ -66,14 +57,11 @@ __all__ = [
     "UnknownEvalSet",
     "UnknownTrace",
     "VersionExists",
-    "answer_from_attribute",
     "case_document",
     "case_key_for",
-    "first_text",
     "is_complete",
     "latest_eval_set",
     "promote_traces",
-    "question_from_attribute",
     "redact",
     "review_cases",
     "set_cases",

@@ -7,8 +7,8 @@ from typing import Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from evallens.cases._questions import trace_questions
 from evallens.cases._redact import RedactedText, redact
-from evallens.cases._text import trace_questions
 from evallens.cases.errors import AlreadyPromoted, TraceWithoutQuestion, UnknownTrace
 from evallens.cases.versions import (
     ACTIVE,

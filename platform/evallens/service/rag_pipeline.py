@@ -32,6 +32,7 @@ from evallens.service.rag.embeddings import Vectors
 from evallens.service.rag.types import RetrievalResult
 from evallens.settings import ServiceSettings
 from evallens.telemetry import attributes as attr
+from evallens.telemetry.messages import last_user_message
 
 DEFAULT_TENANT = "default"
 
@@ -153,9 +154,9 @@ class RagPipeline:
             deterministic=_deterministic(request, sampling),
             use_caches=use_caches,
         )
-        users = [message.content for message in request.messages if message.role == "user"]
-        state.question = users[-1] if users else None
-        state.single_turn = len(users) == 1 and all(m.role != "assistant" for m in request.messages)
+        state.question = last_user_message(request.messages)
+        roles = [message.role for message in request.messages]
+        state.single_turn = roles.count("user") == 1 and "assistant" not in roles
         if state.question is None:
             return state
         verdict = self.safety.check(state.question)

@@ -11,24 +11,15 @@ from rich.table import Table
 from sqlalchemy.orm import Session
 
 from evallens.auth import Scope, create_key, list_keys, revoke_key
-from evallens.db import create_db_engine, ping
-from evallens.db.server import database
-from evallens.settings import DatabaseSettings
+from evallens.db.sessions import open_sessions
 
 app = typer.Typer(help="Project-scoped API keys.", no_args_is_help=True)
 
 
 @contextlib.contextmanager
 def _transaction() -> Iterator[Session]:
-    settings = DatabaseSettings()
-    with database(settings) as server:
-        engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
-        try:
-            ping(engine)
-            with Session(engine) as session, session.begin():
-                yield session
-        finally:
-            engine.dispose()
+    with open_sessions() as sessions, sessions.begin() as session:
+        yield session
 
 
 @app.command("create")

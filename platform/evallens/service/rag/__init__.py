@@ -6,7 +6,7 @@ from evallens.service.rag.chunking import TextChunk, chunk_document
 from evallens.service.rag.embeddings import Embedder
 from evallens.service.rag.fusion import reciprocal_rank_fusion
 from evallens.service.rag.keyword import KeywordIndex
-from evallens.service.rag.prompt import build_messages, get_template, last_user_message
+from evallens.service.rag.prompt import build_messages, get_template
 from evallens.service.rag.rerank import Candidate, Reranker, create_reranker
 from evallens.service.rag.retriever import HybridRetriever
 from evallens.service.rag.store import ScoredId
@@ -27,6 +27,5 @@ __all__ = [
     "create_reranker",
     "documents_attributes",
     "get_template",
-    "last_user_message",
     "reciprocal_rank_fusion",
 ]

@@ -47,14 +47,6 @@ def get_template(version: str) -> PromptTemplate:
         raise ValueError(f"unknown prompt template {version!r}; known: {', '.join(TEMPLATES)}") from None
 
 
-def last_user_message(messages: Sequence[Mapping[str, str]]) -> str | None:
-    """Content of the last user message (what retrieval searches for), or None."""
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            return message.get("content", "")
-    return None
-
-
 def build_messages(
     messages: Sequence[Mapping[str, str]],
     chunks: Sequence[RetrievedChunk] | None,

@@ -14,8 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.server import DatabaseServer, embedded_url
 from evallens.service.documents import DocumentIn, DocumentService
-from evallens.service.rag import HybridRetriever, KeywordIndex, last_user_message
+from evallens.service.rag import HybridRetriever, KeywordIndex
 from evallens.settings import RagSettings
+from evallens.telemetry.messages import last_user_message
 from tests.conftest import REPO_ROOT, TEMPLATE_DATABASE
 from tests.evallens.service.conftest import RecordingEmbedder
 

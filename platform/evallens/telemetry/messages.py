@@ -1,0 +1,76 @@
+"""Chat messages wherever they are carried: a request's or a case's message list, and the question
+and answer in GenAI / OpenInference span attributes (``gen_ai.input.messages``, ``input.value``, ...)."""
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from evallens.telemetry import attributes
+
+QUESTION_ATTRIBUTES = (attributes.GEN_AI_INPUT_MESSAGES, attributes.INPUT_VALUE)
+ANSWER_ATTRIBUTES = (attributes.GEN_AI_OUTPUT_MESSAGES, attributes.OUTPUT_VALUE)
+
+
+def last_message(messages: Iterable[Any], role: str) -> str | None:
+    """Content of the last message of ``role``, as written; None when there is none.
+
+    A message is a mapping (``{"role", "content"}``, GenAI ``parts``, or an OpenAI choice holding a
+    ``message``) or any object with ``role`` and ``content`` attributes (a request's messages).
+    """
+    for message in reversed(list(messages)):
+        if isinstance(message, dict) and isinstance(message.get("message"), dict):
+            message = message["message"]  # an OpenAI choice
+        if isinstance(message, dict):
+            if message.get("role") == role:
+                return _content(message.get("content"), message.get("parts"))
+        elif getattr(message, "role", None) == role:
+            return _content(getattr(message, "content", None), None)
+    return None
+
+
+def last_user_message(messages: Iterable[Any]) -> str | None:
+    """Content of the last user message (what a question is), as written."""
+    return last_message(messages, "user")
+
+
+def _content(content: Any, parts: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    pieces = parts or content or []
+    texts = [str(part.get("content") or part.get("text") or "") for part in pieces if isinstance(part, dict)]
+    return " ".join(text for text in texts if text)
+
+
+def question_from_attribute(value: Any) -> str | None:
+    """The last user message in a GenAI/OpenInference input attribute (JSON messages or plain text)."""
+    return _from_attribute(value, "user")
+
+
+def answer_from_attribute(value: Any) -> str | None:
+    """The last assistant message in a GenAI/OpenInference output attribute (JSON messages or text)."""
+    return _from_attribute(value, "assistant")
+
+
+def _from_attribute(value: Any, role: str) -> str | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value.strip() or None
+    if isinstance(value, str):
+        return value.strip() or None
+    if isinstance(value, dict):
+        value = value.get("messages", value.get("choices", [value]))
+    if not isinstance(value, list):
+        return None
+    text = last_message(value, role)
+    return (text or "").strip() or None
+
+
+def first_text(values: Sequence[Any], role: str) -> str | None:
+    """The first of several attribute values that holds a message of ``role``."""
+    for value in values:
+        text = _from_attribute(value, role) if value is not None else None
+        if text:
+            return text
+    return None
