@@ -6,13 +6,13 @@ from pathlib import Path
 from rich.console import Console
 
 from evallens.db.sessions import open_sessions
+from evallens.runs import tag_run
 from evallens.settings import EvalSettings
 from evals.compare import compare_runs
 from evals.gate import GateOutcome, gate_endpoint, options_from_settings, run_gate
 from evals.metrics.context import build_scoring_context
-from evals.reports import print_report, write_reports
+from evals.render import print_report, write_reports
 from evals.runner.run import RunReport, run_eval
-from evals.runs import tag_run
 from evals.sets.store import find_set_version
 from evals.sets.sync import SyncReport, sync_path
 from evals.watch import WatchOptions, WatchOutcome, watch

@@ -11,10 +11,6 @@ class EndpointUnreachable(EvallensError):
     """The target (or judge) endpoint cannot be reached or does not speak the expected protocol."""
 
 
-class RunNotFound(EvallensError):
-    """A run id or tag that names no stored run."""
-
-
 class EvalConfigError(EvallensError):
     """Eval settings that cannot work together (e.g. a judge mode without a judge endpoint)."""
 

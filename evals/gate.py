@@ -7,11 +7,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import GateReport
 from evallens.reports import GateReportBody
+from evallens.runs import resolve_run
 from evallens.settings import EvalSettings
 from evals.compare import ComparisonOptions, compare_runs
 from evals.metrics.result import ScoringContext
 from evals.runner.run import run_eval
-from evals.runs import resolve_run
 
 EXIT_PASS = 0
 EXIT_REGRESSION = 1

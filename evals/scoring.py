@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evallens.reports import METRICS, MetricEstimate, MetricName, RunSummary
+from evallens.runs import StoredResult
 from evals.metrics import score_cases
 from evals.metrics.result import Answer, MetricResult, ScoringContext
 from evals.sets.format import CaseSpec
@@ -75,3 +76,8 @@ def _estimates(cases: list[CaseScores], resamples: int, seed: int) -> dict[str, 
             mean=sum(values) / len(values), ci_low=low, ci_high=high, n=len(values)
         )
     return estimates
+
+
+def case_scores(results: list[StoredResult]) -> list[CaseScores]:
+    """Per-case scores of a stored run, averaged over repeats."""
+    return average_repeats([(r.case.case_key, r.case.scenario, dict(r.result.scores)) for r in results])

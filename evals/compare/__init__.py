@@ -4,13 +4,12 @@ from sqlalchemy.orm import Session
 
 from evallens.db.models import EvalRun
 from evallens.reports import CacheCounts, GateReportBody, InfraSummary, RunSummary
+from evallens.runs import RunNotFound, RunRef, StoredResult, flipped_cases, load_results, resolve_run
 from evals.compare.cells import ComparisonOptions, compare_cells
-from evals.compare.flips import flipped_cases
 from evals.compare.hints import config_changes, draw_hints
 from evals.compare.procedure import ERROR_RATE, PROCEDURE
-from evals.errors import RunNotFound
 from evals.infra import compute_infra
-from evals.runs import RunRef, StoredResult, case_scores, load_results, resolve_run
+from evals.scoring import case_scores
 
 
 def compare_runs(

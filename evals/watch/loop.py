@@ -17,11 +17,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db.models import EvalRun
 from evallens.errors import EvallensError
 from evallens.reports import GateReportBody
+from evallens.runs import MAIN_TAG, RunNotFound
 from evallens.settings import EvalSettings
-from evals.errors import RunNotFound
 from evals.gate import GateOutcome, options_from_settings, run_gate
 from evals.metrics.result import ScoringContext
-from evals.reports import write_reports
+from evals.render import write_reports
 from evals.runner.run import RunReport, run_eval
 from evals.runner.target import fetch_target_config
 from evals.sets.store import find_set_version
@@ -37,7 +37,7 @@ class WatchOptions:
 
     endpoint: str
     set_selectors: tuple[str, ...]
-    baseline: str = "main"
+    baseline: str = MAIN_TAG
     interval_s: float = 30.0
     settle_s: float = 5.0
     ready_url: str | None = None

@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db.models import EvalResult, EvalRun, GateReport, MetricSample, Span
 from evallens.db.partitions import create_span_partitions
 from evallens.reports import GateReportBody
+from evallens.runs import tag_run
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics as prom
 from evals.compare import ComparisonOptions, compare_runs
-from evals.reports.markdown import render_markdown
-from evals.runs import tag_run
+from evals.render.markdown import render_markdown
 from evals.sets.format import CaseSpec, EvalSetSpec
 from evals.sets.store import load_cases, sync_set
 from tests.evals.conftest import run_cli

@@ -11,14 +11,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens import cases
 from evallens.db.models import EvalRun, EvalSet, MetricSample, Span
 from evallens.db.partitions import create_span_partitions
+from evallens.runs import RunNotFound, resolve_run
 from evallens.settings import CasesSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics as prom
 from evals.cases._query import flagged_traces
 from evals.cases.mine import known_cases, mine_cases
-from evals.errors import RunNotFound
 from evals.infra import compute_infra
-from evals.runs import resolve_run
 
 ALPHA, BETA = "alpha", "beta"
 NOW = datetime.now(UTC)

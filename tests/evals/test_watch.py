@@ -8,10 +8,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalRun, GateReport
+from evallens.runs import tag_run
 from evallens.settings import EvalSettings
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.result import ScoringContext
-from evals.runs import tag_run
 from evals.sets.format import CaseSpec, EvalSetSpec
 from evals.sets.store import sync_set
 from evals.watch import WatchOptions, WatchOutcome, watch

@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 import typer
 from rich.console import Console
 
+from evallens.runs import MAIN_TAG
+
 app = typer.Typer(help="Replay eval sets against an endpoint and compare runs.", no_args_is_help=True)
 sets_app = typer.Typer(help="Eval-set files: validate and store versions.", no_args_is_help=True)
 app.add_typer(sets_app, name="sets")
@@ -120,7 +122,7 @@ def tag(
 def watch(
     eval_sets: Annotated[list[str], typer.Option("--set", help="Stored set(s) to replay on every change.")],
     endpoint: Annotated[str | None, typer.Option(help=ENDPOINT_HELP)] = None,
-    baseline: Annotated[str, typer.Option(help="Gate every run against this run id or tag.")] = "main",
+    baseline: Annotated[str, typer.Option(help="Gate every run against this run id or tag.")] = MAIN_TAG,
     interval: Annotated[
         float | None,
         typer.Option(min=0.1, help="Seconds between polls (default: EVALLENS_EVAL_WATCH_INTERVAL_S)."),

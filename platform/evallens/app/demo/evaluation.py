@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalRun
 from evallens.reports import GateReportBody
+from evallens.runs import MAIN_TAG, tag_run
 from evallens.settings import EvalSettings
 
 SMOKE_SET_NAME = "acme-support-smoke"
@@ -92,10 +93,8 @@ def replay(
     return RunOutcome(report.run_id, reused=False)
 
 
-def tag_baseline(sessions: sessionmaker[Session], run_id: uuid.UUID, tag: str = "main") -> None:
+def tag_baseline(sessions: sessionmaker[Session], run_id: uuid.UUID, tag: str = MAIN_TAG) -> None:
     """Name the baseline run so the gate and the dashboard find it."""
-    from evals.runs import tag_run
-
     with sessions.begin() as session:
         tag_run(session, str(run_id), tag)
 
@@ -105,7 +104,7 @@ def gate(
 ) -> GateReportBody:
     """Compare the candidate with the baseline, store the gate report and write its files."""
     from evals.gate import options_from_settings, run_gate
-    from evals.reports import write_reports
+    from evals.render import write_reports
 
     outcome = run_gate(sessions, str(baseline), str(candidate), options_from_settings(EvalSettings()))
     write_reports(outcome.body, report_dir)
@@ -116,6 +115,6 @@ def print_gate(body: GateReportBody) -> None:
     """The gate's terminal report: quality and infra deltas, hints, verdict."""
     from rich.console import Console
 
-    from evals.reports import print_report
+    from evals.render import print_report
 
     print_report(body, Console())

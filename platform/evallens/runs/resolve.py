@@ -1,4 +1,4 @@
-"""Stored runs: find them by id or tag, tag them, read their per-case scores back."""
+"""Find a stored run by id or tag, tag it, and say which run it is judged against."""
 
 import uuid
 from dataclasses import dataclass
@@ -7,10 +7,15 @@ from sqlalchemy import Text, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from evallens.db.models import EvalCase, EvalResult, EvalRun, EvalSet, EvalTag
+from evallens.db.models import EvalRun, EvalSet, EvalTag, GateReport
 from evallens.db.models.traces import DEFAULT_PROJECT
-from evals.errors import RunNotFound
-from evals.scoring import CaseScores, average_repeats
+from evallens.errors import EvallensError
+
+MAIN_TAG = "main"  # the tag a baseline carries unless told otherwise
+
+
+class RunNotFound(EvallensError):
+    """A run id or tag that names no stored run."""
 
 
 @dataclass(frozen=True)
@@ -74,25 +79,40 @@ def tag_run(session: Session, reference: str, tag: str, *, project: str = DEFAUL
     return ref
 
 
-@dataclass(frozen=True)
-class StoredResult:
-    """One stored result row with its case, for comparisons and flipped-case reports."""
-
-    case: EvalCase
-    result: EvalResult
-
-
-def load_results(session: Session, run_id: uuid.UUID) -> list[StoredResult]:
-    """Every result of a run with its case, first repeat first."""
-    query = (
-        select(EvalCase, EvalResult)
-        .join(EvalResult, EvalResult.case_id == EvalCase.id)
-        .where(EvalResult.run_id == run_id)
-        .order_by(EvalCase.case_key, EvalResult.repeat)
+def baseline_of(session: Session, run_id: str, project: str = DEFAULT_PROJECT) -> uuid.UUID | None:
+    """The run a run is judged against: the baseline of its newest gate report, else its set's
+    ``main`` tag, else the set's previous completed run; None when there is none."""
+    run = _run_by_id(session, run_id, project)
+    if run is None:
+        return None
+    gated = session.scalar(
+        select(GateReport.baseline_run_id)
+        .where(GateReport.candidate_run_id == run.id, GateReport.project == project)
+        .order_by(GateReport.created_at.desc())
+        .limit(1)
     )
-    return [StoredResult(case=case, result=result) for case, result in session.execute(query)]
-
-
-def case_scores(results: list[StoredResult]) -> list[CaseScores]:
-    """Per-case scores of a run, averaged over repeats."""
-    return average_repeats([(r.case.case_key, r.case.scenario, dict(r.result.scores)) for r in results])
+    if gated is not None:
+        return gated
+    set_name = session.get_one(EvalSet, run.eval_set_id).name
+    tagged = session.scalar(
+        select(EvalTag.run_id).where(
+            EvalTag.project == project,
+            EvalTag.eval_set_name == set_name,
+            EvalTag.tag == MAIN_TAG,
+            EvalTag.run_id != run.id,
+        )
+    )
+    if tagged is not None:
+        return tagged
+    return session.scalar(
+        select(EvalRun.id)
+        .join(EvalSet, EvalSet.id == EvalRun.eval_set_id)
+        .where(
+            EvalRun.project == project,
+            EvalSet.name == set_name,
+            EvalRun.started_at < run.started_at,
+            EvalRun.status == "completed",
+        )
+        .order_by(EvalRun.started_at.desc())
+        .limit(1)
+    )

@@ -1,8 +1,8 @@
 """Cases that got worse on a metric between two runs, with both answers and traces side by side."""
 
 from evallens.reports import LOWER_IS_BETTER, FlippedCase
+from evallens.runs.results import StoredResult
 from evallens.telemetry.messages import last_user_message
-from evals.runs import StoredResult
 
 MAX_FLIPS = 100
 

@@ -5,7 +5,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from evallens.reports import GateReportBody
-from evals.reports._figures import (
+from evals.render._figures import (
     cache_line,
     cache_warning,
     detectable,

@@ -1,7 +1,7 @@
 """The comparison as Markdown, for a pull-request comment."""
 
 from evallens.reports import GateReportBody
-from evals.reports._figures import (
+from evals.render._figures import (
     cache_line,
     cache_warning,
     detectable,

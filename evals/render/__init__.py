@@ -1,11 +1,11 @@
-"""Gate and compare reports: terminal, Markdown, JUnit XML and JSON."""
+"""Render a gate or compare report (stored shape: evallens.reports): terminal, Markdown, JUnit XML, JSON."""
 
 from pathlib import Path
 
 from evallens.reports import GateReportBody
-from evals.reports.junit import render_junit
-from evals.reports.markdown import render_markdown
-from evals.reports.terminal import print_report
+from evals.render.junit import render_junit
+from evals.render.markdown import render_markdown
+from evals.render.terminal import print_report
 
 REPORT_FILES = {"markdown": "gate.md", "junit": "gate.xml", "json": "gate.json"}
 

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from evallens.reports import GateReportBody, MetricComparison
-from evals.reports._figures import detectable, points
+from evals.render._figures import detectable, points
 
 
 def render_junit(body: GateReportBody) -> str:

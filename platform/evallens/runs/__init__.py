@@ -1,0 +1,19 @@
+"""Stored eval runs, as every component finds them: by id or tag, their baseline, their results and
+the cases that got worse between two runs. The JSON stored on runs and gates is ``evallens.reports``."""
+
+from evallens.runs.flips import MAX_FLIPS, flipped_cases
+from evallens.runs.resolve import MAIN_TAG, RunNotFound, RunRef, baseline_of, resolve_run, tag_run
+from evallens.runs.results import StoredResult, load_results
+
+__all__ = [
+    "MAIN_TAG",
+    "MAX_FLIPS",
+    "RunNotFound",
+    "RunRef",
+    "StoredResult",
+    "baseline_of",
+    "flipped_cases",
+    "load_results",
+    "resolve_run",
+    "tag_run",
+]
