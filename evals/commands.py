@@ -7,12 +7,13 @@ from rich.console import Console
 
 from evallens.db.sessions import open_sessions
 from evallens.runs import tag_run
-from evallens.settings import EvalSettings
+from evallens.settings import CasesSettings, EvalSettings
 from evals.compare import compare_runs
 from evals.gate import GateOutcome, gate_endpoint, options_from_settings, run_gate
 from evals.metrics.context import build_scoring_context
 from evals.render import print_report, write_reports
 from evals.runner.run import RunReport, run_eval
+from evals.sets.export import ExportFormat, ExportReport, export_set
 from evals.sets.store import find_set_version
 from evals.sets.sync import SyncReport, sync_path
 from evals.watch import WatchOptions, WatchOutcome, watch
@@ -71,6 +72,12 @@ def gate_command(
     if report_dir is not None:
         write_reports(outcome.body, report_dir)
     return outcome
+
+
+def export_command(selector: str, fmt: ExportFormat, out: Path) -> ExportReport:
+    """Write a stored set version (``NAME`` or ``NAME@VERSION``) to a set file."""
+    with open_sessions() as sessions, sessions() as session:
+        return export_set(session, selector, fmt, out, CasesSettings().cases_project)
 
 
 def tag_command(run: str, tag: str) -> str:

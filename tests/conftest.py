@@ -9,7 +9,9 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
+from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
 from evallens.db.server import DatabaseServer, embedded_url, ensure_database, start_embedded
 
@@ -83,3 +85,11 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def sessions(database_url: str) -> Iterator[sessionmaker[Session]]:
+    """Sessions on this test's database."""
+    engine = create_db_engine(database_url)
+    yield create_session_factory(engine)
+    engine.dispose()

@@ -14,9 +14,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.db import create_db_engine, create_session_factory
 from evallens.settings import child_environment
 from evals.metrics._embedding import MiniLmSimilarity
 from tests.conftest import free_port
@@ -27,13 +25,6 @@ SETS = Path(__file__).parent / "sets"
 @pytest.fixture(scope="session")
 def similarity() -> MiniLmSimilarity:
     return MiniLmSimilarity()
-
-
-@pytest.fixture
-def sessions(database_url: str) -> Iterator[sessionmaker[Session]]:
-    engine = create_db_engine(database_url)
-    yield create_session_factory(engine)
-    engine.dispose()
 
 
 def run_cli(

@@ -9,15 +9,16 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens import cases
+from evallens.cases.mining import Readers, known_cases, mine_cases
+from evallens.cases.mining._query import flagged_traces
 from evallens.db.models import EvalRun, EvalSet, MetricSample, Span
 from evallens.db.partitions import create_span_partitions
 from evallens.runs import RunNotFound, resolve_run
 from evallens.settings import CasesSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics as prom
-from evals.cases._query import flagged_traces
-from evals.cases.mine import known_cases, mine_cases
 from evals.infra import compute_infra
+from evals.readers import refuses_or_declines
 
 ALPHA, BETA = "alpha", "beta"
 NOW = datetime.now(UTC)
@@ -136,12 +137,9 @@ def test_mining_reads_only_the_projects_traffic(
         assert all(BETA_QUESTION not in json.dumps(fact.question_values) for fact in facts)
         beta_facts, _ = flagged_traces(session, BETA, since, min_traces=20, max_traces=100)
         assert [fact.trace_id for fact in beta_facts] == [SHARED_TRACE]
+        readers = Readers(refuses_or_declines=refuses_or_declines, embed=no_embedding)
         report = mine_cases(
-            session,
-            CasesSettings(cases_project=ALPHA),
-            since=timedelta(hours=1),
-            limit=10,
-            embed=no_embedding,
+            session, CasesSettings(), readers, project=ALPHA, since=timedelta(hours=1), limit=10
         )
         assert all(candidate.question is None for candidate in report.candidates)
         assert known_cases(session, ALPHA) == (set(), [])

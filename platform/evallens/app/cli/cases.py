@@ -1,11 +1,19 @@
 """``evallens cases``: mine bad production traces, promote them into eval sets, review them."""
 
 import json
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from evallens import cases
+from evallens.db.sessions import open_sessions
+from evallens.durations import parse_duration
+from evallens.settings import CasesSettings
+
+if TYPE_CHECKING:
+    from evallens.cases.mining import MiningReport
 
 app = typer.Typer(help="Mine bad production traces and promote them into eval sets.", no_args_is_help=True)
 ExpectedOption = Literal["answer", "decline", "refuse"]
@@ -19,15 +27,33 @@ def mine(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """List candidate bad cases from production traffic (never eval runs), worst first."""
-    from evals.cases.commands import mine_command
+    from evallens.cases.mining import mine_cases
+    from evals.readers import mining_readers
 
-    report = mine_command(since, limit)
+    window = parse_duration(since, option="--since")
+    settings = CasesSettings()
+    with open_sessions() as sessions, sessions() as session:
+        report = mine_cases(
+            session, settings, mining_readers(), project=settings.cases_project, since=window, limit=limit
+        )
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
         return
-    from evals.cases.render import print_candidates
-
     print_candidates(report, Console(width=200))
+
+
+def print_candidates(report: "MiningReport", console: Console) -> None:
+    """The candidates as a table, then one line of totals (the demo prints the same)."""
+    table = Table("trace", "count", "score", "reasons", "question (redacted)")
+    for item in report.candidates:
+        table.add_row(item.trace_id, str(item.count), f"{item.score:.2f}", ", ".join(item.reasons),
+                      (item.question or "(no question)")[:90])  # fmt: skip
+    console.print(table)
+    console.print(
+        f"{report.num_traces} production traces since {report.since:%Y-%m-%d %H:%M} UTC, "
+        f"{report.num_flagged} flagged, {report.num_already_in_sets} already in a set, "
+        f"{len(report.candidates)} candidates"
+    )
 
 
 @app.command("promote")
@@ -39,9 +65,11 @@ def promote(
     reference: Annotated[str | None, typer.Option(help="Reference answer (for --expected answer).")] = None,
 ) -> None:
     """Promote traces into a new set version (redacted; needs review unless complete)."""
-    from evals.cases.commands import promote_command
-
-    report = promote_command(trace_ids, eval_set, scenario, expected, reference)
+    with open_sessions() as sessions, sessions.begin() as session:
+        report = cases.promote_traces(
+            session, trace_ids, eval_set_name=eval_set, scenario=scenario, expected=expected,
+            reference_answer=reference, project=CasesSettings().cases_project,
+        )  # fmt: skip
     console = Console(width=200)
     console.print(
         f"{report.eval_set_name}: version {report.version} with {len(report.cases)} promoted case(s)"
@@ -66,11 +94,10 @@ def review(
     reject: Annotated[bool, typer.Option(help="Reject instead: never replayed, never mined again.")] = False,
 ) -> None:
     """Complete (or reject) needs-review cases; a new set version holds them."""
-    from evallens.cases import CaseReview
-    from evals.cases.commands import review_command
-
-    decision = CaseReview(reference, expected, facts or [], context_ids or [], question, None, reject)
-    report = review_command(case_keys, eval_set, decision)
+    decision = cases.CaseReview(reference, expected, facts or [], context_ids or [], question, None, reject)
+    project = CasesSettings().cases_project
+    with open_sessions() as sessions, sessions.begin() as session:
+        report = cases.review_cases(session, case_keys, decision, eval_set_name=eval_set, project=project)
     console = Console(width=200)
     console.print(f"{report.eval_set_name}: version {report.version}", markup=False)
     for key, status in report.statuses.items():
@@ -86,9 +113,18 @@ def list_cases(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows.")] = False,
 ) -> None:
     """List the cases of a set's latest version, with status and source trace."""
-    from evals.cases.commands import list_command
-
-    rows = list_command(eval_set, status)
+    with open_sessions() as sessions, sessions() as session:
+        latest = cases.latest_eval_set(session, eval_set, CasesSettings().cases_project)
+        rows = [
+            {
+                "version": latest.version, "case_key": case.case_key, "status": case.status,
+                "scenario": case.scenario, "expected": case.expected_behavior,
+                "source_trace_id": case.source_trace_id, "question": case.question,
+                "redactions": [r["kind"] for r in case.redactions or []],
+            }
+            for case in cases.set_cases(session, latest.id)
+            if status is None or case.status == status
+        ]  # fmt: skip
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return

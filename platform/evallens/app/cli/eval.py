@@ -47,7 +47,7 @@ def export(
     fmt: Annotated[Literal["yaml", "jsonl"], typer.Option("--format", help="File format.")] = "yaml",
 ) -> None:
     """Write a stored set version (its active cases) back to a YAML or JSONL set file."""
-    from evals.cases.commands import export_command
+    from evals.commands import export_command
 
     report = export_command(eval_set, fmt, out)
     left_out = f", {report.num_left_out} not active left out" if report.num_left_out else ""

@@ -194,8 +194,9 @@ class Demo:
 
     def production_traffic(self, stack: Stack) -> None:
         """Ordinary requests with some thumbs down, then the bad cases they leave behind."""
-        from evals.cases.mine import mine_cases
-        from evals.cases.render import print_candidates
+        from evallens.app.cli.cases import print_candidates
+        from evallens.cases.mining import mine_cases
+        from evals.readers import mining_readers
 
         assert self.sessions is not None and self.engine is not None
         with self.log.step("Send production traffic with feedback, then mine bad cases") as note:
@@ -207,8 +208,12 @@ class Demo:
                 self.engine, feedback, "evallens.feedback.score", sent.num_negative + sent.num_positive
             )
             wait_for_questions(self.engine, sent.trace_ids)
+            settings = CasesSettings()
             with self.sessions() as session:
-                mined = mine_cases(session, CasesSettings(), since=timedelta(hours=1), limit=10)
+                mined = mine_cases(
+                    session, settings, mining_readers(), project=settings.cases_project,
+                    since=timedelta(hours=1), limit=10,
+                )  # fmt: skip
             print_candidates(mined, self.console)
             self.report.num_candidates_mined = len(mined.candidates)
             note(f"{sent.num_requests} requests, {sent.num_negative} thumbs down, {sent.num_errors} errors")

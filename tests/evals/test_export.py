@@ -7,13 +7,15 @@ import yaml
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens import cases
-from evals.cases.export import export_set
+from evals.sets.export import export_set
 from evals.sets.load import load_sets
 from evals.sets.store import content_hash, find_set_version
 from evals.sets.sync import sync_path
-from tests.evals.cases.conftest import SET_NAME
-from tests.evals.cases.traffic import Traffic
+from tests.evallens.cases.conftest import SET_NAME, traffic
+from tests.evallens.cases.traffic import Traffic
 from tests.evals.conftest import SETS, run_cli
+
+__all__ = ["traffic"]  # the fixture: the test set synced and production traffic stored
 
 
 def test_a_synced_version_hashes_like_its_stored_cases(

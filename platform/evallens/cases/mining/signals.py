@@ -1,11 +1,11 @@
 """Why a production trace looks bad, and how bad: the documented badness score (docs/feedback.md)."""
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from evallens.cases.mining._query import TraceFacts
 from evallens.telemetry.messages import first_text
-from evals.cases._query import TraceFacts
-from evals.metrics._refusal import declines, refuses
 
 # Points per signal; negative feedback scales with how negative it is (-1 gives the full 3 points).
 WEIGHTS = {
@@ -17,6 +17,17 @@ WEIGHTS = {
     "no_citations": 1.0,
     "latency_outlier": 1.0,
     "cost_outlier": 1.0,
+}
+# What each signal means, as the dashboard and docs/feedback.md say it.
+REASONS = {
+    "negative_feedback": "negative feedback",
+    "error": "error",
+    "timeout": "timed out",
+    "degraded": "degraded",
+    "refusal": "refused or did not know",
+    "no_citations": "cited no documents",
+    "latency_outlier": "slow outlier",
+    "cost_outlier": "costly outlier",
 }
 
 _DONT_KNOW = re.compile(
@@ -38,12 +49,12 @@ class BadTrace:
     score: float
 
 
-def says_no(answer: str) -> bool:
-    """The answer refuses, declines or says it does not know."""
-    return refuses(answer) or declines(answer) or bool(_DONT_KNOW.search(answer))
+def says_no(answer: str, refuses_or_declines: Callable[[str], bool]) -> bool:
+    """The answer refuses, declines (as ``refuses_or_declines`` reads it) or says it does not know."""
+    return refuses_or_declines(answer) or bool(_DONT_KNOW.search(answer))
 
 
-def judge(facts: TraceFacts) -> BadTrace | None:
+def judge(facts: TraceFacts, refuses_or_declines: Callable[[str], bool]) -> BadTrace | None:
     """The trace's reasons and score, or None when nothing about it is bad."""
     question = first_text(facts.question_values, "user")
     answer = first_text(facts.answer_values, "assistant")
@@ -55,7 +66,7 @@ def judge(facts: TraceFacts) -> BadTrace | None:
         "timeout": facts.timeout,
         "degraded": facts.degraded,
         # a guard's decline or refusal is the intended answer to an out-of-scope or harmful question
-        "refusal": bool(answer) and not facts.guarded and says_no(answer or ""),
+        "refusal": bool(answer) and not facts.guarded and says_no(answer or "", refuses_or_declines),
         "no_citations": facts.no_citations,
         "latency_outlier": facts.latency_outlier,
         "cost_outlier": facts.cost_outlier,

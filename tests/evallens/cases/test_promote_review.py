@@ -1,20 +1,23 @@
 """Promotion, review and replay: needs-review cases wait, reviewed ones enter a new version and the run."""
 
+from datetime import timedelta
+
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens import cases
+from evallens.cases.mining import mine_cases
 from evallens.db.models import EvalCase, EvalSet
 from evallens.settings import CasesSettings, EvalSettings
 from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID
-from evals.cases.mine import mine_cases, parse_since
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.result import ScoringContext
+from evals.readers import mining_readers
 from evals.runner.run import run_eval
 from evals.sets.store import find_set_version, load_cases
-from tests.evals.cases.conftest import SET_NAME, counts
-from tests.evals.cases.traffic import Traffic
+from tests.evallens.cases.conftest import SET_NAME, counts
+from tests.evallens.cases.traffic import Traffic
 from tests.evals.conftest import ScriptedTarget, run_cli
 
 
@@ -74,7 +77,9 @@ def test_promote_review_then_the_next_run_replays_the_case(
     assert run.summary.num_cases == 5
 
     with sessions() as session:  # promoted traces are never mined again
-        report = mine_cases(session, CasesSettings(), since=parse_since("1d"), limit=50)
+        report = mine_cases(
+            session, CasesSettings(), mining_readers(), project="default", since=timedelta(days=1), limit=50
+        )
     mined = {trace_id for candidate in report.candidates for trace_id in candidate.trace_ids}
     assert traffic.duplicates[0] in mined and not {traffic.feedback, traffic.refusal} & mined
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evals.cases.signals import BadTrace
+from evallens.cases.mining.signals import BadTrace
 
 Embed = Callable[[list[str]], np.ndarray]  # texts -> unit-length rows
 

@@ -8,8 +8,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalCase, EvalSet
 from evals.sets.sync import sync_path
-from tests.evals.cases.traffic import Traffic, seed_traffic
-from tests.evals.conftest import SETS
+from tests.evallens.cases.traffic import Traffic, seed_traffic
+from tests.evals.conftest import SETS, scripted_target, similarity
+
+__all__ = ["scripted_target", "similarity"]  # fixtures of the eval engine that promotion tests replay with
 
 SET_NAME = "mini-support"
 

@@ -1,21 +1,29 @@
-"""``evallens cases mine``: rank and deduplicate bad production traces into candidate cases."""
+"""Rank and deduplicate bad production traces into candidate cases (``mine_cases``)."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-import numpy as np
 from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from evallens.cases import redact
+from evallens.cases._redact import redact
+from evallens.cases.mining._query import flagged_traces
+from evallens.cases.mining.dedupe import Cluster, Embed, collapse
+from evallens.cases.mining.signals import judge
 from evallens.db.models import EvalCase, EvalSet
-from evallens.durations import parse_duration
 from evallens.settings import CasesSettings
 from evallens.telemetry.messages import question_from_attribute
-from evals.cases._query import flagged_traces
-from evals.cases.dedupe import Cluster, Embed, collapse
-from evals.cases.signals import judge
-from evals.metrics._embedding import load_minilm
+
+
+@dataclass(frozen=True)
+class Readers:
+    """What mining needs read from text and cannot do in SQL, lent by the caller: whether an answer
+    refuses or declines (the eval engine's grammar) and unit-length question embeddings (MiniLM)."""
+
+    refuses_or_declines: Callable[[str], bool]
+    embed: Embed
 
 
 class Candidate(BaseModel):
@@ -45,37 +53,30 @@ class MiningReport(BaseModel):
     candidates: list[Candidate]
 
 
-def parse_since(value: str) -> timedelta:
-    """``30m``, ``24h``, ``7d`` or ``2w`` as a duration."""
-    return parse_duration(value, option="--since")
-
-
-def minilm_embed(texts: list[str]) -> np.ndarray:
-    """Unit-length all-MiniLM-L6-v2 embeddings of ``texts``."""
-    return np.asarray(load_minilm().encode(texts, batch_size=32, normalize_embeddings=True))
-
-
 def mine_cases(
     session: Session,
     settings: CasesSettings,
+    readers: Readers,
     *,
+    project: str,
     since: timedelta,
     limit: int,
-    embed: Embed = minilm_embed,
     now: datetime | None = None,
 ) -> MiningReport:
-    """Candidate bad cases from production traffic in the last ``since``, worst ``limit`` first."""
+    """Candidate bad cases from ``project``'s production traffic in the last ``since``, worst ``limit``
+    first (questions and answers redacted)."""
     start = (now or datetime.now(UTC)) - since
     facts, num_traces = flagged_traces(
         session,
-        settings.cases_project,
+        project,
         start,
         min_traces=settings.cases_min_traces_for_outliers,
         max_traces=settings.cases_max_traces,
     )
-    known_traces, known_questions = known_cases(session, settings.cases_project)
-    bad = [item for item in map(judge, facts) if item is not None and item.facts.trace_id not in known_traces]
-    clusters, num_known = collapse(bad, known_questions, embed, settings.cases_duplicate_similarity)
+    known_traces, known_questions = known_cases(session, project)
+    judged = [judge(item, readers.refuses_or_declines) for item in facts]
+    bad = [item for item in judged if item is not None and item.facts.trace_id not in known_traces]
+    clusters, num_known = collapse(bad, known_questions, readers.embed, settings.cases_duplicate_similarity)
     return MiningReport(
         since=start,
         num_traces=num_traces,

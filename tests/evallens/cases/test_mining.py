@@ -7,20 +7,26 @@ import numpy as np
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.cases.mining import MiningReport, mine_cases, says_no
+from evallens.cases.mining.dedupe import collapse
+from evallens.durations import parse_duration
 from evallens.errors import EvallensError
 from evallens.settings import CasesSettings
-from evals.cases.dedupe import collapse
-from evals.cases.mine import mine_cases, minilm_embed, parse_since
-from evals.cases.signals import says_no
-from tests.evals.cases.traffic import DUPLICATES, Traffic
+from evals.readers import minilm_embed, mining_readers, refuses_or_declines
+from tests.evallens.cases.traffic import DUPLICATES, Traffic
 from tests.evals.conftest import run_cli
+
+
+def mine(session: Session, *, since: timedelta, limit: int) -> MiningReport:
+    """What ``evallens cases mine`` runs, on the default project."""
+    return mine_cases(session, CasesSettings(), mining_readers(), project="default", since=since, limit=limit)
 
 
 def test_mining_finds_exactly_the_bad_production_traces(
     sessions: sessionmaker[Session], traffic: Traffic
 ) -> None:
     with sessions() as session:
-        report = mine_cases(session, CasesSettings(), since=timedelta(days=1), limit=50)
+        report = mine(session, since=timedelta(days=1), limit=50)
     found = {frozenset(c.trace_ids): c for c in report.candidates}
     expected = [
         traffic.duplicates, [traffic.feedback], [traffic.degraded], [traffic.refusal], [traffic.uncited],
@@ -49,8 +55,8 @@ def test_mining_finds_exactly_the_bad_production_traces(
 
 def test_the_window_and_the_limit(sessions: sessionmaker[Session], traffic: Traffic) -> None:
     with sessions() as session:
-        week = mine_cases(session, CasesSettings(), since=parse_since("7d"), limit=50)
-        top = mine_cases(session, CasesSettings(), since=parse_since("7d"), limit=2)
+        week = mine(session, since=timedelta(days=7), limit=50)
+        top = mine(session, since=timedelta(days=7), limit=2)
     assert len(week.candidates) == 8  # the failure three days ago joins
     assert [c.trace_id for c in top.candidates] == [c.trace_id for c in week.candidates[:2]]
 
@@ -75,13 +81,13 @@ def test_duplicates_collapse_but_different_questions_do_not() -> None:
     ],
 )
 def test_says_no(answer: str, negative: bool) -> None:
-    assert says_no(answer) is negative
+    assert says_no(answer, refuses_or_declines) is negative
 
 
 @pytest.mark.parametrize("value", ["7", "0d", "1y", "d7", ""])
 def test_a_bad_window_is_one_clear_error(value: str) -> None:
     with pytest.raises(EvallensError, match="30m, 24h, 7d or 2w"):
-        parse_since(value)
+        parse_duration(value, option="--since")
 
 
 def test_cli_mine_json(database_url: str, traffic: Traffic) -> None:
