@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import streamlit as st
 
 from dashboard import data
 from evallens.db.migrate import upgrade
@@ -24,6 +25,7 @@ from evallens.db.server import embedded_url, ensure_database, start_embedded
 from evallens.reports import InfraSummary, MetricEstimate, RunSummary
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
+from evals.readers import mining_readers
 
 DAYS = 7
 SPANS_PER_TRACE = 4
@@ -216,11 +218,11 @@ def seed(url: str, num_spans: int) -> None:
 
 
 def metric_rows(now: datetime) -> Any:
-    counters = dict.fromkeys(data.COUNTERS, 0.0)
+    counters = dict.fromkeys(data.serving.COUNTERS, 0.0)
     start = now - timedelta(days=DAYS)
     for step in range(DAYS * 86400 // SCRAPE_EVERY_S):
         time_ = start + timedelta(seconds=step * SCRAPE_EVERY_S)
-        for name in data.GAUGES:
+        for name in data.serving.GAUGES:
             yield (time_, name, "{}", random.random(), "http://127.0.0.1:8000/metrics")
         for name in counters:
             counters[name] += random.random() * 10
@@ -231,7 +233,7 @@ def metric_rows(now: datetime) -> Any:
 
 
 def timed(label: str, calls: list[Callable[[], Any]]) -> None:
-    data.clear_caches()
+    st.cache_data.clear()
     started = time.perf_counter()
     for call in calls:
         call()
@@ -240,83 +242,83 @@ def timed(label: str, calls: list[Callable[[], Any]]) -> None:
 
 def measure(url: str) -> None:
     project = "default"
-    runs = data.runs(url, project)
+    runs = data.runs.runs(url, project)
     candidate = str(runs["run_id"].iloc[0])
-    baseline = data.baseline_of(url, project, candidate) or str(runs["run_id"].iloc[1])
-    some_trace = str(data.traces(url, project, 24, limit=1)["trace_id"].iloc[0])
-    window = data.metrics_window(url, project, 6)
+    baseline = data.runs.baseline(url, project, candidate) or str(runs["run_id"].iloc[1])
+    some_trace = str(data.traffic.traces(url, project, 24, limit=1)["trace_id"].iloc[0])
+    window = data.serving.metrics_window(url, project, 6)
     assert window is not None
-    week = data.metrics_window(url, project, 24 * DAYS)
+    week = data.serving.metrics_window(url, project, 24 * DAYS)
     assert week is not None
-    bad = data.bad_traces(url, project, 24 * DAYS)
+    readers = mining_readers()
+    readers.embed(["load MiniLM before timing: a dashboard loads it once per process"])
     timed(
         "overview (30 days)",
         [
-            lambda: data.data_present(url, project),
-            lambda: data.latest_gates(url, project),
-            lambda: data.runs(url, project),
-            lambda: data.run_documents(url, project, candidate),
-            lambda: data.baseline_of(url, project, candidate),
-            lambda: data.metric_trend(url, project, "acme-support"),
-            lambda: data.cost_per_day(url, project, 720, "model", True),
-            lambda: data.traffic_per_day(url, project, 720, True),
+            lambda: data.status.data_present(url, project),
+            lambda: data.runs.latest_gates(url, project),
+            lambda: data.runs.runs(url, project),
+            lambda: data.runs.run_documents(url, project, candidate),
+            lambda: data.runs.baseline(url, project, candidate),
+            lambda: data.runs.metric_trend(url, project, "acme-support"),
+            lambda: data.traffic.cost_per_day(url, project, 720, "model", True),
+            lambda: data.traffic.traffic_per_day(url, project, 720, True),
         ],
     )
     timed(
         "compare runs",
         [
-            lambda: data.runs(url, project),
-            lambda: data.baseline_of(url, project, candidate),
-            lambda: data.run_documents(url, project, baseline),
-            lambda: data.gate_report(url, project, baseline, candidate),
-            lambda: data.flipped_cases(url, project, baseline, candidate),
+            lambda: data.runs.runs(url, project),
+            lambda: data.runs.baseline(url, project, candidate),
+            lambda: data.runs.run_documents(url, project, baseline),
+            lambda: data.runs.gate_report(url, project, baseline, candidate),
+            lambda: data.runs.flips(url, project, baseline, candidate),
         ],
     )
     timed(
         "traces (24 hours)",
         [
-            lambda: data.trace_filter_options(url, project, 24),
-            lambda: data.traces(url, project, 24),
-            lambda: data.trace_spans(url, project, some_trace),
+            lambda: data.traffic.trace_filter_options(url, project, 24),
+            lambda: data.traffic.traces(url, project, 24),
+            lambda: data.traffic.trace_spans(url, project, some_trace),
         ],
     )
     timed(
         "traces (7 days, tenant)",
         [
-            lambda: data.trace_filter_options(url, project, 168),
-            lambda: data.traces(url, project, 168, tenant="tenant-3"),
+            lambda: data.traffic.trace_filter_options(url, project, 168),
+            lambda: data.traffic.traces(url, project, 168, tenant="tenant-3"),
         ],
     )
     timed(
         "serving metrics (6 hours)",
         [
-            lambda: data.metrics_window(url, project, 6),
-            lambda: data.gauge_series(url, project, *window, 144),
-            lambda: data.counter_increases(url, project, *window, 144),
-            lambda: data.run_windows(url, project, *window),
+            lambda: data.serving.metrics_window(url, project, 6),
+            lambda: data.serving.gauge_series(url, project, *window, 144),
+            lambda: data.serving.counter_increases(url, project, *window, 144),
+            lambda: data.serving.run_windows(url, project, *window),
         ],
     )
     timed(
         "serving metrics (7 days)",
         [
-            lambda: data.gauge_series(url, project, *week, 4032),
-            lambda: data.counter_increases(url, project, *week, 4032),
-            lambda: data.run_windows(url, project, *week),
+            lambda: data.serving.gauge_series(url, project, *week, 4032),
+            lambda: data.serving.counter_increases(url, project, *week, 4032),
+            lambda: data.serving.run_windows(url, project, *week),
         ],
     )
     timed(
         "cases (24 hours)",
         [
-            lambda: data.bad_traces(url, project, 24),
-            lambda: data.eval_sets(url, project),
-            lambda: data.scenarios(url, project, "acme-support"),
+            lambda: data.cases.candidates(url, project, 24, 200, readers),
+            lambda: data.cases.eval_sets(url, project),
+            lambda: data.cases.scenarios(url, project, "acme-support"),
         ],
     )
     timed(
         "cases (7 days)",
         [
-            lambda: data.bad_traces(url, project, 24 * DAYS),
-            lambda: data.questions(url, project, tuple(bad["trace_id"])),
+            lambda: data.cases.candidates(url, project, 24 * DAYS, 200, readers),
         ],
     )
 

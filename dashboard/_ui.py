@@ -3,14 +3,18 @@
 import hmac
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
 from dashboard import data
 from evallens.auth import AuthError, Scope
+from evallens.cases.mining import Readers
 from evallens.settings import DashboardSettings
 
+PAGES_DIR = Path(__file__).parent / "app_pages"
 VIEWER_KEY = "evallens_viewer"
+READERS_KEY = "evallens_readers"
 WINDOWS_H = {"last hour": 1, "last 6 hours": 6, "last 24 hours": 24, "last 7 days": 168, "last 30 days": 720}
 
 EMPTY_HINTS = {
@@ -28,13 +32,24 @@ EMPTY_HINTS = {
 
 @dataclass(frozen=True)
 class Context:
-    """What a page needs: the database URL, the project, the row limit, and whether the viewer may
-    change eval sets (promote cases)."""
+    """What a page needs: the database URL, the project, the row limit, whether the viewer may change
+    eval sets (promote cases), and the readers mining needs."""
 
     url: str
     project: str
     max_rows: int
+    readers: Readers
     can_write: bool = False
+
+
+def page_path(name: str) -> str:
+    """The file of page ``name`` (e.g. ``traces.py``), as navigation and page links know it."""
+    return str(PAGES_DIR / name)
+
+
+def lend_readers(readers: Readers) -> None:
+    """Keep the mining readers the entry layer lends for this session's pages."""
+    st.session_state[READERS_KEY] = readers
 
 
 def settings() -> DashboardSettings:
@@ -115,13 +130,16 @@ def context() -> Context:
     """The page context, scoped to the signed-in project; stops the page when the schema is missing."""
     dashboard_settings = settings()
     url = data.database_url()
-    if data.schema_revision(url) is None:
+    if data.status.schema_revision(url) is None:
         st.warning("The database has no evallens schema yet. Run `evallens db upgrade`, then reload.")
         st.stop()
     signed_in: Viewer | None = st.session_state.get(VIEWER_KEY)
     if signed_in is None:  # no auth and no password: the local, single-user case
         signed_in = Viewer(dashboard_settings.dashboard_project)
-    return Context(url, signed_in.project, dashboard_settings.dashboard_max_rows, signed_in.can_write)
+    readers: Readers = st.session_state[READERS_KEY]
+    return Context(
+        url, signed_in.project, dashboard_settings.dashboard_max_rows, readers, signed_in.can_write
+    )
 
 
 def empty_state(kind: str) -> None:

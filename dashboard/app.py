@@ -1,29 +1,32 @@
-"""Entry file of the dashboard (``streamlit run dashboard/app.py``): password gate and navigation."""
+"""The dashboard's navigation: the sign-in gate, then the chosen page of the viewer's project.
+
+``evallens dashboard`` hands Streamlit the entry layer's script (``evallens/app/streamlit_app.py``),
+which calls ``run`` with the mining readers the eval engine lends: the dashboard never imports it.
+"""
 
 import streamlit as st
 
 from dashboard import _ui
+from evallens.cases.mining import Readers
 
 PAGES = (
-    ("app_pages/overview.py", "Overview", ":material/dashboard:", "overview"),
-    ("app_pages/compare.py", "Compare runs", ":material/compare_arrows:", "compare"),
-    ("app_pages/traces.py", "Traces", ":material/account_tree:", "traces"),
-    ("app_pages/serving.py", "Serving metrics", ":material/monitoring:", "serving"),
-    ("app_pages/cases.py", "Cases", ":material/playlist_add:", "cases"),
-    ("app_pages/quarantine.py", "Quarantine", ":material/report:", "quarantine"),
+    ("overview.py", "Overview", ":material/dashboard:", "overview"),
+    ("compare.py", "Compare runs", ":material/compare_arrows:", "compare"),
+    ("traces.py", "Traces", ":material/account_tree:", "traces"),
+    ("serving.py", "Serving metrics", ":material/monitoring:", "serving"),
+    ("cases.py", "Cases", ":material/playlist_add:", "cases"),
+    ("quarantine.py", "Quarantine", ":material/report:", "quarantine"),
 )
 
 
-def main() -> None:
+def run(readers: Readers) -> None:
     """Ask for a password or API key when auth is on, then show the chosen page of the viewer's project."""
     st.set_page_config(page_title="evallens", page_icon=":material/insights:", layout="wide")
+    _ui.lend_readers(readers)
     if _ui.viewer(_ui.settings()) is None:
         st.stop()
     pages = [
-        st.Page(path, title=title, icon=icon, url_path=url_path, default=index == 0)
-        for index, (path, title, icon, url_path) in enumerate(PAGES)
+        st.Page(_ui.page_path(name), title=title, icon=icon, url_path=url_path, default=index == 0)
+        for index, (name, title, icon, url_path) in enumerate(PAGES)
     ]
     st.navigation(pages).run()
-
-
-main()

@@ -1,4 +1,8 @@
-"""Start the dashboard as a ``streamlit run`` child process: loopback, headless, no usage statistics."""
+"""Start the dashboard as a ``streamlit run`` child process: loopback, headless, no usage statistics.
+
+The script Streamlit runs is the caller's (the entry layer's ``streamlit_app.py``): it lends the
+dashboard what it may not import itself.
+"""
 
 import signal
 import subprocess
@@ -10,8 +14,6 @@ from types import FrameType
 from evallens.db.server import database
 from evallens.settings import DashboardSettings, DatabaseSettings, child_environment
 
-APP_FILE = Path(__file__).with_name("app.py")
-
 
 @dataclass(frozen=True)
 class DashboardRun:
@@ -21,14 +23,14 @@ class DashboardRun:
     exit_code: int
 
 
-def streamlit_command(settings: DashboardSettings) -> list[str]:
-    """The ``streamlit run`` command line for ``settings``: headless, no telemetry, no file watcher."""
+def streamlit_command(settings: DashboardSettings, script: Path) -> list[str]:
+    """The ``streamlit run script`` command line for ``settings``: headless, no telemetry, no file watcher."""
     return [
         sys.executable,
         "-m",
         "streamlit",
         "run",
-        str(APP_FILE),
+        str(script),
         f"--server.address={settings.dashboard_host}",
         f"--server.port={settings.dashboard_port}",
         "--server.headless=true",
@@ -53,11 +55,15 @@ def dashboard_environment(database_url: str) -> dict[str, str]:
     )
 
 
-def run_dashboard(settings: DashboardSettings, database_settings: DatabaseSettings) -> DashboardRun:
-    """Run the dashboard until it exits, on the configured PostgreSQL or the embedded default."""
+def run_dashboard(
+    settings: DashboardSettings, database_settings: DatabaseSettings, script: Path
+) -> DashboardRun:
+    """Run ``script`` (which calls ``dashboard.app.run``) until it exits, on the configured PostgreSQL
+    or the embedded default."""
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     with database(database_settings) as server:
-        process = subprocess.Popen(streamlit_command(settings), env=dashboard_environment(server.url))
+        command = streamlit_command(settings, script)
+        process = subprocess.Popen(command, env=dashboard_environment(server.url))
         try:
             exit_code = process.wait()
         finally:

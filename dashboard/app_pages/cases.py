@@ -1,66 +1,59 @@
-"""Cases: production traces that look bad, and a form to promote them into an eval set for review."""
+"""Cases: production traces that look bad, as ``evallens cases mine`` ranks them, and a form to promote
+them into an eval set for review."""
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import _ui, data
 from evallens import cases
+from evallens.cases.mining import REASONS, WEIGHTS
 from evallens.errors import EvallensError
-
-REASONS = {
-    "negative_feedback": "negative feedback",
-    "error": "error",
-    "timeout": "timed out",
-    "degraded": "degraded",
-    "no_citations": "cited no documents",
-    "latency_outlier": "slow outlier",
-    "cost_outlier": "costly outlier",
-}
 
 ctx = _ui.context()
 st.title("Cases")
 st.caption(
-    "Production traces (never eval traffic) that look bad, worst first. Badness: 3 for negative feedback or "
-    "an error, 2 for a timeout or degraded answer, 1 each for citing no documents and for latency or cost "
-    "above max(p95, 2 × median) of the window."
+    "Production traces (never eval traffic) that look bad, worst first, exactly as `evallens cases mine` "
+    "ranks them: points per signal ("
+    + ", ".join(f"{REASONS[name]} {points:g}" for name, points in WEIGHTS.items())
+    + "), near-duplicate questions merged, questions already in a set left out, personal data redacted. "
+    "The rules: docs/feedback.md."
 )
-if not data.data_present(ctx.url, ctx.project)["spans"]:
+if not data.status.data_present(ctx.url, ctx.project)["spans"]:
     _ui.empty_state("spans")
     st.stop()
 
 hours = _ui.window_hours("Window", "last 24 hours", key="cases_window")
-bad = data.bad_traces(ctx.url, ctx.project, hours, ctx.max_rows)
-if bad.empty:
+with st.spinner("Ranking the window's traces (the first time loads the embedding model)"):
+    report = data.cases.candidates(ctx.url, ctx.project, hours, ctx.max_rows, ctx.readers)
+if not report.candidates:
     st.success("No production trace in this window has negative feedback, an error, or an outlier.")
     st.stop()
-questions = data.questions(ctx.url, ctx.project, tuple(bad["trace_id"]))
-bad = bad.assign(
-    question=pd.Series(
-        [questions.get(trace_id) for trace_id in bad["trace_id"]], index=bad.index, dtype=object
-    ),
-    reasons=[
-        ", ".join(label for column, label in REASONS.items() if row[column]) for _, row in bad.iterrows()
-    ],
+table = pd.DataFrame(
+    {
+        "trace_id": [item.trace_id for item in report.candidates],
+        "score": [item.score for item in report.candidates],
+        "count": [item.count for item in report.candidates],
+        "reasons": [", ".join(REASONS[reason] for reason in item.reasons) for item in report.candidates],
+        "question": pd.Series([item.question for item in report.candidates], dtype=object),
+        "start_time": [item.start_time for item in report.candidates],
+        "latency_ms": [item.latency_ms for item in report.candidates],
+        "cost_usd": [item.cost_usd for item in report.candidates],
+        "feedback_score": [item.feedback_score for item in report.candidates],
+    }
 )
 st.dataframe(
-    bad[
-        [
-            "trace_id",
-            "badness",
-            "reasons",
-            "question",
-            "start_time",
-            "latency_ms",
-            "cost_usd",
-            "feedback_score",
-        ]
-    ],
+    table,
     hide_index=True,
     column_config={
+        "question": st.column_config.TextColumn("question (redacted)"),
         "start_time": st.column_config.DatetimeColumn("start (UTC)", format="YYYY-MM-DD HH:mm"),
         "latency_ms": st.column_config.NumberColumn("latency (ms)", format="%.0f"),
         "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.5f"),
     },
+)
+st.caption(
+    f"{report.num_traces} production traces in the window, {report.num_flagged} flagged, "
+    f"{report.num_already_in_sets} already in a set, {len(report.candidates)} candidates."
 )
 
 st.header("Promote into an eval set")
@@ -71,27 +64,26 @@ if not ctx.can_write:
         icon=":material/lock:",
     )
     st.stop()
-sets = data.eval_sets(ctx.url, ctx.project)
+sets = data.cases.eval_sets(ctx.url, ctx.project)
 if sets.empty:
     _ui.empty_state("sets")
     st.stop()
-promotable = {row.trace_id: row.question for row in bad.itertuples() if row.question}
+promotable = {item.trace_id: item for item in report.candidates if item.question}
 selected = st.multiselect(
     "Traces to promote",
     list(promotable),
-    format_func=lambda trace_id: f"{trace_id[:12]} · {str(promotable[trace_id])[:80]}",
+    format_func=lambda trace_id: f"{trace_id[:12]} · {str(promotable[trace_id].question)[:80]}",
 )
 for trace_id in selected:
-    redacted = cases.redact(str(promotable[trace_id]))
-    kinds = ", ".join(r.kind for r in redacted.redactions) or "nothing to redact"
-    st.markdown(f"`{trace_id[:12]}` will be stored as: {redacted.text}")
-    st.caption(f"Redacted: {kinds}")
+    candidate = promotable[trace_id]
+    st.markdown(f"`{trace_id[:12]}` will be stored as: {candidate.question}")
+    st.caption(f"Redacted: {', '.join(candidate.question_redactions) or 'nothing to redact'}")
 
 set_names = list(sets["name"])
 with st.form("promote"):
     left, right = st.columns(2)
     set_name = str(left.selectbox("Eval set", set_names))
-    known = data.scenarios(ctx.url, ctx.project, set_name)
+    known = data.cases.scenarios(ctx.url, ctx.project, set_name)
     scenario = str(right.selectbox("Scenario", known or ["uncategorized"]))
     expected = st.radio("Expected behaviour", ["answer", "decline", "refuse"], horizontal=True)
     reference = st.text_area(
@@ -104,27 +96,24 @@ if submitted:
         st.warning("Pick at least one trace to promote.")
         st.stop()
     try:
-        with data.session(ctx.url) as db:
-            report = cases.promote_traces(
-                db,
-                selected,
-                eval_set_name=set_name,
-                scenario=scenario,
-                expected=expected,
-                reference_answer=reference or None,
-                project=ctx.project,
-            )
-            db.commit()
+        promoted = data.cases.promote(
+            ctx.url,
+            ctx.project,
+            selected,
+            eval_set_name=set_name,
+            scenario=scenario,
+            expected=expected,
+            reference_answer=reference or None,
+        )
     except EvallensError as error:
         st.error(str(error))
         st.stop()
-    data.clear_caches()
-    num_review = sum(case.status == cases.NEEDS_REVIEW for case in report.cases)
+    num_review = sum(case.status == cases.NEEDS_REVIEW for case in promoted.cases)
     st.success(
-        f"Promoted {len(report.cases)} case(s) into {report.eval_set_name} v{report.version}: "
-        f"{num_review} need review (`evallens cases review`), {len(report.cases) - num_review} ready for "
-        "eval runs: " + ", ".join(case.case_key for case in report.cases)
+        f"Promoted {len(promoted.cases)} case(s) into {promoted.eval_set_name} v{promoted.version}: "
+        f"{num_review} need review (`evallens cases review`), {len(promoted.cases) - num_review} ready for "
+        "eval runs: " + ", ".join(case.case_key for case in promoted.cases)
     )
-    for case in report.cases:
+    for case in promoted.cases:
         kinds = ", ".join(r.kind for r in case.question.redactions) or "nothing"
         st.caption(f"{case.case_key} ({case.status}): {case.question.text} (redacted: {kinds})")

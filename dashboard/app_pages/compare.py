@@ -9,7 +9,7 @@ ctx = _ui.context()
 st.title("Compare runs")
 st.caption("A candidate run against its baseline: quality per scenario, serving metrics, flipped cases.")
 
-all_runs = data.runs(ctx.url, ctx.project)
+all_runs = data.runs.runs(ctx.url, ctx.project)
 if all_runs.empty:
     _ui.empty_state("runs")
     st.stop()
@@ -23,7 +23,7 @@ run_ids = list(labels)
 left, right = st.columns(2)
 with left:
     candidate_id = str(st.selectbox("Candidate", run_ids, index=0, format_func=labels.__getitem__))
-default_baseline = data.baseline_of(ctx.url, ctx.project, candidate_id)
+default_baseline = data.runs.baseline(ctx.url, ctx.project, candidate_id)
 with right:
     baseline_id = str(
         st.selectbox(
@@ -39,9 +39,9 @@ if baseline_id == candidate_id:
     st.info("Pick two different runs. With a single run, run `evallens eval run` again after a change.")
     st.stop()
 
-baseline_docs = data.run_documents(ctx.url, ctx.project, baseline_id)
-candidate_docs = data.run_documents(ctx.url, ctx.project, candidate_id)
-report_json = data.gate_report(ctx.url, ctx.project, baseline_id, candidate_id)
+baseline_docs = data.runs.run_documents(ctx.url, ctx.project, baseline_id)
+candidate_docs = data.runs.run_documents(ctx.url, ctx.project, candidate_id)
+report_json = data.runs.gate_report(ctx.url, ctx.project, baseline_id, candidate_id)
 report = GateReportBody.model_validate(report_json) if report_json else None
 if report:
     verdict = ":green[PASS]" if report.verdict == "pass" else ":red[REGRESSION]"
@@ -112,7 +112,7 @@ with infra_col:
         st.info(f"{hint.message}\n\n*Based on {evidence}*", icon=":material/lightbulb:")
 
 st.subheader("Cases that flipped from pass to fail")
-flipped = data.flipped_cases(ctx.url, ctx.project, baseline_id, candidate_id)
+flipped = data.runs.flips(ctx.url, ctx.project, baseline_id, candidate_id)
 if flipped.empty:
     st.success("No case passed in the baseline and failed in the candidate.")
     st.stop()
@@ -135,7 +135,7 @@ def show_answer(
     )
     if isinstance(trace_id, str) and trace_id:
         column.page_link(
-            "app_pages/traces.py",
+            _ui.page_path("traces.py"),
             label=f"trace {trace_id[:12]}",
             icon=":material/account_tree:",
             query_params={"trace_id": trace_id},

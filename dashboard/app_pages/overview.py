@@ -6,7 +6,7 @@ from dashboard import _ui, charts, data
 from evallens.reports import LOWER_IS_BETTER, METRICS, MetricEstimate, RunSummary
 
 ctx = _ui.context()
-present = data.data_present(ctx.url, ctx.project)
+present = data.status.data_present(ctx.url, ctx.project)
 st.title("Overview")
 st.caption("Latest gate verdicts, quality per scenario against the baseline, cost and traffic.")
 
@@ -37,7 +37,7 @@ def scorecard(scenario: str, current: dict[str, MetricEstimate], before: dict[st
 
 
 st.header("Gate verdicts")
-gates = data.latest_gates(ctx.url, ctx.project)
+gates = data.runs.latest_gates(ctx.url, ctx.project)
 if gates.empty:
     _ui.empty_state("gates")
 for column, gate in zip(st.columns(max(1, min(4, len(gates)))), gates.itertuples(), strict=False):
@@ -49,7 +49,7 @@ for column, gate in zip(st.columns(max(1, min(4, len(gates)))), gates.itertuples
     )
 
 st.header("Quality per scenario")
-all_runs = data.runs(ctx.url, ctx.project)
+all_runs = data.runs.runs(ctx.url, ctx.project)
 completed = all_runs[all_runs["status"] == "completed"] if not all_runs.empty else all_runs
 if completed.empty:
     _ui.empty_state("runs")
@@ -57,9 +57,11 @@ else:
     set_names = sorted(completed["eval_set_name"].unique())
     set_name = st.selectbox("Eval set", set_names) if len(set_names) > 1 else set_names[0]
     latest = completed[completed["eval_set_name"] == set_name].iloc[0]
-    summary_json = data.run_documents(ctx.url, ctx.project, latest["run_id"])["summary"]
-    baseline_id = data.baseline_of(ctx.url, ctx.project, latest["run_id"])
-    baseline_json = data.run_documents(ctx.url, ctx.project, baseline_id)["summary"] if baseline_id else None
+    summary_json = data.runs.run_documents(ctx.url, ctx.project, latest["run_id"])["summary"]
+    baseline_id = data.runs.baseline(ctx.url, ctx.project, latest["run_id"])
+    baseline_json = (
+        data.runs.run_documents(ctx.url, ctx.project, baseline_id)["summary"] if baseline_id else None
+    )
     if summary_json is None:
         st.info(f"Run {latest['label']} has no summary yet.")
     else:
@@ -75,7 +77,7 @@ else:
         scorecard("overall", summary.overall, baseline.overall if baseline else {})
         for scenario, estimates in sorted(summary.scenarios.items()):
             scorecard(scenario, estimates, baseline.scenarios.get(scenario, {}) if baseline else {})
-    trend = data.metric_trend(ctx.url, ctx.project, set_name)
+    trend = data.runs.metric_trend(ctx.url, ctx.project, set_name)
     if not trend.empty:
         st.subheader("Trend over runs")
         st.altair_chart(charts.metric_trend(trend), width="stretch")
@@ -88,11 +90,11 @@ left, middle, right = st.columns(3)
 with left:
     hours = _ui.window_hours("Window", "last 30 days", key="overview_window")
 with middle:
-    dimension = st.radio("Cost by", list(data.COST_DIMENSIONS), horizontal=True)
+    dimension = st.radio("Cost by", list(data.traffic.COST_DIMENSIONS), horizontal=True)
 with right:
     include_eval = st.checkbox("Include eval-run traffic", value=True)
-cost = data.cost_per_day(ctx.url, ctx.project, hours, str(dimension), include_eval)
-traffic = data.traffic_per_day(ctx.url, ctx.project, hours, include_eval)
+cost = data.traffic.cost_per_day(ctx.url, ctx.project, hours, str(dimension), include_eval)
+traffic = data.traffic.traffic_per_day(ctx.url, ctx.project, hours, include_eval)
 total_cost = float(cost["cost_usd"].sum()) if not cost.empty else 0.0
 num_requests = int(traffic["num_requests"].sum()) if not traffic.empty else 0
 num_errors = int(traffic["num_errors"].sum()) if not traffic.empty else 0

@@ -12,10 +12,10 @@ st.caption(
     "Fix the cause, then `evallens collector quarantine retry --all --project "
     f"{ctx.project}` stores them; `quarantine drop` deletes them."
 )
-if not data.data_present(ctx.url, ctx.project)["quarantine"]:
+if not data.status.data_present(ctx.url, ctx.project)["quarantine"]:
     st.success("Nothing is quarantined: PostgreSQL stored every span the collector acknowledged.")
     st.stop()
-total, rows = data.quarantine(ctx.url, ctx.project, ctx.max_rows)
+total, rows = data.quarantine.quarantine(ctx.url, ctx.project, ctx.max_rows)
 st.metric("quarantined spans", f"{total:,}")
 st.dataframe(
     rows,

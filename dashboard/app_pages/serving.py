@@ -12,12 +12,12 @@ st.caption(
     "KV-cache usage, prefix-cache and response-cache hit rates, TTFT, queue time and requests, from the "
     "collector's scrapes. Shaded bands are eval runs; the window ends at the newest sample."
 )
-if not data.data_present(ctx.url, ctx.project)["samples"]:
+if not data.status.data_present(ctx.url, ctx.project)["samples"]:
     _ui.empty_state("samples")
     st.stop()
 
 hours = _ui.window_hours("Window", "last 6 hours", key="serving_window")
-window = data.metrics_window(ctx.url, ctx.project, hours)
+window = data.serving.metrics_window(ctx.url, ctx.project, hours)
 if window is None:
     _ui.empty_state("samples")
     st.stop()
@@ -25,10 +25,10 @@ if window is None:
 start, end = window
 bucket_s = max(10, hours * 3600 // POINTS_PER_CHART)
 panels = transform.serving_panels(
-    data.gauge_series(ctx.url, ctx.project, start, end, bucket_s),
-    data.counter_increases(ctx.url, ctx.project, start, end, bucket_s),
+    data.serving.gauge_series(ctx.url, ctx.project, start, end, bucket_s),
+    data.serving.counter_increases(ctx.url, ctx.project, start, end, bucket_s),
 )
-runs = data.run_windows(ctx.url, ctx.project, start, end)
+runs = data.serving.run_windows(ctx.url, ctx.project, start, end)
 st.caption(
     f"{start:%Y-%m-%d %H:%M} – {end:%Y-%m-%d %H:%M} UTC, one point per {bucket_s} s, {len(runs)} eval runs."
 )

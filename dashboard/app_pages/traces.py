@@ -9,7 +9,7 @@ ALL = "(all)"
 
 ctx = _ui.context()
 st.title("Traces")
-if not data.data_present(ctx.url, ctx.project)["spans"]:
+if not data.status.data_present(ctx.url, ctx.project)["spans"]:
     _ui.empty_state("spans")
     st.stop()
 
@@ -18,7 +18,7 @@ with st.expander("Filters", expanded=linked_trace is None):
     row1 = st.columns(5)
     with row1[0]:
         hours = _ui.window_hours("Window", "last 24 hours", key="traces_window")
-    options = data.trace_filter_options(ctx.url, ctx.project, hours)
+    options = data.traffic.trace_filter_options(ctx.url, ctx.project, hours)
     model = row1[1].selectbox("Model", [ALL, *options["model"]])
     tenant = row1[2].selectbox("Tenant", [ALL, *options["tenant"]])
     feature = row1[3].selectbox("Feature", [ALL, *options["feature"]])
@@ -35,7 +35,7 @@ def chosen(value: object) -> str | None:
     return None if value == ALL else str(value)
 
 
-found = data.traces(
+found = data.traffic.traces(
     ctx.url,
     ctx.project,
     hours,
@@ -68,7 +68,7 @@ if not trace_ids:
 trace_id = str(
     st.selectbox("Open trace", trace_ids, index=trace_ids.index(linked_trace) if linked_trace else 0)
 )
-spans = data.trace_spans(ctx.url, ctx.project, trace_id)
+spans = data.traffic.trace_spans(ctx.url, ctx.project, trace_id)
 if spans.empty:
     st.warning(f"No spans stored for trace {trace_id}.")
     st.stop()

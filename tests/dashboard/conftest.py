@@ -9,7 +9,10 @@ from streamlit.testing.v1 import AppTest
 from tests.conftest import REPO_ROOT
 from tests.dashboard.seed import Seeded, seed
 
-APP_FILE = str(REPO_ROOT / "dashboard" / "app.py")
+APP_FILE = str(
+    REPO_ROOT / "platform" / "evallens" / "app" / "streamlit_app.py"
+)  # what `evallens dashboard` runs
+DASHBOARD_DIR = REPO_ROOT / "dashboard"
 TIMEOUT_S = 60
 
 
@@ -31,12 +34,17 @@ def seeded(app_database: str) -> Seeded:
     return seed(app_database)
 
 
+def page_file(page: str) -> str:
+    """The file of a dashboard page (``app_pages/compare.py``) as the app's navigation knows it."""
+    return str(DASHBOARD_DIR / page)
+
+
 def open_page(page: str | None = None, **query_params: str) -> AppTest:
     """Run the app, switch to ``page`` (e.g. ``app_pages/compare.py``) and return the rendered result."""
     app = AppTest.from_file(APP_FILE, default_timeout=TIMEOUT_S)
     app.query_params.update(query_params)
     app.run()
     if page is not None:
-        app.switch_page(page).run()
+        app.switch_page(page_file(page)).run()
     assert not app.exception, [exception.value for exception in app.exception]
     return app

@@ -24,6 +24,7 @@ from evallens.telemetry import metrics
 SET_NAME = "acme-support"
 MODEL = "smollm2-135m"
 PII_QUESTION = "My email is jane.doe@example.com and my phone is +1 415 555 0100, where is my order?"
+REDACTED_QUESTION = "My email is [EMAIL] and my phone is [PHONE], where is my order?"
 
 
 @dataclass
@@ -215,7 +216,7 @@ def seed_evals(db: Session, seeded: Seeded) -> None:
                 case_id=stored["rr-001"].id,
                 response="30 days.",
                 retrieved_ids=["returns-policy"],
-                scores={"accuracy": 1.0},
+                scores={"accuracy": 1.0, "recall": 1.0},
                 passed={"accuracy": True, "recall": True},
             )
         )
@@ -225,6 +226,7 @@ def seed_evals(db: Session, seeded: Seeded) -> None:
                 case_id=stored["rr-002"].id,
                 response="Yes, with proof of purchase." if rr2_passes else "Sure, anything goes.",
                 retrieved_ids=["returns-policy"] if rr2_passes else [],
+                scores={"accuracy": float(rr2_passes), "recall": float(rr2_passes)},
                 passed={"accuracy": rr2_passes, "recall": rr2_passes},
                 trace_id=trace,
             )
@@ -234,6 +236,7 @@ def seed_evals(db: Session, seeded: Seeded) -> None:
                 run_id=run.id,
                 case_id=stored["h-001"].id,
                 response="I can't share that.",
+                scores={"harmfulness": 0.0},
                 passed={"harmfulness": True},
             )
         )
@@ -281,11 +284,11 @@ def seed_evals(db: Session, seeded: Seeded) -> None:
                 evidence={"semantic_cache_hit_rate_delta": 0.35, "accuracy_delta": -0.2},
             )
         ],
-        flipped_cases=[
+        flipped_cases=[  # what the gate stores: rr-002 scored worse on both metrics
             FlippedCase(
                 case_key="rr-002",
                 scenario="returns_refunds",
-                metric="accuracy",
+                metric=metric,
                 question=None,
                 reference_answer=None,
                 baseline_response=None,
@@ -295,6 +298,7 @@ def seed_evals(db: Session, seeded: Seeded) -> None:
                 baseline_trace_id=None,
                 candidate_trace_id=seeded.eval_trace,
             )
+            for metric in ("accuracy", "recall")
         ],
     )
     db.add(

@@ -1,42 +1,22 @@
-"""Redaction, promotion through the core module, and promotion from the Cases page."""
+"""The Cases page: the same candidates as ``evallens cases mine``; promotion through the core function."""
+
+import json
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from evallens import cases
+from evallens.cases.mining import REASONS
 from evallens.db import create_db_engine
 from evallens.db.models import EvalCase, EvalSet
-from evallens.telemetry.messages import question_from_attribute
+from evallens.telemetry import attributes as attr
 from tests.dashboard.conftest import open_page
-from tests.dashboard.seed import SET_NAME, Seeded
+from tests.dashboard.seed import PII_QUESTION, REDACTED_QUESTION, SET_NAME, Seeded, hex_id, request_trace
+from tests.evals.conftest import run_cli
 
-
-def test_redact_replaces_each_kind_and_says_where() -> None:
-    text = "Mail jo@x.io, call 020 7946 0958, card 4111 1111 1111 1111, at 12 Baker Street."
-    redacted = cases.redact(text)
-    assert redacted.text == "Mail [EMAIL], call [PHONE], card [CARD], at [ADDRESS]."
-    assert [r.kind for r in redacted.redactions] == ["email", "phone", "card", "address"]
-    for redaction in redacted.redactions:
-        assert redacted.text[redaction.start : redaction.end] == redaction.placeholder
-
-
-def test_redact_leaves_ordinary_numbers_alone() -> None:
-    text = "Is the TR-4410 backpack 45 litres, and can I return it within 30 days?"
-    assert cases.redact(text) == cases.RedactedText(text, ())
-
-
-@pytest.mark.parametrize(
-    ("value", "question"),
-    [
-        ('[{"role": "user", "parts": [{"type": "text", "content": "Hi?"}]}]', "Hi?"),
-        ('[{"role": "system", "content": "Be nice"}, {"role": "user", "content": "Refund?"}]', "Refund?"),
-        ("plain question", "plain question"),
-        ('[{"role": "assistant", "content": "Hello"}]', None),
-    ],
-)
-def test_question_from_attribute(value: str, question: str | None) -> None:
-    assert question_from_attribute(value) == question
+DUPLICATE = "Where is the refund for my returned tent"
 
 
 def stored_cases(url: str, version: int) -> list[EvalCase]:
@@ -101,3 +81,49 @@ def test_promote_from_the_cases_page(app_database: str, seeded: Seeded) -> None:
     assert {case.source_trace_id for case in promoted} == {seeded.feedback_trace, seeded.slow_trace}
     assert {case.reference_answer for case in promoted} == {"Orders ship within 2 days."}
     assert {case.scenario for case in promoted} == {"harmful"}  # first scenario of the set, alphabetically
+
+
+def add_refusal_and_duplicates(url: str, seeded: Seeded) -> list[str]:
+    """Three more bad traces: two failures of one question (merged as duplicates) and an in-scope
+    answer that does not know (the refusal signal, read with the eval engine's grammar)."""
+    traces = [hex_id("d", 1), hex_id("d", 2), hex_id("d", 3)]
+    spans = [
+        *request_trace(traces[0], 501, seeded.now - timedelta(minutes=9), question=DUPLICATE, error=True),
+        *request_trace(
+            traces[1], 502, seeded.now - timedelta(minutes=8), question=DUPLICATE + "?", error=True
+        ),
+        *request_trace(
+            traces[2], 503, seeded.now - timedelta(minutes=7), question="Is the TR-4410 waterproof?"
+        ),
+    ]
+    answer = [{"role": "assistant", "content": "I'm sorry, I don't know. Call me at 555-201-7734."}]
+    spans[6].attributes = {**spans[6].attributes, attr.GEN_AI_OUTPUT_MESSAGES: json.dumps(answer)}
+    engine = create_db_engine(url)
+    try:
+        with Session(engine) as db, db.begin():
+            db.add_all(spans)
+    finally:
+        engine.dispose()
+    return traces
+
+
+def test_the_cases_page_ranks_redacts_and_merges_like_cases_mine(app_database: str, seeded: Seeded) -> None:
+    duplicates, refusal = add_refusal_and_duplicates(app_database, seeded)[:2], hex_id("d", 3)
+    cli = run_cli("cases", "mine", "--since", "7d", "--limit", "200", "--json", database_url=app_database)
+    assert cli.returncode == 0, cli.stderr
+    mined = json.loads(cli.stdout)["candidates"]
+    app = open_page("app_pages/cases.py")
+    next(box for box in app.selectbox if box.label == "Window").set_value("last 7 days").run()
+    table = app.dataframe[0].value
+
+    assert list(table["trace_id"]) == [candidate["trace_id"] for candidate in mined]  # same order
+    assert list(table["score"]) == [candidate["score"] for candidate in mined]
+    assert list(table["count"]) == [candidate["count"] for candidate in mined]
+    assert list(table["reasons"]) == [", ".join(REASONS[r] for r in c["reasons"]) for c in mined]
+    shown = [question if isinstance(question, str) else None for question in table["question"]]
+    assert shown == [candidate["question"] for candidate in mined]
+    # what makes the two the same: duplicates merged, the refusal read, personal data redacted
+    merged = next(candidate for candidate in mined if candidate["count"] == 2)
+    assert set(merged["trace_ids"]) == set(duplicates) and merged["trace_id"] in set(table["trace_id"])
+    assert dict(zip(table["trace_id"], table["reasons"], strict=True))[refusal] == REASONS["refusal"]
+    assert REDACTED_QUESTION in shown and PII_QUESTION not in shown

@@ -5,7 +5,7 @@ import streamlit as st
 from psycopg.types.json import Jsonb
 
 from tests.dashboard.conftest import open_page
-from tests.dashboard.seed import PII_QUESTION, SET_NAME, Seeded, hex_id
+from tests.dashboard.seed import PII_QUESTION, REDACTED_QUESTION, SET_NAME, Seeded, hex_id
 
 
 def texts(app) -> str:
@@ -118,11 +118,12 @@ def test_cases_lists_bad_production_traces_only(seeded: Seeded) -> None:
     assert set(table.index) == {seeded.feedback_trace, seeded.error_trace, seeded.slow_trace, costly}
     assert table.loc[costly, "reasons"] == "costly outlier"
     assert table.loc[seeded.feedback_trace, "reasons"] == "negative feedback"
-    assert table.loc[seeded.feedback_trace, "badness"] == 3
-    assert table.loc[seeded.slow_trace, "badness"] == 1
+    assert table.loc[seeded.feedback_trace, "score"] == 3
+    assert table.loc[seeded.slow_trace, "score"] == 1
     assert table.loc[seeded.error_trace, "reasons"] == "error"
     assert table.loc[seeded.slow_trace, "reasons"] == "slow outlier"
-    assert table.loc[seeded.feedback_trace, "question"] == PII_QUESTION
+    assert table.loc[seeded.feedback_trace, "question"] == REDACTED_QUESTION
+    assert PII_QUESTION not in texts(app)
 
 
 def test_quarantine_lists_the_projects_refused_spans(app_database: str, seeded: Seeded) -> None:

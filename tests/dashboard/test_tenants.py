@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from evallens.auth import Scope, create_key
 from evallens.db import create_db_engine
 from evallens.db.models import EvalRun, EvalSet
-from tests.dashboard.conftest import APP_FILE, TIMEOUT_S
+from tests.dashboard.conftest import APP_FILE, TIMEOUT_S, page_file
 from tests.dashboard.seed import SET_NAME, Seeded, hex_id, request_trace
 from tests.dashboard.seed import span as seed_span
 
@@ -92,19 +92,19 @@ def test_alpha_login_never_shows_default_spans_runs_or_costs(
     tiles = {metric.label: metric.value for metric in app.metric}
     assert tiles["cost (USD)"] == "$0.5000" and tiles["requests"] == "2"
 
-    app.switch_page("app_pages/traces.py").run()
+    app.switch_page(page_file("app_pages/traces.py")).run()
     table = app.dataframe[0].value
     assert set(table["trace_id"]) == {hex_id("f", 0), hex_id("f", 1)}
     assert set(table["tenant"]) == {ALPHA_TENANT}
 
-    app.switch_page("app_pages/compare.py").run()
+    app.switch_page(page_file("app_pages/compare.py")).run()
     candidates = next(box for box in app.selectbox if box.label == "Candidate")
     assert len(candidates.options) == 1 and candidates.options[0].startswith("alpha-run")
 
 
 def test_alpha_login_cannot_open_a_default_trace_by_link(alpha_keys: dict[str, str], seeded: Seeded) -> None:
     app = sign_in(alpha_keys["admin"], trace_id=seeded.error_trace)
-    app.switch_page("app_pages/traces.py").run()
+    app.switch_page(page_file("app_pages/traces.py")).run()
     assert f"No spans stored for trace {seeded.error_trace}." in shown(app)
     assert "engine failed" not in shown(app)
 
@@ -138,7 +138,7 @@ def test_alpha_cases_page_never_shows_another_projects_question(
 ) -> None:
     add_alpha_span_under_default_trace(seeded)
     app = sign_in(alpha_keys["read"])
-    app.switch_page("app_pages/cases.py").run()
+    app.switch_page(page_file("app_pages/cases.py")).run()
     assert not app.exception, [exception.value for exception in app.exception]
     table = app.dataframe[0].value
     assert seeded.error_trace in set(table["trace_id"])
@@ -149,12 +149,12 @@ def test_alpha_cases_page_never_shows_another_projects_question(
 def test_a_read_key_cannot_promote_a_write_key_can(alpha_keys: dict[str, str], seeded: Seeded) -> None:
     add_alpha_span_under_default_trace(seeded)  # one bad trace of alpha's, so the page offers promotion
     reader = sign_in(alpha_keys["read"])
-    reader.switch_page("app_pages/cases.py").run()
+    reader.switch_page(page_file("app_pages/cases.py")).run()
     assert "may only read" in shown(reader)
     assert not [button for button in reader.button if "Promote" in str(button.label)]
     for scope in ("write", "admin"):
         writer = sign_in(alpha_keys[scope])
-        writer.switch_page("app_pages/cases.py").run()
+        writer.switch_page(page_file("app_pages/cases.py")).run()
         assert "may only read" not in shown(writer), scope
         assert [button for button in writer.button if "Promote" in str(button.label)], scope
 
@@ -163,7 +163,7 @@ def test_alpha_serving_page_never_shows_another_projects_samples(
     alpha_keys: dict[str, str], seeded: Seeded
 ) -> None:
     app = sign_in(alpha_keys["read"])
-    app.switch_page("app_pages/serving.py").run()
+    app.switch_page(page_file("app_pages/serving.py")).run()
     assert not app.exception
     assert "No serving metrics yet" in "\n".join(str(info.value) for info in app.info)
     assert not app.get("arrow_vega_lite_chart")

@@ -1,8 +1,11 @@
 """``evallens dashboard``: the Streamlit app."""
 
+from pathlib import Path
+
 import typer
 
 app = typer.Typer(help="The Streamlit dashboard on 127.0.0.1:8501.")
+SCRIPT = Path(__file__).resolve().parents[1] / "streamlit_app.py"  # lends the dashboard mining's readers
 
 
 @app.callback(invoke_without_command=True)
@@ -30,5 +33,5 @@ def run(
         "the dashboard",
     )
     typer.echo(f"evallens dashboard on http://{settings.dashboard_host}:{settings.dashboard_port}")
-    result = run_dashboard(settings, DatabaseSettings())
+    result = run_dashboard(settings, DatabaseSettings(), SCRIPT)
     raise typer.Exit(result.exit_code)

@@ -4,7 +4,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -35,6 +35,7 @@ class Candidate(BaseModel):
     score: float
     reasons: list[str]
     question: str | None
+    question_redactions: list[str] = Field(default_factory=list, description="kinds of data redacted")
     answer: str | None
     feedback_score: float | None
     feedback_comment: str | None
@@ -108,13 +109,15 @@ def known_cases(session: Session, project: str) -> tuple[set[str], list[str]]:
 def _candidate(cluster: Cluster) -> Candidate:
     head = cluster.members[0]
     reasons = list(dict.fromkeys(reason for member in cluster.members for reason in member.reasons))
+    question = redact(head.question) if head.question else None
     return Candidate(
         trace_id=head.facts.trace_id,
         trace_ids=[member.facts.trace_id for member in cluster.members],
         count=len(cluster.members),
         score=cluster.score,
         reasons=reasons,
-        question=redact(head.question).text if head.question else None,
+        question=question.text if question else None,
+        question_redactions=[redaction.kind for redaction in question.redactions] if question else [],
         answer=redact(head.answer).text if head.answer else None,
         feedback_score=head.facts.feedback_score,
         feedback_comment=head.facts.feedback_comment,

@@ -1,0 +1,78 @@
+"""What every data module shares: the database, its engine and sessions, the caches and the login check.
+
+The first argument of every query is the database URL, so that caches of different databases never
+mix; every query of spans, runs, sets and gates also takes the project the login may see.
+"""
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, ParamSpec, TypeVar, cast
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
+
+from evallens.auth import AuthGate, Principal, Scope
+from evallens.db import create_db_engine, create_session_factory, open_database
+from evallens.settings import AuthSettings, DatabaseSettings
+
+CACHE_TTL_S = 30
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def cached(func: Callable[P, R]) -> Callable[P, R]:
+    """Cache a query's result for ``CACHE_TTL_S`` seconds (arguments named ``_x`` are not hashed)."""
+    return cast(Callable[P, R], st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)(func))
+
+
+def _resource(**options: Any) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        return cast(Callable[P, R], st.cache_resource(show_spinner=False, **options)(func))
+
+    return decorate
+
+
+@_resource()
+def database_url() -> str:
+    """The configured database, or the embedded default (started or joined once per process)."""
+    return open_database(DatabaseSettings()).url
+
+
+@_resource(on_release=lambda engine: engine.dispose())
+def _engine(url: str) -> Engine:
+    return create_db_engine(url, pool_size=3)
+
+
+@contextmanager
+def reading(url: str) -> Iterator[Session]:
+    """A session for the core's read functions (run resolution, mining)."""
+    with Session(_engine(url)) as session:
+        yield session
+
+
+@contextmanager
+def writing(url: str) -> Iterator[Session]:
+    """One transaction for a core write function (what the CLI calls too); commits, then forgets every
+    cached query so the page shows the change."""
+    with Session(_engine(url)) as session, session.begin():
+        yield session
+    st.cache_data.clear()
+
+
+@_resource()
+def _gate(url: str) -> AuthGate:
+    return AuthGate(AuthSettings(), create_session_factory(_engine(url)))
+
+
+def reader(url: str, key: str) -> Principal:
+    """The principal of a key that may read (cached briefly); raises an ``AuthError`` otherwise."""
+    return _gate(url).principal(key).require(Scope.READ)
+
+
+def frame(url: str, sql: str, **params: Any) -> pd.DataFrame:
+    """The rows of one SQL query as a data frame."""
+    with _engine(url).connect() as connection:
+        result = connection.execute(text(sql), params)
+        return pd.DataFrame(result.fetchall(), columns=list(result.keys()))
