@@ -26,7 +26,7 @@ from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
 from evallens.reports import GateReportBody
 from evallens.service.documents.loader import load_corpus
-from evallens.service.models.tiny import build_tiny_llama
+from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import DemoSettings, EvalSettings
 from evals.gate import options_from_settings, run_gate
 from evals.metrics.context import build_scoring_context

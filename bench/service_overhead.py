@@ -22,9 +22,9 @@ import uvicorn
 from opentelemetry.sdk.trace import TracerProvider
 
 from evallens.service import create_app
+from evallens.service.chat.prompt import PromptContext, build_messages
+from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines import Message, SamplingOptions, VllmEngine, vllm_options
-from evallens.service.prompt import PromptContext, build_messages
-from evallens.service.protocol import ChatCompletionRequest
 from evallens.settings import ServiceSettings
 
 WORDS = [

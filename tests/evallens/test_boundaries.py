@@ -101,11 +101,11 @@ def layered_modules() -> set[str]:
     return {name.strip() for layer in layers for name in layer.replace(":", "|").split("|")}
 
 
-def test_every_core_module_is_in_a_layer_and_no_import_is_exempt() -> None:
-    core = REPO_ROOT / "platform" / "evallens"
+def test_every_core_and_service_module_is_in_a_layer_and_no_import_is_exempt() -> None:
     modules = {
-        f"evallens.{path.stem}"
-        for path in core.iterdir()
+        f"{package}.{path.stem}"
+        for package in ("evallens", "evallens.service")
+        for path in (REPO_ROOT / "platform" / package.replace(".", "/")).iterdir()
         if (path.suffix == ".py" and path.name != "__init__.py") or (path / "__init__.py").exists()
     }
     assert modules - layered_modules() == set()

@@ -27,7 +27,7 @@ from evallens.app.demo.traffic import QUESTIONS, send_traffic
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
 from evallens.service.documents.loader import load_corpus
-from evallens.service.models.tiny import build_tiny_llama
+from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import DemoSettings, EvalSettings, child_environment
 from evallens.telemetry import attributes as attr
 from evals.sets.store import find_set_version

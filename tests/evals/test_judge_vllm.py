@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalResult, JudgeVerdict
 from evallens.service.engines.vllm_engine import vllm_environment
-from evallens.service.models.tiny import build_tiny_llama
+from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import EvalSettings, child_environment
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.context import build_scoring_context

@@ -23,7 +23,7 @@ from evallens.app.demo.stack import Stack
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
 from evallens.service.documents.loader import load_corpus
-from evallens.service.models.tiny import build_tiny_llama
+from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import DemoSettings, EvalSettings, child_environment
 from tests.conftest import free_port
 

@@ -1,4 +1,8 @@
-"""The FastAPI app factory of the reference service."""
+"""The FastAPI app factory of the reference service: builds each API area's serving and wires them.
+
+One folder per API area (``chat/``, ``feedback/``, ``documents/``, ``info/``; ``ops.py``), each with its
+protocol, serving and router; engines, RAG, caches and guards are the parts they are built from.
+"""
 
 import asyncio
 import contextlib
@@ -14,16 +18,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.auth import AuthGate
 from evallens.db import create_db_engine, create_session_factory
 from evallens.errors import EvallensError
+from evallens.service import chat, feedback, info, ops
+from evallens.service.budgets import Admission
+from evallens.service.caches import CacheMetrics
+from evallens.service.dependencies import require_key
 from evallens.service.documents import DocumentService, create_documents_router
 from evallens.service.engines import Engine, EngineRouter, create_router
 from evallens.service.errors import install_error_handlers
-from evallens.service.feedback import FeedbackServing
-from evallens.service.limits import Admission
-from evallens.service.rag import KeywordIndex
-from evallens.service.rag_pipeline import RagPipeline, create_rag_pipeline
-from evallens.service.routers import chat, feedback, models, ops
-from evallens.service.routers._deps import require_key
-from evallens.service.serving import ChatServing
+from evallens.service.guards import GuardMetrics
+from evallens.service.rag import Embedder, HybridRetriever, KeywordIndex
+from evallens.service.response_index import ResponseIndex
 from evallens.service.telemetry import ServiceMetrics, create_tracer_provider
 from evallens.settings import ServiceSettings
 
@@ -57,15 +61,35 @@ def create_app(
     database = _database(settings)
     sessions = None if database is None else create_session_factory(database)
     keyword_index = KeywordIndex()
-    rag, embedder = create_rag_pipeline(
-        settings, sessions, tracer=tracer, keyword_index=keyword_index, registry=metrics.registry
+    embedder = Embedder(settings)
+    guard_metrics = GuardMetrics.create(metrics.registry)
+    answers = chat.AnswerCache(settings, metrics=CacheMetrics.create(metrics.registry), tracer=tracer)
+    preflight = chat.Preflight(
+        settings,
+        answers=answers,
+        embedder=embedder,
+        retriever=None if sessions is None else HybridRetriever(
+            settings, embedder=embedder, session_factory=sessions, keyword_index=keyword_index, tracer=tracer
+        ),
+        tracer=tracer,
+        guard_metrics=guard_metrics,
+    )  # fmt: skip
+    responses = ResponseIndex()
+    serving = chat.ChatServing(
+        settings,
+        router,
+        preflight=preflight,
+        answers=answers,
+        admission=Admission(settings.max_in_flight, settings.max_queued, settings.retry_after_s),
+        metrics=metrics,
+        guard_metrics=guard_metrics,
+        tracer=tracer,
+        responses=responses,
     )
-    admission = Admission(settings.max_in_flight, settings.max_queued, settings.retry_after_s)
-    serving = ChatServing(settings, router, admission, metrics, tracer, rag)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        starting = asyncio.create_task(_start(router, rag))
+        starting = asyncio.create_task(_start(router, preflight))
         try:
             yield
         finally:
@@ -82,11 +106,14 @@ def create_app(
 
     app = FastAPI(title="evallens reference service", lifespan=lifespan)
     app.state.chat = serving
-    app.state.feedback = FeedbackServing(tracer, serving.responses)
+    app.state.feedback = feedback.FeedbackServing(tracer, responses)
+    app.state.info = info.ServiceInfo(settings, router, preflight)
+    app.state.engines = router
+    app.state.metrics = metrics
     app.state.auth = _auth_gate(settings, sessions)
     install_error_handlers(app)
-    for feature in (chat, feedback, models, ops):
-        app.include_router(feature.router)
+    for area in (chat, feedback, info, ops):
+        app.include_router(area.router)
     if sessions is not None:
         documents = DocumentService(
             settings, embedder=embedder, session_factory=sessions, keyword_index=keyword_index, tracer=tracer
@@ -113,7 +140,7 @@ def _auth_gate(settings: ServiceSettings, sessions: sessionmaker[Session] | None
     return AuthGate(settings, sessions)
 
 
-async def _start(router: EngineRouter, rag: RagPipeline) -> None:
+async def _start(router: EngineRouter, preflight: chat.Preflight) -> None:
     """Start every engine and warm the embedding model; a failure is logged and leaves ``/readyz`` at 503."""
     for engine in router.engines:
         try:
@@ -121,6 +148,6 @@ async def _start(router: EngineRouter, rag: RagPipeline) -> None:
         except Exception:
             logger.exception("engine %s failed to start", engine.model_name)
     try:
-        await rag.warm_up()
+        await preflight.warm_up()
     except Exception:
         logger.exception("the embedding model failed to load; retrieval answers degraded")

@@ -3,8 +3,22 @@
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
-from evallens.service.protocol import ErrorDetail, ErrorResponse
+
+class ErrorDetail(BaseModel):
+    """The ``error`` object of an OpenAI-style error body."""
+
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """OpenAI-style error body."""
+
+    error: ErrorDetail
 
 
 class ServiceError(Exception):
@@ -87,7 +101,8 @@ class Overloaded(ServiceError):
 
 
 class BudgetExceeded(ServiceError):
-    """The request missed its time-to-first-token or total budget; its engine request was aborted."""
+    """A time budget was missed: the request's time-to-first-token or total budget (its engine request
+    is aborted), or a stage's own budget (retrieval, which degrades instead of failing)."""
 
     status_code = 504
     error_type = "timeout_error"

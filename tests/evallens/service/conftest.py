@@ -25,8 +25,8 @@ from evallens.db import create_db_engine, create_session_factory
 from evallens.service import create_app
 from evallens.service.documents import DocumentService
 from evallens.service.engines import VllmEngine, vllm_options
-from evallens.service.models.tiny import build_tiny_llama
 from evallens.service.rag import Embedder, KeywordIndex
+from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import RagSettings, ServiceSettings
 
 T = TypeVar("T")

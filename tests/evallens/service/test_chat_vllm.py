@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from transformers import AutoTokenizer
 
+from evallens.service.chat.prompt import PromptContext, build_messages
+from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines import VllmEngine
-from evallens.service.prompt import PromptContext, build_messages
-from evallens.service.protocol import ChatCompletionRequest
 from tests.evallens.service.conftest import TEST_MAX_MODEL_LEN, wait_until
 
 pytestmark = pytest.mark.slow

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from transformers import AutoConfig, AutoTokenizer
 
-from evallens.service.models.pull import MANIFEST, WEIGHTS, ModelUnavailable, sha256_of, verify_manifest
-from evallens.service.models.tiny import CHAT_TEMPLATE
+from evallens.service.weights.pull import MANIFEST, WEIGHTS, ModelUnavailable, sha256_of, verify_manifest
+from evallens.service.weights.tiny import CHAT_TEMPLATE
 
 
 def test_tiny_llama_has_a_tokenizer_and_chat_template(tiny_model_path: Path) -> None:

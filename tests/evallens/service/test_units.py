@@ -5,11 +5,15 @@ import asyncio
 import pytest
 from pydantic import JsonValue
 
-from evallens.service.config import fingerprint
+from evallens.service.budgets import Admission, Deadline, in_flight_slot
+from evallens.service.chat.answers import CacheKey, CannedAnswer, Sources
+from evallens.service.chat.fingerprint import fingerprint
+from evallens.service.chat.preflight import PreflightState
+from evallens.service.chat.prompt import BuiltPrompt, Passage, PromptContext, build_messages
+from evallens.service.chat.protocol import ChatCompletionRequest
+from evallens.service.chat.serving import sources_of
 from evallens.service.errors import BudgetExceeded, ContextLengthExceeded, Overloaded
-from evallens.service.limits import Admission, Deadline, in_flight_slot
-from evallens.service.prompt import Passage, PromptContext, build_messages
-from evallens.service.protocol import ChatCompletionRequest
+from evallens.service.rag import RetrievalResult, RetrievedChunk
 from evallens.settings import ServiceSettings
 
 
@@ -103,3 +107,21 @@ def test_service_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_
     assert (settings.service_port, settings.engine, settings.max_model_len) == (9123, "openai", 512)
     assert settings.ttft_budget_s == 2.5
     assert settings.resolved_model_path == tmp_path / "models" / "smollm2-135m-instruct"
+
+
+def test_sources_are_the_prompt_s_chunks_a_cached_answer_s_own_or_none_for_a_guard() -> None:
+    chunks = [
+        RetrievedChunk("refunds#1", "refunds", "Refunds take 5 days.", 5, 0.9, 0.9),
+        RetrievedChunk("shipping#0", "shipping", "We ship in 2 days.", 5, 0.8, 0.8),
+        RetrievedChunk("refunds#0", "refunds", "Refunds > Timing", 3, 0.7, 0.7),
+    ]
+    key = CacheKey(use=True, deterministic=True, scope="t\x1frag", single_turn=True, question="Refund?")
+    state = PreflightState("t", True, key, result=RetrievalResult("Refund?", chunks, best_relevance=0.9))
+    built = BuiltPrompt((), tuple(chunk.id for chunk in chunks))
+    assert sources_of(state, built) == Sources(built.cited_ids, ("refunds", "shipping"))
+
+    cached = CannedAnswer("From the cache.", sources=Sources(("old#0",), ("old",)))
+    state.canned, state.semantic_hit = cached, True
+    assert sources_of(state, built) == cached.sources  # what the cached answer rested on
+    state.canned, state.semantic_hit = CannedAnswer("I can't help with that."), False
+    assert sources_of(state, built) == Sources()  # a guard's decline rests on nothing

@@ -12,7 +12,7 @@ app = typer.Typer(help="Prepare model weights offline (no model hub).", no_args_
 @app.command("pull")
 def pull() -> None:
     """Prepare the default chat model and report where the embedding model is."""
-    from evallens.service.models.pull import pull_default_model
+    from evallens.service.weights.pull import pull_default_model
     from evallens.settings import ServiceSettings
 
     console = Console(soft_wrap=True)
@@ -27,6 +27,6 @@ def pull() -> None:
 @app.command("tiny")
 def tiny(path: Annotated[Path, typer.Argument(help="Directory to write the tiny test model to.")]) -> None:
     """Build a tiny random-weight Llama with a locally trained tokenizer (for fast tests)."""
-    from evallens.service.models.tiny import build_tiny_llama
+    from evallens.service.weights.tiny import build_tiny_llama
 
     Console(soft_wrap=True).print(f"tiny model: {build_tiny_llama(path)}")

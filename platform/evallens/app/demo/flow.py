@@ -56,13 +56,13 @@ def parse_change(assignment: str) -> dict[str, str]:
 def prepare_model(settings: DemoSettings, smoke: bool) -> tuple[Path, int, str]:
     """The tiny test model for ``--smoke``, else the pulled SmolLM2; returns (path, context, note)."""
     if smoke:
-        from evallens.service.models.tiny import build_tiny_llama
+        from evallens.service.weights.tiny import build_tiny_llama
 
         path = settings.data_dir / "models" / "tiny-llama"
         if not (path / "config.json").exists():
             build_tiny_llama(path, max_position_embeddings=SMOKE_MAX_MODEL_LEN)
         return path, SMOKE_MAX_MODEL_LEN, f"tiny test model at {path}"
-    from evallens.service.models.pull import pull_default_model
+    from evallens.service.weights.pull import pull_default_model
 
     report = pull_default_model(ServiceSettings())
     state = "prepared" if report.built else "already prepared"

@@ -1,8 +1,8 @@
-"""Guards of the reference service: time budgets, circuit breakers, degradation, scope and safety."""
+"""Guards of the reference service: circuit breakers, degradation, scope and safety (time budgets are
+``evallens.service.budgets``)."""
 
 from evallens.service.guards._metrics import GuardMetrics
 from evallens.service.guards.breaker import BreakerOpen, BreakerState, CircuitBreaker
-from evallens.service.guards.budget import BudgetExceeded, first_item_within, within_budget
 from evallens.service.guards.degrade import (
     ENGINE_UNAVAILABLE_MESSAGE,
     EngineGuard,
@@ -20,7 +20,6 @@ __all__ = [
     "REFUSAL_MESSAGE",
     "BreakerOpen",
     "BreakerState",
-    "BudgetExceeded",
     "CircuitBreaker",
     "EngineGuard",
     "EngineOutcome",
@@ -32,6 +31,4 @@ __all__ = [
     "ScopeGuard",
     "ScopeVerdict",
     "ServiceUnavailable",
-    "first_item_within",
-    "within_budget",
 ]

@@ -11,9 +11,10 @@ from typing import Generic, Protocol, TypeVar
 
 from opentelemetry import trace
 
+from evallens.service.budgets import within
+from evallens.service.errors import BudgetExceeded
 from evallens.service.guards._metrics import GuardMetrics
 from evallens.service.guards.breaker import BreakerOpen, CircuitBreaker
-from evallens.service.guards.budget import BudgetExceeded, within_budget
 from evallens.service.rag.embeddings import Vectors
 from evallens.service.rag.types import RetrievalResult
 from evallens.settings import GuardSettings
@@ -22,6 +23,7 @@ from evallens.telemetry import attributes as attr
 T = TypeVar("T")
 F = TypeVar("F")
 
+RETRIEVAL_BUDGET = "retrieval"
 RETRIEVAL_TIMEOUT = "retrieval_timeout"
 RETRIEVAL_ERROR = "retrieval_error"
 RETRIEVAL_BREAKER_OPEN = "retrieval_breaker_open"
@@ -77,7 +79,7 @@ class RetrievalGuard:
     """Runs retrieval within its budget and behind its breaker; never raises for retrieval faults."""
 
     def __init__(self, settings: GuardSettings, *, breaker: CircuitBreaker, metrics: GuardMetrics) -> None:
-        self._budget_ms = settings.retrieval_budget_ms
+        self._budget_s = settings.retrieval_budget_ms / 1000
         self._breaker = breaker
         self._metrics = metrics
 
@@ -87,10 +89,10 @@ class RetrievalGuard:
         """Retrieve, or return a degraded outcome (timeout, error, breaker open) and mark the span."""
         try:
             result = await self._breaker.call(
-                lambda: within_budget(
+                lambda: within(
                     retriever.retrieve(query, query_embedding=query_embedding),
-                    stage="retrieval",
-                    budget_ms=self._budget_ms,
+                    self._budget_s,
+                    BudgetExceeded(RETRIEVAL_BUDGET, self._budget_s),
                 )
             )
         except BreakerOpen:

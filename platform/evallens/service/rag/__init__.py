@@ -6,7 +6,7 @@ from evallens.service.rag.chunking import TextChunk, chunk_document
 from evallens.service.rag.embeddings import Embedder
 from evallens.service.rag.fusion import reciprocal_rank_fusion
 from evallens.service.rag.keyword import KeywordIndex
-from evallens.service.rag.prompt import build_messages, get_template
+from evallens.service.rag.prompt import get_template, system_message
 from evallens.service.rag.rerank import Candidate, Reranker, create_reranker
 from evallens.service.rag.retriever import HybridRetriever
 from evallens.service.rag.store import ScoredId
@@ -22,10 +22,10 @@ __all__ = [
     "RetrievedChunk",
     "ScoredId",
     "TextChunk",
-    "build_messages",
     "chunk_document",
     "create_reranker",
     "documents_attributes",
     "get_template",
+    "system_message",
     "reciprocal_rank_fusion",
 ]

@@ -1,11 +1,9 @@
-"""Versioned RAG prompt templates: chat messages from the conversation and the retrieved chunks."""
+"""Versioned RAG prompt templates: the system message that grounds an answer in the retrieved chunks."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evallens.service.rag.types import RetrievedChunk
-
-Message = dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -47,21 +45,11 @@ def get_template(version: str) -> PromptTemplate:
         raise ValueError(f"unknown prompt template {version!r}; known: {', '.join(TEMPLATES)}") from None
 
 
-def build_messages(
-    messages: Sequence[Mapping[str, str]],
-    chunks: Sequence[RetrievedChunk] | None,
-    *,
-    version: str = DEFAULT_TEMPLATE,
-) -> list[Message]:
-    """The conversation with the template's system message first (``chunks=None``: no context).
-
-    A caller's own system messages are kept after the template's so the template's grounding rules
-    come first.
-    """
+def system_message(chunks: Sequence[RetrievedChunk] | None, *, version: str = DEFAULT_TEMPLATE) -> str:
+    """The template's system message with the chunks as context (``chunks=None``: retrieval degraded,
+    the no-context variant)."""
     template = get_template(version)
     if chunks is None:
-        system = template.without_context
-    else:
-        context = "\n\n".join(template.chunk_format.format(id=chunk.id, text=chunk.text) for chunk in chunks)
-        system = template.with_context.format(context=context or "(no passages found)")
-    return [{"role": "system", "content": system}, *({**message} for message in messages)]
+        return template.without_context
+    context = "\n\n".join(template.chunk_format.format(id=chunk.id, text=chunk.text) for chunk in chunks)
+    return template.with_context.format(context=context or "(no passages found)")

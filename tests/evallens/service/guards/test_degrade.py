@@ -1,7 +1,6 @@
 """Retrieval slow or failing -> an answer without context, marked degraded; engine failing -> cache or 503."""
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
@@ -9,18 +8,17 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
+from evallens.service.budgets import within
+from evallens.service.errors import BudgetExceeded
 from evallens.service.guards import (
-    BudgetExceeded,
     CircuitBreaker,
     EngineGuard,
     GuardMetrics,
     RetrievalGuard,
     RetrievalOutcome,
     ServiceUnavailable,
-    first_item_within,
-    within_budget,
 )
-from evallens.service.rag import RetrievalResult, RetrievedChunk, build_messages, get_template
+from evallens.service.rag import RetrievalResult, RetrievedChunk, get_template, system_message
 from evallens.settings import GuardSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
@@ -81,9 +79,8 @@ def test_retrieval_fault_still_answers_marked_degraded(
     outcome = answer(guard, FakeRetriever(mode), tracer_provider)
     assert (outcome.result, outcome.degraded, outcome.reason) == (None, True, reason)
 
-    messages = build_messages(QUESTION, None if outcome.result is None else outcome.result.chunks)
-    assert messages[0]["content"] == get_template("rag-v1").without_context
-    assert messages[1:] == QUESTION
+    system = system_message(None if outcome.result is None else outcome.result.chunks)
+    assert system == get_template("rag-v1").without_context
 
     (chat,) = [span for span in span_exporter.get_finished_spans() if span.name == "chat"]
     assert span_attributes(chat)[attr.DEGRADED] is True
@@ -102,7 +99,7 @@ def test_healthy_retrieval_is_not_degraded(
         RetrievalGuard(SETTINGS, breaker=breaker, metrics=guard_metrics), FakeRetriever("ok"), tracer_provider
     )
     assert not outcome.degraded and outcome.result is not None
-    assert "[c1] Refunds > Timing" in build_messages(QUESTION, outcome.result.chunks)[0]["content"]
+    assert "[c1] Refunds > Timing" in system_message(outcome.result.chunks)
     (chat,) = span_exporter.get_finished_spans()
     assert attr.DEGRADED not in (chat.attributes or {})
 
@@ -157,28 +154,25 @@ def test_engine_failure_falls_back_to_the_cache_or_503(
     assert degraded_total(registry, "engine_failed_semantic_cache") == 2
 
 
-def test_budgets_cut_slow_stages() -> None:
+def test_a_budget_cuts_a_slow_stage_but_not_its_own_timeouts() -> None:
     async def slow() -> str:
         await asyncio.sleep(30)
         return "late"
 
-    async def tokens() -> AsyncIterator[str]:
-        await asyncio.sleep(30)
-        yield "first"
+    async def quick() -> str:
+        return "on time"
 
-    async def quick_tokens() -> AsyncIterator[str]:
-        for token in ("a", "b"):
-            yield token
+    async def times_out_itself() -> str:
+        raise TimeoutError("the database's own timeout")
 
     async def run() -> None:
-        with pytest.raises(BudgetExceeded, match="retrieval exceeded its 10 ms budget"):
-            await within_budget(slow(), stage="retrieval", budget_ms=10)
-        with pytest.raises(BudgetExceeded):
-            async for _ in first_item_within(tokens(), stage="ttft", budget_ms=10):
-                pass
-        assert [t async for t in first_item_within(quick_tokens(), stage="ttft", budget_ms=1000)] == [
-            "a",
-            "b",
-        ]
+        missed = BudgetExceeded("retrieval", 0.01)
+        with pytest.raises(BudgetExceeded, match="retrieval budget of 0.01 s") as raised:
+            await within(slow(), 0.01, missed)
+        assert raised.value is missed and raised.value.code == "retrieval_timeout"
+        assert await within(quick(), 0.01, missed) == "on time"
+        assert await within(quick(), -1.0, missed) == "on time"  # no time left still runs what is ready
+        with pytest.raises(TimeoutError, match="own timeout"):
+            await within(times_out_itself(), 10, missed)
 
     asyncio.run(run())

@@ -1,11 +1,9 @@
-"""OpenAI-schema request and response models of the service's endpoints."""
+"""``POST /v1/chat/completions``: OpenAI-schema request, response and stream-chunk models."""
 
 import time
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from evallens.service.engines.base import JSONValue
 
 
 class ChatMessage(BaseModel):
@@ -135,63 +133,3 @@ class ChatCompletionChunk(BaseModel):
     choices: list[ChunkChoice]
     usage: Usage | None = None
     evallens: EvallensExtension | None = None
-
-
-class ModelCard(BaseModel):
-    """One entry of ``GET /v1/models``."""
-
-    id: str
-    object: Literal["model"] = "model"
-    created: int = Field(default_factory=lambda: int(time.time()))
-    owned_by: str = "evallens"
-
-
-class ModelList(BaseModel):
-    """``GET /v1/models``."""
-
-    object: Literal["list"] = "list"
-    data: list[ModelCard]
-
-
-class ServiceConfig(BaseModel):
-    """``GET /v1/config``: what changes answers, and its fingerprint (replay evals when it changes)."""
-
-    model: str
-    fingerprint: str
-    answer_config: dict[str, JSONValue]
-    serving: dict[str, JSONValue]
-
-
-class FeedbackRequest(BaseModel):
-    """``POST /v1/feedback``: a rating of one answer, by its trace id or its response id."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    trace_id: str | None = Field(default=None, description="The answer's trace id (32 hex digits).")
-    response_id: str | None = Field(default=None, description="The answer's id (``chatcmpl-...``).")
-    score: float | None = Field(default=None, description="-1 (bad) to 1 (good).")
-    thumbs: Literal["up", "down"] | None = Field(default=None, description="Instead of a score: 1 or -1.")
-    comment: str | None = Field(default=None, max_length=4000, description="The user's words.")
-
-
-class FeedbackAccepted(BaseModel):
-    """The feedback was recorded (as a span that reaches the collector)."""
-
-    id: str
-    trace_id: str
-    score: float
-
-
-class ErrorDetail(BaseModel):
-    """The ``error`` object of an OpenAI-style error body."""
-
-    message: str
-    type: str
-    param: str | None = None
-    code: str | None = None
-
-
-class ErrorResponse(BaseModel):
-    """OpenAI-style error body."""
-
-    error: ErrorDetail

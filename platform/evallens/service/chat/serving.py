@@ -1,4 +1,5 @@
-"""Chat completions: prompt, route, limits, generation and telemetry, for both response modes."""
+"""Chat completions: the context-length checks, the preflight, prompt, route, admission, the engine
+behind its breaker (with the semantic cache as its fallback), time budgets and telemetry."""
 
 import asyncio
 import contextlib
@@ -11,14 +12,19 @@ from dataclasses import dataclass
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
-from evallens.service._recording import CLIENT_CLOSED, RequestRecording, RequestTags
-from evallens.service.config import answer_config, fingerprint
+from evallens.service.budgets import Admission, Deadline, in_flight_slot, within
+from evallens.service.chat.answers import AnswerCache, CannedAnswer, Sources
+from evallens.service.chat.context_length import check_context
+from evallens.service.chat.fingerprint import answer_config, fingerprint
+from evallens.service.chat.preflight import Preflight, PreflightState, span_attributes
+from evallens.service.chat.prompt import BuiltPrompt, PromptContext, build_messages
+from evallens.service.chat.protocol import ChatCompletionRequest
+from evallens.service.chat.recording import CLIENT_CLOSED, RequestRecording
 from evallens.service.engines.base import (
     Engine,
     EngineError,
     EngineRejected,
     GenerationChunk,
-    Message,
     Prompt,
     SamplingOptions,
 )
@@ -27,16 +33,12 @@ from evallens.service.errors import (
     BadRequest,
     ContextLengthExceeded,
     EngineUnavailable,
-    MessagesTooLong,
     ServiceError,
 )
-from evallens.service.feedback import ResponseIndex
-from evallens.service.guards import ServiceUnavailable
+from evallens.service.guards import CircuitBreaker, EngineGuard, GuardMetrics, ServiceUnavailable
 from evallens.service.guards.degrade import ENGINE_FALLBACK_CACHE
-from evallens.service.limits import Admission, Deadline, in_flight_slot
-from evallens.service.prompt import BuiltPrompt, PromptContext, build_messages
-from evallens.service.protocol import ChatCompletionRequest
-from evallens.service.rag_pipeline import CannedAnswer, RagPipeline, RagState, span_attributes
+from evallens.service.response_index import ResponseIndex
+from evallens.service.tags import RequestTags
 from evallens.service.telemetry import ServiceMetrics
 from evallens.settings import ServiceSettings
 from evallens.telemetry import attributes as attr
@@ -54,21 +56,8 @@ class ChatCall:
     sampling: SamplingOptions
     deadline: Deadline
     fingerprint: str
-    rag: RagState
-
-
-# No tokenizer of a chat model packs more characters into one token on average; messages longer than
-# this many characters per token of the context window cannot fit, whatever they say.
-MAX_CHARS_PER_TOKEN = 32
-
-
-@dataclass(frozen=True)
-class BarePrompt:
-    """The request's own messages as one engine rendered them, before retrieval added anything."""
-
-    messages: tuple[Message, ...]
-    engine: Engine
-    prompt: Prompt
+    preflight: PreflightState
+    sources: Sources  # computed once, when the prompt is built; the fallback's when it stands in
 
 
 class ChatServing:
@@ -78,22 +67,29 @@ class ChatServing:
         self,
         settings: ServiceSettings,
         router: EngineRouter,
+        *,
+        preflight: Preflight,
+        answers: AnswerCache,
         admission: Admission,
         metrics: ServiceMetrics,
+        guard_metrics: GuardMetrics,
         tracer: Tracer,
-        rag: RagPipeline,
+        responses: ResponseIndex,
     ) -> None:
         self.settings = settings
         self.router = router
+        self.preflight = preflight
+        self.answers = answers
         self.admission = admission
         self.metrics = metrics
         self.tracer = tracer
-        self.rag = rag
-        self.responses = ResponseIndex()
+        self.responses = responses
+        breaker = CircuitBreaker("engine", settings, metrics=guard_metrics)
+        self.engine_guard = EngineGuard(breaker=breaker, metrics=guard_metrics)
 
     def config_fingerprint(self) -> str:
         """The fingerprint of everything that changes answers (as ``/v1/config`` shows it)."""
-        return fingerprint(answer_config(self.settings, self.router, self.rag))
+        return fingerprint(answer_config(self.settings, self.router, self.preflight.config()))
 
     async def prepare(self, request: ChatCompletionRequest, tags: RequestTags) -> ChatCall:
         """Open the request's span, run the stages before the engine (guards, caches, retrieval) and
@@ -132,13 +128,14 @@ class ChatServing:
             min_tokens=request.min_tokens,
             ignore_eos=request.ignore_eos,
         )
-        bare = self._check_context(request, sampling)  # before any guard, cache or retrieval work
+        bare = check_context(request, sampling, self.router, self.settings.system_prompt)  # before any work
         config_fingerprint = self.config_fingerprint()
-        state = await self.rag.before_engine(
+        state = await self.preflight.run(
             request, sampling, tags.tenant, config_fingerprint, use_caches=not tags.no_cache
         )
         recording.span.set_attributes(span_attributes(state))
         built = build_messages(request, self._prompt_context(state))
+        sources = sources_of(state, built)
         route = self.router.choose(built.num_chars)
         recording.set_request(
             route.engine.model_name, route.engine.provider, route.name, sampling, config_fingerprint
@@ -149,8 +146,9 @@ class ChatServing:
         if state.canned is not None:
             prompt = Prompt(built.messages)
             return ChatCall(
-                request, recording, route.engine, built, prompt, sampling, deadline, config_fingerprint, state
-            )
+                request, recording, route.engine, built, prompt, sampling, deadline, config_fingerprint,
+                state, sources,
+            )  # fmt: skip
         if not route.engine.is_ready():
             raise EngineUnavailable("the engine is not ready yet", code="engine_not_ready")
         try:
@@ -169,32 +167,11 @@ class ChatServing:
             raise ContextLengthExceeded(num_tokens, sampling.max_tokens, max_model_len)
         self.admission.check()
         return ChatCall(
-            request, recording, route.engine, built, prompt, sampling, deadline, config_fingerprint, state
-        )
+            request, recording, route.engine, built, prompt, sampling, deadline, config_fingerprint,
+            state, sources,
+        )  # fmt: skip
 
-    def _check_context(
-        self, request: ChatCompletionRequest, sampling: SamplingOptions
-    ) -> "BarePrompt | None":
-        """Refuse a request whose own messages cannot fit the context window: by characters first (no
-        tokenizing), then by tokens when the engine can count them. Returns the tokenized messages."""
-        built = build_messages(request, PromptContext(system_prompt=self.settings.system_prompt))
-        engine = self.router.choose(built.num_chars).engine
-        max_model_len = engine.max_model_len
-        if max_model_len is None:
-            return None
-        if built.num_chars > max_model_len * MAX_CHARS_PER_TOKEN:
-            raise MessagesTooLong(built.num_chars, max_model_len)
-        if not engine.is_ready():
-            return None  # answered 503 later, unless a cache or guard answers without the engine
-        try:
-            prompt = engine.prepare(built.messages)
-        except EngineRejected as error:
-            raise BadRequest(str(error)) from error
-        if prompt.num_tokens is not None and prompt.num_tokens + sampling.max_tokens > max_model_len:
-            raise ContextLengthExceeded(prompt.num_tokens, sampling.max_tokens, max_model_len)
-        return BarePrompt(built.messages, engine, prompt)
-
-    def _prompt_context(self, state: RagState) -> PromptContext:
+    def _prompt_context(self, state: PreflightState) -> PromptContext:
         if not state.retrieval:
             return PromptContext(system_prompt=self.settings.system_prompt)
         chunks = None if state.result is None else state.result.chunks
@@ -212,8 +189,8 @@ class ChatServing:
         parent = trace.set_span_in_context(recording.span)
         finished = False
         try:
-            if call.rag.canned is not None:
-                yield self._replay(call, call.rag.canned)
+            if call.preflight.canned is not None:
+                yield self._replay(call, call.preflight.canned)
                 self.finish(call, 200)
                 return
             async with AsyncExitStack() as stack:
@@ -266,22 +243,23 @@ class ChatServing:
         """The engine's first chunk, behind the engine breaker; when the engine fails or misses its
         first-token budget, a semantic-cache stand-in (degraded), else the error (503, or the 504)."""
 
+        deadline = call.deadline
+
         async def draw() -> GenerationChunk | None:
             try:
-                async with asyncio.timeout(max(call.deadline.first_token_left_s(), 0.0)):
-                    return await anext(chunks)
+                return await within(
+                    anext(chunks), deadline.first_token_left_s(), deadline.first_token_error()
+                )
             except StopAsyncIteration:
                 return None
-            except TimeoutError as error:
-                raise call.deadline.first_token_error() from error
             except EngineError as error:
                 raise EngineUnavailable(str(error)) from error
 
-        state = call.rag
+        state = call.preflight
         try:
             with _current(call.recording):
-                outcome = await self.rag.engine_guard.generate(
-                    draw, fallback=lambda: self.rag.fallback(state)
+                outcome = await self.engine_guard.generate(
+                    draw, fallback=lambda: self.answers.fallback(state.cache)
                 )
         except ServiceUnavailable as error:
             cause = error.__cause__
@@ -290,6 +268,7 @@ class ChatServing:
             raise EngineUnavailable(str(error), code=error.reason) from error
         if outcome.fallback is not None:
             state.degraded_reason, state.canned = ENGINE_FALLBACK_CACHE, outcome.fallback
+            state.semantic_hit, call.sources = True, outcome.fallback.sources
             call.recording.span.set_attributes(span_attributes(state))
             return outcome.fallback
         return outcome.answer
@@ -325,15 +304,15 @@ class ChatServing:
         self, call: ChatCall, chunks: AsyncGenerator[GenerationChunk, None]
     ) -> GenerationChunk | None:
         """The next chunk within the first-token budget (until a token came) or the total budget."""
-        first = call.recording.first_token_at is None
-        budget_s = call.deadline.first_token_left_s() if first else call.deadline.total_left_s()
+        deadline = call.deadline
+        if call.recording.first_token_at is None:
+            budget_s, missed = deadline.first_token_left_s(), deadline.first_token_error()
+        else:
+            budget_s, missed = deadline.total_left_s(), deadline.total_error()
         try:
-            async with asyncio.timeout(max(budget_s, 0.0)):
-                return await anext(chunks)
+            return await within(anext(chunks), budget_s, missed)
         except StopAsyncIteration:
             return None
-        except TimeoutError as error:
-            raise (call.deadline.first_token_error() if first else call.deadline.total_error()) from error
         except EngineRejected as error:
             raise BadRequest(str(error)) from error
         except EngineError as error:
@@ -341,17 +320,16 @@ class ChatServing:
 
     def finish(self, call: ChatCall, status: int) -> None:
         """Record a successful request; remember a complete engine answer in the caches."""
-        recording = call.recording
-        if call.rag.canned is None and recording.finish_reason is not None:
+        recording, state = call.recording, call.preflight
+        if state.canned is None and not state.degraded and recording.finish_reason is not None:
             answer = CannedAnswer(
                 recording.answer,
                 recording.finish_reason,
                 recording.num_prompt_tokens,
                 recording.num_output_tokens,
-                call.built.cited_ids,
-                tuple(document_ids(call.built.cited_ids, call.rag)),
+                call.sources,
             )
-            self.rag.remember(call.rag, answer)
+            self.answers.remember(state.cache, answer)
         recording.end(status, hour_usd=self.settings.hour_usd)
 
     def fail(self, recording: RequestRecording, error: BaseException) -> None:
@@ -384,7 +362,11 @@ def _current(recording: RequestRecording) -> "contextlib.AbstractContextManager[
     )
 
 
-def document_ids(chunk_ids: tuple[str, ...], state: RagState) -> list[str]:
-    """Distinct document ids of the cited chunks, in rank order."""
-    by_chunk = {} if state.result is None else {c.id: c.document_id for c in state.result.chunks}
-    return list(dict.fromkeys(by_chunk[chunk_id] for chunk_id in chunk_ids if chunk_id in by_chunk))
+def sources_of(state: PreflightState, built: BuiltPrompt) -> Sources:
+    """What the answer will rest on: a cached answer's own sources, nothing for a guard's refusal or
+    decline, else the chunks in the prompt and their distinct documents in rank order."""
+    if state.canned is not None:
+        return state.canned.sources if state.cache_hit else Sources()
+    by_chunk = state.chunk_documents()
+    documents = dict.fromkeys(by_chunk[chunk_id] for chunk_id in built.cited_ids if chunk_id in by_chunk)
+    return Sources(built.cited_ids, tuple(documents))

@@ -8,9 +8,9 @@ retrieved chunks, or its no-context variant when retrieval degraded (``chunks`` 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines.base import Message
-from evallens.service.protocol import ChatCompletionRequest
-from evallens.service.rag import prompt as rag_prompt
+from evallens.service.rag.prompt import system_message
 from evallens.service.rag.types import RetrievedChunk
 
 
@@ -66,7 +66,8 @@ def build_messages(request: ChatCompletionRequest, context: PromptContext) -> Bu
 def _rag_messages(
     request: ChatCompletionRequest, template: str, chunks: Sequence[RetrievedChunk] | None
 ) -> BuiltPrompt:
-    conversation = [{"role": message.role, "content": message.content} for message in request.messages]
-    messages = rag_prompt.build_messages(conversation, chunks, version=template)
-    cited = tuple(chunk.id for chunk in chunks or ())
-    return BuiltPrompt(tuple(Message(m["role"], m["content"]) for m in messages), cited)
+    """The template's system message first, then the conversation as sent (a caller's own system
+    messages come after it, so the template's grounding rules come first)."""
+    system = Message("system", system_message(chunks, version=template))
+    turns = (Message(message.role, message.content) for message in request.messages)
+    return BuiltPrompt((system, *turns), tuple(chunk.id for chunk in chunks or ()))

@@ -4,7 +4,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from evallens.service.routers._deps import MetricsDep, RouterDep
+from evallens.service.dependencies import EnginesDep, MetricsDep
 
 router = APIRouter()
 
@@ -16,7 +16,7 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-async def readyz(engines: RouterDep) -> JSONResponse:
+async def readyz(engines: EnginesDep) -> JSONResponse:
     """200 only when every engine answers requests."""
     ready = engines.is_ready()
     return JSONResponse({"ready": ready}, status_code=200 if ready else 503)

@@ -5,9 +5,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from evallens.service.engines.base import GenerationChunk
-from evallens.service.errors import ServiceError
-from evallens.service.protocol import (
+from evallens.service.chat.protocol import (
     CacheFlags,
     ChatChoice,
     ChatCompletionChunk,
@@ -15,12 +13,12 @@ from evallens.service.protocol import (
     ChatMessage,
     ChunkChoice,
     DeltaMessage,
-    ErrorDetail,
-    ErrorResponse,
     EvallensExtension,
     Usage,
 )
-from evallens.service.serving import ChatCall, document_ids
+from evallens.service.chat.serving import ChatCall
+from evallens.service.engines.base import GenerationChunk
+from evallens.service.errors import ErrorDetail, ErrorResponse, ServiceError
 from evallens.telemetry import attributes as attr
 
 SSE_DONE = "data: [DONE]\n\n"
@@ -29,15 +27,10 @@ SSE_DONE = "data: [DONE]\n\n"
 def extension(call: ChatCall) -> EvallensExtension:
     """evallens' fields of a response."""
     recording = call.recording
-    state = call.rag
-    cached = state.canned if state.exact_hit or state.semantic_hit else None
-    cited = cached.cited_ids if cached is not None else call.built.cited_ids
-    retrieved = cached.retrieved_ids if cached is not None else tuple(document_ids(cited, state))
-    if state.canned is not None and cached is None:  # a refusal or a decline cites nothing
-        cited, retrieved = (), ()
+    state = call.preflight
     return EvallensExtension(
-        cited_ids=list(cited),
-        retrieved_ids=list(retrieved),
+        cited_ids=list(call.sources.cited_ids),
+        retrieved_ids=list(call.sources.retrieved_ids),
         cache=CacheFlags(exact=state.exact_hit, semantic=state.semantic_hit),
         degraded=state.degraded,
         degraded_reason=state.degraded_reason,

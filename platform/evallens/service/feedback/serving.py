@@ -1,4 +1,4 @@
-"""``POST /v1/feedback``: a rating of one answer, recorded as a span that reaches the collector.
+"""Feedback: a rating of one answer, recorded as a span that reaches the collector.
 
 The span carries ``evallens.feedback.trace_id``, ``evallens.feedback.score`` (a number in -1..1) and
 ``evallens.feedback.comment`` (names in ``evallens.telemetry.attributes``): exactly what case mining
@@ -7,42 +7,19 @@ joins on, and what any other service can emit itself (docs/feedback.md).
 
 import math
 import re
-import threading
 import uuid
-from collections import OrderedDict
 
 from opentelemetry.trace import SpanKind, Tracer
 
-from evallens.service._recording import RequestTags
 from evallens.service.errors import BadRequest, NotFound
-from evallens.service.protocol import FeedbackAccepted, FeedbackRequest
+from evallens.service.feedback.protocol import FeedbackAccepted, FeedbackRequest
+from evallens.service.response_index import ResponseIndex
+from evallens.service.tags import RequestTags
 from evallens.telemetry import attributes as attr
 
 TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 RESPONSE_ID = re.compile(r"^chatcmpl-[0-9a-f]{32}$")
 THUMBS = {"up": 1.0, "down": -1.0}
-REMEMBERED_RESPONSES = 10_000
-
-
-class ResponseIndex:
-    """The trace ids of the most recent answers by response id (bounded; thread-safe)."""
-
-    def __init__(self, max_entries: int = REMEMBERED_RESPONSES) -> None:
-        self._max_entries = max_entries
-        self._traces: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def remember(self, response_id: str, trace_id: str) -> None:
-        """Map ``response_id`` to its trace."""
-        with self._lock:
-            self._traces[response_id] = trace_id
-            while len(self._traces) > self._max_entries:
-                self._traces.popitem(last=False)
-
-    def trace_of(self, response_id: str) -> str | None:
-        """The trace of ``response_id``, if this process still remembers it."""
-        with self._lock:
-            return self._traces.get(response_id)
 
 
 def feedback_score(body: FeedbackRequest) -> float:

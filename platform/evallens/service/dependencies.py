@@ -1,4 +1,5 @@
-"""What the routers get from the app through FastAPI dependencies."""
+"""What every API area gets from the app through FastAPI dependencies: the API key's principal, the
+request's tags, the engines and the metrics."""
 
 import asyncio
 from dataclasses import replace
@@ -7,43 +8,22 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from evallens.auth import AuthError, AuthGate, Principal, RateLimited, Scope
-from evallens.service._recording import RequestTags
 from evallens.service.engines.routing import EngineRouter
 from evallens.service.errors import AuthRefused
-from evallens.service.feedback import FeedbackServing
-from evallens.service.serving import ChatServing
+from evallens.service.tags import RequestTags
 from evallens.service.telemetry import ServiceMetrics
-from evallens.settings import ServiceSettings
 
 
-def get_chat_serving(request: Request) -> ChatServing:
-    """The app's chat serving."""
-    serving: ChatServing = request.app.state.chat
-    return serving
-
-
-def get_feedback_serving(request: Request) -> FeedbackServing:
-    """The app's feedback serving."""
-    serving: FeedbackServing = request.app.state.feedback
-    return serving
-
-
-def get_router(request: Request) -> EngineRouter:
-    """The app's engine router."""
-    router: EngineRouter = request.app.state.chat.router
-    return router
+def get_engines(request: Request) -> EngineRouter:
+    """The app's engines and routes."""
+    engines: EngineRouter = request.app.state.engines
+    return engines
 
 
 def get_metrics(request: Request) -> ServiceMetrics:
     """The app's metrics."""
-    metrics: ServiceMetrics = request.app.state.chat.metrics
+    metrics: ServiceMetrics = request.app.state.metrics
     return metrics
-
-
-def get_settings(request: Request) -> ServiceSettings:
-    """The app's settings."""
-    settings: ServiceSettings = request.app.state.chat.settings
-    return settings
 
 
 async def require_key(request: Request) -> Principal | None:
@@ -69,9 +49,6 @@ def request_tags(request: Request, principal: PrincipalDep) -> RequestTags:
     return tags if principal is None else replace(tags, tenant=principal.project)
 
 
-ChatServingDep = Annotated[ChatServing, Depends(get_chat_serving)]
-FeedbackServingDep = Annotated[FeedbackServing, Depends(get_feedback_serving)]
-RouterDep = Annotated[EngineRouter, Depends(get_router)]
+EnginesDep = Annotated[EngineRouter, Depends(get_engines)]
 MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
-SettingsDep = Annotated[ServiceSettings, Depends(get_settings)]
 TagsDep = Annotated[RequestTags, Depends(request_tags)]

@@ -1,12 +1,17 @@
-"""Admission at the edge: a bounded number of requests in flight, a bounded queue, time budgets."""
+"""Admission and time budgets, the one mechanism for both: a bounded number of requests in flight, a
+bounded queue, a request's time-to-first-token and total budgets, and a stage's own budget (retrieval).
+Whatever misses its budget raises ``BudgetExceeded`` (a 504 when it reaches the client)."""
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from evallens.service.errors import BudgetExceeded, Overloaded
+
+T = TypeVar("T")
 
 TTFT_BUDGET = "time_to_first_token"
 TOTAL_BUDGET = "total"
@@ -75,14 +80,26 @@ class Deadline:
         return BudgetExceeded(TOTAL_BUDGET, self.total_budget_s)
 
 
+async def within(awaitable: Awaitable[T], seconds: float, missed: BudgetExceeded) -> T:
+    """Await ``awaitable`` for at most ``seconds`` (cancelled after), raising ``missed`` when it is late.
+
+    Work already handed to a thread (``asyncio.to_thread``) cannot be interrupted: it finishes in the
+    background and its result is dropped.
+    """
+    scope = asyncio.timeout(max(seconds, 0.0))
+    try:
+        async with scope:
+            return await awaitable
+    except TimeoutError as error:
+        if scope.expired():  # the budget ran out, not a timeout of the awaited work's own
+            raise missed from error
+        raise
+
+
 @asynccontextmanager
 async def in_flight_slot(admission: Admission, deadline: Deadline) -> AsyncIterator[None]:
     """Hold an in-flight slot; waiting for it counts against the time-to-first-token budget."""
-    try:
-        async with asyncio.timeout(max(deadline.first_token_left_s(), 0.0)):
-            await admission.acquire()
-    except TimeoutError as error:
-        raise deadline.first_token_error() from error
+    await within(admission.acquire(), deadline.first_token_left_s(), deadline.first_token_error())
     try:
         yield
     finally:

@@ -5,9 +5,9 @@ import time
 from dataclasses import dataclass, field
 
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, format_trace_id
-from starlette.datastructures import Headers
 
 from evallens.service.engines.base import SamplingOptions
+from evallens.service.tags import RequestTags
 from evallens.service.telemetry import RequestRecord, ServiceMetrics, log_request, prompt_sha256
 from evallens.telemetry import attributes as attr
 from evallens.telemetry.cost import Price, gpu_time_cost_usd
@@ -15,47 +15,6 @@ from evallens.telemetry.cost import Price, gpu_time_cost_usd
 OPERATION = "chat"
 TIMEOUT_KIND = "timeout"  # ServiceError.kind of a missed time budget
 CLIENT_CLOSED = 499  # nginx' convention for "the client went away"
-
-
-@dataclass(frozen=True)
-class RequestTags:
-    """Who asked and why: tenant, user, feature, and the eval run and case when the eval runner asks."""
-
-    tenant: str | None = None
-    user: str | None = None
-    feature: str | None = None
-    eval_run_id: str | None = None
-    eval_case_id: str | None = None
-    no_cache: bool = False
-
-    @classmethod
-    def from_headers(cls, headers: Headers) -> "RequestTags":
-        """Read the ``x-evallens-*`` headers."""
-        return cls(
-            tenant=headers.get(attr.HEADER_TENANT),
-            user=headers.get(attr.HEADER_USER),
-            feature=headers.get(attr.HEADER_FEATURE),
-            eval_run_id=headers.get(attr.HEADER_EVAL_RUN_ID),
-            eval_case_id=headers.get(attr.HEADER_EVAL_CASE_ID),
-            no_cache=_asks_no_cache(headers.get(attr.HEADER_CACHE_CONTROL)),
-        )
-
-    def span_attributes(self) -> dict[str, str]:
-        """The tags that are set, under their evallens attribute names."""
-        named = {
-            attr.TENANT: self.tenant,
-            attr.USER: self.user,
-            attr.FEATURE: self.feature,
-            attr.EVAL_RUN_ID: self.eval_run_id,
-            attr.EVAL_CASE_ID: self.eval_case_id,
-        }
-        return {name: value for name, value in named.items() if value is not None}
-
-
-def _asks_no_cache(cache_control: str | None) -> bool:
-    """``Cache-Control: no-cache`` (or ``no-store``): the client wants an answer made for it now."""
-    directives = {part.strip().lower() for part in (cache_control or "").split(",")}
-    return bool(directives & {attr.CACHE_CONTROL_NO_CACHE, "no-store"})
 
 
 @dataclass

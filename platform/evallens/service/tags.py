@@ -1,0 +1,48 @@
+"""Who asked and why, from the ``x-evallens-*`` headers: every API area tags its spans with them."""
+
+from dataclasses import dataclass
+
+from starlette.datastructures import Headers
+
+from evallens.telemetry import attributes as attr
+
+
+@dataclass(frozen=True)
+class RequestTags:
+    """Who asked and why: tenant, user, feature, and the eval run and case when the eval runner asks."""
+
+    tenant: str | None = None
+    user: str | None = None
+    feature: str | None = None
+    eval_run_id: str | None = None
+    eval_case_id: str | None = None
+    no_cache: bool = False
+
+    @classmethod
+    def from_headers(cls, headers: Headers) -> "RequestTags":
+        """Read the ``x-evallens-*`` headers."""
+        return cls(
+            tenant=headers.get(attr.HEADER_TENANT),
+            user=headers.get(attr.HEADER_USER),
+            feature=headers.get(attr.HEADER_FEATURE),
+            eval_run_id=headers.get(attr.HEADER_EVAL_RUN_ID),
+            eval_case_id=headers.get(attr.HEADER_EVAL_CASE_ID),
+            no_cache=_asks_no_cache(headers.get(attr.HEADER_CACHE_CONTROL)),
+        )
+
+    def span_attributes(self) -> dict[str, str]:
+        """The tags that are set, under their evallens attribute names."""
+        named = {
+            attr.TENANT: self.tenant,
+            attr.USER: self.user,
+            attr.FEATURE: self.feature,
+            attr.EVAL_RUN_ID: self.eval_run_id,
+            attr.EVAL_CASE_ID: self.eval_case_id,
+        }
+        return {name: value for name, value in named.items() if value is not None}
+
+
+def _asks_no_cache(cache_control: str | None) -> bool:
+    """``Cache-Control: no-cache`` (or ``no-store``): the client wants an answer made for it now."""
+    directives = {part.strip().lower() for part in (cache_control or "").split(",")}
+    return bool(directives & {attr.CACHE_CONTROL_NO_CACHE, "no-store"})
