@@ -1,14 +1,10 @@
-"""Score replayed answers and summarise a run per scenario and overall with bootstrap intervals."""
+"""Summarise a run's scores per scenario and overall with bootstrap intervals (the metrics score)."""
 
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evallens.reports import METRICS, MetricEstimate, MetricName, RunSummary
+from evallens.reports import METRICS, MetricEstimate, RunSummary
 from evallens.runs import StoredResult
-from evals.metrics import score_cases
-from evals.metrics.result import Answer, MetricResult, ScoringContext
-from evals.sets.format import CaseSpec
 from evals.stats import bootstrap_ci
 
 
@@ -19,13 +15,6 @@ class CaseScores:
     case_key: str
     scenario: str
     scores: dict[str, float]
-
-
-def score_answers(
-    items: Sequence[tuple[CaseSpec, Answer]], context: ScoringContext
-) -> list[dict[MetricName, MetricResult]]:
-    """All metrics for many answers, with the judge deciding its cases in one concurrent batch."""
-    return score_cases(items, context)
 
 
 def average_repeats(rows: list[tuple[str, str, dict[str, float]]]) -> list[CaseScores]:

@@ -15,11 +15,8 @@ from evals.scoring import case_scores
 def compare_runs(
     session: Session, baseline: str, candidate: str, options: ComparisonOptions
 ) -> GateReportBody:
-    """The full comparison of two completed runs (ids or tags) of the same set.
-
-    The infra summaries are recomputed, since spans can reach the collector after a run ends, and the
-    fresher figures are stored back on the runs.
-    """
+    """The full comparison of two completed runs (ids or tags) of the same set, with the serving
+    figures each run stored when it ended."""
     candidate_ref = resolve_run(session, candidate)
     baseline_ref = resolve_run(session, baseline, eval_set_name=candidate_ref.eval_set.name)
     for ref in (baseline_ref, candidate_ref):
@@ -32,10 +29,7 @@ def compare_runs(
     base_results = load_results(session, baseline_ref.run.id)
     cand_results = load_results(session, candidate_ref.run.id)
     comparisons = compare_cells(case_scores(base_results), case_scores(cand_results), options)
-    infra_base, infra_cand = (
-        refresh_infra(session, baseline_ref.run),
-        refresh_infra(session, candidate_ref.run),
-    )
+    infra_base, infra_cand = stored_infra(session, baseline_ref.run), stored_infra(session, candidate_ref.run)
     changes = config_changes(baseline_ref.run.config, candidate_ref.run.config)
     return GateReportBody(
         verdict="regression" if any(c.regression for c in comparisons) else "pass",
@@ -60,21 +54,26 @@ def compare_runs(
     )
 
 
-def refresh_infra(session: Session, run: EvalRun) -> InfraSummary:
-    """Recompute a run's infra summary from what the database holds now, and store it."""
+def stored_infra(session: Session, run: EvalRun) -> InfraSummary:
+    """The serving figures the run stored when it ended (computed and stored now for a run that has
+    none, e.g. one stored before runs kept them)."""
+    if run.infra is not None:
+        return InfraSummary.model_validate(run.infra)
     infra = compute_infra(session, run)
     run.infra = infra.model_dump(mode="json")
     return infra
 
 
 def cache_counts(run: EvalRun, results: list[StoredResult]) -> CacheCounts:
-    """How many of a run's answers came from the target's exact and semantic caches."""
+    """How many of a run's answers came from the target's exact and semantic caches: as the run stored
+    them, or counted from its results for a run stored before runs kept them."""
     stored = RunSummary.model_validate(run.summary).cache if run.summary else None
+    if stored is not None:
+        return stored
     return CacheCounts(
         num_answers=len(results),
         num_exact_hits=sum(1 for r in results if r.result.exact_cache_hit),
         num_semantic_hits=sum(1 for r in results if r.result.semantic_cache_hit),
-        bypassed=stored.bypassed if stored is not None else False,
     )
 
 
@@ -92,4 +91,4 @@ def _require_completed(ref: RunRef) -> None:
         raise RunNotFound(f"run {ref.run.id} is {ref.run.status}: only completed runs can be compared")
 
 
-__all__ = ["ComparisonOptions", "cache_counts", "compare_runs", "refresh_infra", "unscored_cases"]
+__all__ = ["ComparisonOptions", "cache_counts", "compare_runs", "stored_infra", "unscored_cases"]

@@ -10,7 +10,7 @@ from evallens.db.models import EvalResult, EvalRun
 from evallens.reports import InfraSummary
 from evallens.telemetry import metrics as prom
 from evals.infra.samples import counter_delta, gauge_stats, histogram_mean
-from evals.infra.spans import RequestFigures, requests_from_spans
+from evals.infra.spans import RequestFigures, await_spans, requests_from_spans
 
 
 def compute_infra(session: Session, run: EvalRun) -> InfraSummary:
@@ -85,3 +85,6 @@ def _percentiles(values: list[float], *points: float) -> list[float | None]:
 def _rate(flags: list[bool | None]) -> float | None:
     known = [flag for flag in flags if flag is not None]
     return sum(known) / len(known) if known else None
+
+
+__all__ = ["await_spans", "compute_infra"]

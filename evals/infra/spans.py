@@ -1,16 +1,21 @@
 """Request-level serving figures of one run from its spans (one trace per request)."""
 
+import time
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import Span
 from evallens.telemetry import attributes as attr
 
 ERROR_STATUS = 2
+# OpenTelemetry's batch exporter sends every 5 s by default: this long without a new span, none is coming.
+SETTLE_S = 7.0
+POLL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,33 @@ def requests_from_spans(session: Session, run_id: str, project: str) -> list[Req
     for span in spans:
         traces[span.trace_id].append(span)
     return [_figures(members) for _, members in sorted(traces.items())]
+
+
+def await_spans(
+    sessions: sessionmaker[Session], run_id: str, project: str, trace_ids: Collection[str], timeout_s: float
+) -> int:
+    """Wait (at most ``timeout_s``) until the spans of every trace the target reported for the run are
+    stored, while they keep arriving; returns how many traces are stored. No wait when none has arrived:
+    the target's spans do not reach this database (or the run was shorter than one export batch)."""
+    expected = set(trace_ids)
+
+    def stored() -> int:
+        with sessions() as session:
+            query = select(func.count(func.distinct(Span.trace_id))).where(
+                Span.eval_run_id == run_id, Span.project == project, Span.trace_id.in_(expected)
+            )
+            return int(session.scalar(query) or 0)
+
+    seen = stored() if expected else 0
+    started = last_progress = time.monotonic()
+    while 0 < seen < len(expected):
+        now = time.monotonic()
+        if now - started >= timeout_s or now - last_progress >= SETTLE_S:
+            break
+        time.sleep(POLL_S)
+        if (count := stored()) > seen:
+            seen, last_progress = count, time.monotonic()
+    return seen
 
 
 def _figures(spans: list[Span]) -> RequestFigures:

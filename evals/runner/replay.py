@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import httpx
 
 from evals.runner.client import ChatRequest, Completion, complete
-from evals.runner.target import api_url
 from evals.sets.format import CaseSpec
+from evals.target import api_url
 
 
 @dataclass(frozen=True)

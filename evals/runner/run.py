@@ -15,13 +15,14 @@ from evallens.db.models import EvalResult, EvalRun, EvalSet
 from evallens.reports import CacheCounts, MetricName, RunSummary
 from evallens.settings import EvalSettings
 from evals.errors import EndpointUnreachable, EvalSetError, RunFailed
-from evals.infra import compute_infra
+from evals.infra import await_spans, compute_infra
+from evals.metrics import score_cases
 from evals.metrics.result import Answer, MetricResult, ScoringContext
 from evals.runner.replay import ReplayedCase, ReplayOptions, replay
-from evals.runner.target import TargetConfig, api_url, fetch_target_config, first_model_id
-from evals.scoring import average_repeats, score_answers, summarize
+from evals.scoring import average_repeats, summarize
 from evals.sets.format import CaseSpec
 from evals.sets.store import case_spec, load_cases
+from evals.target import TargetConfig, api_url, fetch_target_config, first_model_id
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,9 @@ def run_eval(
     target_url = endpoint or settings.eval_endpoint
     with session_factory() as session:
         eval_set = session.get_one(EvalSet, eval_set_id)
-        cases = [case_spec(case) for case in load_cases(session, eval_set_id)]
-        case_ids = {case.case_key: case.id for case in load_cases(session, eval_set_id)}
+        stored_cases = load_cases(session, eval_set_id)
+        cases = [case_spec(case) for case in stored_cases]
+        case_ids = {case.case_key: case.id for case in stored_cases}
     if not cases:
         raise EvalSetError(f"eval set '{eval_set.name}' version {eval_set.version} has no active cases")
     target = fetch_target_config(target_url, api_key=settings.eval_api_key)
@@ -82,7 +84,9 @@ def run_eval(
         if all(item.completion.connection_failed for item in replayed):
             raise EndpointUnreachable(f"the target at {target_url} stopped answering during the run")
         _check_error_rate(run_id, replayed, settings.eval_max_error_rate)
-        results = _score(replayed, scoring)  # judge calls happen here, outside the transaction
+        results = _score(replayed, scoring)  # embeddings and judge calls, outside any transaction
+        traces = [item.completion.trace_id for item in replayed if item.completion.trace_id]
+        await_spans(session_factory, str(run_id), eval_set.project, traces, settings.eval_span_wait_s)
         with session_factory.begin() as session:
             cache = cache_counts(replayed, no_cache)
             summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended, cache)
@@ -174,9 +178,7 @@ def _score(replayed: list[ReplayedCase], scoring: ScoringContext) -> list[dict[M
         )
         for item in replayed
     ]
-    return score_answers(
-        [(item.case, answer) for item, answer in zip(replayed, answers, strict=True)], scoring
-    )
+    return score_cases([(item.case, answer) for item, answer in zip(replayed, answers, strict=True)], scoring)
 
 
 def _store(
@@ -209,6 +211,7 @@ def _store(
     run.finished_at = replay_ended
     session.flush()
     run.summary = summary.model_dump(mode="json")
+    # once, now that the spans the target sent are in: comparisons read it, never recompute it
     run.infra = compute_infra(session, run).model_dump(mode="json")
     run.status = "completed"
     return summary

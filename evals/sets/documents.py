@@ -6,8 +6,8 @@ from typing import Any
 import httpx
 
 from evals.errors import EvalSetError
-from evals.runner.target import api_url
 from evals.sets.format import EvalSetSpec
+from evals.target import api_url
 
 
 def document_ids_in_folder(docs_dir: Path) -> set[str]:

@@ -23,8 +23,8 @@ from evals.gate import GateOutcome, options_from_settings, run_gate
 from evals.metrics.result import ScoringContext
 from evals.render import write_reports
 from evals.runner.run import RunReport, run_eval
-from evals.runner.target import fetch_target_config
 from evals.sets.store import find_set_version
+from evals.target import fetch_target_config
 from evals.watch.notify import notify_regression
 from evals.watch.probe import Probe, probe
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 
 from evals.errors import EndpointUnreachable, EvalSetError
-from evals.runner.target import api_url, base_url, fetch_target_config
+from evals.target import api_url, base_url, fetch_target_config
 
 PROBE_TIMEOUT_S = 10.0
 

@@ -19,7 +19,6 @@ from evallens.app.demo import evaluation
 from evallens.app.demo.flow import (
     SMOKE_MAX_MODEL_LEN,
     wait_for_questions,
-    wait_for_request_spans,
     wait_for_rows,
 )
 from evallens.app.demo.stack import Stack
@@ -51,7 +50,16 @@ class StackUnderTest:
         settings = EvalSettings(eval_endpoint=self.stack.service_url, eval_max_tokens=16, eval_concurrency=8)
         run = evaluation.replay(self.sessions, self.eval_set_id, self.stack.service_url, label, settings)
         assert not run.reused
-        wait_for_request_spans(self.engine, str(run.run_id))
+        # the runner waited for the service's spans before it computed the run's serving figures
+        with self.engine.connect() as connection:
+            traces, results = connection.execute(
+                text(
+                    "SELECT (SELECT count(DISTINCT trace_id) FROM spans WHERE eval_run_id = :v),"
+                    " (SELECT count(*) FROM eval_results WHERE run_id = CAST(:v AS uuid))"
+                ),
+                {"v": str(run.run_id)},
+            ).one()
+        assert traces == results > 0
         self.runs[label] = run.run_id
         return run.run_id
 

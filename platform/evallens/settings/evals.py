@@ -134,3 +134,9 @@ class EvalSettings(BaseSettings):
         default=None,
         description="Folder of <doc-id>.md files to check reference context ids against when syncing sets.",
     )
+    eval_span_wait_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="At a run's end, how long to wait at most for the target's spans still on their way "
+        "to the collector before its serving figures are computed (once) and stored.",
+    )

@@ -183,9 +183,6 @@ class Demo:
             run = evaluation.replay(
                 self.sessions, eval_set_id, stack.service_url, "candidate", self.eval_settings(stack)
             )
-            wait_for_rows(
-                self.engine, "SELECT count(*) FROM spans WHERE eval_run_id = :v", str(run.run_id), 1
-            )
             body = evaluation.gate(self.sessions, baseline, run.run_id, self.demo_dir / "reports")
             evaluation.print_gate(body)
             self.report.candidate_run_id = str(run.run_id)
@@ -229,16 +226,6 @@ class Demo:
 def run_demo(options: DemoOptions, console: Console) -> DemoReport:
     """Run the demo end to end."""
     return Demo(options, console).run()
-
-
-def wait_for_request_spans(engine: Engine, run_id: str) -> None:
-    """Wait until the collector stored one request span per result of the run (the gate reads them)."""
-    with engine.connect() as connection:
-        expected = connection.execute(
-            text("SELECT count(*) FROM eval_results WHERE run_id = CAST(:v AS uuid)"), {"v": run_id}
-        ).scalar_one()
-    query = "SELECT count(DISTINCT trace_id) FROM spans WHERE eval_run_id = :v"
-    wait_for_rows(engine, query, run_id, expected)
 
 
 def wait_for_questions(engine: Engine, trace_ids: list[str], timeout_s: float = 60.0) -> None:
