@@ -2,8 +2,9 @@
 request's tags, the engines and the metrics."""
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
@@ -14,16 +15,13 @@ from evallens.service.tags import RequestTags
 from evallens.service.telemetry import ServiceMetrics
 
 
-def get_engines(request: Request) -> EngineRouter:
-    """The app's engines and routes."""
-    engines: EngineRouter = request.app.state.engines
-    return engines
+def app_state(name: str) -> Callable[[Request], Any]:
+    """A dependency that hands a route what the app factory put in ``app.state.<name>``."""
 
+    def resolve(request: Request) -> Any:
+        return getattr(request.app.state, name)
 
-def get_metrics(request: Request) -> ServiceMetrics:
-    """The app's metrics."""
-    metrics: ServiceMetrics = request.app.state.metrics
-    return metrics
+    return resolve
 
 
 async def require_key(request: Request) -> Principal | None:
@@ -49,6 +47,6 @@ def request_tags(request: Request, principal: PrincipalDep) -> RequestTags:
     return tags if principal is None else replace(tags, tenant=principal.project)
 
 
-EnginesDep = Annotated[EngineRouter, Depends(get_engines)]
-MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
+EnginesDep = Annotated[EngineRouter, Depends(app_state("engines"))]
+MetricsDep = Annotated[ServiceMetrics, Depends(app_state("metrics"))]
 TagsDep = Annotated[RequestTags, Depends(request_tags)]

@@ -2,25 +2,17 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 
 from evallens.service.chat.protocol import ChatCompletionRequest, ChatCompletionResponse
 from evallens.service.chat.responses import EventStreamResponse, complete, sse_events, trace_headers
 from evallens.service.chat.serving import ChatServing
-from evallens.service.dependencies import TagsDep
+from evallens.service.dependencies import TagsDep, app_state
 from evallens.service.errors import ErrorResponse
 
 router = APIRouter()
-
-
-def chat_serving(request: Request) -> ChatServing:
-    """The app's chat serving."""
-    serving: ChatServing = request.app.state.chat
-    return serving
-
-
-ChatServingDep = Annotated[ChatServing, Depends(chat_serving)]
+ChatServingDep = Annotated[ChatServing, Depends(app_state("chat"))]
 
 
 @router.post(

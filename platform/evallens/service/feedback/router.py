@@ -2,23 +2,15 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, status
+from fastapi import APIRouter, Depends, status
 
-from evallens.service.dependencies import TagsDep
+from evallens.service.dependencies import TagsDep, app_state
 from evallens.service.errors import ErrorResponse
 from evallens.service.feedback.protocol import FeedbackAccepted, FeedbackRequest
 from evallens.service.feedback.serving import FeedbackServing
 
 router = APIRouter()
-
-
-def feedback_serving(request: Request) -> FeedbackServing:
-    """The app's feedback serving."""
-    serving: FeedbackServing = request.app.state.feedback
-    return serving
-
-
-FeedbackServingDep = Annotated[FeedbackServing, Depends(feedback_serving)]
+FeedbackServingDep = Annotated[FeedbackServing, Depends(app_state("feedback"))]
 
 
 @router.post(

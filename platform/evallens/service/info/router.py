@@ -2,21 +2,14 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 
+from evallens.service.dependencies import app_state
 from evallens.service.info.protocol import ModelList, ServiceConfig
 from evallens.service.info.serving import ServiceInfo
 
 router = APIRouter()
-
-
-def service_info(request: Request) -> ServiceInfo:
-    """The app's service description."""
-    info: ServiceInfo = request.app.state.info
-    return info
-
-
-InfoDep = Annotated[ServiceInfo, Depends(service_info)]
+InfoDep = Annotated[ServiceInfo, Depends(app_state("info"))]
 
 
 @router.get("/v1/models")
