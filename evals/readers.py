@@ -4,6 +4,8 @@
 runs: ``evallens cases mine``, the demo and the dashboard's Cases page.
 """
 
+import threading
+from collections import OrderedDict
 from functools import cache
 from typing import Any
 
@@ -24,9 +26,37 @@ def _minilm() -> Any:
     return load_minilm()  # once per process: a dashboard mines on every page view
 
 
+class _Vectors:
+    """Embeddings of the most recent texts, so that mining a window again embeds only new questions."""
+
+    def __init__(self, max_entries: int = 20_000) -> None:  # about 30 MiB of 384 float32 each
+        self._max_entries = max_entries
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()  # the dashboard mines in several sessions' threads
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            known = {text: self._vectors[text] for text in set(texts) if text in self._vectors}
+            for text in known:
+                self._vectors.move_to_end(text)
+        missing = sorted(set(texts) - known.keys())
+        if missing:
+            computed = _minilm().encode(missing, batch_size=32, normalize_embeddings=True)
+            fresh = dict(zip(missing, np.asarray(computed, dtype=np.float32), strict=True))
+            known.update(fresh)
+            with self._lock:
+                self._vectors.update(fresh)
+                while len(self._vectors) > self._max_entries:
+                    self._vectors.popitem(last=False)
+        return np.stack([known[text] for text in texts]) if texts else np.zeros((0, 384), np.float32)
+
+
+_VECTORS = _Vectors()
+
+
 def minilm_embed(texts: list[str]) -> np.ndarray:
-    """Unit-length all-MiniLM-L6-v2 embeddings of ``texts``."""
-    return np.asarray(_minilm().encode(texts, batch_size=32, normalize_embeddings=True))
+    """Unit-length all-MiniLM-L6-v2 embeddings of ``texts`` (rows in order), remembered per process."""
+    return _VECTORS.embed(texts)
 
 
 def mining_readers() -> Readers:
