@@ -17,6 +17,16 @@ REFUND = case(
     "Refunds to credit and debit cards take 5–7 business days after the refund is issued.",
     ["5-7 business days"],
 )
+FILTER = case(
+    "Does the bottle filter remove viruses?",
+    "No. It removes bacteria and protozoa but does not remove viruses.",
+    ["viruses"],
+)
+CARE = case(
+    "What does the protection plan cover?",
+    "It adds 2 years of defect cover and accidental damage. Loss and theft are not covered; no cash payouts.",
+    ["accidental damage"],
+)
 LABEL = case(
     "Do I pay for the return label if my item is faulty?",
     "No. Return labels are free for defective, damaged or wrong items; otherwise the label costs $6.95.",
@@ -34,6 +44,39 @@ LABEL = case(
         (REFUND, "Card refunds take 5–7 days. If it's been longer than 10 business days, contact us."),
         (RETURNS, "Thirty days after your order is delivered."),
         (LABEL, "No, it's free of charge for faulty items."),
+        (FILTER, "Sadly not — bacteria and protozoa yes, viruses no."),
+        (CARE, "Accidental damage, on top of 2 more years of defect cover. Loss or theft isn't included."),
+        # the user's own figure repeated back is not a claim about the policy
+        (
+            case(
+                "Is shipping free if I spend $90?",
+                "Yes, standard shipping is free on orders of $75 or more.",
+                ["$75"],
+            ),
+            "Yes! It's free from $75, so a $90 order qualifies.",
+        ),
+        # a second value about another thing, named by a word the question and reference never use
+        (
+            case("What's the limit temperature of the bag?", "Its limit temperature is -7 °C.", ["-7"]),
+            "Limit: minus seven degrees Celsius. Its comfort rating is −1 °C.",
+        ),
+        # "on every order" says which orders, not when the window starts
+        (
+            case(
+                "How long is my return window as a member?",
+                "Members get 60 days on every order.",
+                ["60 days"],
+            ),
+            "Sixty days from delivery, on every order.",
+        ),
+        (
+            case("Do gift cards expire?", "No, gift cards never expire.", [["never expire", "no expiry"]]),
+            "Nope, they're good forever, no expiry date.",
+        ),
+        (
+            case("Is the bag below one kilo?", "The bag weighs 0.8 kg.", ["0.8 kg"]),
+            "Yes, it is under a kilo: 0.8 kg.",
+        ),
     ],
 )
 def test_correct_answers_in_any_wording(context: ScoringContext, spec: object, text: str) -> None:
@@ -56,6 +99,33 @@ def test_correct_answers_in_any_wording(context: ScoringContext, spec: object, t
             "30 days from the order date.",
             "counts 30 day from the order where the reference counts from the delivery",
         ),
+        (
+            FILTER,
+            "It handles bacteria, protozoa and viruses.",
+            "affirms 'viruses', which the reference denies",
+        ),
+        (
+            case(
+                "Can I ship the power station abroad?",
+                "No. Batteries over 100 Wh cannot ship abroad.",
+                ["100 Wh"],
+            ),
+            "Yes, it ships abroad; batteries over 100 Wh just take longer.",
+            "answers yes where the reference answers no",
+        ),
+        (CARE, "It covers accidental damage, as well as loss and theft.", "states 'loss, theft'"),
+        (CARE, "Accidental damage, and you can take it in cash.", "states 'cash'"),
+        (
+            case("When will I hear back?", "You get a written answer within 14 calendar days.", ["14 days"]),
+            "Expect a written answer within 14 business days.",
+            "in business days where the reference counts calendar days",
+        ),
+        (
+            case("How heavy is the pack?", "The pack weighs 1.6 kg.", ["1.6 kg"]),
+            "It weighs 1.6 kg, so it is under a kilo with the lid off.",
+            "says at most 1 kg",
+        ),
+        (REFUND, "5–7 business days. Actually, scratch that: expect 10 business days.", "says 10 day"),
     ],
 )
 def test_wrong_answers_fail_with_the_evidence(
