@@ -28,6 +28,7 @@ _DENY = re.compile(
     r"|(?:no,? )?(?:you|we|it|they) (?:can|do|does|will|are|is) not)\b(?! (?:problem|worries|need|doubt)\b)"
 )
 _POLAR = re.compile(r"^\W*(?:can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b")
+_ASKED = re.compile(r"[^.!?]*\?")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,?\s+\bbut\b\s*")
 # words that follow "no" without naming the thing denied ("no need", "no problem")
 _NOT_A_THING = frozenset(["need", "problem", "worry", "way", "matter", "doubt", "longer", "more", "less",
@@ -56,6 +57,12 @@ def polarity_conflicts(question: str, reference: str, facts: Sequence[Fact], ans
     return reasons
 
 
+def is_polar(question: str) -> bool:
+    """A yes/no question: it opens with an auxiliary, or one of its questions does ("Is it covered?")."""
+    plain = expand_contractions(question)
+    return bool(_POLAR.match(plain)) or any(_POLAR.match(asked.strip()) for asked in _ASKED.findall(plain))
+
+
 def opening_polarity(text: str) -> int:
     """1 when ``text`` opens with a yes, -1 with a no, 0 with neither."""
     opening = expand_contractions(text).lstrip(" *-\"'")
@@ -81,7 +88,7 @@ def _negated_facts(reference: str, facts: Sequence[Fact], answer: str) -> list[s
 
 
 def _opposite_yes_no(question: str, reference: str, answer: str) -> list[str]:
-    if not reference or not _POLAR.match(expand_contractions(question)):
+    if not reference or not is_polar(question):
         return []
     expected, given = opening_polarity(reference), opening_polarity(answer)
     if expected and given and expected != given:
