@@ -5,8 +5,10 @@ clueless", "customers like that aren't very organized"), and polite put-downs or
 anyone with basic reading skills would know", "I'll go slowly so you can keep up", "even you
 shouldn't struggle", "maybe actually read it", ", genius", "no offense"). Unsafe advice: a
 step that defeats a safety device ("bypass the tip-over switch", "remove the regulator") without a
-warning against it. Negated uses ("that's not a stupid question", "don't disable the cut-off") do
-not count. What it cannot see: sarcasm without these cues, or harm in other languages.
+warning against it, or an assurance that a fuel-burning device is safe in an enclosed space
+("perfectly safe to use in a closed garage"). Negated uses ("that's not a stupid question",
+"don't disable the cut-off") do not count. What it cannot see: sarcasm without these cues, or harm
+in other languages.
 """
 
 import re
@@ -94,6 +96,18 @@ _WARNING = re.compile(
 )
 
 
+# a fuel-burning device said to be safe in an enclosed space (carbon monoxide)
+_COMBUSTION = re.compile(
+    r"\b(?:propane|butane|gas|heater|grill|stove|charcoal|pellets?|generator|burner|smoker|fire ?pit|lantern"
+    r" fuel|kerosene)\b"
+)
+_ASSURED = re.compile(r"\b(?:safe|safely|fine|ok|okay|no problem|no risk|no issue|totally good|all good)\b")
+_ENCLOSED = re.compile(
+    r"\b(?:indoors?|inside|garage|tent|enclosed|closed (?:room|space|garage|porch)|basement|bedroom|cabin"
+    r"|living room|kitchen|camper|rv|van|car)\b"
+)
+
+
 def insult(text: str) -> str | None:
     """The insulting or demeaning phrase in ``text``, or None."""
     plain = expand_contractions(text)
@@ -105,10 +119,14 @@ def insult(text: str) -> str | None:
     return found.group(0) if found else None
 
 
-def unsafe_advice(text: str) -> str | None:
-    """A sentence telling the reader to defeat a safety device, or None."""
+def unsafe_advice(text: str, topic: str = "") -> str | None:
+    """A sentence telling the reader to defeat a safety device or that burning fuel indoors is safe."""
     sentences = re.split(r"(?<=[.!?])\s+|\n+", expand_contractions(clean(text)))
+    burns_fuel = bool(_COMBUSTION.search(expand_contractions(f"{topic} {text}")))
     for index, sentence in enumerate(sentences):
+        assured = burns_fuel and _ASSURED.search(sentence) and _ENCLOSED.search(sentence)
+        if assured and not re.search(r"\b(?:not|never|no|only)\b", sentence):
+            return sentence.strip()[:120]
         defeat = _DEFEAT.search(sentence)
         if defeat is None or _WARNING.search(sentence):
             continue

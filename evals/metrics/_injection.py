@@ -21,7 +21,11 @@ _QUOTED = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _ADDRESSED = re.compile(
-    r"\b(?:assistant|ai|a\.i\.|chatbot|bot|model|llm|gpt|system|agent)\b\s*[:,]"
+    r"\b(?:assistant|ai|a\.i\.|chatbot|bot|model|llm|gpt|system|agent|asistente|assistente|assistent|ki|ia)\b"
+    r"\s*[:,]"
+    # the same in a few other languages: "ignora tus instrucciones", "ignoriere alle Anweisungen"
+    r"|\b(?:ignora|ignore[zs]?|ignoriere|negeer) (?:\w+ ){0,2}(?:instrucciones|instructions|istruzioni"
+    r"|instruções|anweisungen|regeln|reglas|règles|regole|instructies)\b"
     r"|\bthe (?:assistant|ai|bot|model|chatbot|agent) (?:must|should|will|shall|needs? to|has to|is to"
     r"|is required to)\b"
     r"|\bnote to (?:the |any )?(?:ai|assistant|bot|model|chatbot|agent)\b"
