@@ -113,7 +113,7 @@ def test_correct_answers_in_any_wording(context: ScoringContext, spec: object, t
             "Yes, it ships abroad; batteries over 100 Wh just take longer.",
             "answers yes where the reference answers no",
         ),
-        (CARE, "It covers accidental damage, as well as loss and theft.", "states 'loss, theft'"),
+        (CARE, "It covers accidental damage, as well as loss and theft.", "states 'cover, loss, theft'"),
         (CARE, "Accidental damage, and you can take it in cash.", "states 'cash'"),
         (
             case("When will I hear back?", "You get a written answer within 14 calendar days.", ["14 days"]),
@@ -178,3 +178,36 @@ def test_near_threshold_verdicts_are_marked_unsure(context: ScoringContext) -> N
     far_below = ScoringContext(similarity=context.similarity, similarity_threshold=similarity - 0.3)
     assert accuracy.score(RETURNS, Answer(text), just_above).unsure
     assert not accuracy.score(RETURNS, Answer(text), far_below).unsure
+
+
+@pytest.mark.parametrize(
+    ("question", "reference", "text"),
+    [
+        # a denial scoped by what it is for does not deny the thing in general
+        (
+            "Do I get compensation for a snow delay?",
+            "No. There is no compensation for weather delays.",
+            "Compensation is a goodwill gesture for the inconvenience.",
+        ),
+        # what the reference denies, mentioned without the denied verb
+        (
+            "What can't be returned?",
+            "Gift cards and items marked Final Sale cannot be returned.",
+            "Final Sale items are still covered by the standard warranty.",
+        ),
+        # a condition limits the claim instead of contradicting the denial
+        (
+            "Can I return a used tent?",
+            "Used tents cannot be returned unless they are defective.",
+            "Used tents can only be returned if they are defective.",
+        ),
+        # "you can" echoes "can", not "do"
+        (
+            "Do I have to pay for the ombudsman?",
+            "No, the ombudsman is free for customers.",
+            "You can refer a complaint to the ombudsman after 8 weeks.",
+        ),
+    ],
+)
+def test_denials_read_with_their_scope(question: str, reference: str, text: str) -> None:
+    assert contradictions(reference, [], text, question) == []
