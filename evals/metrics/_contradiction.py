@@ -42,12 +42,14 @@ _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "p
     **dict.fromkeys(["dispatch", "ship", "shipp"], "dispatch"),
 }
 _UNIVERSAL = re.compile(
-    r"\b(always|every ?time|every day|everything|lifetime|forever|unlimited|instant(?:ly)?|no matter"
+    r"\b(always|every ?time|every day|everything|lifetime|for life|forever|unlimited|instant(?:ly)?|no matter"
     r"|regardless|guaranteed|any ?time|24/7|no questions asked|without exception|whatever you)\b"
 )
 
 
-_TIMELESS = re.compile(r"never|always|forever|lifetime|any ?time|every ?time|every day|24/7|indefinitely")
+_TIMELESS = re.compile(
+    r"never|always|forever|lifetime|for life|any ?time|every ?time|every day|24/7|indefinitely"
+)
 
 
 def contradictions(reference: str, facts: Sequence[Fact], answer: str, question: str = "") -> list[str]:

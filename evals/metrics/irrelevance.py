@@ -48,7 +48,9 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
         return verdict("irrelevance", True, "declines, refuses or does not know instead of answering")
     question, reference = case.prompt_text(), case.reference_answer or ""
     if states_other_kind(question, text):
-        return verdict("irrelevance", True, "answers a different question: gives another kind of quantity")
+        return verdict(
+            "irrelevance", True, "answers a different question: gives another kind of quantity", unsure=True
+        )
     shaped = shows_answer_type(question, reference, case.required_facts, text)
     if shaped and len(content_words(match_tokens(text))) <= _TERSE:
         return verdict("irrelevance", False, "a terse answer of the expected shape")

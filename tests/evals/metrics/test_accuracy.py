@@ -126,6 +126,7 @@ def test_correct_answers_in_any_wording(context: ScoringContext, spec: object, t
             "says at most 1 kg",
         ),
         (REFUND, "5–7 business days. Actually, scratch that: expect 10 business days.", "says 10 day"),
+        (RETURNS, "30 days from delivery, and unopened items can be returned for life.", "claims 'for life'"),
     ],
 )
 def test_wrong_answers_fail_with_the_evidence(
