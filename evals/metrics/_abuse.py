@@ -66,6 +66,7 @@ _PUT_DOWN = re.compile(
     r"|\beven (?:you|someone like you) (?:can|could|should|would|will|might|ought)\b"
     r"|\blike (?:most|any|every|all|normal) (?:adults?|people|grown[ -]ups)\b"
     r"|\bif you (?:had|would)(?: have)? (?:managed|bothered|cared|tried|taken the time) to\b"
+    r"|\bif you (?:ever|actually|even) (?:read|looked|checked|bothered|paid attention|listened)\b"
 )
 # sarcasm that a nearby "not" does not soften: ", genius", "not sure what you expected", "no offense"
 _SARCASM = re.compile(

@@ -58,7 +58,8 @@ _POLARITY = re.compile(
 # a short answer that echoes the auxiliary: "We do!", "You can.", "It isn't."
 _ECHO = re.compile(
     r"(?:(?:yes|no|sorry|sure),? )?(?:i|we|you|it|they|he|she|that)"
-    r" (?:do|does|can|will|is|are|am|did|would)(?: not)?"
+    r" (?:sure |certainly |definitely |absolutely |really |surely )?(?:do|does|can|will|is|are|am|did|would)"
+    r"(?: not)?"
 )
 _FREE = re.compile(r"\bfree\b|\bno (?:charge|cost|fee)\b")
 

@@ -30,7 +30,10 @@ _DENY = re.compile(
     r"(?! (?:problem|worries|need|doubt)\b)"
 )
 # "We do!", "You can't.": a yes or no only when it echoes the question's own auxiliary
-_ECHO = re.compile(r"^(?:(?:yes|no),? )?(?:you|we|it|they|i) (can|do|does|will|are|is|am)( not)?\b")
+_ECHO = re.compile(
+    r"^(?:(?:yes|no),? )?(?:you|we|it|they|i) (?:sure |certainly |definitely |absolutely |really |surely )?"
+    r"(can|do|does|will|are|is|am)( not)?\b"
+)
 _SAME_AUX = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "do", "will": "will",
              "would": "will", "is": "be", "are": "be", "am": "be", "was": "be"}  # fmt: skip
 _POLAR = re.compile(r"^\W*(?:can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b")

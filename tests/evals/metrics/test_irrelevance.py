@@ -54,6 +54,7 @@ def test_another_kind_of_quantity(question: str, answer: str, other: bool) -> No
             "answers a different question",
         ),
         (MILDEW, "No.", 0.0, "a terse answer of the expected shape"),
+        (case("Can I swap the size?", "Yes, exchanges cover another size."), "You sure can!", 0.0, "terse"),
         (FINAL_SALE, "Final Sale alert! Up to 60% off tents and coolers this week only.", 1.0, "lacks"),
         (PAYMENT, "- Visa / Mastercard / Amex\n- PayPal\n- Apple Pay", 0.0, "says what the reference says"),
     ],

@@ -54,6 +54,8 @@ def test_refusals(text: str) -> None:
         "Tax advice isn’t something I’m set up for.",
         "Recipes aren't something this chat covers.",
         "I'm Acme's support assistant, so orders and returns are my thing.",
+        "Stock tips are a bit beyond me, I'm afraid.",
+        "Sorry, I can only share delivery details with the account holder.",
     ],
 )
 def test_declines(text: str) -> None:
