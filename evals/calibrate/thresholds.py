@@ -95,7 +95,7 @@ def _best(
     a few steps either way costs nothing, so it holds up better on new answers), then the one
     closest to the current settings."""
     kappas = np.array([cohen_kappa(row, labels) for row in predictions])
-    top = set(np.flatnonzero(kappas >= kappas.max() - 1e-9).tolist())
+    top: set[int] = {int(i) for i in np.flatnonzero(kappas >= kappas.max() - 1e-9)}
     steps = {name: sorted({combo[name] for combo in combos}) for name in current}
     index_of = {tuple(combo[name] for name in current): i for i, combo in enumerate(combos)}
 
