@@ -29,6 +29,10 @@ _CORRECTION = re.compile(
 )
 _FILLER = {"although", "though", "however", "actually", "also", "still", "even", "please", "now", "like",
            "around", "expect", "take", "takes", "usual", "anyway", "instead", "pretty"}  # fmt: skip
+_WEEKDAYS_ONLY = {"business", "weekday", "working"}
+_WEEKEND = {"weekend", "saturday", "sunday"}
+_INCLUDING = {"includ", "including", "include", "too", "also", "even", "count", "counted", "plus"}
+_EXCLUDING = {"excluding", "exclude", "exclud", "except", "besides", "apart", "off", "closed", "not", "no"}
 _COUNTED_FROM = {"from", "after", "of", "since", "following", "past"}
 # inequalities ("under a kilo"), not a stated maximum ("up to 30 days", "within 14 days")
 _UPPER_BOUNDS = ("under", "below", "less than", "fewer than")
@@ -58,7 +62,21 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     reasons = _quantity_conflicts(reference, facts, answer_tokens, Tokenised.of(question))
     reasons += polarity_conflicts(question, reference, facts, answer)
     reasons += _universal_claims(reference, answer)
+    reasons += _weekend_claims(reference, answer_tokens)
     return reasons
+
+
+def _weekend_claims(reference: str, answer: Tokenised) -> list[str]:
+    """Weekends said to count ("weekends included") where the reference counts business days only."""
+    known = set(match_tokens(reference))
+    if not known & _WEEKDAYS_ONLY or known & _WEEKEND:
+        return []
+    for index, word in enumerate(answer.words):
+        nearby = set(answer.words[max(0, index - 3) : index + 3])
+        counted = nearby & _INCLUDING and not nearby & _EXCLUDING
+        if word in _WEEKEND and counted and not negated_at(answer.words, index):
+            return [f"counts the {word} where the reference counts business days"]
+    return []
 
 
 def _quantity_conflicts(

@@ -41,6 +41,7 @@ LABEL = case(
         (RETURNS, "Good news — you’ve got a 30-day return window, counted from delivery!"),
         (RETURNS, "I believe it's 30 days from delivery, as long as the item is unused."),
         (REFUND, "Once it's issued, expect it within five to seven business days."),
+        (REFUND, "5–7 business days after it's issued, so excluding weekends."),
         (REFUND, "Card refunds take 5–7 days. If it's been longer than 10 business days, contact us."),
         (RETURNS, "Thirty days after your order is delivered."),
         (LABEL, "No, it's free of charge for faulty items."),
@@ -127,6 +128,11 @@ def test_correct_answers_in_any_wording(context: ScoringContext, spec: object, t
         ),
         (REFUND, "5–7 business days. Actually, scratch that: expect 10 business days.", "says 10 day"),
         (RETURNS, "30 days from delivery, and unopened items can be returned for life.", "claims 'for life'"),
+        (
+            REFUND,
+            "5–7 business days, weekends included.",
+            "counts the weekend where the reference counts business",
+        ),
     ],
 )
 def test_wrong_answers_fail_with_the_evidence(
