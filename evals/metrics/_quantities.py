@@ -110,8 +110,21 @@ def quantities_in(words: list[str]) -> list[Quantity]:
         unit, business = _unit_after(words, index)
         dimension = UNITS[unit][0] if unit in UNITS else ("count" if unit else "number")
         calendar = index + 1 < len(words) and words[index + 1] == "calendar"
+        before = found[-1] if found else None
+        if not unit and before is not None and _elided(before, words, index):
+            # "12 hours on high, 48 on low": the unit said once holds for the next number
+            unit, dimension = before.unit, before.dimension
+            business, calendar = before.business, before.calendar
         found.append(Quantity(low, high, unit, dimension, index, business, calendar))
     return found
+
+
+def _elided(before: Quantity, words: list[str], index: int) -> bool:
+    """The number at ``index`` shares the unit of ``before``: close after it, in the same sentence."""
+    if before.dimension in {"count", "number", "clock"} or index - before.position > 6:
+        return False
+    following = words[index + 1] if index + 1 < len(words) else ""
+    return following in _NOT_UNITS | {"|", ""} and "." not in words[before.position : index]
 
 
 def _unit_after(words: list[str], index: int) -> tuple[str, bool]:

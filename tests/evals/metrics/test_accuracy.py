@@ -129,6 +129,11 @@ def test_correct_answers_in_any_wording(context: ScoringContext, spec: object, t
         (REFUND, "5–7 business days. Actually, scratch that: expect 10 business days.", "says 10 day"),
         (RETURNS, "30 days from delivery, and unopened items can be returned for life.", "claims 'for life'"),
         (
+            case("How long does the lantern run?", "12 hours on high and 48 hours on low.", ["12 hours"]),
+            "12 hours on high, 24 on low.",
+            "says 24 hour where the reference says",
+        ),
+        (
             REFUND,
             "5–7 business days, weekends included.",
             "counts the weekend where the reference counts business",

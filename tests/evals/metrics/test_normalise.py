@@ -120,3 +120,13 @@ def test_temperatures_compare_across_scales() -> None:
     (angle,) = quantities("a 30 degree angle")
     assert celsius.low == -5 and celsius.same_value(fahrenheit)
     assert not angle.same_value(celsius)
+
+
+def test_a_unit_said_once_holds_for_the_next_number() -> None:
+    assert [(q.low, q.unit) for q in quantities("12 hours on high, 48 on low.")] == [
+        (12, "hour"),
+        (48, "hour"),
+    ]
+    # counts and other sentences keep their own
+    assert [q.unit for q in quantities("Pick 3 colours, 2 of them dark.")] == ["colour", ""]
+    assert [q.unit for q in quantities("It takes 2 days. 5 people asked.")] == ["day", "people"]
