@@ -115,7 +115,7 @@ class ScoringContext:
     relevance_threshold: float = 0.6
     relevance_floor: float = 0.2
     engagement_threshold: float = 0.35
-    compliance_threshold: float = 0.475
+    compliance_threshold: float = 0.5
     recall_k: int = 5
     judge: Judge | None = None
     judge_mode: JudgeMode = "rules"
