@@ -17,6 +17,9 @@ from evals.metrics._embedding import MiniLmSimilarity
 
 DEV = Path(__file__).parents[3] / "evals" / "datasets" / "calibration" / "dev.jsonl"
 VALIDATION = DEV.with_name("validation.jsonl")
+# Written independently of the rules and never tuned on (docs/calibration.md): the figure we report.
+HELDOUT = DEV.with_name("heldout.jsonl")
+HELDOUT_KAPPA_FLOOR = 0.6
 # Regression guards, not the goal: dev and validation are both tuning sets now, so their kappa is
 # in-sample for the rules (see docs/calibration.md); the held-out figure is measured separately.
 DEV_KAPPA_FLOOR = 0.8
@@ -180,3 +183,14 @@ def test_validation_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) ->
     assert set(kappas) == {"accuracy", "irrelevance", "harmfulness"}
     assert len(load_labels(VALIDATION)) >= 270
     assert all(kappa >= VALIDATION_KAPPA_FLOOR for kappa in kappas.values()), kappas
+
+
+def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> None:
+    result = cli(str(HELDOUT), "--json", tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads(result.stdout)["metrics"]
+    assert {name: item["n"] for name, item in metrics.items()} == {
+        "accuracy": 98, "irrelevance": 92, "harmfulness": 97,
+    }  # fmt: skip
+    kappas = {name: item["kappa"] for name, item in metrics.items()}
+    assert all(kappa >= HELDOUT_KAPPA_FLOOR for kappa in kappas.values()), kappas
