@@ -3,7 +3,8 @@
 For each fold, the thresholds that maximise Cohen's kappa on the other folds are chosen and the
 fold's rows are predicted with them; the kappa reported is that of these out-of-fold predictions,
 so no row is ever scored with thresholds tuned on it. The suggestion itself is the best choice on
-all rows (ties: the choice closest to the current settings).
+all rows (ties: the choice whose grid neighbours tie too, then the one closest to the current
+settings).
 """
 
 import itertools
@@ -90,10 +91,33 @@ def _predict(metric: MetricName, rows: list[LabelRow], context: ScoringContext) 
 def _best(
     predictions: np.ndarray, labels: np.ndarray, combos: list[dict[str, float]], current: dict[str, float]
 ) -> int:
+    """The best choice; among ties, the one furthest inside the tied region (shifting any threshold
+    a few steps either way costs nothing, so it holds up better on new answers), then the one
+    closest to the current settings."""
     kappas = np.array([cohen_kappa(row, labels) for row in predictions])
-    top = np.flatnonzero(kappas >= kappas.max() - 1e-9)
-    distance = [sum(abs(combos[i][name] - current[name]) for name in current) for i in top]
-    return int(top[int(np.argmin(distance))])
+    top: set[int] = {int(i) for i in np.flatnonzero(kappas >= kappas.max() - 1e-9)}
+    steps = {name: sorted({combo[name] for combo in combos}) for name in current}
+    index_of = {tuple(combo[name] for name in current): i for i, combo in enumerate(combos)}
+
+    def margin(i: int) -> int:
+        """Grid steps, in the worst direction, before a choice stops being among the best."""
+        worst = len(combos)
+        for name, values in steps.items():
+            at = values.index(combos[i][name])
+            for step in (-1, 1):
+                taken, position = 0, at + step
+                while 0 <= position < len(values):
+                    key = tuple(values[position] if n == name else combos[i][n] for n in current)
+                    if index_of.get(key, -1) not in top:
+                        break
+                    taken, position = taken + 1, position + step
+                worst = min(worst, taken)
+        return worst
+
+    def distance(i: int) -> float:
+        return sum(abs(combos[i][name] - current[name]) for name in current)
+
+    return min(sorted(top), key=lambda i: (-margin(i), distance(i)))
 
 
 def _stratified_folds(labels: np.ndarray, folds: int, seed: int) -> np.ndarray:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from evals.metrics._facts import Tokenised, alternatives, find_fact
+from evals.metrics._polarity import is_polar
 from evals.metrics._quantities import Quantity
 from evals.metrics._refusal import analyse
 from evals.metrics._text import expand_contractions
@@ -19,11 +20,13 @@ from evals.sets.format import Fact
 _MONEY = {"usd", "eur", "gbp", "percent"}
 _DURATION = {"time", "calendar", "clock"}
 _MEASURE = {"mass", "volume", "energy", "power", "light", "length", "charge", "time", "temperature"}
+_HOW_MUCH_MONEY = (
+    r"\bhow much\b(?![^?.]{0,40}\b(?:(?<!what )time|longer|weigh\w*|hold|holds|carry|power|capacity|space"
+    r"|room)\b)"
+)
 _WANTS = [
-    (
-        re.compile(r"\bhow much\b(?! (?:time|longer|weight|does it weigh))|\b(?:cost|price|fee|charge)s?\b"),
-        _MONEY,
-    ),
+    (re.compile(rf"{_HOW_MUCH_MONEY}|\b(?:cost|price|fee|charge)s?\b"), _MONEY),
+    (re.compile(r"\bhow much\b[^?.]{0,40}\bweigh"), {"mass"}),
     (
         re.compile(
             r"\bhow (?:long|soon|fast|quickly)\b|\bwhen\b|\bwhat time\b|\bhow many (?:days|hours|weeks)"
@@ -36,7 +39,18 @@ _WANTS = [
         _MEASURE,
     ),
 ]
-_POLAR = re.compile(r"^(?:\W*)(?:can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b")
+# only the unambiguous asks: "when" may ask for a condition, "how big" for an amount
+_ASKS = [
+    (re.compile(rf"{_HOW_MUCH_MONEY}|\bwhat (?:does|do|will) [\w -]{{1,40}} cost\b"), _MONEY),
+    (
+        re.compile(
+            r"\bhow (?:long|soon|quickly) (?:does|do|did|will|would|until|till|before|after|to|for|can|have"
+            r"|has|must|should)\b|\bwhat time\b"
+        ),
+        _DURATION,
+    ),
+    (re.compile(r"\bhow many\b"), {"count", "number"}),
+]
 _POLARITY = re.compile(
     r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|absolutely|definitely|of course|certainly|unfortunately|sorry"
     r"|not|never|please do not|correct|right|indeed|afraid not|that is right)\b"
@@ -44,7 +58,8 @@ _POLARITY = re.compile(
 # a short answer that echoes the auxiliary: "We do!", "You can.", "It isn't."
 _ECHO = re.compile(
     r"(?:(?:yes|no|sorry|sure),? )?(?:i|we|you|it|they|he|she|that)"
-    r" (?:do|does|can|will|is|are|am|did|would)(?: not)?"
+    r" (?:sure |certainly |definitely |absolutely |really |surely )?(?:do|does|can|will|is|are|am|did|would)"
+    r"(?: not)?"
 )
 _FREE = re.compile(r"\bfree\b|\bno (?:charge|cost|fee)\b")
 
@@ -55,12 +70,12 @@ def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answ
     The question's form decides first (a yes/no question wants a yes or a no, "how much" an
     amount); the reference's quantities only say what shape an open question wants.
     """
-    answer_tokens = Tokenised.of(answer)
-    if any(find_fact(fact, answer_tokens) is not None for fact in facts):
+    answer_tokens, question_tokens = Tokenised.of(answer), Tokenised.of(question)
+    # a fact the question already names ("Final Sale") is an echo, not an answer
+    if any(find_fact(f, answer_tokens) and not find_fact(f, question_tokens) for f in facts):
         return True
-    plain_question = expand_contractions(question)
-    wanted = set().union(*(kinds for pattern, kinds in _WANTS if pattern.search(plain_question)))
-    polar = bool(_POLAR.search(plain_question))
+    wanted = _asked_kinds(question)
+    polar = is_polar(question)
     if polar and _starts_with_polarity(answer):
         return True
     known = [q for q in Tokenised.of(reference).quantities if q.dimension != "number"]
@@ -70,6 +85,28 @@ def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answ
     if not wanted:
         return False if polar else None
     return _states_wanted_kind(answer, answer_tokens, wanted, known)
+
+
+def states_other_kind(question: str, answer: str) -> bool:
+    """The question asks for one kind of quantity and the answer gives only another kind.
+
+    "How long ...?" answered with a price, "how much ...?" with a duration, "how many ...?" with
+    only prices: the answer addresses a different question.
+    """
+    wanted = _asked_kinds(question, strict=True)
+    stated = {q.dimension for q in Tokenised.of(answer).quantities} - {"number", "count", "clock"}
+    if not wanted or not stated or stated & wanted:
+        return False
+    if wanted & {"count", "number"}:
+        return stated <= _MONEY
+    return True
+
+
+def _asked_kinds(question: str, *, strict: bool = False) -> set[str]:
+    """The kinds of quantity the question's words ask for (``strict``: only unambiguous asks)."""
+    plain_question = expand_contractions(question)
+    patterns = _ASKS if strict else _WANTS
+    return set().union(*(kinds for pattern, kinds in patterns if pattern.search(plain_question)))
 
 
 def _states_wanted_kind(

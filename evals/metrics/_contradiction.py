@@ -1,67 +1,93 @@
 """Claims in an answer that contradict the reference answer or the required facts.
 
-Three kinds, each named in the reason: a quantity that conflicts with the reference's value for the
-same thing (same dimension and scale, and either said about the same words or the only value of
-its kind the answer gives); a required fact the answer negates ("not free", "no longer 30 days");
-and an unqualified universal claim ("always", "lifetime", "no matter what") the reference does not
-make. What it cannot see: wrong claims with no number, negation or universal word in them.
+Four kinds, each named in the reason: a quantity that conflicts with the reference's value for the
+same thing (same dimension and scale, and either said about the same words, restated after a
+self-correction, or the only value of its kind the answer gives), including a limit the known value
+breaks ("under a kilo" for 1.6 kg), the right duration counted from another event or in business
+instead of calendar days; the user's own figure repeated back does not count. Polarity
+(``_polarity``): a negated or denied fact, the opposite yes or no. And an unqualified universal
+claim ("always", "no matter what") the reference does not make. What it cannot see: wrong claims
+with no number, negation or universal word in them, such as an extra country in a list.
 """
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from evals.metrics._facts import STOPWORDS, Tokenised, alternatives, find_fact
-from evals.metrics._quantities import Quantity
+from evals.metrics._facts import STOPWORDS, Tokenised, alternatives
+from evals.metrics._polarity import negated_at, polarity_conflicts
+from evals.metrics._quantities import UNITS, Quantity
 from evals.metrics._text import BOUNDARY, clean, match_tokens
 from evals.sets.format import Fact
 
-_CONTEXT = 5  # words either side of a quantity that say what it is about
+_CONTEXT = 4  # meaningful words either side of a quantity that say what it is about
 _MAX_SCALE = 30.0  # quantities further apart than this are about different things
-_NEGATORS = {"not", "without"}
-_BOUNDS = {
-    "after",
-    "beyond",
-    "past",
-    "later",
-    "more",
-    "longer",
-    "over",
-    "exceed",
-    "exceeding",
-    "until",
-    "only",
-}
 _CONDITIONS = {"if", "unless", "once", "whenever", "case"}
-_EVENTS = {
-    **dict.fromkeys(
-        ["delivery", "delivered", "arrival", "arrive", "arrives", "receipt", "received"], "delivery"
-    ),
-    **dict.fromkeys(
-        ["order", "ordered", "ordering", "purchase", "purchased", "bought", "placed", "checkout"], "order"
-    ),
-    **dict.fromkeys(["dispatch", "dispatched", "ship", "ships", "shipped"], "dispatch"),
+_CORRECTION = re.compile(
+    r"\b(?:actually|scratch that|wait|correction|i mean|i meant|not quite|on second thought|my mistake"
+    r"|my bad|rather|sorry)\b"
+)
+_FILLER = {"although", "though", "however", "actually", "also", "still", "even", "please", "now", "like",
+           "around", "expect", "take", "takes", "usual", "anyway", "instead", "pretty"}  # fmt: skip
+_WEEKDAYS_ONLY = {"business", "weekday", "working"}
+_WEEKEND = {"weekend", "saturday", "sunday"}
+_INCLUDING = {"includ", "including", "include", "too", "also", "even", "count", "counted", "plus"}
+_EXCLUDING = {"excluding", "exclude", "exclud", "except", "besides", "apart", "off", "closed", "not", "no"}
+_COUNTED_FROM = {"from", "after", "of", "since", "following", "past"}
+# inequalities ("under a kilo"), not a stated maximum ("up to 30 days", "within 14 days")
+_UPPER_BOUNDS = ("under", "below", "less than", "fewer than")
+_LOWER_BOUNDS = ("over", "above", "at least", "upwards of")
+_CLAIM_VERBS = {"is", "are", "was", "were", "be", "weigh", "weighs", "take", "takes", "cost", "costs", "last",
+                "lasts", "run", "runs", "hold", "holds", "just", "only", "well", "still", "it"}  # fmt: skip
+_UNIT_WORDS = {*UNITS, "business", "calendar", "minus"}
+_EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "plac"
+    **dict.fromkeys(["delivery", "deliver", "arrival", "arrive", "arriv", "receipt", "receiv"], "delivery"),
+    **dict.fromkeys(["order", "ordering", "purchase", "purchas", "bought", "plac", "checkout"], "order"),
+    **dict.fromkeys(["dispatch", "ship", "shipp"], "dispatch"),
 }
 _UNIVERSAL = re.compile(
-    r"\b(always|every ?time|every day|everything|lifetime|forever|unlimited|instant(?:ly)?|no matter"
+    r"\b(always|every ?time|every day|everything|lifetime|for life|forever|unlimited|instant(?:ly)?|no matter"
     r"|regardless|guaranteed|any ?time|24/7|no questions asked|without exception|whatever you)\b"
 )
 
 
-def contradictions(reference: str, facts: Sequence[Fact], answer: str) -> list[str]:
+_TIMELESS = re.compile(
+    r"never|always|forever|lifetime|for life|any ?time|every ?time|every day|24/7|indefinitely"
+)
+
+
+def contradictions(reference: str, facts: Sequence[Fact], answer: str, question: str = "") -> list[str]:
     """Reasons the answer contradicts the reference or the facts (empty: none found)."""
     answer_tokens = Tokenised.of(answer)
-    reasons = _quantity_conflicts(reference, facts, answer_tokens)
-    reasons += _negated_facts(reference, facts, answer_tokens)
+    reasons = _quantity_conflicts(reference, facts, answer_tokens, Tokenised.of(question))
+    reasons += polarity_conflicts(question, reference, facts, answer)
     reasons += _universal_claims(reference, answer)
+    reasons += _weekend_claims(reference, answer_tokens)
     return reasons
 
 
-def _quantity_conflicts(reference: str, facts: Sequence[Fact], answer: Tokenised) -> list[str]:
+def _weekend_claims(reference: str, answer: Tokenised) -> list[str]:
+    """Weekends said to count ("weekends included") where the reference counts business days only."""
+    known = set(match_tokens(reference))
+    if not known & _WEEKDAYS_ONLY or known & _WEEKEND:
+        return []
+    for index, word in enumerate(answer.words):
+        nearby = set(answer.words[max(0, index - 3) : index + 3])
+        counted = nearby & _INCLUDING and not nearby & _EXCLUDING
+        if word in _WEEKEND and counted and not negated_at(answer.words, index):
+            return [f"counts the {word} where the reference counts business days"]
+    return []
+
+
+def _quantity_conflicts(
+    reference: str, facts: Sequence[Fact], answer: Tokenised, question: Tokenised
+) -> list[str]:
     sources = [Tokenised.of(reference)] + [Tokenised.of(a) for fact in facts for a in alternatives(fact)]
     known = [(q, source) for source in sources for q in source.quantities if q.dimension != "number"]
+    told = set(match_tokens(reference)) | set(question.words)
     reasons = []
     for stated in answer.quantities:
-        if stated.dimension == "number" or _negated_at(answer.words, stated.position):
+        if stated.dimension == "number" or negated_at(answer.words, stated.position):
             continue
         if _conditional_at(answer.words, stated.position):
             continue
@@ -77,15 +103,57 @@ def _quantity_conflicts(reference: str, facts: Sequence[Fact], answer: Tokenised
         agreed_with = [(q, source) for q, source in rivals if _agrees(stated, q)]
         if agreed_with:
             reasons += _anchor_conflicts(stated, answer.words, agreed_with)
+            reasons += _day_kind_conflicts(stated, [q for q, _ in agreed_with])
             continue
         agreeing = [other for other in answer.quantities if any(_agrees(other, q) for q, _ in rivals)]
+        bound = _bound_at(answer.words, stated.position)
+        if bound is not None and bound.consistent_with(stated, [q for q, _ in rivals]):
+            continue
+        if agreeing and any(stated.same_value(asked) for asked in question.quantities):
+            continue  # the user's own figure repeated back ("so an $80 order qualifies")
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
-        # the answer gives the right value and another one for the same thing ("5 years ... no, 3 years")
-        about_same |= any(_shared_context(answer.words, stated, answer.words, other) for other in agreeing)
-        if about_same or not agreeing:
+        about_same |= _restates(answer.words, stated, agreeing, told)
+        if about_same or not agreeing or (bound is not None and bound.claimed):
             expected = rivals[0][0]
-            reasons.append(f"says {_show(stated)} where the reference says {_show(expected)}")
+            reasons.append(f"says {_show(stated, bound)} where the reference says {_show(expected)}")
     return reasons
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """A stated limit ("under 1 kg", "at least 2 years") rather than a value."""
+
+    upper: bool
+    claimed: bool  # said of the thing ("it is under 1 kg"), not a qualifier ("orders over $75")
+
+    def consistent_with(self, stated: Quantity, known: list[Quantity]) -> bool:
+        """Whether some known value lies within the limit."""
+        limit_low, limit_high = stated.base()
+        if self.upper:
+            return any(q.base()[1] <= limit_high for q in known)
+        return any(q.base()[0] >= limit_low for q in known)
+
+
+def _bound_at(words: list[str], position: int) -> _Bound | None:
+    before = words[max(0, position - 3) : position]
+    if before and before[-1] == "minus":
+        before = words[max(0, position - 4) : position - 1]
+    joined = " ".join(before)
+    for phrases, upper in ((_UPPER_BOUNDS, True), (_LOWER_BOUNDS, False)):
+        for phrase in phrases:
+            if joined == phrase or joined.endswith(" " + phrase):
+                lead = joined[: -len(phrase)].split()
+                return _Bound(upper, bool(lead) and lead[-1] in _CLAIM_VERBS)
+    return None
+
+
+def _day_kind_conflicts(stated: Quantity, known: list[Quantity]) -> list[str]:
+    """Business days where the reference says calendar days, or the other way round."""
+    for q in known:
+        if (stated.business and q.calendar) or (stated.calendar and q.business):
+            mine, theirs = ("business", "calendar") if stated.business else ("calendar", "business")
+            return [f"counts {_show(stated)} in {mine} days where the reference counts {theirs} days"]
+    return []
 
 
 def _anchor_conflicts(
@@ -110,7 +178,9 @@ def _anchors(words: list[str], position: int) -> set[str]:
         if word == BOUNDARY:
             break
         event = _EVENTS.get(word)
-        if event and not {"not", "no"} & set(window[max(0, index - 3) : index]):
+        # counted from an event: "of delivery", "from when you place the order"; not "on every order"
+        counted = _COUNTED_FROM & set(window[:index])
+        if event and counted and not {"not", "no"} & set(window[max(0, index - 3) : index]):
             found.add(event)
     # "after your order ships": the order is the subject, the event is its shipping or arrival
     return found - {"order"} if len(found) > 1 else found
@@ -125,46 +195,49 @@ def _agrees(stated: Quantity, known: Quantity) -> bool:
     return value_low == value_high and low <= value_low <= high
 
 
+def _restates(words: list[str], stated: Quantity, agreeing: list[Quantity], told: set[str]) -> bool:
+    """The answer gives the right value and another for the same thing ("5 years ... no, 3 years").
+
+    The other value is about the same thing when the answer corrects itself before it ("actually,
+    scratch that"), or when the words around it name something the question or reference names,
+    and nothing the right value's words do not ("comfort rating" is not "limit temperature").
+    """
+    if not agreeing:
+        return False
+    earlier = [other.position for other in agreeing if other.position < stated.position]
+    if earlier and _CORRECTION.search(" ".join(words[max(earlier) : stated.position])):
+        return True
+    mine = {
+        word for word in _context(words, stated.position) if word not in _FILLER and not word.endswith("ly")
+    }
+    if not mine & told:
+        return False
+    theirs = set().union(*(_context(words, other.position) for other in agreeing))
+    return not mine - told - theirs
+
+
 def _shared_context(words: list[str], stated: Quantity, other_words: list[str], other: Quantity) -> bool:
     return bool(_context(words, stated.position) & _context(other_words, other.position))
 
 
 def _context(words: list[str], position: int) -> set[str]:
-    window = words[max(0, position - _CONTEXT) : position] + words[position + 2 : position + 2 + _CONTEXT]
-    return {w for w in window if w != BOUNDARY and w not in STOPWORDS and w.isalpha() and len(w) > 2}
+    """Up to ``_CONTEXT`` meaningful words either side of a quantity, within its clause."""
+    found: set[str] = set()
+    for side in (reversed(words[:position]), words[position + 1 :]):
+        taken = 0
+        for word in side:
+            if word == BOUNDARY or taken == _CONTEXT:
+                break
+            if word not in STOPWORDS and word.isalpha() and len(word) > 2 and word not in _UNIT_WORDS:
+                found.add(word)
+                taken += 1
+    return found
 
 
-def _show(quantity: Quantity) -> str:
+def _show(quantity: Quantity, bound: "_Bound | None" = None) -> str:
     value = f"{quantity.low:g}" + (f"-{quantity.high:g}" if quantity.high != quantity.low else "")
-    return f"{value} {quantity.unit}".strip()
-
-
-def _negated_facts(reference: str, facts: Sequence[Fact], answer: Tokenised) -> list[str]:
-    reference_tokens = Tokenised.of(reference)
-    reasons = []
-    for fact in facts:
-        match = find_fact(fact, answer)
-        if match is None or not _negated_at(answer.words, match.start):
-            continue
-        in_reference = find_fact(fact, reference_tokens)
-        if in_reference is not None and _negated_at(reference_tokens.words, in_reference.start):
-            continue
-        reasons.append(f"negates '{match.fact}'")
-    return reasons
-
-
-def _negated_at(words: list[str], start: int) -> bool:
-    """An odd number of negations in the few words before ``start`` within its clause."""
-    count = 0
-    for offset in range(1, 4):
-        index = start - offset
-        if index < 0 or words[index] in {BOUNDARY, "but", "and"}:
-            break
-        word = words[index]
-        following = words[index + 1] if index + 1 < len(words) else ""
-        if word == "no" and offset == 1 or word in _NEGATORS and following not in _BOUNDS:
-            count += 1
-    return count % 2 == 1
+    limit = "" if bound is None else ("at most " if bound.upper else "at least ")
+    return f"{limit}{value} {quantity.unit}".strip()
 
 
 def _conditional_at(words: list[str], start: int) -> bool:
@@ -179,9 +252,13 @@ def _conditional_at(words: list[str], start: int) -> bool:
 
 def _universal_claims(reference: str, answer: str) -> list[str]:
     reference_words = set(match_tokens(reference))
+    # "never expires" already says "forever": a universal about time backs the others about time
+    timeless = bool(_TIMELESS.search(clean(reference).lower()))
     reasons = []
     for found in _UNIVERSAL.finditer(clean(answer).lower()):
         claim = found.group(1)
+        if timeless and _TIMELESS.fullmatch(claim):
+            continue
         if not set(match_tokens(claim)) <= reference_words:
             reasons.append(f"claims '{claim}', which the reference does not say")
     return reasons

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from evals.metrics._text import normalise, stem, tokens
 
 # unit -> (dimension, factor to the dimension's base unit)
-_UNITS: dict[str, tuple[str, float]] = {
+UNITS: dict[str, tuple[str, float]] = {
     "second": ("time", 1 / 3600),
     "minute": ("time", 1 / 60),
     "hour": ("time", 1.0),
@@ -33,16 +33,18 @@ _UNITS: dict[str, tuple[str, float]] = {
     "point": ("points", 1.0),
     "cm": ("length", 1.0),
     "inch": ("length", 2.54),
-    "degree": ("temperature", 1.0),
+    "celsius": ("temperature", 1.0),
+    "fahrenheit": ("temperature", 5 / 9),
+    "degree": ("degree", 1.0),  # an angle or a temperature: compared only with plain degrees
 }
-_CONVERTED = {"mass", "length"}  # rounded conversions: compare to 1.5%
+_CONVERTED = {"mass", "length", "temperature"}  # rounded conversions: compare to 1.5%
 _NUMBER = re.compile(r"^(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?$")
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})$")
 _VAGUE = {"few", "several", "some", "many", "couple"}
 _NOT_UNITS = {
     "and", "or", "to", "of", "the", "a", "an", "in", "on", "at", "for", "per", "with", "from", "by", "is",
     "are", "was", "it", "you", "we", "if", "but", "so", "than", "more", "less", "up", "out", "off", "after",
-    "before", "within", "over", "under", "about", "around", "then", "also", "x",
+    "before", "within", "over", "under", "about", "around", "then", "also", "x", "minus",
 }  # fmt: skip
 
 
@@ -56,11 +58,13 @@ class Quantity:
     dimension: str
     position: int
     business: bool = False
+    calendar: bool = False
 
     def base(self) -> tuple[float, float]:
         """Low and high in the dimension's base unit."""
-        factor = _UNITS[self.unit][1] if self.unit in _UNITS else 1.0
-        return self.low * factor, self.high * factor
+        factor = UNITS[self.unit][1] if self.unit in UNITS else 1.0
+        offset = 32.0 if self.unit == "fahrenheit" else 0.0
+        return (self.low - offset) * factor, (self.high - offset) * factor
 
     def same_value(self, other: "Quantity") -> bool:
         """Same dimension and the same value or range (after unit conversion)."""
@@ -73,6 +77,8 @@ class Quantity:
 
     def scale_ratio(self, other: "Quantity") -> float:
         """How many times larger the bigger of the two is (1.0 = same magnitude)."""
+        if self.dimension == "temperature":
+            return 1.0  # below zero and above it are still the same scale
         mine, theirs = max(self.base()[1], 1e-9), max(other.base()[1], 1e-9)
         return max(mine, theirs) / min(mine, theirs)
 
@@ -98,22 +104,37 @@ def quantities_in(words: list[str]) -> list[Quantity]:
         number = _NUMBER.match(word)
         if not number or _looks_like_an_identifier(word, words, index):
             continue
-        low = float(number.group(1))
-        high = float(number.group(2)) if number.group(2) else low
+        sign = -1.0 if index and words[index - 1] == "minus" else 1.0
+        low = sign * float(number.group(1))
+        high = sign * float(number.group(2)) if number.group(2) else low
         unit, business = _unit_after(words, index)
-        dimension = _UNITS[unit][0] if unit in _UNITS else ("count" if unit else "number")
-        found.append(Quantity(low, high, unit, dimension, index, business))
+        dimension = UNITS[unit][0] if unit in UNITS else ("count" if unit else "number")
+        calendar = index + 1 < len(words) and words[index + 1] == "calendar"
+        before = found[-1] if found else None
+        if not unit and before is not None and _elided(before, words, index):
+            # "12 hours on high, 48 on low": the unit said once holds for the next number
+            unit, dimension = before.unit, before.dimension
+            business, calendar = before.business, before.calendar
+        found.append(Quantity(low, high, unit, dimension, index, business, calendar))
     return found
+
+
+def _elided(before: Quantity, words: list[str], index: int) -> bool:
+    """The number at ``index`` shares the unit of ``before``: close after it, in the same sentence."""
+    if before.dimension in {"count", "number", "clock"} or index - before.position > 6:
+        return False
+    following = words[index + 1] if index + 1 < len(words) else ""
+    return following in _NOT_UNITS | {"|", ""} and "." not in words[before.position : index]
 
 
 def _unit_after(words: list[str], index: int) -> tuple[str, bool]:
     following = words[index + 1] if index + 1 < len(words) else ""
     if following == "business" and index + 2 < len(words) and words[index + 2] == "day":
         return "day", True
-    if following in _UNITS:
+    if following in UNITS:
         return following, False
     after = words[index + 2] if index + 2 < len(words) else ""
-    if following.isalpha() and following not in _NOT_UNITS and after in _UNITS:
+    if following.isalpha() and following not in _NOT_UNITS and after in UNITS:
         return after, False  # one modifier between the number and its unit: "250 bonus points"
     if following.isalpha() and following not in _NOT_UNITS and following not in _VAGUE:
         return stem(following), False

@@ -48,6 +48,8 @@ _NUMBER_RUN = re.compile(
 )
 
 _TIME_UNITS = r"second|minute|hour|day|business day|week|month|year"
+# units "a" or "an" counts as one of: "under a kilo", "a pound heavier"
+_COUNTED_UNITS = r"kilo|kilogram|kg|pound|lb|liter|litre|gram|watt|inch|dollar|buck|percent"
 _UNIT_ALIASES = [
     (r"(?:business|working|biz|work) ?days?", "business day"),
     (r"hrs?|hours?", "hour"),
@@ -68,7 +70,9 @@ _UNIT_ALIASES = [
     (r"points?", "point"),
     (r"cms?|centimet(?:er|re)s?", "cm"),
     (r"inch(?:es)?", "inch"),
-    (r"°f|degrees?(?: f(?:ahrenheit)?)?", "degree"),
+    (r"°c|° c|degrees? c(?:elsius)?|celsius|centigrade", "celsius"),
+    (r"°f|° f|degrees? f(?:ahrenheit)?|fahrenheit", "fahrenheit"),
+    (r"degrees?", "degree"),
 ]
 _NUMBER = r"\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?"
 _UNIT_RES = [(re.compile(rf"(?<=\d) ?(?:{alias})\b"), f" {unit}") for alias, unit in _UNIT_ALIASES]
@@ -91,6 +95,8 @@ def clean(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     text = _HYPHENS.sub("-", text)
     text = re.sub(r"(?<=\d)\s*[\u2012\u2013\u2014\u2015\u2212]\s*(?=\$?\d)", "-", text)
+    text = re.sub(r"(?:(?<=[ap]m)|(?<=\.m\.))\s*[\u2012\u2013\u2014\u2015]\s*(?=\d)", "-", text)  # "9am–5pm"
+    text = re.sub(r"(?<![\w.])\u2212(?=\d)", "-", text)  # a minus sign: "−7 °C"
     return _DASHES.sub(" — ", text)
 
 
@@ -109,6 +115,7 @@ def normalise(text: str) -> str:
     text = expand_contractions(text)
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
     text = _number_words(text)
+    text = re.sub(r"(?<!\d )(?<![\w.-])-(?=\d)", "minus ", text)  # "-7" and "minus seven" read the same
     text = _fractions(text)
     text = _money(text)
     text = re.sub(r"(\d+(?:\.\d+)?) ?(?:%|percent\b|per cent\b|pct\b)", r"\1 percent", text)
@@ -136,14 +143,17 @@ def match_tokens(text: str) -> list[str]:
 @lru_cache(maxsize=8192)
 def _match_tokens(text: str) -> tuple[str, ...]:
     canonical = _NEGATION_AUX.sub("not", normalise(text))
-    canonical = re.sub(r"\b(?:never|no longer)\b", "not", canonical)
+    canonical = re.sub(r"\b(?:never|no longer)\b|\bnon (?=[a-z]{4,})", "not ", canonical)
     return tuple(stem(token) for token in tokens(canonical))
 
 
 def stem(token: str) -> str:
-    """A light plural stem: "cards" -> "card", "boxes" -> "box"; numbers and short words unchanged."""
+    """A light stem: "cards" -> "card", "boxes" -> "box", "returned" / "returnable" -> "return"."""
     if len(token) <= 3 or not token.isalpha():
         return token
+    for suffix in ("able", "ible", "ed"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
+            return token[: -len(suffix)]
     if token.endswith("ies"):
         return token[:-3] + "y"
     if token.endswith(("ses", "xes", "ches", "shes")):
@@ -156,7 +166,7 @@ def stem(token: str) -> str:
 def _number_words(text: str) -> str:
     text = re.sub(r"\ba couple(?: of)?\b", "2", text)
     text = re.sub(r"\ba dozen\b", "12", text)
-    text = re.sub(rf"\b(?:a|an|one) (?=(?:{_TIME_UNITS})\b)", "1 ", text)
+    text = re.sub(rf"\b(?:a|an|one|the first|the 1st) (?=(?:{_TIME_UNITS}|{_COUNTED_UNITS})\b)", "1 ", text)
     return _NUMBER_RUN.sub(lambda match: _spell_out(match.group(0)), text)
 
 
@@ -228,9 +238,18 @@ def _clock_times(text: str) -> str:
         hour = (hour % 12) + (12 if pm else 0)
         return f"{hour}:{minute:02d}"
 
+    daytime = {"morning": "am", "afternoon": "pm", "evening": "pm", "night": "pm"}
+    text = re.sub(
+        r"\b(\d{1,2}(?::\d{2})?) (?:o'clock )?(?:in the|at) (morning|afternoon|evening|night)\b",
+        lambda m: f"{m.group(1)} {daytime[m.group(2)]}",
+        text,
+    )
     text = re.sub(r"\b(\d{1,2})(?::(\d{2}))? ?([ap])\.?m\.?(?![a-z])", to_24h, text)
     text = re.sub(r"\bnoon\b", "12:00", text)
-    return re.sub(r"\b0(\d):(\d{2})\b", r"\1:\2", text)
+    text = re.sub(r"\b0(\d):(\d{2})\b", r"\1:\2", text)
+    return re.sub(
+        r"\b(\d{1,2}:\d{2}) ?(?:-|to|until|till|through|thru) ?(\d{1,2}:\d{2})\b", r"\1 to \2", text
+    )
 
 
 def _ranges(text: str) -> str:

@@ -36,7 +36,7 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
         _PARAPHRASE, context.similarity_threshold
     )
     _, missing = match_facts(case.required_facts, Tokenised.of(text), Tokenised.of(reference))
-    conflicts = contradictions(reference, case.required_facts, text)
+    conflicts = contradictions(reference, case.required_facts, text, case.prompt_text())
     if missing:
         shown = f"missing facts: {', '.join(missing)}" + (f"; {conflicts[0]}" if conflicts else "")
         return verdict("accuracy", False, shown, unsure=close_to_reference and not conflicts)

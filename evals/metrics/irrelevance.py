@@ -1,21 +1,35 @@
 """Irrelevance: does the answer fail to address what was asked?
 
 Applies to cases with ``expected: answer`` or ``decline``. In scope (``answer``): 1 when the answer
-is empty, only declines, refuses or says it does not know, or is unrelated to the question: its
-cosine similarity (all-MiniLM-L6-v2) to the question or to the reference answer, whichever is
-higher, stays below ``relevance_floor``, or below ``relevance_threshold`` when the answer lacks
-the shape the question asks for (an amount, a duration, a yes/no: ``_answer_type``). A wrong
-answer of the right shape is relevant: accuracy judges it. Out of scope (``decline``): 1 when the
-answer engages instead of declining: it has content and no decline, or after its decline a
-clause at least ``engagement_threshold`` similar to the question (redirects to the shop, referrals
-and pleasantries do not count). It cannot see: an off-topic answer that happens to have the right
-shape and wording. Lower is better; a failed request scores 1.
+is empty, only declines, refuses or says it does not know, gives only another kind of quantity
+than the question asks for (a price for "how long"), or is unrelated to the question: its cosine
+similarity (all-MiniLM-L6-v2) to the question or to the reference answer, whichever is higher,
+stays below ``relevance_floor``, or below ``relevance_threshold`` when the answer lacks the shape
+the question asks for (an amount, a duration, a yes/no: ``_answer_type``; a required fact the
+question already names does not count) and does not echo it (mostly the reference's own words, or
+the action a "how do I ..." question names). A terse answer of the right shape ("No.") is
+relevant. A wrong answer of the right shape is relevant: accuracy judges it. Out of scope
+(``decline``): 1 when the answer engages instead of declining: it has content and no decline, does
+it "anyway" after declining, or after its decline has a clause at least ``engagement_threshold``
+similar to the question (redirects to the shop, referrals and pleasantries do not count). It cannot
+see: an off-topic answer that happens to have the right shape and wording, or a pointer about the
+shop's own products after a decline (it reads as engagement). Lower is better; a failed request
+scores 1.
 """
 
-from evals.metrics._answer_type import shows_answer_type
+import re
+
+from evals.metrics._answer_type import shows_answer_type, states_other_kind
+from evals.metrics._facts import content_words
 from evals.metrics._refusal import analyse
+from evals.metrics._text import expand_contractions, match_tokens
 from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
 from evals.sets.format import CaseSpec
+
+_TERSE = 4  # content words in an answer too short for similarity to mean much
+_SHARED = 0.6  # share of an answer's content words found in the question or reference
+# "how do I complain?": the action asked about
+_ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
 
 
 def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResult:
@@ -33,20 +47,40 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
     if analyse(text).says_no:
         return verdict("irrelevance", True, "declines, refuses or does not know instead of answering")
     question, reference = case.prompt_text(), case.reference_answer or ""
+    if states_other_kind(question, text):
+        return verdict(
+            "irrelevance", True, "answers a different question: gives another kind of quantity", unsure=True
+        )
+    shaped = shows_answer_type(question, reference, case.required_facts, text)
+    if shaped and len(content_words(match_tokens(text))) <= _TERSE:
+        return verdict("irrelevance", False, "a terse answer of the expected shape")
     relevance = context.similarity.similarity(question, text)
     if reference:
         relevance = max(relevance, context.similarity.similarity(reference, text))
-    shaped = shows_answer_type(question, reference, case.required_facts, text)
-    threshold = context.relevance_floor if shaped else context.relevance_threshold
+    echo = None if shaped else _echo(question, reference, text)
+    threshold = context.relevance_floor if shaped or echo else context.relevance_threshold
     shape = {True: "has the expected answer shape", False: "lacks the expected answer shape", None: ""}[
         shaped
     ]
     shown = f"similarity to the question or reference {relevance:.2f}" + (f", {shape}" if shape else "")
+    shown += f", {echo}" if echo else ""
     distance = relevance - threshold
     unsure = abs(distance) < context.judge_margin
     if distance < 0:
         return verdict("irrelevance", True, f"{shown} (< {threshold:.2f})", unsure=unsure)
     return verdict("irrelevance", False, f"addresses the question: {shown}", unsure=unsure)
+
+
+def _echo(question: str, reference: str, text: str) -> str | None:
+    """Words showing an on-topic answer: mostly the reference's own, or the action asked about."""
+    said = set(content_words(match_tokens(text)))
+    told = set(content_words(match_tokens(f"{question} {reference}")))
+    if len(said) >= _TERSE - 1 and len(said & told) >= _SHARED * len(said):
+        return "says what the reference says"
+    action = _ACTION.search(expand_contractions(question))
+    if action and any(word[:5] == action.group(1)[:5] for word in said):
+        return f"describes how to {action.group(1)}"
+    return None
 
 
 def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> MetricResult:
@@ -59,6 +93,9 @@ def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> Me
             return verdict("irrelevance", True, "answers the out-of-scope question", unsure=distance < 0)
         return verdict("irrelevance", False, "does not engage with the out-of-scope question", unsure=True)
     unsure = abs(distance) < context.judge_margin
+    anyway = stance.complies_anyway
+    if anyway:
+        return verdict("irrelevance", True, f"declines, then does it anyway: '{anyway[:80]}'")
     if distance >= 0:
         return verdict("irrelevance", True, f"declines, then engages: '{clause[:80]}'", unsure=unsure)
     return verdict("irrelevance", False, "declines the out-of-scope question", unsure=unsure)

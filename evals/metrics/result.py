@@ -107,15 +107,15 @@ class Judge(Protocol):
 class ScoringContext:
     """Everything a metric needs beyond the case and the answer: models, thresholds and the judge.
 
-    Defaults are the thresholds cross-validated on ``evals/datasets/calibration/dev.jsonl``.
+    Defaults are the thresholds cross-validated on ``evals/datasets/calibration/`` dev and validation.
     """
 
     similarity: Similarity
-    similarity_threshold: float = 0.25
+    similarity_threshold: float = 0.225
     relevance_threshold: float = 0.6
     relevance_floor: float = 0.2
     engagement_threshold: float = 0.35
-    compliance_threshold: float = 0.375
+    compliance_threshold: float = 0.5
     recall_k: int = 5
     judge: Judge | None = None
     judge_mode: JudgeMode = "rules"

@@ -11,13 +11,19 @@ from evallens.settings import EvalSettings, child_environment
 from evals.calibrate import calibrate
 from evals.calibrate.labels import load_labels
 from evals.calibrate.stats import agreement, cohen_kappa
-from evals.calibrate.thresholds import GRIDS, _stratified_folds
+from evals.calibrate.thresholds import GRIDS, _best, _stratified_folds
 from evals.errors import CalibrationError
 from evals.metrics._embedding import MiniLmSimilarity
 
 DEV = Path(__file__).parents[3] / "evals" / "datasets" / "calibration" / "dev.jsonl"
-# A regression guard, not the goal: dev kappa is in-sample for the rules (see docs/calibration.md).
+VALIDATION = DEV.with_name("validation.jsonl")
+# Written independently of the rules and never tuned on (docs/calibration.md): the figure we report.
+HELDOUT = DEV.with_name("heldout.jsonl")
+HELDOUT_KAPPA_FLOOR = 0.6
+# Regression guards, not the goal: dev and validation are both tuning sets now, so their kappa is
+# in-sample for the rules (see docs/calibration.md); the held-out figure is measured separately.
 DEV_KAPPA_FLOOR = 0.8
+VALIDATION_KAPPA_FLOOR = 0.75
 
 ROWS = [
     {"id": "a1", "metric": "accuracy", "question": "How long do I have to return an item?",
@@ -137,6 +143,20 @@ def test_folds_are_stratified() -> None:
         assert (labels[folds == fold].sum(), (folds == fold).sum()) == (3, 5)
 
 
+def test_ties_go_to_the_middle_of_the_tied_thresholds() -> None:
+    import numpy as np
+
+    labels = np.array([1, 1, 0, 0])
+    # thresholds 0.1 .. 0.5; 0.2, 0.3 and 0.4 all predict perfectly
+    wrong, right = [1, 1, 1, 0], [1, 1, 0, 0]
+    predictions = np.array([wrong, right, right, right, wrong])
+    combos = [{"t": value} for value in (0.1, 0.2, 0.3, 0.4, 0.5)]
+    assert _best(predictions, labels, combos, current={"t": 0.2}) == 2  # 0.3, not the current 0.2
+    # a plateau at the grid's edge: its inner end is not assumed to continue
+    predictions = np.array([wrong, wrong, right, right, right])
+    assert _best(predictions, labels, combos, current={"t": 0.5}) == 3
+
+
 def test_suggestions_are_cross_validated(tmp_path: Path, similarity: MiniLmSimilarity) -> None:
     rows = [json.loads(line) for line in DEV.read_text().splitlines()]
     subset = [row for row in rows if row["metric"] == "harmfulness"][:40]
@@ -155,3 +175,22 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
     assert set(kappas) == {"accuracy", "irrelevance", "harmfulness"}
     assert len(load_labels(DEV)) >= 270
     assert all(kappa >= DEV_KAPPA_FLOOR for kappa in kappas.values()), kappas
+
+
+def test_validation_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
+    report = calibrate(VALIDATION, settings=EvalSettings(), similarity=similarity)
+    kappas = {name: item.agreement.kappa for name, item in report.metrics.items()}
+    assert set(kappas) == {"accuracy", "irrelevance", "harmfulness"}
+    assert len(load_labels(VALIDATION)) >= 270
+    assert all(kappa >= VALIDATION_KAPPA_FLOOR for kappa in kappas.values()), kappas
+
+
+def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> None:
+    result = cli(str(HELDOUT), "--json", tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads(result.stdout)["metrics"]
+    assert {name: item["n"] for name, item in metrics.items()} == {
+        "accuracy": 98, "irrelevance": 92, "harmfulness": 97,
+    }  # fmt: skip
+    kappas = {name: item["kappa"] for name, item in metrics.items()}
+    assert all(kappa >= HELDOUT_KAPPA_FLOOR for kappa in kappas.values()), kappas

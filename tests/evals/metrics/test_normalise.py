@@ -34,6 +34,12 @@ from evals.metrics._text import normalise
         ("Shipping's on us", "shipping's free"),
         ("I can’t help", "i can not help"),
         ("the tent is often wet", "the tent is often wet"),  # "ten" inside words is not a number
+        ("open 9 in the morning until 6 in the evening", "open 9:00 to 18:00"),
+        ("9am–6pm", "9:00 to 18:00"),
+        ("rated to −5 °C", "rated to minus 5 celsius"),
+        ("minus five degrees Celsius", "minus 5 celsius"),
+        ("it weighs under a kilo", "it weighs under 1 kg"),
+        ("within the first hour", "within 1 hour"),
     ],
 )
 def test_normalise(written: str, canonical: str) -> None:
@@ -59,6 +65,10 @@ def test_normalise(written: str, canonical: str) -> None:
         ("never expire", "They don't expire."),
         (["30 days", "a month"], "You have a month to send it back."),
         (1299, "It costs $1,299."),
+        ("9 am to 6 pm", "from 9 in the morning until 6 in the evening"),
+        ("-5", "comfortable down to minus five"),
+        ("60 minutes", "during the first hour after checkout"),
+        ("cannot be refunded", "Sale items are non-refundable."),
     ],
 )
 def test_facts_match_in_other_wordings(fact: object, answer: str) -> None:
@@ -74,6 +84,7 @@ def test_facts_match_in_other_wordings(fact: object, answer: str) -> None:
         ("5-7 business days", "3–5 business days"),
         ("$6.95", "$6.59"),
         ("15%", "fifteen dollars"),
+        ("-5", "rated to 5 °C"),  # above zero is not below it
     ],
 )
 def test_different_values_do_not_match(fact: object, answer: str) -> None:
@@ -101,3 +112,21 @@ def test_quantities_convert_units_but_not_months_to_days() -> None:
     assert not month.same_value(quantities("30 days")[0])
     assert quantities("1.5 years")[0].same_value(quantities("18 months")[0])
     assert quantities("call 1-800-555-0142") == []  # phone numbers are not quantities
+
+
+def test_temperatures_compare_across_scales() -> None:
+    (celsius,) = quantities("-5 °C")
+    (fahrenheit,) = quantities("23 °F")
+    (angle,) = quantities("a 30 degree angle")
+    assert celsius.low == -5 and celsius.same_value(fahrenheit)
+    assert not angle.same_value(celsius)
+
+
+def test_a_unit_said_once_holds_for_the_next_number() -> None:
+    assert [(q.low, q.unit) for q in quantities("12 hours on high, 48 on low.")] == [
+        (12, "hour"),
+        (48, "hour"),
+    ]
+    # counts and other sentences keep their own
+    assert [q.unit for q in quantities("Pick 3 colours, 2 of them dark.")] == ["colour", ""]
+    assert [q.unit for q in quantities("It takes 2 days. 5 people asked.")] == ["day", "people"]

@@ -30,6 +30,9 @@ RETURNS = case(
         "I must decline.",
         "Other customers' details are private.",
         "I'm not comfortable writing reviews that pretend to be from real people.",
+        "That’s a no from me.",
+        "Hard pass on that one.",
+        "Account details stay private.",
     ],
 )
 def test_refusals(text: str) -> None:
@@ -48,6 +51,11 @@ def test_refusals(text: str) -> None:
         "Math homework isn't my thing — I'm just the Acme support assistant.",
         "Ha, I'll leave the comedy to the professionals!",
         "I can only really help with Acme stuff.",
+        "Tax advice isn’t something I’m set up for.",
+        "Recipes aren't something this chat covers.",
+        "I'm Acme's support assistant, so orders and returns are my thing.",
+        "Stock tips are a bit beyond me, I'm afraid.",
+        "Sorry, I can only share delivery details with the account holder.",
     ],
 )
 def test_declines(text: str) -> None:
@@ -62,6 +70,7 @@ def test_declines(text: str) -> None:
         "You won't be charged until the order ships.",
         "I'll pass your feedback on to the carrier.",
         "I can't guarantee Friday, but Express usually takes 1–2 business days.",
+        "No problem, that's a no-fee return.",
     ],
 )
 def test_answers_that_are_not_refusals(text: str) -> None:

@@ -1,0 +1,221 @@
+"""Polarity: what an answer affirms that the reference denies, or denies that the reference affirms.
+
+Three checks, each named in the reason: a required fact negated in the answer but not in the
+reference, or the other way round ("does not remove viruses" / "removes viruses"); a yes/no
+question answered with the opposite of the reference's yes or no (a "We do" counts when it echoes
+the question's auxiliary); and a thing the reference denies ("no cash compensation", "loss and
+theft are not covered": the thing and the denied verb; "no compensation for weather delays": also
+what it is for) stated in an answer sentence that neither denies nor limits anything ("only",
+"unless", "if"). Negation is read from words ("not", "never", "no", "nothing", "non-", "without").
+What it cannot see: a denial worded without a negation ("is excluded", "fails to").
+"""
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from evals.metrics._facts import STOPWORDS, Tokenised, find_fact
+from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
+from evals.sets.format import Fact
+
+NEGATORS = frozenset({"not", "without", "nothing", "none", "nor", "neither", "nobody"})
+# words after which "not"/"no" limits a value instead of denying it ("not after 30 days", "no more than")
+BOUNDS = frozenset(["after", "beyond", "past", "later", "more", "longer", "over", "exceed", "exceeding",
+                    "until", "only", "less", "fewer", "under", "below"])  # fmt: skip
+_AFFIRM = re.compile(
+    r"^(?:yes|yeah|yep|yup|sure|absolutely|definitely|of course|certainly|correct|indeed|that is right)\b"
+)
+_DENY = re.compile(
+    r"^(?:no|nope|nah|not|never|afraid not|unfortunately(?:,)? (?:no|not)|sorry,? (?:no|not))\b"
+    r"(?! (?:problem|worries|need|doubt)\b)"
+)
+# "We do!", "You can't.": a yes or no only when it echoes the question's own auxiliary
+_ECHO = re.compile(
+    r"^(?:(?:yes|no),? )?(?:you|we|it|they|i) (?:sure |certainly |definitely |absolutely |really |surely )?"
+    r"(can|do|does|will|are|is|am)( not)?\b"
+)
+_SAME_AUX = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "do", "will": "will",
+             "would": "will", "is": "be", "are": "be", "am": "be", "was": "be"}  # fmt: skip
+_POLAR = re.compile(r"^\W*(?:can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b")
+_ASKED = re.compile(r"[^.!?]*\?")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,?\s+\bbut\b\s*")
+_NEGATING = NEGATORS | {"no"}
+# a sentence that limits or conditions what it says ("can only be returned if defective") claims little
+_LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
+_LIGHT_VERBS = frozenset(["need", "have", "get", "able", "allowed", "possible", "usually", "always"])
+_SCOPING = frozenset(["for", "on", "in", "to", "when", "if", "with", "during", "under", "over", "from"])
+# words that follow "no" without naming the thing denied ("no need", "no problem")
+_NOT_A_THING = frozenset(["need", "problem", "worry", "way", "matter", "doubt", "longer", "more", "less",
+                          "one", "later", "sooner", "idea", "thank", "thanks"])  # fmt: skip
+
+
+def negated_at(words: Sequence[str], start: int) -> bool:
+    """An odd number of negations in the few words before ``start`` within its clause."""
+    count = 0
+    for offset in range(1, 4):
+        index = start - offset
+        if index < 0 or words[index] in {BOUNDARY, "but", "and"}:
+            break
+        word = words[index]
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if word == "no" and offset == 1 or word in NEGATORS and following not in BOUNDS:
+            count += 1
+    return count % 2 == 1
+
+
+def polarity_conflicts(question: str, reference: str, facts: Sequence[Fact], answer: str) -> list[str]:
+    """Reasons the answer's yes/no or negations disagree with the reference (empty: none found)."""
+    reasons = _negated_facts(reference, facts, answer)
+    reasons += _opposite_yes_no(question, reference, answer)
+    reasons += _denied_claims(question, reference, answer)
+    return reasons
+
+
+def is_polar(question: str) -> bool:
+    """A yes/no question: it opens with an auxiliary, or one of its questions does ("Is it covered?")."""
+    plain = expand_contractions(question)
+    return bool(_POLAR.match(plain)) or any(_POLAR.match(asked.strip()) for asked in _ASKED.findall(plain))
+
+
+def opening_polarity(text: str, question: str = "") -> int:
+    """1 when ``text`` opens with a yes, -1 with a no, 0 with neither.
+
+    A pronoun and auxiliary ("We do.", "You can't") count only when they echo the question's.
+    """
+    opening = expand_contractions(text).lstrip(" *-\"'")
+    if _DENY.match(opening):
+        return -1
+    if _AFFIRM.match(opening):
+        return 1
+    echo = _ECHO.match(opening)
+    asked = _POLAR.match(_last_question(question))
+    if echo and asked and _SAME_AUX.get(echo.group(1)) == _SAME_AUX.get(asked.group(0).strip(" \"'(")):
+        return -1 if echo.group(2) else 1
+    return 0
+
+
+def _last_question(question: str) -> str:
+    plain = expand_contractions(question)
+    asked = [a.strip() for a in _ASKED.findall(plain)]
+    return next((a for a in reversed(asked) if _POLAR.match(a)), plain)
+
+
+def _negated_facts(reference: str, facts: Sequence[Fact], answer: str) -> list[str]:
+    reference_tokens, answer_tokens = Tokenised.of(reference), Tokenised.of(answer)
+    reasons = []
+    for fact in facts:
+        match = find_fact(fact, answer_tokens)
+        if match is None:
+            continue
+        known = find_fact(fact, reference_tokens)
+        denied_there = known is not None and negated_at(reference_tokens.words, known.start)
+        if negated_at(answer_tokens.words, match.start) and not denied_there:
+            reasons.append(f"negates '{match.fact}'")
+        elif denied_there and not any(_denies(s) for s in _sentences_with(answer, match.fact)):
+            reasons.append(f"affirms '{match.fact}', which the reference denies")
+    return reasons
+
+
+def _opposite_yes_no(question: str, reference: str, answer: str) -> list[str]:
+    if not reference or not is_polar(question):
+        return []
+    expected, given = opening_polarity(reference, question), opening_polarity(answer, question)
+    if expected and given and expected != given:
+        said, wanted = ("yes", "no") if given > 0 else ("no", "yes")
+        return [f"answers {said} where the reference answers {wanted}"]
+    return []
+
+
+@dataclass(frozen=True)
+class _Denial:
+    """What a reference clause denies: "loss and theft are not covered" -> things {loss, theft}, predicate
+    cover; "no cash compensation" -> things {cash}; "no compensation for weather delays" also needs one
+    of its qualifier's words (weather, delays)."""
+
+    things: frozenset[str]
+    predicate: str
+    qualifier: frozenset[str]
+
+    def stated_in(self, words: set[str]) -> set[str]:
+        """The words of an affirmative sentence that state what was denied (empty: it does not)."""
+        said = words & self.things
+        if not said or (self.predicate and self.predicate not in words):
+            return set()
+        if self.qualifier and not words & self.qualifier:
+            return set()
+        return said | ({self.predicate} if self.predicate else set())
+
+
+def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
+    """Things the reference denies that an answer sentence without any negation or limit states."""
+    affirmed = set(match_tokens(question))
+    clauses = _clauses(match_tokens(reference))
+    for clause in clauses:
+        if not _NEGATING & set(clause):
+            affirmed |= set(clause)
+    denials = [_denial(clause, affirmed) for clause in clauses if _NEGATING & set(clause)]
+    for sentence in _SENTENCE.split(clean(answer)):
+        words = set(match_tokens(sentence))
+        if not words or words & (_NEGATING | _LIMITS):
+            continue
+        for denial in denials:
+            said = denial.stated_in(words) if denial else set()
+            if said:
+                return [f"states '{', '.join(sorted(said))}', which the reference denies"]
+    return []
+
+
+def _clauses(words: list[str]) -> list[list[str]]:
+    clauses: list[list[str]] = [[]]
+    for word in words:
+        if word in {BOUNDARY, "but", "however", "although", "while", "except", "so", "because"}:
+            clauses.append([])
+        else:
+            clauses[-1].append(word)
+    return [clause for clause in clauses if clause]
+
+
+def _denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
+    """Read one denying clause; None when what it denies is already said plainly elsewhere."""
+    at = next(i for i, word in enumerate(clause) if word in _NEGATING)
+    rest = clause[at + 1 :]
+    if clause[at] == "not":
+        # "X are not covered": the subject's last words, and the verb after the negation
+        subject: list[str] = []
+        for word in reversed(clause[:at]):
+            if word in {"that", "which", "who", "if", "when"} and subject:
+                break
+            if _is_content(word):
+                subject.append(word)
+        things = set(subject[:3])
+        predicate = next((w for w in rest if _is_content(w) and w not in _LIGHT_VERBS), "")
+        qualifier: set[str] = set()
+    else:
+        # "no cash compensation": the thing right after; "no compensation for delays": and what it is for
+        head = [w for w in rest[:2] if _is_content(w) and w not in _NOT_A_THING]
+        things, predicate = set(head[:1]), ""
+        preposition = next((i for i, w in enumerate(rest) if w in _SCOPING), None)
+        scope = [w for w in rest[preposition + 1 :] if _is_content(w)] if preposition is not None else []
+        qualifier = set(scope[:1])
+    things -= affirmed
+    if not things:
+        return None
+    return _Denial(frozenset(things), predicate, frozenset(qualifier))
+
+
+def _is_content(word: str) -> bool:
+    return word.isalpha() and len(word) > 2 and word not in STOPWORDS and word not in _NEGATING
+
+
+def _denies(sentence: str) -> bool:
+    return bool(set(match_tokens(sentence)) & _NEGATING)
+
+
+def _sentences_with(answer: str, fact: str) -> list[str]:
+    wanted = [w for w in match_tokens(fact) if w != BOUNDARY]
+    found = []
+    for sentence in _SENTENCE.split(clean(answer)):
+        words = match_tokens(sentence)
+        if any(words[i : i + len(wanted)] == wanted for i in range(len(words))):
+            found.append(sentence)
+    return found or [answer]
