@@ -6,7 +6,6 @@ protocol, serving and router; engines, RAG, caches and guards are the parts they
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncIterator
 
 from fastapi import Depends, FastAPI
@@ -31,7 +30,6 @@ from evallens.service.response_index import ResponseIndex
 from evallens.service.telemetry import ServiceMetrics, create_tracer_provider
 from evallens.settings import ServiceSettings
 
-logger = logging.getLogger(__name__)
 TRACER_NAME = "evallens.service"
 
 
@@ -44,13 +42,16 @@ def create_app(
     engine: Engine | EngineRouter | None = None,
     tracer_provider: TracerProvider | None = None,
     registry: CollectorRegistry | None = None,
+    embedder: Embedder | None = None,
 ) -> FastAPI:
     """The service around ``engine`` (started, or started here), or around the engines the settings name.
 
-    Engines the app builds are started in the background on startup (``/readyz`` says when they are
-    ready) and shut down with it; an engine passed in belongs to the caller. The same holds for the
-    tracer provider. With ``settings.database_url`` the knowledge base (``/v1/documents``, retrieval)
-    and API keys live in that PostgreSQL; without one, chat answers without retrieval.
+    Engines the app builds are started in the background on startup and shut down with it; an engine
+    passed in belongs to the caller. The same holds for the tracer provider. ``/readyz`` turns 200 once
+    the engines answer and the embedding model and the knowledge base's indexes are warm. With
+    ``settings.database_url`` the knowledge base (``/v1/documents``, retrieval) and API keys live in
+    that PostgreSQL; without one, chat answers without retrieval. ``embedder`` replaces the MiniLM
+    embedder the app would build (tests count its calls).
     """
     owns_engines = engine is None
     router = engine if isinstance(engine, EngineRouter) else create_router(settings, engine)
@@ -61,7 +62,7 @@ def create_app(
     database = _database(settings)
     sessions = None if database is None else create_session_factory(database)
     keyword_index = KeywordIndex()
-    embedder = Embedder(settings)
+    embedder = embedder or Embedder(settings)
     guard_metrics = GuardMetrics.create(metrics.registry)
     answers = chat.AnswerCache(settings, metrics=CacheMetrics.create(metrics.registry), tracer=tracer)
     preflight = chat.Preflight(
@@ -89,7 +90,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        starting = asyncio.create_task(_start(router, preflight))
+        starting = asyncio.create_task(readiness.warm_up())
         try:
             yield
         finally:
@@ -104,7 +105,9 @@ def create_app(
             if database is not None:
                 database.dispose()
 
+    readiness = ops.Readiness(router, preflight.warm_up_steps())
     app = FastAPI(title="evallens reference service", lifespan=lifespan)
+    app.state.readiness = readiness
     app.state.chat = serving
     app.state.feedback = feedback.FeedbackServing(tracer, responses)
     app.state.info = info.ServiceInfo(settings, router, preflight)
@@ -138,16 +141,3 @@ def _auth_gate(settings: ServiceSettings, sessions: sessionmaker[Session] | None
 
         return AuthGate(settings, no_database)
     return AuthGate(settings, sessions)
-
-
-async def _start(router: EngineRouter, preflight: chat.Preflight) -> None:
-    """Start every engine and warm the embedding model; a failure is logged and leaves ``/readyz`` at 503."""
-    for engine in router.engines:
-        try:
-            await engine.start()
-        except Exception:
-            logger.exception("engine %s failed to start", engine.model_name)
-    try:
-        await preflight.warm_up()
-    except Exception:
-        logger.exception("the embedding model failed to load; retrieval answers degraded")

@@ -1,5 +1,5 @@
 """What every API area gets from the app through FastAPI dependencies: the API key's principal, the
-request's tags, the engines and the metrics."""
+request's tags and the metrics."""
 
 import asyncio
 from collections.abc import Callable
@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from evallens.auth import AuthError, AuthGate, Principal, RateLimited, Scope
-from evallens.service.engines.routing import EngineRouter
 from evallens.service.errors import AuthRefused
 from evallens.service.tags import RequestTags
 from evallens.service.telemetry import ServiceMetrics
@@ -47,6 +46,5 @@ def request_tags(request: Request, principal: PrincipalDep) -> RequestTags:
     return tags if principal is None else replace(tags, tenant=principal.project)
 
 
-EnginesDep = Annotated[EngineRouter, Depends(app_state("engines"))]
 MetricsDep = Annotated[ServiceMetrics, Depends(app_state("metrics"))]
 TagsDep = Annotated[RequestTags, Depends(request_tags)]

@@ -1,12 +1,58 @@
-"""``/healthz``, ``/readyz`` and ``/metrics``."""
+"""``/healthz``, ``/readyz`` and ``/metrics``, and the warm-up that ``/readyz`` waits for."""
 
-from fastapi import APIRouter
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from evallens.service.dependencies import EnginesDep, MetricsDep
+from evallens.service.dependencies import MetricsDep, app_state
+from evallens.service.engines.routing import EngineRouter
 
+logger = logging.getLogger(__name__)
 router = APIRouter()
+WarmUpStep = Callable[[], Awaitable[None]]
+
+
+class Readiness:
+    """Starts the engines, then warms each named part (the embedder, the indexes); ready once all are
+    warm and every engine still answers. A part that fails stays unready (logged), like an engine."""
+
+    def __init__(self, engines: EngineRouter, steps: dict[str, WarmUpStep]) -> None:
+        self.engines = engines
+        self.steps = steps
+        self.warm: set[str] = set()
+        self.failed: set[str] = set()
+
+    async def warm_up(self) -> None:
+        """Start every engine, then run the warm-up steps in order."""
+        for engine in self.engines.engines:
+            try:
+                await engine.start()
+            except Exception:
+                logger.exception("engine %s failed to start", engine.model_name)
+        for name, step in self.steps.items():
+            try:
+                await step()
+            except Exception:
+                self.failed.add(name)
+                logger.exception("warming up %s failed; /readyz stays 503", name)
+            else:
+                self.warm.add(name)
+
+    def waiting_for(self) -> list[str]:
+        """The parts not ready yet (``engine <model>``, ``embedder``, ``indexes``); empty when ready."""
+        engines = [f"engine {engine.model_name}" for engine in self.engines.engines if not engine.is_ready()]
+        return engines + [name for name in self.steps if name not in self.warm]
+
+    def is_ready(self) -> bool:
+        """Every engine answers and every part is warm."""
+        return not self.waiting_for()
+
+
+ReadinessDep = Annotated[Readiness, Depends(app_state("readiness"))]
 
 
 @router.get("/healthz")
@@ -16,10 +62,13 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-async def readyz(engines: EnginesDep) -> JSONResponse:
-    """200 only when every engine answers requests."""
-    ready = engines.is_ready()
-    return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
+async def readyz(readiness: ReadinessDep) -> JSONResponse:
+    """200 only when every engine answers and the embedder and indexes are warm; else 503 naming what is
+    not (``failed``: a part whose warm-up failed, which a restart may fix)."""
+    if not (waiting := readiness.waiting_for()):
+        return JSONResponse({"ready": True})
+    failed = sorted(readiness.failed)
+    return JSONResponse({"ready": False, "waiting_for": waiting, "failed": failed}, status_code=503)
 
 
 @router.get("/metrics")

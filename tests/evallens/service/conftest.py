@@ -168,13 +168,15 @@ def serve(
     tiny_model_path: Path,
     tracer_provider: TracerProvider,
 ) -> Callable[..., Any]:
-    """Serve an app on the session's engine with the given setting overrides; yields an httpx client."""
+    """Serve an app on the session's engine with the given setting overrides; yields an httpx client
+    once ``/readyz`` says the app is warm (the embedder loaded, the indexes built)."""
 
     @contextmanager
     def start(**overrides: Any) -> Iterator[httpx.Client]:
         settings = make_settings(service_data_dir, tiny_model_path, **overrides)
         app = create_app(settings, engine=vllm_engine, tracer_provider=tracer_provider)
         with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=300)
             yield client
 
     return start

@@ -2,8 +2,8 @@
 
 The preflight looks answers up; the chat serving stores a complete engine answer and, when the engine
 fails, asks the semantic cache for a stand-in at its looser fallback threshold. Only deterministic
-requests (temperature 0 or a seed) are stored; a ``Cache-Control: no-cache`` request neither reads
-nor fills the caches.
+requests (temperature 0 or a seed) are looked up and stored (``AnswerCache.cacheable``, one rule for
+both); a ``Cache-Control: no-cache`` request neither reads nor fills the caches.
 """
 
 from dataclasses import dataclass, field
@@ -12,7 +12,7 @@ from opentelemetry.trace import Tracer
 
 from evallens.service.caches import CacheMetrics, ExactCache, SemanticCache, request_key
 from evallens.service.chat.protocol import ChatCompletionRequest
-from evallens.service.engines.base import JSONValue
+from evallens.service.engines.base import JSONValue, SamplingOptions
 from evallens.service.rag.embeddings import Vectors
 from evallens.settings import CacheSettings
 
@@ -50,6 +50,19 @@ class CacheKey:
     embedding: Vectors | None = None
 
 
+def cache_scope(tenant: str, retrieval: bool) -> str:
+    """Where a question's semantic entries live: per tenant and per mode (with or without the knowledge
+    base)."""
+    return f"{tenant}\x1f{'rag' if retrieval else 'plain'}"
+
+
+def deterministic(request: ChatCompletionRequest, sampling: SamplingOptions) -> bool:
+    """Same request, same answer: greedy or seeded, and no length tricks that the cache key misses."""
+    if request.min_tokens or request.ignore_eos:
+        return False
+    return sampling.temperature == 0 or sampling.seed is not None
+
+
 class AnswerCache:
     """The exact and the semantic cache of chat answers, and the rules of when each is used."""
 
@@ -61,13 +74,20 @@ class AnswerCache:
         """The answer-changing cache parameters (for ``/v1/config``)."""
         return {**self.exact.config(), **self.semantic.config()}
 
+    @staticmethod
+    def cacheable(key: CacheKey) -> bool:
+        """The one rule for both caches, lookup and store alike: a deterministic request that allows
+        caching. Anything else is never stored, so looking it up (or embedding it) is work for nothing."""
+        return key.use and key.deterministic
+
     def wants_exact(self, key: CacheKey) -> bool:
         """Whether this request is looked up (and stored) by its exact content."""
-        return key.use and key.deterministic and self.exact.enabled
+        return self.cacheable(key) and self.exact.enabled
 
     def wants_embedding(self, key: CacheKey) -> bool:
-        """Whether this request is looked up (and stored) by meaning."""
-        return key.use and key.single_turn and self.semantic.enabled
+        """Whether this request is looked up (and stored) by meaning: only then is its question embedded
+        for the cache."""
+        return self.cacheable(key) and key.single_turn and self.semantic.enabled
 
     @staticmethod
     def exact_key(request: ChatCompletionRequest, *, tenant: str, retrieval: bool, fingerprint: str) -> str:
@@ -88,18 +108,21 @@ class AnswerCache:
         hit = self.semantic.lookup(key.scope, key.embedding)
         return None if hit is None else hit.value
 
+    def wants_fallback(self, key: CacheKey) -> bool:
+        """Whether a failed engine may be stood in for by a similar question's answer (any request that
+        allows caching, deterministic or not: it is a degraded answer either way)."""
+        return key.use and key.single_turn and key.question is not None and self.semantic.enabled
+
     def fallback(self, key: CacheKey) -> CannedAnswer | None:
         """A stand-in for a failed engine: an answer at the looser fallback threshold."""
-        if key.embedding is None or not key.single_turn or not key.use:
+        if key.embedding is None or not self.wants_fallback(key):
             return None
         hit = self.semantic.lookup(key.scope, key.embedding, threshold=self.semantic.fallback_threshold)
         return None if hit is None else hit.value
 
     def remember(self, key: CacheKey, answer: CannedAnswer) -> None:
-        """Store a complete engine answer of a deterministic request in both caches."""
-        if not key.use or not key.deterministic:
-            return
-        if key.exact is not None:
+        """Store a complete engine answer of a cacheable request in both caches."""
+        if self.wants_exact(key) and key.exact is not None:
             self.exact.put(key.exact, answer)
-        if key.single_turn and key.embedding is not None and key.question is not None:
+        if self.wants_embedding(key) and key.embedding is not None and key.question is not None:
             self.semantic.store(key.scope, key.question, key.embedding, answer)

@@ -9,6 +9,7 @@ chat serving's.
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Tracer
 from opentelemetry.util.types import AttributeValue
 
-from evallens.service.chat.answers import AnswerCache, CacheKey, CannedAnswer
+from evallens.service.chat.answers import AnswerCache, CacheKey, CannedAnswer, cache_scope, deterministic
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines.base import JSONValue, SamplingOptions
 from evallens.service.guards import CircuitBreaker, GuardMetrics, RetrievalGuard, SafetyGuard, ScopeGuard
@@ -112,10 +113,24 @@ class Preflight:
         )
         return loaded
 
-    async def warm_up(self) -> None:
-        """Load the embedding model before the first request needs it."""
+    def warm_up_steps(self) -> dict[str, Callable[[], Awaitable[None]]]:
+        """What must be warm before the first request: the embedding model (for retrieval or the
+        semantic cache) and the knowledge base's indexes (for retrieval), by name."""
+        steps: dict[str, Callable[[], Awaitable[None]]] = {}
         if self.retrieval_enabled or self.answers.semantic.enabled:
-            await self.embedder.aembed_one("warm up")
+
+            async def embedder() -> None:
+                await self.embedder.aembed_one("warm up")
+
+            steps["embedder"] = embedder
+        if self.retrieval_enabled and self.retriever is not None:
+            retriever = self.retriever
+
+            async def indexes() -> None:
+                await asyncio.to_thread(retriever.warm_up)
+
+            steps["indexes"] = indexes
+        return steps
 
     async def run(
         self,
@@ -136,8 +151,8 @@ class Preflight:
             retrieval=retrieval,
             cache=CacheKey(
                 use=use_caches,
-                deterministic=_deterministic(request, sampling),
-                scope=f"{tenant or DEFAULT_TENANT}\x1f{'rag' if retrieval else 'plain'}",
+                deterministic=deterministic(request, sampling),
+                scope=cache_scope(tenant or DEFAULT_TENANT, retrieval),
                 single_turn=roles.count("user") == 1 and "assistant" not in roles,
                 question=last_user_message(request.messages),
             ),
@@ -155,16 +170,18 @@ class Preflight:
             if (cached := self.answers.get_exact(state.cache)) is not None:
                 state.exact_hit, state.canned = True, cached
                 return state
-        if state.cache.single_turn and (retrieval or self.answers.wants_embedding(state.cache)):
-            state.cache.embedding = await self._embed(state.question)
-        if (similar := self.answers.get_similar(state.cache)) is not None:
-            state.semantic_hit, state.canned = True, similar
-            return state
+        if self.answers.wants_embedding(state.cache):
+            # Embedded once: retrieval reuses this vector; otherwise retrieval embeds within its budget.
+            state.cache.embedding = await self.embed_question(state.question)
+            if (similar := self.answers.get_similar(state.cache)) is not None:
+                state.semantic_hit, state.canned = True, similar
+                return state
         if retrieval and self.retriever is not None:
             await self._retrieve(state)
         return state
 
-    async def _embed(self, question: str) -> Vectors | None:
+    async def embed_question(self, question: str) -> Vectors | None:
+        """The question's embedding off the event loop, in a span; None when the model fails."""
         with self.tracer.start_as_current_span(attr.SPAN_EMBED_QUERY) as span:
             try:
                 return await asyncio.to_thread(self.embedder.embed_one, question)
@@ -208,10 +225,3 @@ def span_attributes(state: PreflightState) -> dict[str, AttributeValue]:
     elif state.retrieval and state.canned is None:
         values[attr.RETRIEVAL_CHUNK_IDS] = []
     return values
-
-
-def _deterministic(request: ChatCompletionRequest, sampling: SamplingOptions) -> bool:
-    """Same request, same answer: greedy or seeded, and no length tricks that the cache key misses."""
-    if request.min_tokens or request.ignore_eos:
-        return False
-    return sampling.temperature == 0 or sampling.seed is not None

@@ -256,11 +256,16 @@ class ChatServing:
                 raise EngineUnavailable(str(error)) from error
 
         state = call.preflight
+
+        async def stand_in() -> CannedAnswer | None:
+            # Only a failed engine needs the question's meaning when nothing embedded it yet.
+            if state.cache.embedding is None and state.question and self.answers.wants_fallback(state.cache):
+                state.cache.embedding = await self.preflight.embed_question(state.question)
+            return self.answers.fallback(state.cache)
+
         try:
             with _current(call.recording):
-                outcome = await self.engine_guard.generate(
-                    draw, fallback=lambda: self.answers.fallback(state.cache)
-                )
+                outcome = await self.engine_guard.generate(draw, fallback=stand_in)
         except ServiceUnavailable as error:
             cause = error.__cause__
             if isinstance(cause, ServiceError) and not isinstance(cause, EngineUnavailable):

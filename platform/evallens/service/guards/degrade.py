@@ -116,18 +116,19 @@ class EngineGuard:
         self._metrics = metrics
 
     async def generate(
-        self, call: Callable[[], Awaitable[T]], *, fallback: Callable[[], F | None]
+        self, call: Callable[[], Awaitable[T]], *, fallback: Callable[[], Awaitable[F | None]]
     ) -> EngineOutcome[T, F]:
-        """``call()``; if it fails or the breaker is open, ``fallback()`` (e.g. a semantic-cache
-        lookup), else ``ServiceUnavailable``. Errors meaning "the request was bad" should be raised
-        by the caller before this, since they would count against the breaker."""
+        """``call()``; if it fails or the breaker is open, ``await fallback()`` (e.g. a semantic-cache
+        lookup, embedding the question only then), else ``ServiceUnavailable``. Errors meaning "the
+        request was bad" should be raised by the caller before this: they would count against the
+        breaker."""
         try:
             answer = await self._breaker.call(call)
         except Exception as error:
             reason = "engine_breaker_open" if isinstance(error, BreakerOpen) else "engine_error"
             if not isinstance(error, BreakerOpen):
                 trace.get_current_span().record_exception(error)
-            stand_in = fallback()
+            stand_in = await fallback()
             if stand_in is None:
                 self._metrics.degraded.labels(reason=f"{reason}_unavailable").inc()
                 raise ServiceUnavailable(reason) from error

@@ -54,6 +54,11 @@ class HybridRetriever:
         )
         self._tracer = tracer or trace.get_tracer(TRACER_NAME)
 
+    @property
+    def keyword_index(self) -> KeywordIndex:
+        """The in-memory BM25 index of the keyword leg."""
+        return self._keywords
+
     def config(self) -> dict[str, Any]:
         """Every retrieval parameter that changes answers, for ``/v1/config`` and its fingerprint."""
         s = self.settings
@@ -76,6 +81,14 @@ class HybridRetriever:
             "context_token_budget": s.context_token_budget,
             "prompt_template": s.prompt_template,
         }
+
+    def warm_up(self) -> None:
+        """Load the embedding model, build the keyword index and touch the vector index (blocking), so
+        the first question pays none of it."""
+        embedding = self._embedder.embed_one("warm up")
+        with self._sessions() as session:
+            self._keywords.refresh(session)
+            store.vector_search(session, embedding, 1)
 
     async def retrieve(
         self, query: str, *, query_embedding: Vectors | None = None, top_k: int | None = None

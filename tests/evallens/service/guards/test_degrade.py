@@ -1,6 +1,7 @@
 """Retrieval slow or failing -> an answer without context, marked degraded; engine failing -> cache or 503."""
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import numpy as np
 import pytest
@@ -132,13 +133,19 @@ def test_engine_failure_falls_back_to_the_cache_or_503(
     async def healthy() -> str:
         return "fresh answer"
 
+    def cached_as(answer: str | None) -> Callable[[], Awaitable[str | None]]:
+        async def lookup() -> str | None:
+            return answer
+
+        return lookup
+
     async def run() -> None:
-        ok = await guard.generate(healthy, fallback=lambda: "cached")
+        ok = await guard.generate(healthy, fallback=cached_as("cached"))
         assert (ok.answer, ok.fallback, ok.degraded) == ("fresh answer", None, False)
-        cached = await guard.generate(broken, fallback=lambda: "cached answer")
+        cached = await guard.generate(broken, fallback=cached_as("cached answer"))
         assert (cached.answer, cached.fallback, cached.degraded) == (None, "cached answer", True)
         with pytest.raises(ServiceUnavailable) as refused:
-            await guard.generate(broken, fallback=lambda: None)
+            await guard.generate(broken, fallback=cached_as(None))
         assert "temporarily unavailable" in str(refused.value)
         # The breaker is now open: the engine is not called at all, the cache still answers.
         calls = []
@@ -147,7 +154,7 @@ def test_engine_failure_falls_back_to_the_cache_or_503(
             calls.append(1)
             return "x"
 
-        from_cache = await guard.generate(counted, fallback=lambda: "cached answer")
+        from_cache = await guard.generate(counted, fallback=cached_as("cached answer"))
         assert from_cache.reason == "engine_breaker_open" and calls == []
 
     asyncio.run(run())

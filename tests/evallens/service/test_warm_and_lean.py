@@ -1,0 +1,155 @@
+"""Issue 17: ``/readyz`` waits for the engine, the embedder and the indexes; a chat request spends no
+embedding on a cache that can never answer it, and embeds its question once for cache and retrieval.
+
+The embedder is the real MiniLM behind a recording wrapper; the engine is the session's real vLLM.
+"""
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+from opentelemetry.sdk.trace import TracerProvider
+
+from evallens.service import create_app
+from evallens.service.chat.answers import CannedAnswer, cache_scope
+from evallens.service.chat.preflight import DEFAULT_TENANT
+from evallens.service.engines import VllmEngine
+from evallens.service.guards.degrade import ENGINE_FALLBACK_CACHE
+from evallens.settings import RagSettings
+from tests.evallens.service.conftest import (
+    LoopThread,
+    RecordingEmbedder,
+    make_settings,
+    serving,
+    wait_until,
+)
+from tests.evallens.service.test_rag_wiring import DOCUMENTS, QUESTION, RAG, load
+
+CACHES = {"cache_exact_enabled": True, "cache_semantic_enabled": True}
+
+
+class SlowLoadingEmbedder(RecordingEmbedder):
+    """The real embedder whose model "loads" only when the test says so (a slow disk, a big model)."""
+
+    def __init__(self, settings: RagSettings) -> None:
+        super().__init__(settings)
+        self.loaded = threading.Event()
+
+    def embed(self, texts: list[str]) -> Any:
+        assert self.loaded.wait(120), "the test never let the model load"
+        return super().embed(texts)
+
+
+@contextmanager
+def app_client(
+    loop: LoopThread,
+    engine: VllmEngine,
+    provider: TracerProvider,
+    app_settings: Any,
+    embedder: RecordingEmbedder,
+) -> Iterator[tuple[FastAPI, httpx.Client]]:
+    app = create_app(app_settings, engine=engine, tracer_provider=provider, embedder=embedder)
+    with serving(loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+        yield app, client
+
+
+def ask(client: httpx.Client, question: str = QUESTION, **body: Any) -> httpx.Response:
+    payload = {"messages": [{"role": "user", "content": question}], "max_tokens": 4, **body}
+    response = client.post("/v1/chat/completions", json=payload)
+    assert response.status_code == 200, response.text
+    return response
+
+
+def test_readyz_waits_for_the_embedder_and_the_indexes(
+    serve: Any,
+    database_url: str,
+    service_loop: LoopThread,
+    vllm_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    rag_settings: RagSettings,
+) -> None:
+    with serve(database_url=database_url, **RAG) as loader:
+        load(loader)  # a knowledge base from an earlier run of the service
+    embedder = SlowLoadingEmbedder(rag_settings)
+    app_settings = make_settings(service_data_dir, tiny_model_path, database_url=database_url, **RAG)
+    with app_client(service_loop, vllm_engine, tracer_provider, app_settings, embedder) as (app, client):
+        waiting = client.get("/readyz")
+        assert waiting.status_code == 503
+        assert waiting.json() == {"ready": False, "waiting_for": ["embedder", "indexes"], "failed": []}
+        assert client.get("/healthz").status_code == 200
+        retriever = app.state.chat.preflight.retriever
+        assert retriever.keyword_index.num_chunks == 0
+
+        embedder.loaded.set()
+        assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+        assert client.get("/readyz").json() == {"ready": True}
+        assert embedder.embedded == ["warm up", "warm up"]  # the model, then the vector index
+        assert retriever.keyword_index.num_chunks >= len(DOCUMENTS)  # built before any question
+
+        embedder.embedded.clear()
+        answer = ask(client, temperature=0).json()
+        assert answer["evallens"]["cited_ids"]
+        # once, for the semantic cache and retrieval alike (compression embeds the chunks' sentences)
+        assert embedder.embedded.count(QUESTION) == 1
+        embedder.embedded.clear()
+        sampled = ask(client, "How heavy is the TR-4410 tent?", temperature=0.9).json()
+        assert sampled["evallens"]["retrieved_ids"][0] == "tent-tr4410"
+        assert embedder.embedded.count("How heavy is the TR-4410 tent?") == 1  # retrieval's own
+
+
+def test_a_request_that_can_never_be_cached_is_not_embedded(
+    service_loop: LoopThread,
+    vllm_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    rag_settings: RagSettings,
+) -> None:
+    embedder = RecordingEmbedder(rag_settings)
+    app_settings = make_settings(service_data_dir, tiny_model_path, **CACHES)
+    with app_client(service_loop, vllm_engine, tracer_provider, app_settings, embedder) as (_, client):
+        assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+        embedder.embedded.clear()
+        ask(client, temperature=0.8)
+        ask(client, temperature=0, ignore_eos=True)
+        ask(client, temperature=0, min_tokens=2)
+        no_cache = {"messages": [{"role": "user", "content": QUESTION}], "max_tokens": 4, "temperature": 0}
+        client.post("/v1/chat/completions", json=no_cache, headers={"cache-control": "no-cache"})
+        assert embedder.embedded == []  # none of them is ever stored, so none is looked up
+
+        first = ask(client, temperature=0).json()
+        close = ask(client, "How long do card refunds take", temperature=0).json()
+        assert embedder.embedded == [QUESTION, "How long do card refunds take"]
+        assert close["evallens"]["cache"] == {"exact": False, "semantic": True}
+        assert close["choices"][0]["message"]["content"] == first["choices"][0]["message"]["content"]
+
+
+def test_a_failed_engine_embeds_the_question_only_to_find_a_stand_in(
+    service_loop: LoopThread,
+    vllm_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    rag_settings: RagSettings,
+) -> None:
+    embedder = RecordingEmbedder(rag_settings)
+    # A first-token budget no engine can meet: every engine call fails.
+    app_settings = make_settings(service_data_dir, tiny_model_path, ttft_budget_s=0.000001, **CACHES)
+    with app_client(service_loop, vllm_engine, tracer_provider, app_settings, embedder) as (app, client):
+        assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+        stored = CannedAnswer("Refunds take 5 to 10 business days.", num_output_tokens=9)
+        vector = embedder.embed_one(QUESTION)
+        app.state.chat.answers.semantic.store(cache_scope(DEFAULT_TENANT, False), QUESTION, vector, stored)
+        embedder.embedded.clear()
+
+        sampled = ask(client, "How long do card refunds take", temperature=0.8).json()
+    assert embedder.embedded == ["How long do card refunds take"]  # embedded when the engine failed
+    assert sampled["choices"][0]["message"]["content"] == stored.text
+    assert sampled["evallens"]["cache"] == {"exact": False, "semantic": True}
+    assert sampled["evallens"]["degraded_reason"] == ENGINE_FALLBACK_CACHE
