@@ -1,11 +1,18 @@
-"""What the reference service costs over its engine: the same batch, straight into the engine and
-through the service (HTTP, SSE, limits, tracing, metrics), in one run on one engine.
+"""What the reference service costs over its engine: the same batch straight into the engine and
+through the service, bare (caches and retrieval off), + the answer caches, + retrieval.
 
-    python bench/service_overhead.py [--requests 32] [--concurrency 8] [--max-tokens 32] [--model PATH]
+    python bench/service_overhead.py [--requests 32] [--concurrency 8] [--max-tokens 32] [--rounds 3]
+                                     [--model PATH] [--rows engine,bare,caches,retrieval]
 
-Prompt lengths are long-tailed (log-normal), as real traffic is. Every request produces exactly
-``--max-tokens`` tokens (``ignore_eos``) so both paths do the same work. The HTTP client runs in the
-same process as the service, so the service figures include the client's own cost.
+One vLLM engine serves every row. The engine row calls it in this process; each service row is an app
+around that same engine under uvicorn, driven over HTTP/SSE by a client in a separate process (so the
+client's CPU is not the service's). Every path is warmed before it is measured, and ``/readyz`` is
+200 before the first request. Rows run interleaved for ``--rounds`` rounds, each round on fresh
+prompts; the figures are medians over rounds and each service row's ratio is to the engine in the
+same round. Prompt lengths are long-tailed (log-normal), as real traffic is; every request produces
+exactly ``--max-tokens`` tokens (``ignore_eos``, so no answer is ever cached) so every path does the
+same generation work. The retrieval row also retrieves context from a knowledge base (the acme
+docs, an embedded PostgreSQL) and puts it in the prompt, so its engine has longer prompts to read.
 """
 
 import argparse
@@ -13,34 +20,36 @@ import asyncio
 import json
 import random
 import statistics
+import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
 from opentelemetry.sdk.trace import TracerProvider
 
+from evallens.db import migrate
+from evallens.db.server import database
 from evallens.service import create_app
 from evallens.service.chat.prompt import PromptContext, build_messages
 from evallens.service.chat.protocol import ChatCompletionRequest
+from evallens.service.documents.loader import load_corpus, read_corpus
 from evallens.service.engines import Message, SamplingOptions, VllmEngine, vllm_options
 from evallens.settings import ServiceSettings
 
 WORDS = [
-    "the",
-    "service",
-    "answers",
-    "questions",
-    "about",
-    "traces",
-    "spans",
-    "tokens",
-    "caches",
-    "latency",
-    "and",
-    "evaluation",
-]
+    "the", "service", "answers", "questions", "about", "traces",
+    "spans", "tokens", "caches", "latency", "and", "evaluation",
+]  # fmt: skip
+CORPUS = Path(__file__).resolve().parent.parent / "evals" / "datasets" / "acme" / "docs"
+TEMPERATURE = 0.7
+ROWS = ("engine", "bare", "caches", "retrieval")
+FIGURES = ("tokens_per_s", "p50_ttft_ms", "p95_ttft_ms", "p50_latency_ms", "p95_latency_ms")
 
 
 @dataclass
@@ -56,11 +65,85 @@ def prompts(num: int, seed: int) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(length)) for length in lengths]
 
 
+def figures(samples: list[Sample], wall_s: float) -> dict[str, float]:
+    latencies = sorted(s.latency_s for s in samples)
+    ttfts = sorted(s.ttft_s for s in samples)
+    return {
+        "tokens_per_s": sum(s.output_tokens for s in samples) / wall_s,
+        "p50_ttft_ms": 1000 * statistics.median(ttfts),
+        "p95_ttft_ms": 1000 * ttfts[int(0.95 * (len(ttfts) - 1))],
+        "p50_latency_ms": 1000 * statistics.median(latencies),
+        "p95_latency_ms": 1000 * latencies[int(0.95 * (len(latencies) - 1))],
+    }
+
+
+# The client: a separate process that drives one service URL and prints its samples as JSON.
+
+
+async def client_batch(
+    client: httpx.AsyncClient, texts: list[str], args: argparse.Namespace
+) -> tuple[list[Sample], float]:
+    gate = asyncio.Semaphore(args.concurrency)
+
+    async def one(text: str) -> Sample:
+        body = {
+            "messages": [{"role": "user", "content": text}],
+            "max_tokens": args.max_tokens,
+            "temperature": TEMPERATURE,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        async with gate:
+            started = time.perf_counter()
+            first, tokens = 0.0, 0
+            async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+                response.raise_for_status()
+                async for line in response.aiter_lines():
+                    if not line.startswith("data: {"):
+                        continue
+                    first = first or time.perf_counter()
+                    if '"usage"' in line and (usage := json.loads(line[6:]).get("usage")):
+                        tokens = usage["completion_tokens"]
+            return Sample(time.perf_counter() - started, first - started, tokens)
+
+    started = time.perf_counter()
+    samples = list(await asyncio.gather(*(one(text) for text in texts)))
+    return samples, time.perf_counter() - started
+
+
+async def run_client(args: argparse.Namespace) -> None:
+    limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=args.concurrency)
+    async with httpx.AsyncClient(base_url=args.client, timeout=600, limits=limits) as client:
+        while (await client.get("/readyz")).status_code != 200:
+            await asyncio.sleep(0.2)
+        await client_batch(client, prompts(args.concurrency, args.seed + 10_000), args)  # warm-up
+        samples, wall_s = await client_batch(client, prompts(args.requests, args.seed), args)
+    print(json.dumps({"samples": [asdict(s) for s in samples], "wall_s": wall_s}))
+
+
+async def through_service(url: str, seed: int, args: argparse.Namespace) -> dict[str, float]:
+    command = [sys.executable, __file__, "--client", url, "--seed", str(seed)]
+    command += ["--requests", str(args.requests), "--concurrency", str(args.concurrency)]
+    command += ["--max-tokens", str(args.max_tokens)]
+    process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+    out, _ = await process.communicate()
+    if process.returncode != 0:
+        raise SystemExit(f"the client for {url} failed (exit {process.returncode})")
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    return figures([Sample(**s) for s in result["samples"]], result["wall_s"])
+
+
+# The engine path and the service apps, in this process.
+
+
 async def direct(
     engine: VllmEngine, settings: ServiceSettings, texts: list[str], args: argparse.Namespace
-) -> list[Sample]:
+) -> tuple[list[Sample], float]:
     gate = asyncio.Semaphore(args.concurrency)
-    sampling = SamplingOptions(max_tokens=args.max_tokens, temperature=0.7, top_p=1.0, ignore_eos=True)
+    sampling = SamplingOptions(
+        max_tokens=args.max_tokens, temperature=TEMPERATURE, top_p=1.0, ignore_eos=True
+    )
 
     async def one(index: int, text: str) -> Sample:
         async with gate:
@@ -69,55 +152,65 @@ async def direct(
             built = build_messages(request, PromptContext(system_prompt=settings.system_prompt))
             prompt = engine.prepare([Message(m.role, m.content) for m in built.messages])
             first, tokens = 0.0, 0
-            async for chunk in engine.stream(f"direct-{index}", prompt, sampling):
+            async for chunk in engine.stream(f"direct-{index}-{started}", prompt, sampling):
                 first = first or time.perf_counter()
                 tokens = chunk.num_output_tokens
             return Sample(time.perf_counter() - started, first - started, tokens)
 
-    return list(await asyncio.gather(*(one(i, text) for i, text in enumerate(texts))))
+    started = time.perf_counter()
+    samples = list(await asyncio.gather(*(one(i, text) for i, text in enumerate(texts))))
+    return samples, time.perf_counter() - started
 
 
-async def through_service(url: str, texts: list[str], args: argparse.Namespace) -> list[Sample]:
-    gate = asyncio.Semaphore(args.concurrency)
-    limits = httpx.Limits(max_connections=args.concurrency)
-
-    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
-
-        async def one(text: str) -> Sample:
-            body = {
-                "messages": [{"role": "user", "content": text}],
-                "max_tokens": args.max_tokens,
-                "ignore_eos": True,
-                "stream": True,
-                "stream_options": {"include_usage": True},
-            }
-            async with gate:
-                started = time.perf_counter()
-                first, tokens = 0.0, 0
-                async with client.stream("POST", "/v1/chat/completions", json=body) as response:
-                    async for line in response.aiter_lines():
-                        if not line.startswith("data: {"):
-                            continue
-                        first = first or time.perf_counter()
-                        if usage := json.loads(line[6:]).get("usage"):
-                            tokens = usage["completion_tokens"]
-                return Sample(time.perf_counter() - started, first - started, tokens)
-
-        return list(await asyncio.gather(*(one(text) for text in texts)))
-
-
-def summary(name: str, samples: list[Sample], wall_s: float) -> dict[str, float]:
-    latencies = sorted(s.latency_s for s in samples)
-    ttfts = sorted(s.ttft_s for s in samples)
-    figures = {
-        "tokens_per_s": sum(s.output_tokens for s in samples) / wall_s,
-        "p50_latency_ms": 1000 * statistics.median(latencies),
-        "p95_latency_ms": 1000 * latencies[int(0.95 * (len(latencies) - 1))],
-        "p50_ttft_ms": 1000 * statistics.median(ttfts),
-        "p95_ttft_ms": 1000 * ttfts[int(0.95 * (len(ttfts) - 1))],
+def row_settings(base: ServiceSettings, row: str, database_url: str | None) -> ServiceSettings:
+    caches = row in ("caches", "retrieval")
+    overrides: dict[str, Any] = {
+        "cache_exact_enabled": caches,
+        "cache_semantic_enabled": caches,
+        "retrieval_enabled": row == "retrieval",
+        "database_url": database_url if row == "retrieval" else None,
+        "scope_min_relevance": 0.0,  # random-word questions must reach the engine, not a decline
+        "otlp_endpoint": None,
     }
-    print(f"{name:>8}: " + "  ".join(f"{key} {value:8.1f}" for key, value in figures.items()))
-    return figures
+    return base.model_copy(update=overrides)
+
+
+async def serve(app: Any) -> tuple[str, uvicorn.Server, asyncio.Task[None]]:
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.05)
+    return f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}", server, task
+
+
+@contextmanager
+def knowledge_base(args: argparse.Namespace) -> Iterator[str | None]:
+    """An embedded PostgreSQL at the head revision (only when the retrieval row runs)."""
+    if "retrieval" not in args.rows:
+        yield None
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="evallens-bench-") as data_dir,
+        database(ServiceSettings(data_dir=Path(data_dir))) as server,
+    ):
+        migrate.upgrade(server.url)
+        yield server.url
+
+
+def print_table(results: dict[str, list[dict[str, float]]]) -> None:
+    header = f"{'row':>10} " + " ".join(f"{name:>15}" for name in FIGURES)
+    print(header + f" {'throughput':>11} {'+p50 ms':>8} {'+p50 TTFT':>9}")
+    engine = results.get("engine")
+    for row, rounds in results.items():
+        median = {name: statistics.median(r[name] for r in rounds) for name in FIGURES}
+        line = f"{row:>10} " + " ".join(f"{median[name]:15.1f}" for name in FIGURES)
+        if engine is not None and row != "engine":
+            pairs = list(zip(rounds, engine, strict=True))
+            ratio = statistics.median(r["tokens_per_s"] / e["tokens_per_s"] for r, e in pairs)
+            added = statistics.median(r["p50_latency_ms"] - e["p50_latency_ms"] for r, e in pairs)
+            added_ttft = statistics.median(r["p50_ttft_ms"] - e["p50_ttft_ms"] for r, e in pairs)
+            line += f" {ratio:11.3f} {added:+8.1f} {added_ttft:+9.1f}"
+        print(line)
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -127,38 +220,56 @@ async def main(args: argparse.Namespace) -> None:
     )  # fmt: skip
     engine = VllmEngine(vllm_options(settings))
     await engine.start()
-    texts = prompts(args.requests, args.seed)
-    await direct(engine, settings, texts[: args.concurrency], args)  # warm-up
-    started = time.perf_counter()
-    direct_samples = await direct(engine, settings, texts, args)
-    direct_figures = summary("engine", direct_samples, time.perf_counter() - started)
-
-    app = create_app(settings, engine=engine, tracer_provider=TracerProvider())
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
-    url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    started = time.perf_counter()
-    service_samples = await through_service(url, texts, args)
-    service_figures = summary("service", service_samples, time.perf_counter() - started)
-    server.should_exit = True
-    await serving
+    await direct(engine, settings, prompts(args.concurrency, 10_000), args)  # warm-up
+    with knowledge_base(args) as database_url:
+        servers = {}
+        for row in args.rows:
+            if row != "engine":
+                app = create_app(row_settings(settings, row, database_url), engine, TracerProvider())
+                servers[row] = await serve(app)
+        if "retrieval" in servers:
+            url = servers["retrieval"][0]
+            await asyncio.to_thread(load_corpus, CORPUS, url)
+            print(f"knowledge base: {len(read_corpus(CORPUS))} documents", flush=True)
+        results: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
+        for round_index in range(args.rounds):
+            seed = args.seed + round_index
+            for row in args.rows:
+                if row == "engine":
+                    figures_ = figures(*await direct(engine, settings, prompts(args.requests, seed), args))
+                else:
+                    figures_ = await through_service(servers[row][0], seed, args)
+                results[row].append(figures_)
+                print(
+                    f"round {round_index + 1} {row:>10}: {figures_['tokens_per_s']:.1f} tokens/s", flush=True
+                )
+        for _, server, task in servers.values():
+            server.should_exit = True
+            await task
     await engine.close()
-
-    ratio = service_figures["tokens_per_s"] / direct_figures["tokens_per_s"]
-    added_ms = service_figures["p50_latency_ms"] - direct_figures["p50_latency_ms"]
-    cost = 100 * (1 - ratio)
-    print(f"service/engine throughput {ratio:.3f} ({cost:+.1f}% cost); p50 latency {added_ms:+.1f} ms")
+    print_table(results)
 
 
-if __name__ == "__main__":
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=32)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--rows", type=lambda text: [row for row in text.split(",") if row], default=list(ROWS)
+    )
     parser.add_argument(
         "--model", type=Path, default=None, help="model directory (default: the pulled SmolLM2)"
     )
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--client", default=None, help=argparse.SUPPRESS)  # the client process' URL
+    args = parser.parse_args()
+    if unknown := set(args.rows) - set(ROWS):
+        parser.error(f"unknown rows {sorted(unknown)}; known: {', '.join(ROWS)}")
+    return args
+
+
+if __name__ == "__main__":
+    arguments = parse_args()
+    asyncio.run(run_client(arguments) if arguments.client else main(arguments))

@@ -86,10 +86,17 @@ class ChatServing:
         self.responses = responses
         breaker = CircuitBreaker("engine", settings, metrics=guard_metrics)
         self.engine_guard = EngineGuard(breaker=breaker, metrics=guard_metrics)
+        self._fingerprint: str | None = None
 
     def config_fingerprint(self) -> str:
-        """The fingerprint of everything that changes answers (as ``/v1/config`` shows it)."""
-        return fingerprint(answer_config(self.settings, self.router, self.preflight.config()))
+        """The fingerprint of everything that changes answers (as ``/v1/config`` shows it); computed
+        once the engines are ready (their model identity is known only then), not per request."""
+        if self._fingerprint is not None:
+            return self._fingerprint
+        value = fingerprint(answer_config(self.settings, self.router, self.preflight.config()))
+        if self.router.is_ready():
+            self._fingerprint = value
+        return value
 
     async def prepare(self, request: ChatCompletionRequest, tags: RequestTags) -> ChatCall:
         """Open the request's span, run the stages before the engine (guards, caches, retrieval) and
