@@ -93,5 +93,7 @@ def prompt_sha256(texts: list[str]) -> str:
 
 
 def log_request(record: RequestRecord) -> None:
-    """One structured JSON line per request."""
-    logging.getLogger(REQUEST_LOGGER).info(json.dumps(asdict(record), sort_keys=True))
+    """One structured JSON line per request (encoded only when someone reads the log)."""
+    logger = logging.getLogger(REQUEST_LOGGER)
+    if logger.isEnabledFor(logging.INFO):
+        logger.info(json.dumps(asdict(record), sort_keys=True))

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from evallens.service import create_app
 from evallens.service.chat.answers import CannedAnswer, cache_scope
@@ -20,6 +21,7 @@ from evallens.service.chat.preflight import DEFAULT_TENANT
 from evallens.service.engines import VllmEngine
 from evallens.service.guards.degrade import ENGINE_FALLBACK_CACHE
 from evallens.settings import RagSettings
+from evallens.telemetry import attributes as attr
 from tests.evallens.service.conftest import (
     LoopThread,
     RecordingEmbedder,
@@ -104,6 +106,7 @@ def test_readyz_waits_for_the_embedder_and_the_indexes(
 
 
 def test_a_request_that_can_never_be_cached_is_not_embedded(
+    span_exporter: InMemorySpanExporter,
     service_loop: LoopThread,
     vllm_engine: VllmEngine,
     service_data_dir: Path,
@@ -128,6 +131,14 @@ def test_a_request_that_can_never_be_cached_is_not_embedded(
         assert embedder.embedded == [QUESTION, "How long do card refunds take"]
         assert close["evallens"]["cache"] == {"exact": False, "semantic": True}
         assert close["choices"][0]["message"]["content"] == first["choices"][0]["message"]["content"]
+    # A cached answer took no generation: no tokens/s for it (it would be millions), only for the engine's.
+    assert close["usage"]["completion_tokens"] > 1
+    rates = {
+        span.attributes[attr.GEN_AI_RESPONSE_ID]: span.attributes.get(attr.OUTPUT_TOKENS_PER_SECOND)
+        for span in span_exporter.get_finished_spans()
+        if span.attributes and attr.GEN_AI_RESPONSE_ID in span.attributes
+    }
+    assert rates[first["id"]] is not None and rates[close["id"]] is None
 
 
 def test_a_failed_engine_embeds_the_question_only_to_find_a_stand_in(

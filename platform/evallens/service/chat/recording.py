@@ -15,6 +15,7 @@ from evallens.telemetry.cost import Price, gpu_time_cost_usd
 OPERATION = "chat"
 TIMEOUT_KIND = "timeout"  # ServiceError.kind of a missed time budget
 CLIENT_CLOSED = 499  # nginx' convention for "the client went away"
+EMPTY_PROMPT_SHA256 = prompt_sha256([])  # an answer given without the engine had no prompt
 
 
 @dataclass
@@ -28,12 +29,14 @@ class RequestRecording:
     started: float = field(default_factory=time.perf_counter)
     model: str = ""
     route: str = ""
-    prompt_texts: list[str] = field(default_factory=list)
+    prompt_hash: str = EMPTY_PROMPT_SHA256
+    prompt_chars: int = 0
     num_prompt_tokens: int = 0
     num_output_tokens: int = 0
     first_token_at: float | None = None
     generation_started: float | None = None
     finish_reason: str | None = None
+    engine_tokens: bool = False  # the engine produced the output (not a cache or a guard)
     concurrency: int = 1
     capture_content: bool = False
     answer_parts: list[str] = field(default_factory=list)
@@ -99,12 +102,10 @@ class RequestRecording:
             self.span.set_attribute(attr.GEN_AI_REQUEST_SEED, sampling.seed)
 
     def set_prompt(self, texts: list[str], num_prompt_tokens: int | None) -> None:
-        """Hash and length of the prompt (never its text)."""
-        self.prompt_texts = texts
+        """Hash and length of the prompt (never its text), once for the span and the log line."""
+        self.prompt_hash, self.prompt_chars = prompt_sha256(texts), sum(len(text) for text in texts)
         self.num_prompt_tokens = num_prompt_tokens or 0
-        self.span.set_attributes(
-            {attr.PROMPT_HASH: prompt_sha256(texts), attr.PROMPT_LENGTH: sum(len(text) for text in texts)}
-        )
+        self.span.set_attributes({attr.PROMPT_HASH: self.prompt_hash, attr.PROMPT_LENGTH: self.prompt_chars})
 
     def mark_first_token(self) -> None:
         """The first token arrived: time to first token, measured from the request's arrival."""
@@ -151,7 +152,7 @@ class RequestRecording:
             )
         ) is not None:
             self.span.set_attribute(attr.COST_USD, cost)
-        if ttft_s is not None and self.num_output_tokens > 1 and latency_s > ttft_s:
+        if self.engine_tokens and ttft_s is not None and self.num_output_tokens > 1 and latency_s > ttft_s:
             rate = (self.num_output_tokens - 1) / (latency_s - ttft_s)
             self.span.set_attribute(attr.OUTPUT_TOKENS_PER_SECOND, rate)
             self.metrics.tokens_per_s.observe(rate)
@@ -174,8 +175,8 @@ class RequestRecording:
                 route=self.route,
                 status=status,
                 stream=self.stream,
-                prompt_sha256=prompt_sha256(self.prompt_texts),
-                prompt_chars=sum(len(text) for text in self.prompt_texts),
+                prompt_sha256=self.prompt_hash,
+                prompt_chars=self.prompt_chars,
                 input_tokens=self.num_prompt_tokens,
                 output_tokens=self.num_output_tokens,
                 latency_ms=round(latency_s * 1000, 3),

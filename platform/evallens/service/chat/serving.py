@@ -297,15 +297,18 @@ class ChatServing:
                 await call.engine.abort(recording.request_id)
                 yield self._replay(call, first)
                 return
-            chunk = first
+            chunk: GenerationChunk | None = first
+            engine_queue_s: float | None = None
             while chunk is not None:
                 if chunk.text or chunk.num_output_tokens:
                     recording.mark_first_token()
+                    recording.engine_tokens = True
                 recording.num_prompt_tokens = chunk.num_prompt_tokens or recording.num_prompt_tokens
                 recording.num_output_tokens = chunk.num_output_tokens
                 recording.finish_reason = chunk.finish_reason or recording.finish_reason
-                if chunk.engine_queue_s is not None:
-                    recording.span.set_attribute(attr.ENGINE_QUEUE_TIME_S, chunk.engine_queue_s)
+                if chunk.engine_queue_s is not None and engine_queue_s is None:  # once: it never changes
+                    engine_queue_s = chunk.engine_queue_s
+                    recording.span.set_attribute(attr.ENGINE_QUEUE_TIME_S, engine_queue_s)
                 recording.answer_parts.append(chunk.text)
                 yield chunk
                 chunk = await self._next_chunk(call, chunks)
