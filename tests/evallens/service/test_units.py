@@ -1,6 +1,7 @@
 """Prompt building, admission, fingerprints and settings: no model needed."""
 
 import asyncio
+import json
 
 import pytest
 from pydantic import JsonValue
@@ -10,7 +11,8 @@ from evallens.service.chat.answers import CacheKey, CannedAnswer, Sources
 from evallens.service.chat.fingerprint import fingerprint
 from evallens.service.chat.preflight import PreflightState
 from evallens.service.chat.prompt import BuiltPrompt, Passage, PromptContext, build_messages
-from evallens.service.chat.protocol import ChatCompletionRequest
+from evallens.service.chat.protocol import ChatCompletionRequest, ChunkChoice, DeltaMessage
+from evallens.service.chat.responses import ChunkEvents
 from evallens.service.chat.serving import sources_of
 from evallens.service.errors import BudgetExceeded, ContextLengthExceeded, Overloaded
 from evallens.service.rag import RetrievalResult, RetrievedChunk
@@ -125,3 +127,14 @@ def test_sources_are_the_prompt_s_chunks_a_cached_answer_s_own_or_none_for_a_gua
     assert sources_of(state, built) == cached.sources  # what the cached answer rested on
     state.canned, state.semantic_hit = CannedAnswer("I can't help with that."), False
     assert sources_of(state, built) == Sources()  # a guard's decline rests on nothing
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", " hello", 'quote " and \\ backslash', "line\nbreak\ttab\r\x00\x1f\x7f", "héllo ✓ 日本 🙂", "</p>"],
+)
+def test_a_text_delta_event_is_the_response_models_event_byte_for_byte(text: str) -> None:
+    events = ChunkEvents("chatcmpl-abc", 'model "x"')
+    by_model = events.event([ChunkChoice(delta=DeltaMessage(content=text))])
+    assert events.text(text) == by_model
+    assert json.loads(by_model[len("data: ") :])["choices"][0]["delta"] == {"content": text}

@@ -1,6 +1,9 @@
 """OpenAI response bodies from engine chunks: one JSON answer, or server-sent events."""
 
+import json
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -76,6 +79,32 @@ def _event(payload: ChatCompletionChunk | ErrorResponse) -> str:
     return f"data: {payload.model_dump_json(exclude_none=True)}\n\n"
 
 
+class ChunkEvents:
+    """One stream's ``chat.completion.chunk`` events. A text delta, the bulk of a stream, is the same
+    JSON every time but for its text: the fixed part is encoded once and only the text per token."""
+
+    def __init__(self, request_id: str, model: str) -> None:
+        self.request_id, self.model = request_id, model
+        self.created = int(time.time())  # one stream, one creation time (as OpenAI's chunks carry)
+        fixed = self.chunk([]).model_dump_json(exclude_none=True)
+        self._head = f'data: {fixed[:-2]}{{"index":0,"delta":{{"content":'  # up to '"choices":['
+        self._tail = "}}]}\n\n"
+
+    def chunk(self, choices: list[ChunkChoice], **fields: Any) -> ChatCompletionChunk:
+        """A chunk of this stream."""
+        return ChatCompletionChunk(
+            id=self.request_id, model=self.model, created=self.created, choices=choices, **fields
+        )
+
+    def text(self, text: str) -> str:
+        """The event of a text delta without a role, a finish reason or evallens' fields."""
+        return f"{self._head}{json.dumps(text, ensure_ascii=False)}{self._tail}"
+
+    def event(self, choices: list[ChunkChoice], **fields: Any) -> str:
+        """Any other event, through the response model."""
+        return _event(self.chunk(choices, **fields))
+
+
 async def sse_events(
     call: ChatCall, first: GenerationChunk, chunks: AsyncIterator[GenerationChunk]
 ) -> AsyncGenerator[str, None]:
@@ -83,18 +112,15 @@ async def sse_events(
     recording = call.recording
     options = call.request.stream_options
     include_usage = options is not None and options.include_usage
+    events = ChunkEvents(recording.request_id, recording.model)
 
     def chunk_event(chunk: GenerationChunk, role: bool) -> str:
+        if not role and chunk.finish_reason is None:
+            return events.text(chunk.text)
         delta = DeltaMessage(role="assistant" if role else None, content=chunk.text)
         choice = ChunkChoice(delta=delta, finish_reason=chunk.finish_reason)
         last = chunk.finish_reason is not None
-        body = ChatCompletionChunk(
-            id=recording.request_id,
-            model=recording.model,
-            choices=[choice],
-            evallens=extension(call) if last else None,
-        )
-        return _event(body)
+        return events.event([choice], evallens=extension(call) if last else None)
 
     yield chunk_event(first, role=True)
     try:
@@ -108,15 +134,7 @@ async def sse_events(
         yield SSE_DONE
         return
     if include_usage:
-        yield _event(
-            ChatCompletionChunk(
-                id=recording.request_id,
-                model=recording.model,
-                choices=[],
-                usage=usage(call),
-                evallens=extension(call),
-            )
-        )
+        yield events.event([], usage=usage(call), evallens=extension(call))
     yield SSE_DONE
 
 
@@ -147,4 +165,4 @@ class EventStreamResponse(StreamingResponse):
             await self._on_close()
 
 
-__all__ = ["EventStreamResponse", "complete", "sse_events", "trace_headers"]
+__all__ = ["ChunkEvents", "EventStreamResponse", "complete", "sse_events", "trace_headers"]

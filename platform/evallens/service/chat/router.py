@@ -3,7 +3,7 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from evallens.service.chat.protocol import ChatCompletionRequest, ChatCompletionResponse
 from evallens.service.chat.responses import EventStreamResponse, complete, sse_events, trace_headers
@@ -34,7 +34,8 @@ async def create_chat_completion(
     chunks = serving.run(call)
     if not body.stream:
         answer = await complete(call, chunks)
-        return JSONResponse(answer.model_dump(), headers=trace_headers(call))
+        # Encoded once, by the response model (a dict through json.dumps would encode it twice over).
+        return Response(answer.model_dump_json(), media_type="application/json", headers=trace_headers(call))
     # Draw the first chunk before answering, so that queueing and TTFT errors keep their status codes.
     first = await anext(chunks)
 
