@@ -1,5 +1,6 @@
 """``/healthz``, ``/readyz`` and ``/metrics``, and the warm-up that ``/readyz`` waits for."""
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated
@@ -17,8 +18,8 @@ WarmUpStep = Callable[[], Awaitable[None]]
 
 
 class Readiness:
-    """Starts the engines, then warms each named part (the embedder, the indexes); ready once all are
-    warm and every engine still answers. A part that fails stays unready (logged), like an engine."""
+    """Starts the engines while it warms each named part (the embedder, then the indexes); ready once all
+    are warm and every engine still answers. A part that fails stays unready (logged), like an engine."""
 
     def __init__(self, engines: EngineRouter, steps: dict[str, WarmUpStep]) -> None:
         self.engines = engines
@@ -27,12 +28,17 @@ class Readiness:
         self.failed: set[str] = set()
 
     async def warm_up(self) -> None:
-        """Start every engine, then run the warm-up steps in order."""
+        """Start the engines and, meanwhile, run the warm-up steps in order (both load in threads)."""
+        await asyncio.gather(self._start_engines(), self._run_steps())
+
+    async def _start_engines(self) -> None:
         for engine in self.engines.engines:
             try:
                 await engine.start()
             except Exception:
                 logger.exception("engine %s failed to start", engine.model_name)
+
+    async def _run_steps(self) -> None:
         for name, step in self.steps.items():
             try:
                 await step()
@@ -46,10 +52,6 @@ class Readiness:
         """The parts not ready yet (``engine <model>``, ``embedder``, ``indexes``); empty when ready."""
         engines = [f"engine {engine.model_name}" for engine in self.engines.engines if not engine.is_ready()]
         return engines + [name for name in self.steps if name not in self.warm]
-
-    def is_ready(self) -> bool:
-        """Every engine answers and every part is warm."""
-        return not self.waiting_for()
 
 
 ReadinessDep = Annotated[Readiness, Depends(app_state("readiness"))]
