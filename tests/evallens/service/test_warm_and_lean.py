@@ -4,6 +4,7 @@ embedding on a cache that can never answer it, and embeds its question once for 
 The embedder is the real MiniLM behind a recording wrapper; the engine is the session's real vLLM.
 """
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,11 +17,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from evallens.service import create_app
-from evallens.service.chat.answers import CannedAnswer, cache_scope
-from evallens.service.chat.preflight import DEFAULT_TENANT
-from evallens.service.engines import VllmEngine
+from evallens.service.caches import CacheMetrics
+from evallens.service.chat.answers import AnswerCache, CannedAnswer, cache_scope
+from evallens.service.chat.preflight import DEFAULT_TENANT, Preflight
+from evallens.service.chat.protocol import ChatCompletionRequest
+from evallens.service.engines import SamplingOptions, VllmEngine
+from evallens.service.guards import GuardMetrics
 from evallens.service.guards.degrade import ENGINE_FALLBACK_CACHE
-from evallens.settings import RagSettings
+from evallens.settings import RagSettings, ServiceSettings
 from evallens.telemetry import attributes as attr
 from tests.evallens.service.conftest import (
     LoopThread,
@@ -164,3 +168,32 @@ def test_a_failed_engine_embeds_the_question_only_to_find_a_stand_in(
     assert sampled["choices"][0]["message"]["content"] == stored.text
     assert sampled["evallens"]["cache"] == {"exact": False, "semantic": True}
     assert sampled["evallens"]["degraded_reason"] == ENGINE_FALLBACK_CACHE
+
+
+def test_the_preflight_embeds_only_for_a_cache_that_can_answer(
+    embedder: RecordingEmbedder, tracer_provider: TracerProvider
+) -> None:
+    """The same rule without the engine: which requests the preflight embeds for the semantic cache."""
+    settings = ServiceSettings(cache_exact_enabled=True, cache_semantic_enabled=True, retrieval_enabled=False)
+    tracer = tracer_provider.get_tracer("test")
+    answers = AnswerCache(settings, metrics=CacheMetrics.create(), tracer=tracer)
+    preflight = Preflight(
+        settings, answers=answers, embedder=embedder, retriever=None, tracer=tracer,
+        guard_metrics=GuardMetrics.create(),
+    )  # fmt: skip
+
+    def embeds(use_caches: bool = True, **body: Any) -> list[str]:
+        request = ChatCompletionRequest(messages=[{"role": "user", "content": QUESTION}], **body)
+        sampling = SamplingOptions(
+            max_tokens=4, temperature=body.get("temperature", 1.0), top_p=1.0, seed=body.get("seed")
+        )
+        embedder.embedded.clear()
+        asyncio.run(preflight.run(request, sampling, None, "fingerprint", use_caches=use_caches))
+        return list(embedder.embedded)
+
+    assert embeds(temperature=0.8) == []
+    assert embeds(temperature=0, ignore_eos=True) == []
+    assert embeds(temperature=0, min_tokens=2) == []
+    assert embeds(use_caches=False, temperature=0) == []
+    assert embeds(temperature=0) == [QUESTION]
+    assert embeds(temperature=0.8, seed=7) == [QUESTION]  # seeded: the same answer again
