@@ -2,7 +2,7 @@
 through the service, bare (caches and retrieval off), + the answer caches, + retrieval.
 
     python bench/service_overhead.py [--requests 32] [--concurrency 8] [--max-tokens 32] [--rounds 3]
-                                     [--model PATH] [--rows engine,bare,caches,retrieval]
+                                     [--model PATH] [--rows engine,bare,caches,retrieval] [--profile PATH]
 
 One vLLM engine serves every row. The engine row calls it in this process; each service row is an app
 around that same engine under uvicorn, driven over HTTP/SSE by a client in a separate process (so the
@@ -17,6 +17,7 @@ docs, an embedded PostgreSQL) and puts it in the prompt, so its engine has longe
 
 import argparse
 import asyncio
+import cProfile
 import json
 import random
 import statistics
@@ -171,6 +172,9 @@ def row_settings(base: ServiceSettings, row: str, database_url: str | None) -> S
         "database_url": database_url if row == "retrieval" else None,
         "scope_min_relevance": 0.0,  # random-word questions must reach the engine, not a decline
         "otlp_endpoint": None,
+        # the engine row has no budgets: a busy machine must not turn slow answers into 504s
+        "ttft_budget_s": 3600.0,
+        "total_budget_s": 3600.0,
     }
     return base.model_copy(update=overrides)
 
@@ -235,10 +239,16 @@ async def main(args: argparse.Namespace) -> None:
         for round_index in range(args.rounds):
             seed = args.seed + round_index
             for row in args.rows:
+                profile = cProfile.Profile() if args.profile and row == "bare" else None
+                if profile is not None:
+                    profile.enable()
                 if row == "engine":
                     figures_ = figures(*await direct(engine, settings, prompts(args.requests, seed), args))
                 else:
                     figures_ = await through_service(servers[row][0], seed, args)
+                if profile is not None:
+                    profile.disable()
+                    profile.dump_stats(f"{args.profile}.{round_index + 1}")
                 results[row].append(figures_)
                 print(
                     f"round {round_index + 1} {row:>10}: {figures_['tokens_per_s']:.1f} tokens/s", flush=True
@@ -262,6 +272,9 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--model", type=Path, default=None, help="model directory (default: the pulled SmolLM2)"
+    )
+    parser.add_argument(
+        "--profile", default=None, help="cProfile this process (the service) during each bare row: PATH.N"
     )
     parser.add_argument("--client", default=None, help=argparse.SUPPRESS)  # the client process' URL
     args = parser.parse_args()
