@@ -12,7 +12,10 @@ from evallens.db.server import DatabaseServer, database
 from evallens.db.sessions import ensure_schema
 from evallens.errors import EvallensError
 from evallens.service.app import create_app
+from evallens.service.weights.pull import pull_default_model
 from evallens.settings import ServiceSettings
+
+logger = logging.getLogger(__name__)
 
 
 class SchemaMissing(EvallensError):
@@ -50,6 +53,17 @@ def check_schema(server: DatabaseServer, settings: ServiceSettings) -> None:
         engine.dispose()
 
 
+def prepare_default_model(settings: ServiceSettings) -> None:
+    """Prepare SmolLM2 as `evallens model pull` does when the service is to run it and it is missing."""
+    if settings.engine != "vllm" or settings.model_path is not None:
+        return
+    if (settings.resolved_model_path / "config.json").exists():
+        return
+    logger.warning("no model at %s: preparing SmolLM2-135M-Instruct (once)", settings.resolved_model_path)
+    report = pull_default_model(settings)
+    logger.warning("prepared %s", report.chat_model_path)
+
+
 def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun:
     """Serve until interrupted; the engine loads in the background (``/readyz`` turns 200).
 
@@ -58,6 +72,7 @@ def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun
     """
     ensure_safe_bind(settings.service_host, settings.auth_enabled, insecure, "the reference service")
     configure_logging(settings.log_level)
+    prepare_default_model(settings)
     with database(settings) as server:
         check_schema(server, settings)
         app = create_app(settings.model_copy(update={"database_url": server.url}))
