@@ -128,6 +128,7 @@ def wait_for_text(path: Path, text: str, process: subprocess.Popen[bytes], timeo
         time.sleep(1)
 
 
+@pytest.mark.timeout(2400)
 def test_a_warm_second_run_reuses_its_runs_and_ctrl_c_stops_every_process(
     demo_run: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
 ) -> None:

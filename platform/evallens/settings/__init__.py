@@ -6,7 +6,7 @@ from evallens.settings._base import (
     read_environment,
     set_process_environment,
 )
-from evallens.settings.addresses import ServiceAddress
+from evallens.settings.addresses import ServiceAddressSettings
 from evallens.settings.auth import AuthSettings
 from evallens.settings.cases import CasesSettings
 from evallens.settings.collector import CollectorSettings
@@ -29,7 +29,7 @@ __all__ = [
     "EvalSettings",
     "GuardSettings",
     "RagSettings",
-    "ServiceAddress",
+    "ServiceAddressSettings",
     "ServiceSettings",
     "child_environment",
     "read_environment",

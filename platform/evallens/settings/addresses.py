@@ -15,7 +15,7 @@ def connect_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-class ServiceAddress(BaseSettings):
+class ServiceAddressSettings(BaseSettings):
     """The reference service's address (``evallens service`` listens there, clients default to it)."""
 
     model_config = settings_config()

@@ -7,7 +7,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings
 
 from evallens.settings._base import settings_config
-from evallens.settings.addresses import ServiceAddress
+from evallens.settings.addresses import ServiceAddressSettings
 
 
 class EvalSettings(BaseSettings):
@@ -16,7 +16,7 @@ class EvalSettings(BaseSettings):
     model_config = settings_config()
 
     eval_endpoint: str = Field(
-        default_factory=lambda: ServiceAddress().service_url,
+        default_factory=lambda: ServiceAddressSettings().service_url,
         description=(
             "Base URL of the OpenAI-compatible target (with or without a trailing /v1). Unset: the "
             "reference service at EVALLENS_SERVICE_HOST/EVALLENS_SERVICE_PORT."

@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from evallens.settings._base import DEFAULT_DATA_DIR, settings_config
-from evallens.settings.addresses import ServiceAddress
+from evallens.settings.addresses import ServiceAddressSettings
 from evallens.settings.auth import AuthSettings
 from evallens.settings.database import DatabaseSettings
 from evallens.settings.rag import CacheSettings, GuardSettings, RagSettings
@@ -15,7 +15,7 @@ DEFAULT_CHAT_MODEL_DIR = "smollm2-135m-instruct"
 
 
 class ServiceSettings(
-    ServiceAddress, DatabaseSettings, AuthSettings, RagSettings, CacheSettings, GuardSettings
+    ServiceAddressSettings, DatabaseSettings, AuthSettings, RagSettings, CacheSettings, GuardSettings
 ):
     """Everything ``evallens service`` reads: all from ``EVALLENS_*`` variables.
 

@@ -92,6 +92,9 @@ def test_kb_load_finds_the_service_where_its_settings_put_it(tmp_path: Path) -> 
     result = run_cli("kb", "load", str(tmp_path), env={"EVALLENS_SERVICE_PORT": str(port)})
     assert result.returncode == 2
     assert f"cannot reach the service at http://127.0.0.1:{port}" in result.stderr
+    refused = run_cli("kb", "load", str(tmp_path), env={"EVALLENS_SERVICE_PORT": "-1"})
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("evallens: error: EVALLENS_SERVICE_PORT: Input should be greater")
 
 
 def test_the_embedded_server_stops_with_its_last_user_even_after_one_was_killed(data_dir: Path) -> None:

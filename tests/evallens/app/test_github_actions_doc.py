@@ -17,7 +17,7 @@ from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import child_environment
 from tests.conftest import free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3000)]  # two jobs, each starting vLLM
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "github-actions-gate.md"
 VENV = Path.home() / ".cache" / "evallens" / "venv"

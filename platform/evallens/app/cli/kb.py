@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from evallens.settings import ServiceAddress
+from evallens.settings import ServiceAddressSettings
 
 app = typer.Typer(help="The reference service's knowledge base.", no_args_is_help=True)
 
@@ -26,7 +26,7 @@ def load(
     from evallens.app.progress import stderr_progress
     from evallens.service.documents.loader import load_corpus
 
-    report = load_corpus(path, url or ServiceAddress().service_url, progress=stderr_progress())
+    report = load_corpus(path, url or ServiceAddressSettings().service_url, progress=stderr_progress())
     typer.echo(
         f"{len(report.created)} created, {len(report.updated)} updated, {len(report.unchanged)} unchanged;"
         f" {report.num_chunks_embedded} chunks embedded"
