@@ -164,7 +164,7 @@ def compare(
     """Compare two runs with paired statistics, infra deltas and hints."""
     from evals.commands import compare_command
 
-    compare_command(baseline, candidate, report_dir, Console(width=160))
+    compare_command(baseline, candidate, report_dir, output_console())
 
 
 @app.command("tag")
