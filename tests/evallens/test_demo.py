@@ -80,6 +80,9 @@ def test_demo_exits_cleanly_and_leaves_nothing_running(
     ]:
         assert step in result.stdout
     assert "gate verdict: regression" in result.stdout
+    # piped, the long replays report progress in plain lines (counts, failures, rate) inside their step
+    replay_lines = [line for line in result.stdout.splitlines() if line.startswith("replaying ")]
+    assert replay_lines and all(" done, " in line and " failed, " in line for line in replay_lines)
     assert processes_using(data_dir) == []
 
 
