@@ -14,19 +14,23 @@ export OMP_NUM_THREADS := 1
 export RAGAS_DO_NOT_TRACK := true
 export HF_HUB_OFFLINE := 1
 
+# pip and setuptools are not ours to warn about: errors only (-qq), no version nag, no build warnings.
+PIP := PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONWARNINGS=ignore $(BIN)/python -m pip
+
 .PHONY: install demo test lint typecheck imports unit
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip wheel
-	$(BIN)/python -m pip install --quiet -e '.[service,evals,dashboard,dev]'
+	@echo "installing evallens and its dependencies into $(VENV) (once per pyproject.toml change)"
+	@$(PIP) install -qq --upgrade pip wheel
+	@$(PIP) install -qq -e '.[service,evals,dashboard,dev]'
 	@# pip pulls builds of these that do not match CPU torch; they break transformers' imports
-	$(BIN)/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	@$(PIP) uninstall -qq --yes torchvision torchaudio torchcodec
 	rm -f $(VENV)/.deps-* && touch $(STAMP)
 
 install: $(STAMP)
 	@# point the editable install at this checkout (cheap; the venv may serve several clones)
-	@$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . >/dev/null 2>&1
+	@$(PIP) install -qq --no-deps --no-build-isolation -e . >/dev/null 2>&1
 
 demo: install
 	$(BIN)/evallens demo

@@ -104,7 +104,6 @@ def run_gates(stack: Stack, data_dir: Path, args: argparse.Namespace) -> list[tu
             eval_settings,
             build_scoring_context(eval_settings),
             label=label,
-            progress=False,
         )
         print(f"{label}: run {report.run_id}", flush=True)
         return report.run_id

@@ -19,7 +19,9 @@ from collector.runtime import Collector
 from collector.workers import return_freed_memory
 from evallens.auth import ensure_safe_bind
 from evallens.db import create_db_engine, ping
-from evallens.db.server import database
+from evallens.db.server import DatabaseServer, database
+from evallens.db.sessions import ensure_schema, open_engine
+from evallens.errors import DatabaseUnavailable
 from evallens.settings import CollectorSettings, DatabaseSettings
 from evallens.telemetry.cost import Price
 
@@ -38,34 +40,37 @@ def run_collector(
         ensure_safe_bind(host, settings.auth_enabled, insecure, "the collector")
     return_freed_memory()  # this process holds request bodies and packed spans in large buffers too
     with database(settings) as server:
+        migrate_if_reachable(server, settings)
         Collector(settings, server.url).serve(ready)
+
+
+def migrate_if_reachable(server: DatabaseServer, settings: DatabaseSettings) -> None:
+    """Bring the schema to head at start; an unreachable PostgreSQL is left to the spool."""
+    engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
+    try:
+        try:
+            ping(engine)
+        except DatabaseUnavailable:
+            return
+        ensure_schema(server, engine, settings)
+    finally:
+        engine.dispose()
 
 
 def prune(settings: DatabaseSettings, older_than: str) -> PruneReport:
     """Drop span partitions older than ``older_than`` (``30d``, ``4w``)."""
     age = parse_age(older_than)
-    with database(settings) as server:
-        engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
-        try:
-            ping(engine)
-            return prune_spans(engine, age)
-        finally:
-            engine.dispose()
+    with open_engine(settings) as engine:
+        return prune_spans(engine, age)
 
 
 def price_table(settings: DatabaseSettings, update: PriceEntry | None = None) -> list[PriceEntry]:
     """The price table (with the shipped defaults seeded), after upserting ``update`` if given."""
-    with database(settings) as server:
-        engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
-        try:
-            ping(engine)
-            with Session(engine) as session, session.begin():
-                seed_default_prices(session)
-                if update is not None:
-                    set_price(session, update)
-                return list_prices(session)
-        finally:
-            engine.dispose()
+    with open_engine(settings) as engine, Session(engine) as session, session.begin():
+        seed_default_prices(session)
+        if update is not None:
+            set_price(session, update)
+        return list_prices(session)
 
 
 def price_entry(
@@ -88,14 +93,8 @@ def price_entry(
 
 def quarantine_list(settings: CollectorSettings, project: str | None, limit: int) -> QuarantineListing:
     """The newest quarantined spans, their total, and dead-letter files waiting for the collector."""
-    with database(settings) as server:
-        engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
-        try:
-            ping(engine)
-            with Session(engine) as session:
-                return list_quarantine(session, project, limit, settings.spool_dir / "quarantine")
-        finally:
-            engine.dispose()
+    with open_engine(settings) as engine, Session(engine) as session:
+        return list_quarantine(session, project, limit, settings.spool_dir / "quarantine")
 
 
 def quarantine_retry(
@@ -106,6 +105,7 @@ def quarantine_retry(
         engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
         try:
             ping(engine)
+            ensure_schema(server, engine, settings)
             return retry_quarantine(engine, server.url, ids, every, project)
         finally:
             engine.dispose()
@@ -113,11 +113,5 @@ def quarantine_retry(
 
 def quarantine_drop(settings: DatabaseSettings, ids: Sequence[int], every: bool, project: str | None) -> int:
     """Delete quarantined spans for good; return how many."""
-    with database(settings) as server:
-        engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
-        try:
-            ping(engine)
-            with Session(engine) as session, session.begin():
-                return drop_quarantine(session, ids, every, project)
-        finally:
-            engine.dispose()
+    with open_engine(settings) as engine, Session(engine) as session, session.begin():
+        return drop_quarantine(session, ids, every, project)

@@ -6,6 +6,7 @@ from pathlib import Path
 from rich.console import Console
 
 from evallens.db.sessions import open_sessions
+from evallens.progress import NO_PROGRESS, ProgressReporter
 from evallens.runs import tag_run
 from evallens.settings import CasesSettings, EvalSettings
 from evals.compare import compare_runs
@@ -27,18 +28,29 @@ def sync_command(path: Path, docs_dir: Path | None, endpoint: str | None) -> Syn
 
 
 def run_command(
-    selector: str, endpoint: str | None, repeats: int, label: str | None, *, no_cache: bool = False
+    selector: str,
+    endpoint: str | None,
+    repeats: int,
+    label: str | None,
+    *,
+    no_cache: bool = False,
+    tag: str | None = None,
+    progress: ProgressReporter = NO_PROGRESS,
 ) -> RunReport:
-    """Replay a stored set (``name`` or ``name@version``) once."""
+    """Replay a stored set (``name`` or ``name@version``) once; ``tag`` names the completed run."""
     settings = EvalSettings()
     with open_sessions() as sessions:
         with sessions() as session:
             eval_set_id = find_set_version(session, selector).id
         scoring = build_scoring_context(settings)
-        return run_eval(
+        report = run_eval(
             sessions, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats, label=label,
-            no_cache=no_cache,
+            no_cache=no_cache, progress=progress,
         )  # fmt: skip
+        if tag is not None:
+            with sessions.begin() as session:
+                tag_run(session, str(report.run_id), tag)
+        return report
 
 
 def compare_command(baseline: str, candidate: str, report_dir: Path | None, console: Console) -> GateOutcome:
@@ -59,13 +71,16 @@ def gate_command(
     console: Console,
     *,
     no_cache: bool = False,
+    progress: ProgressReporter = NO_PROGRESS,
 ) -> GateOutcome:
     """Gate a stored candidate run, or a run made now against ``endpoint``; print and write reports."""
     settings = EvalSettings()
     with open_sessions() as sessions:
         if endpoint is not None:
             scoring = build_scoring_context(settings)
-            outcome = gate_endpoint(sessions, baseline, endpoint, settings, scoring, no_cache=no_cache)
+            outcome = gate_endpoint(
+                sessions, baseline, endpoint, settings, scoring, no_cache=no_cache, progress=progress
+            )
         else:
             outcome = run_gate(sessions, baseline, candidate or "", options_from_settings(settings))
     print_report(outcome.body, console)

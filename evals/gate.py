@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import GateReport
+from evallens.progress import NO_PROGRESS, ProgressReporter
 from evallens.reports import GateReportBody
 from evallens.runs import resolve_run
 from evallens.settings import EvalSettings
@@ -66,7 +67,7 @@ def gate_endpoint(
     settings: EvalSettings,
     scoring: ScoringContext,
     *,
-    progress: bool = True,
+    progress: ProgressReporter = NO_PROGRESS,
     no_cache: bool = False,
 ) -> GateOutcome:
     """Replay the baseline's exact set version against ``endpoint`` now, then gate that run."""

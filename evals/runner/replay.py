@@ -37,14 +37,16 @@ class ReplayedCase:
 
 
 def replay(
-    cases: list[CaseSpec], options: ReplayOptions, on_done: Callable[[], None] | None = None
+    cases: list[CaseSpec],
+    options: ReplayOptions,
+    on_done: Callable[["ReplayedCase"], None] | None = None,
 ) -> list[ReplayedCase]:
-    """Replay ``cases`` ``options.repeats`` times; ``on_done`` is called after each request."""
-    return asyncio.run(_replay(cases, options, on_done or (lambda: None)))
+    """Replay ``cases`` ``options.repeats`` times; ``on_done`` hears of each request once it is answered."""
+    return asyncio.run(_replay(cases, options, on_done or (lambda _: None)))
 
 
 async def _replay(
-    cases: list[CaseSpec], options: ReplayOptions, on_done: Callable[[], None]
+    cases: list[CaseSpec], options: ReplayOptions, on_done: Callable[["ReplayedCase"], None]
 ) -> list[ReplayedCase]:
     gate = asyncio.Semaphore(options.concurrency)
     url = api_url(options.endpoint, "/chat/completions")
@@ -64,8 +66,9 @@ async def _replay(
             )
             async with gate:
                 completion = await complete(client, url, request)
-            on_done()
-            return ReplayedCase(case, repeat, completion)
+            replayed = ReplayedCase(case, repeat, completion)
+            on_done(replayed)
+            return replayed
 
         jobs = [one(case, repeat) for repeat in range(options.repeats) for case in cases]
         return list(await asyncio.gather(*jobs))

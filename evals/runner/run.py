@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import httpx
-from rich.console import Console
-from rich.progress import Progress
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalResult, EvalRun, EvalSet
+from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.reports import CacheCounts, MetricName, RunSummary
 from evallens.settings import EvalSettings
 from evals.errors import EndpointUnreachable, EvalSetError, RunFailed
@@ -46,14 +45,15 @@ def run_eval(
     endpoint: str | None = None,
     repeats: int = 1,
     label: str | None = None,
-    progress: bool = True,
+    progress: ProgressReporter = NO_PROGRESS,
     no_cache: bool = False,
 ) -> RunReport:
     """Replay the set version ``eval_set_id``; the run ends ``completed``, or ``failed`` and re-raises.
 
     An unreachable target raises ``EndpointUnreachable`` before any run is stored. When more than
     ``eval_max_error_rate`` of the requests fail, the run is stored as failed and ``RunFailed`` raised.
-    ``no_cache`` asks the target not to answer from its response caches.
+    ``no_cache`` asks the target not to answer from its response caches; ``progress`` hears of every
+    request, the scoring and the wait for the target's spans.
     """
     target_url = endpoint or settings.eval_endpoint
     with session_factory() as session:
@@ -84,9 +84,11 @@ def run_eval(
         if all(item.completion.connection_failed for item in replayed):
             raise EndpointUnreachable(f"the target at {target_url} stopped answering during the run")
         _check_error_rate(run_id, replayed, settings.eval_max_error_rate)
-        results = _score(replayed, scoring)  # embeddings and judge calls, outside any transaction
+        with phase(progress, f"scoring {len(replayed)} answers"):
+            results = _score(replayed, scoring)  # embeddings and judge calls, outside any transaction
         traces = [item.completion.trace_id for item in replayed if item.completion.trace_id]
-        await_spans(session_factory, str(run_id), eval_set.project, traces, settings.eval_span_wait_s)
+        with phase(progress, f"waiting for the spans of {len(traces)} traces"):
+            await_spans(session_factory, str(run_id), eval_set.project, traces, settings.eval_span_wait_s)
         with session_factory.begin() as session:
             cache = cache_counts(replayed, no_cache)
             summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended, cache)
@@ -160,12 +162,13 @@ def _start_run(
 
 
 def _replay_with_progress(
-    cases: list[CaseSpec], options: ReplayOptions, progress: bool
+    cases: list[CaseSpec], options: ReplayOptions, progress: ProgressReporter
 ) -> list[ReplayedCase]:
-    total = len(cases) * options.repeats
-    with Progress(console=Console(stderr=True), disable=not progress, transient=True) as bar:
-        task = bar.add_task(f"replaying {len(cases)} cases", total=total)
-        return replay(cases, options, on_done=lambda: bar.advance(task))
+    repeats = f" x{options.repeats}" if options.repeats > 1 else ""
+    with phase(progress, f"replaying {len(cases)} cases{repeats}", len(cases) * options.repeats):
+        return replay(cases, options, on_done=lambda item: progress.advance(
+            failed=item.completion.error is not None, detail=item.case.scenario
+        ))  # fmt: skip
 
 
 def _score(replayed: list[ReplayedCase], scoring: ScoringContext) -> list[dict[MetricName, MetricResult]]:

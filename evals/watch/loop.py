@@ -176,7 +176,7 @@ def _evaluate_sets(
             emit(f"{eval_set.name} v{eval_set.version}: replaying against {options.endpoint}")
             report = run_eval(
                 session_factory, eval_set.id, settings, scoring, endpoint=options.endpoint,
-                repeats=options.repeats, label=f"watch {target_fingerprint}", progress=False,
+                repeats=options.repeats, label=f"watch {target_fingerprint}",
                 no_cache=options.no_cache,
             )  # fmt: skip
         except EvallensError as error:

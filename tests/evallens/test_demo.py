@@ -1,7 +1,9 @@
 """``evallens demo --smoke --exit`` end to end, then the database it leaves behind."""
 
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,13 +34,9 @@ def processes_using(data_dir: Path) -> list[str]:
     return found
 
 
-@pytest.fixture(scope="module")
-def demo_run(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[subprocess.CompletedProcess[str], Path]]:
-    # vLLM's socket paths must stay short: keep the data dir near the root
-    data_dir = Path(tmp_path_factory.mktemp("d", numbered=True))
-    environment = {
+def demo_environment(data_dir: Path) -> dict[str, str]:
+    """The demo on its own data dir and free ports."""
+    return {
         "EVALLENS_DATA_DIR": str(data_dir),
         "EVALLENS_DATABASE_URL": "",
         "EVALLENS_COLLECTOR_HTTP_PORT": str(free_port()),
@@ -49,9 +47,17 @@ def demo_run(
         # budgets are not under test here: on a loaded CI machine retrieval must not degrade
         "EVALLENS_DEMO_RETRIEVAL_BUDGET_MS": "30000",
     }
+
+
+@pytest.fixture(scope="module")
+def demo_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[subprocess.CompletedProcess[str], Path]]:
+    # vLLM's socket paths must stay short: keep the data dir near the root
+    data_dir = Path(tmp_path_factory.mktemp("d", numbered=True))
     result = subprocess.run(
         [sys.executable, "-m", "evallens", "demo", "--smoke", "--exit"],
-        env=child_environment(environment),
+        env=child_environment(demo_environment(data_dir)),
         capture_output=True,
         text=True,
         timeout=1500,
@@ -74,6 +80,9 @@ def test_demo_exits_cleanly_and_leaves_nothing_running(
     ]:
         assert step in result.stdout
     assert "gate verdict: regression" in result.stdout
+    # piped, the long replays report progress in plain lines (counts, failures, rate) inside their step
+    replay_lines = [line for line in result.stdout.splitlines() if line.startswith("replaying ")]
+    assert replay_lines and all(" done, " in line and " failed, " in line for line in replay_lines)
     assert processes_using(data_dir) == []
 
 
@@ -104,3 +113,54 @@ def test_demo_leaves_traces_metrics_runs_and_a_gate_verdict(
     assert runs == [("baseline", "completed"), ("candidate", "completed")]
     assert len(gate) == 1 and gate[0][0] == "regression" and gate[0][1] >= 1
     assert tagged == [("main",)]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie has exited; only its parent has not reaped it yet)."""
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_for_text(path: Path, text: str, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while text not in path.read_text(errors="replace"):
+        assert process.poll() is None, f"the demo exited with {process.returncode}:\n{path.read_text()}"
+        assert time.monotonic() < deadline, f"no {text!r} after {timeout_s} s:\n{path.read_text()}"
+        time.sleep(1)
+
+
+@pytest.mark.timeout(2400)
+def test_a_warm_second_run_reuses_its_runs_and_ctrl_c_stops_every_process(
+    demo_run: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    first, data_dir = demo_run
+    assert first.returncode == 0
+    output = tmp_path / "demo.out"
+    with output.open("wb") as out:
+        demo = subprocess.Popen(
+            [sys.executable, "-m", "evallens", "demo", "--smoke"],  # keeps running until Ctrl-C
+            env=child_environment(demo_environment(data_dir)), stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_for_text(output, "press Ctrl-C to stop it all", demo, timeout_s=1200)
+        children = [child.pid for child in psutil.Process(demo.pid).children(recursive=True)]
+        postmaster = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
+        assert len(children) >= 3 and alive(postmaster)  # collector, service, dashboard; PostgreSQL
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=180) == 130
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    text = output.read_text()
+    assert text.count("(reused)") == 2  # the baseline and the candidate run
+    assert [pid for pid in [*children, postmaster] if alive(pid)] == []
+    assert processes_using(data_dir) == []
+    server = start_embedded(data_dir / "postgres")
+    try:
+        with psycopg.connect(embedded_url(server, "evallens")) as connection:
+            runs = connection.execute("SELECT label FROM eval_runs ORDER BY started_at").fetchall()
+    finally:
+        server.cleanup()
+    assert runs == [("baseline",), ("candidate",)]  # the second run replayed nothing

@@ -38,7 +38,7 @@ def test_a_run_records_answers_timings_citations_and_scores(
     scripted_target.retrieved = {RR1: ["returns-policy#0", "returns-policy#2"], RR2: ["shipping-rates#1"]}
     scripted_target.semantic_hits = {RR2}
     settings = EvalSettings(eval_endpoint=scripted_target.url + "/v1/", eval_concurrency=2)
-    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity), progress=False)
+    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity))
 
     with sessions() as session:
         run = session.get_one(EvalRun, report.run_id)
@@ -79,7 +79,7 @@ def test_an_answer_with_nul_characters_is_stored(
     eval_set_id = _sync(sessions)
     scripted_target.answers = {RR1: "Thirty\x00 days\x00"}
     settings = EvalSettings(eval_endpoint=scripted_target.url)
-    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity), progress=False)
+    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity))
     with sessions() as session:
         run = session.get_one(EvalRun, report.run_id)
         responses = set(session.scalars(select(EvalResult.response).where(EvalResult.run_id == run.id)))
@@ -94,7 +94,11 @@ def test_a_failed_request_is_a_recorded_failure(
     # 2 of 8 requests fail: under a 30% limit the run completes and scores them as failures
     settings = EvalSettings(eval_endpoint=scripted_target.url, eval_max_error_rate=0.3)
     report = run_eval(
-        sessions, eval_set_id, settings, ScoringContext(similarity=similarity), repeats=2, progress=False
+        sessions,
+        eval_set_id,
+        settings,
+        ScoringContext(similarity=similarity),
+        repeats=2,
     )
     assert report.summary.num_errors == 2
     with sessions() as session:

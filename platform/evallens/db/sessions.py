@@ -1,27 +1,66 @@
 """Sessions for a command on the embedded default or EVALLENS_DATABASE_URL, reachable and migrated."""
 
 import contextlib
+import logging
 from collections.abc import Iterator
 
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db import create_db_engine, create_session_factory, ping
-from evallens.db.migrate import current_revision, head_revision
-from evallens.db.server import database
+from evallens.db.migrate import current_revision, head_revision, upgrade
+from evallens.db.partitions import create_partitions_ahead
+from evallens.db.server import DatabaseServer, database
 from evallens.errors import DatabaseUnavailable
 from evallens.settings import DatabaseSettings
 
+MIGRATION_LOCK = 0x65766C6E  # pg_advisory_lock key: one process migrates, the others wait for it
+
+logger = logging.getLogger(__name__)
+
+
+def ensure_schema(server: DatabaseServer, engine: Engine, settings: DatabaseSettings) -> bool:
+    """Bring the schema to head: always on the embedded default (it is ours), on an external server
+    only with ``database_migrate``; otherwise one clear line. Returns whether it migrated."""
+    current, head = current_revision(engine), head_revision()
+    if current == head:
+        return False
+    if server.embedded is None and not settings.database_migrate:
+        state = "empty" if current is None else f"at revision {current}, the code needs {head}"
+        raise DatabaseUnavailable(
+            f"the database schema is {state}: run `evallens db upgrade` "
+            "(or set EVALLENS_DATABASE_MIGRATE=true to migrate on start)"
+        )
+    with engine.connect() as connection:
+        connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+        try:
+            if current_revision(engine) != head:  # another process may have migrated while we waited
+                logger.info("migrating the database schema from %s to %s", current, head)
+                upgrade(server.url)
+            with engine.begin() as partitions:
+                create_partitions_ahead(partitions, settings.partition_days_ahead)
+        finally:
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
+            connection.commit()
+    return True
+
 
 @contextlib.contextmanager
-def open_sessions(settings: DatabaseSettings | None = None) -> Iterator[sessionmaker[Session]]:
-    """Sessions on a reachable database at the head schema revision."""
+def open_engine(settings: DatabaseSettings | None = None) -> Iterator[Engine]:
+    """An engine on a reachable database at the head schema revision (migrated when it may be)."""
     settings = settings or DatabaseSettings()
     with database(settings) as server:
         engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
         try:
             ping(engine)
-            if current_revision(engine) != head_revision():
-                raise DatabaseUnavailable("the database schema is not current: run `evallens db upgrade`")
-            yield create_session_factory(engine)
+            ensure_schema(server, engine, settings)
+            yield engine
         finally:
             engine.dispose()
+
+
+@contextlib.contextmanager
+def open_sessions(settings: DatabaseSettings | None = None) -> Iterator[sessionmaker[Session]]:
+    """Sessions on a reachable database at the head schema revision."""
+    with open_engine(settings) as engine:
+        yield create_session_factory(engine)

@@ -2,6 +2,7 @@
 the cases that got worse between two runs. The JSON stored on runs and gates is ``evallens.reports``."""
 
 from evallens.runs.flips import MAX_FLIPS, flipped_cases
+from evallens.runs.listing import RunListing, list_runs
 from evallens.runs.resolve import MAIN_TAG, RunNotFound, RunRef, baseline_of, resolve_run, tag_run
 from evallens.runs.results import StoredResult, load_results
 
@@ -9,10 +10,12 @@ __all__ = [
     "MAIN_TAG",
     "MAX_FLIPS",
     "RunNotFound",
+    "RunListing",
     "RunRef",
     "StoredResult",
     "baseline_of",
     "flipped_cases",
+    "list_runs",
     "load_results",
     "resolve_run",
     "tag_run",

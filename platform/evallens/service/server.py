@@ -8,10 +8,14 @@ from sqlalchemy import inspect
 
 from evallens.auth import ensure_safe_bind
 from evallens.db import create_db_engine, ping
-from evallens.db.server import database
+from evallens.db.server import DatabaseServer, database
+from evallens.db.sessions import ensure_schema
 from evallens.errors import EvallensError
 from evallens.service.app import create_app
+from evallens.service.weights.pull import pull_default_model
 from evallens.settings import ServiceSettings
+
+logger = logging.getLogger(__name__)
 
 
 class SchemaMissing(EvallensError):
@@ -36,15 +40,28 @@ def configure_logging(level: str) -> None:
     logger.setLevel(level.upper())
 
 
-def check_schema(url: str, settings: ServiceSettings) -> None:
-    """One clear line when PostgreSQL is unreachable or not migrated."""
-    engine = create_db_engine(url, connect_timeout_s=settings.database_connect_timeout_s)
+def check_schema(server: DatabaseServer, settings: ServiceSettings) -> None:
+    """Migrate the embedded default (or a server with EVALLENS_DATABASE_MIGRATE); else one clear line
+    when PostgreSQL is unreachable or not migrated."""
+    engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
     try:
         ping(engine)
+        ensure_schema(server, engine, settings)
         if not inspect(engine).has_table("chunks"):
             raise SchemaMissing("the database has no knowledge-base tables: run `evallens db upgrade` first")
     finally:
         engine.dispose()
+
+
+def prepare_default_model(settings: ServiceSettings) -> None:
+    """Prepare SmolLM2 as `evallens model pull` does when the service is to run it and it is missing."""
+    if settings.engine != "vllm" or settings.model_path is not None:
+        return
+    if (settings.resolved_model_path / "config.json").exists():
+        return
+    logger.warning("no model at %s: preparing SmolLM2-135M-Instruct (once)", settings.resolved_model_path)
+    report = pull_default_model(settings)
+    logger.warning("prepared %s", report.chat_model_path)
 
 
 def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun:
@@ -55,8 +72,9 @@ def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun
     """
     ensure_safe_bind(settings.service_host, settings.auth_enabled, insecure, "the reference service")
     configure_logging(settings.log_level)
+    prepare_default_model(settings)
     with database(settings) as server:
-        check_schema(server.url, settings)
+        check_schema(server, settings)
         app = create_app(settings.model_copy(update={"database_url": server.url}))
         uvicorn.run(
             app, host=settings.service_host, port=settings.service_port, log_level=settings.log_level.lower()

@@ -6,6 +6,7 @@ from evallens.settings._base import (
     read_environment,
     set_process_environment,
 )
+from evallens.settings.addresses import ServiceAddressSettings
 from evallens.settings.auth import AuthSettings
 from evallens.settings.cases import CasesSettings
 from evallens.settings.collector import CollectorSettings
@@ -28,6 +29,7 @@ __all__ = [
     "EvalSettings",
     "GuardSettings",
     "RagSettings",
+    "ServiceAddressSettings",
     "ServiceSettings",
     "child_environment",
     "read_environment",

@@ -29,6 +29,13 @@ class DatabaseSettings(BaseSettings):
         ge=1,
         description="Seconds to wait for a PostgreSQL connection before giving up with a clear error.",
     )
+    database_migrate: bool = Field(
+        default=False,
+        description=(
+            "Migrate an external server's schema to the code's revision when a command starts "
+            "(the embedded default is always migrated on start)."
+        ),
+    )
     partition_days_ahead: int = Field(
         default=2,
         ge=0,

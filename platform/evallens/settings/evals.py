@@ -7,6 +7,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings
 
 from evallens.settings._base import settings_config
+from evallens.settings.addresses import ServiceAddressSettings
 
 
 class EvalSettings(BaseSettings):
@@ -15,8 +16,11 @@ class EvalSettings(BaseSettings):
     model_config = settings_config()
 
     eval_endpoint: str = Field(
-        default="http://127.0.0.1:8000",
-        description="Base URL of the OpenAI-compatible target (with or without a trailing /v1).",
+        default_factory=lambda: ServiceAddressSettings().service_url,
+        description=(
+            "Base URL of the OpenAI-compatible target (with or without a trailing /v1). Unset: the "
+            "reference service at EVALLENS_SERVICE_HOST/EVALLENS_SERVICE_PORT."
+        ),
     )
     eval_model: str | None = Field(
         default=None,

@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from evallens.settings._base import DEFAULT_DATA_DIR, settings_config
+from evallens.settings.addresses import ServiceAddressSettings
 from evallens.settings.auth import AuthSettings
 from evallens.settings.database import DatabaseSettings
 from evallens.settings.rag import CacheSettings, GuardSettings, RagSettings
@@ -13,11 +14,13 @@ from evallens.settings.rag import CacheSettings, GuardSettings, RagSettings
 DEFAULT_CHAT_MODEL_DIR = "smollm2-135m-instruct"
 
 
-class ServiceSettings(DatabaseSettings, AuthSettings, RagSettings, CacheSettings, GuardSettings):
+class ServiceSettings(
+    ServiceAddressSettings, DatabaseSettings, AuthSettings, RagSettings, CacheSettings, GuardSettings
+):
     """Everything ``evallens service`` reads: all from ``EVALLENS_*`` variables.
 
-    The database (knowledge base, API keys), auth, retrieval, cache and guard knobs are inherited, so
-    one object configures the whole service and each knob exists once.
+    The address, database (knowledge base, API keys), auth, retrieval, cache and guard knobs are
+    inherited, so one object configures the whole service and each knob exists once.
     """
 
     model_config = settings_config()
@@ -26,8 +29,6 @@ class ServiceSettings(DatabaseSettings, AuthSettings, RagSettings, CacheSettings
         default=DEFAULT_DATA_DIR,
         description="Directory for evallens' own data: models, vLLM caches, logs.",
     )
-    service_host: str = Field(default="127.0.0.1", description="Address the service listens on.")
-    service_port: int = Field(default=8000, ge=0, le=65535, description="Port the service listens on.")
     service_name: str = Field(
         default="evallens-reference-service", description="OpenTelemetry `service.name` of the service."
     )

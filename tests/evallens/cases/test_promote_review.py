@@ -71,7 +71,7 @@ def test_promote_review_then_the_next_run_replays_the_case(
 
     scripted_target.answers = {stored.question or "": "Orders ship within 2 business days."}
     settings = EvalSettings(eval_endpoint=scripted_target.url + "/v1/", eval_concurrency=2)
-    run = run_eval(sessions, v3.id, settings, ScoringContext(similarity=similarity), progress=False)
+    run = run_eval(sessions, v3.id, settings, ScoringContext(similarity=similarity))
     replayed = {headers[HEADER_EVAL_CASE_ID] for headers in scripted_target.headers_seen}
     assert replayed == {"rr-001", "rr-002", "oos-001", "h-001", key}
     assert run.summary.num_cases == 5

@@ -203,7 +203,7 @@ def test_a_run_stores_unscored_metrics_apart_from_scores(
         eval_endpoint=scripted_target.url, eval_judge_endpoint=stand_in.url, eval_judge_mode="judge"
     )
     context = build_scoring_context(settings, similarity, sessions)
-    report = run_eval(sessions, eval_set_id, settings, context, progress=False)
+    report = run_eval(sessions, eval_set_id, settings, context)
     with sessions() as session:
         run = session.get_one(EvalRun, report.run_id)
         results = list(session.scalars(select(EvalResult).where(EvalResult.run_id == run.id)))

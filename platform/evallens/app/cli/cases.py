@@ -1,13 +1,22 @@
 """``evallens cases``: mine bad production traces, promote them into eval sets, review them."""
 
-import json
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from evallens import cases
+from evallens.app.cli._output import (
+    FormatOption,
+    JsonOption,
+    OutputFormat,
+    cell,
+    chosen_format,
+    output_console,
+    print_json,
+    print_table,
+)
+from evallens.app.progress import stderr_progress
 from evallens.db.sessions import open_sessions
 from evallens.durations import parse_duration
 from evallens.settings import CasesSettings
@@ -24,7 +33,8 @@ SET_HELP = "Eval set name (its latest version)."
 def mine(
     since: Annotated[str, typer.Option(help="Window: 30m, 24h, 7d, 2w.")] = "7d",
     limit: Annotated[int, typer.Option(min=1, help="Most candidates listed.")] = 20,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    fmt: FormatOption = OutputFormat.TABLE,
+    as_json: JsonOption = False,
 ) -> None:
     """List candidate bad cases from production traffic (never eval runs), worst first."""
     from evallens.cases.mining import mine_cases
@@ -34,21 +44,23 @@ def mine(
     settings = CasesSettings()
     with open_sessions() as sessions, sessions() as session:
         report = mine_cases(
-            session, settings, mining_readers(), project=settings.cases_project, since=window, limit=limit
-        )
-    if as_json:
+            session, settings, mining_readers(), project=settings.cases_project, since=window,
+            limit=limit, progress=stderr_progress(),
+        )  # fmt: skip
+    if chosen_format(fmt, as_json) is OutputFormat.JSON:
         typer.echo(report.model_dump_json(indent=2))
         return
-    print_candidates(report, Console(width=200))
+    print_candidates(report, output_console())
 
 
 def print_candidates(report: "MiningReport", console: Console) -> None:
     """The candidates as a table, then one line of totals (the demo prints the same)."""
-    table = Table("trace", "count", "score", "reasons", "question (redacted)")
-    for item in report.candidates:
-        table.add_row(item.trace_id, str(item.count), f"{item.score:.2f}", ", ".join(item.reasons),
-                      (item.question or "(no question)")[:90])  # fmt: skip
-    console.print(table)
+    rows = [
+        [item.trace_id, str(item.count), f"{item.score:.2f}", ", ".join(item.reasons),
+         item.question or "(no question)"]
+        for item in report.candidates
+    ]  # fmt: skip
+    print_table(console, ["trace", "count", "score", "reasons", "question (redacted)"], rows)
     console.print(
         f"{report.num_traces} production traces since {report.since:%Y-%m-%d %H:%M} UTC, "
         f"{report.num_flagged} flagged, {report.num_already_in_sets} already in a set, "
@@ -110,7 +122,8 @@ def list_cases(
     status: Annotated[
         str | None, typer.Option(help="Only this status: active, needs_review, rejected.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows.")] = False,
+    fmt: FormatOption = OutputFormat.TABLE,
+    as_json: JsonOption = False,
 ) -> None:
     """List the cases of a set's latest version, with status and source trace."""
     with open_sessions() as sessions, sessions() as session:
@@ -125,11 +138,9 @@ def list_cases(
             for case in cases.set_cases(session, latest.id)
             if status is None or case.status == status
         ]  # fmt: skip
-    if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+    if chosen_format(fmt, as_json) is OutputFormat.JSON:
+        print_json(rows)
         return
-    table = Table("case", "status", "scenario", "trace", "question")
-    for row in rows:
-        table.add_row(*(str(row[key] or "") for key in ("case_key", "status", "scenario", "source_trace_id")),
-                      str(row["question"] or "")[:80])  # fmt: skip
-    Console(width=200).print(table)
+    keys = ("case_key", "status", "scenario", "source_trace_id", "question")
+    table = [[cell(row[key]) for key in keys] for row in rows]
+    print_table(output_console(), ["case", "status", "scenario", "trace", "question"], table)

@@ -1,12 +1,24 @@
 """``evallens eval``: sync eval sets, replay them, compare runs, tag baselines, re-run on config changes."""
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
 
+from evallens.app.cli._output import (
+    FormatOption,
+    OutputFormat,
+    cell,
+    output_console,
+    print_json,
+    print_table,
+)
+from evallens.app.progress import stderr_progress
 from evallens.runs import MAIN_TAG
+
+if TYPE_CHECKING:
+    from evals.runner.run import RunReport
 
 app = typer.Typer(help="Replay eval sets against an endpoint and compare runs.", no_args_is_help=True)
 sets_app = typer.Typer(help="Eval-set files: validate and store versions.", no_args_is_help=True)
@@ -65,18 +77,41 @@ def run(
     repeats: Annotated[int, typer.Option(min=1, help="Replays per case.")] = 1,
     label: Annotated[str | None, typer.Option(help="A label stored with the run.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
+    tag: Annotated[
+        str | None, typer.Option(help="Tag the completed run (e.g. main), as `eval tag` does.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the run id, set and summary as JSON (for scripts).")
+    ] = False,
 ) -> None:
     """Replay an eval set once and store the run."""
     from evals.commands import run_command
 
-    report = run_command(eval_set, endpoint, repeats, label, no_cache=no_cache)
-    console = Console()
-    console.print(
-        f"run {report.run_id}: {report.eval_set_name} v{report.eval_set_version} against {report.endpoint}"
+    report = run_command(
+        eval_set, endpoint, repeats, label, no_cache=no_cache, tag=tag, progress=stderr_progress()
     )
+    if as_json:
+        print_json({
+            "run_id": str(report.run_id), "eval_set": report.eval_set_name,
+            "version": report.eval_set_version, "endpoint": report.endpoint,
+            "config_fingerprint": report.config_fingerprint, "tag": tag,
+            "summary": report.summary.model_dump(mode="json"),
+        })  # fmt: skip
+        return
+    print_run(report, tag, output_console())
+
+
+def print_run(report: "RunReport", tag: str | None, console: Console) -> None:
+    """The run's id, its metrics with confidence intervals, failures and cache hits."""
+    tagged = f", tagged {tag}" if tag else ""
+    console.print(
+        f"run {report.run_id}: {report.eval_set_name} v{report.eval_set_version} against "
+        f"{report.endpoint}{tagged}", markup=False,
+    )  # fmt: skip
     for metric, estimate in report.summary.overall.items():
         console.print(
-            f"  {metric}: {estimate.mean:.3f} [{estimate.ci_low:.3f}, {estimate.ci_high:.3f}] n={estimate.n}"
+            f"  {metric}: {estimate.mean:.3f} [{estimate.ci_low:.3f}, {estimate.ci_high:.3f}] n={estimate.n}",
+            markup=False,
         )
     console.print(f"  cases {report.summary.num_cases}, failed requests {report.summary.num_errors}")
     if report.summary.num_unscored:
@@ -93,6 +128,31 @@ def run(
         )
 
 
+@app.command("runs")
+def runs(
+    eval_set: Annotated[str | None, typer.Option("--set", help="Only runs of this set.")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Most runs listed, newest first.")] = 20,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """List the newest stored runs with their set, tags and status."""
+    from evallens.db.sessions import open_sessions
+    from evallens.runs import list_runs
+
+    with open_sessions() as sessions, sessions() as session:
+        listed = list_runs(session, eval_set_name=eval_set, limit=limit)
+    if fmt is OutputFormat.JSON:
+        print_json([item.model_dump(mode="json") for item in listed])
+        return
+    headers = ["run", "set", "label", "tags", "status", "started (UTC)", "cases", "failed", "endpoint"]
+    rows = [
+        [str(item.run_id), f"{item.eval_set}@{item.version}", cell(item.label), ", ".join(item.tags),
+         item.status if item.error is None else f"{item.status}: {item.error}",
+         f"{item.started_at:%Y-%m-%d %H:%M:%S}", cell(item.num_cases), cell(item.num_errors), item.endpoint]
+        for item in listed
+    ]  # fmt: skip
+    print_table(output_console(), headers, rows)
+
+
 @app.command("compare")
 def compare(
     baseline: Annotated[str, typer.Argument(help="Baseline run id or tag.")],
@@ -104,7 +164,7 @@ def compare(
     """Compare two runs with paired statistics, infra deltas and hints."""
     from evals.commands import compare_command
 
-    compare_command(baseline, candidate, report_dir, Console(width=160))
+    compare_command(baseline, candidate, report_dir, output_console())
 
 
 @app.command("tag")

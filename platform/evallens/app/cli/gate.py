@@ -4,8 +4,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from evallens.app.cli._output import output_console, print_json
+from evallens.app.progress import stderr_progress
 from evallens.errors import EvallensError
 
 
@@ -26,6 +27,13 @@ def gate(
             help="With --candidate-endpoint: replay with `Cache-Control: no-cache` (model only).",
         ),
     ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the verdict, run ids and report paths as JSON on stdout (the report goes to stderr).",
+        ),
+    ] = False,
 ) -> None:
     """Compare a candidate run against a baseline and fail on significant regressions."""
     if (candidate is None) == (candidate_endpoint is None):
@@ -33,13 +41,24 @@ def gate(
     if no_cache and candidate_endpoint is None:
         raise EvallensError("--no-cache applies to a replay: use it with --candidate-endpoint")
     from evals.commands import gate_command
+    from evals.render import REPORT_FILES
 
+    console = output_console(stderr=as_json)
     try:
         outcome = gate_command(
-            baseline, candidate, candidate_endpoint, report_dir, Console(width=180), no_cache=no_cache
-        )
+            baseline, candidate, candidate_endpoint, report_dir, console, no_cache=no_cache,
+            progress=stderr_progress(),
+        )  # fmt: skip
     except EvallensError:
         raise
     except Exception as error:  # exit code 1 means "regression"; a crash must be 2, never 1
         raise EvallensError(f"gate failed: {type(error).__name__}: {error}") from error
+    if as_json:
+        body = outcome.body
+        reports = {kind: str(report_dir / name) for kind, name in REPORT_FILES.items()} if report_dir else {}
+        print_json({
+            "verdict": body.verdict, "exit_code": outcome.exit_code, "eval_set": body.eval_set_name,
+            "baseline_run_id": body.baseline_run_id, "candidate_run_id": body.candidate_run_id,
+            "gate_report_id": outcome.gate_report_id, "num_hints": len(body.hints), "reports": reports,
+        })  # fmt: skip
     raise typer.Exit(outcome.exit_code)

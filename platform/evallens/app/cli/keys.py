@@ -7,9 +7,15 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from sqlalchemy.orm import Session
 
+from evallens.app.cli._output import (
+    FormatOption,
+    OutputFormat,
+    output_console,
+    print_json,
+    print_table,
+)
 from evallens.auth import Scope, create_key, list_keys, revoke_key
 from evallens.db.sessions import open_sessions
 
@@ -42,21 +48,26 @@ def create(
 
 
 @app.command("list")
-def list_command(project: str | None = typer.Option(None, "--project", help="Only this project.")) -> None:
+def list_command(
+    project: str | None = typer.Option(None, "--project", help="Only this project."),
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
     """List keys by prefix, scope and last use."""
     with _transaction() as session:
         keys = list_keys(session, project)
-    table = Table("prefix", "project", "scope", "created", "last used", "revoked")
-    for key in keys:
-        table.add_row(
-            key.prefix,
-            key.project,
-            key.scope,
-            _when(key.created_at),
-            _when(key.last_used_at),
-            _when(key.revoked_at),
-        )
-    Console().print(table)
+    if fmt is OutputFormat.JSON:
+        print_json([
+            {"prefix": key.prefix, "project": key.project, "scope": str(key.scope),
+             "created_at": key.created_at, "last_used_at": key.last_used_at, "revoked_at": key.revoked_at}
+            for key in keys
+        ])  # fmt: skip
+        return
+    rows = [
+        [key.prefix, key.project, str(key.scope), _when(key.created_at), _when(key.last_used_at),
+         _when(key.revoked_at)]
+        for key in keys
+    ]  # fmt: skip
+    print_table(output_console(), ["prefix", "project", "scope", "created", "last used", "revoked"], rows)
 
 
 @app.command("revoke")

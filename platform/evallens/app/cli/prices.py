@@ -3,30 +3,36 @@
 from datetime import datetime
 from typing import Annotated
 
-import orjson
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from evallens.app.cli._output import (
+    FormatOption,
+    JsonOption,
+    OutputFormat,
+    cell,
+    chosen_format,
+    output_console,
+    print_json,
+    print_table,
+)
 from evallens.settings import DatabaseSettings
 
 app = typer.Typer(help="Model prices for cost tagging.", no_args_is_help=True)
 
 
 @app.command("list")
-def list_prices(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+def list_prices(fmt: FormatOption = OutputFormat.TABLE, as_json: JsonOption = False) -> None:
     """List the model prices (the shipped defaults are added the first time)."""
     from collector.commands import price_table
     from collector.prices import price_as_dict
 
     rows = [price_as_dict(entry) for entry in price_table(DatabaseSettings())]
-    if as_json:
-        typer.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
+    if chosen_format(fmt, as_json) is OutputFormat.JSON:
+        print_json(rows)
         return
-    table = Table("model", "provider", "in $/1M tok", "out $/1M tok", "$/GPU-hour", "valid from", "valid to")
-    for row in rows:
-        table.add_row(*("" if value is None else str(value) for value in row.values()))
-    Console().print(table)
+    headers = ["model", "provider", "in $/1M tok", "out $/1M tok", "$/GPU-hour", "valid from", "valid to"]
+    print_table(output_console(), headers, [[cell(value) for value in row.values()] for row in rows])
 
 
 @app.command("set")

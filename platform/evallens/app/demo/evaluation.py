@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalRun
+from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.reports import GateReportBody
 from evallens.runs import MAIN_TAG, tag_run
 from evallens.settings import EvalSettings
@@ -67,7 +68,12 @@ def target_fingerprint(service_url: str) -> str:
 
 
 def replay(
-    sessions: sessionmaker[Session], eval_set_id: int, service_url: str, label: str, settings: EvalSettings
+    sessions: sessionmaker[Session],
+    eval_set_id: int,
+    service_url: str,
+    label: str,
+    settings: EvalSettings,
+    progress: ProgressReporter = NO_PROGRESS,
 ) -> RunOutcome:
     """Replay the set against the service, or reuse a completed run of the same set and config."""
     from evals.metrics.context import build_scoring_context
@@ -87,8 +93,10 @@ def replay(
         ).first()
     if earlier is not None:
         return RunOutcome(earlier, reused=True)
+    with phase(progress, "loading the scoring models (MiniLM, judge)"):
+        scoring = build_scoring_context(settings)
     report = run_eval(
-        sessions, eval_set_id, settings, build_scoring_context(settings), endpoint=service_url, label=label
+        sessions, eval_set_id, settings, scoring, endpoint=service_url, label=label, progress=progress
     )
     return RunOutcome(report.run_id, reused=False)
 

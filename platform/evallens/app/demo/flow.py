@@ -13,10 +13,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.app.demo import evaluation, traffic
 from evallens.app.demo.stack import Stack
 from evallens.app.demo.steps import StepLog
+from evallens.app.progress import progress_for
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
 from evallens.db.partitions import create_partitions_ahead
 from evallens.errors import EvallensError
+from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.settings import CasesSettings, DemoSettings, EvalSettings, ServiceSettings
 from evallens.telemetry import attributes as attr
 
@@ -53,18 +55,22 @@ def parse_change(assignment: str) -> dict[str, str]:
     return {name.strip(): value.strip()}
 
 
-def prepare_model(settings: DemoSettings, smoke: bool) -> tuple[Path, int, str]:
+def prepare_model(
+    settings: DemoSettings, smoke: bool, progress: ProgressReporter = NO_PROGRESS
+) -> tuple[Path, int, str]:
     """The tiny test model for ``--smoke``, else the pulled SmolLM2; returns (path, context, note)."""
     if smoke:
         from evallens.service.weights.tiny import build_tiny_llama
 
         path = settings.data_dir / "models" / "tiny-llama"
         if not (path / "config.json").exists():
-            build_tiny_llama(path, max_position_embeddings=SMOKE_MAX_MODEL_LEN)
+            with phase(progress, "building the tiny test model"):
+                build_tiny_llama(path, max_position_embeddings=SMOKE_MAX_MODEL_LEN)
         return path, SMOKE_MAX_MODEL_LEN, f"tiny test model at {path}"
     from evallens.service.weights.pull import pull_default_model
 
-    report = pull_default_model(ServiceSettings())
+    with phase(progress, "preparing SmolLM2-135M-Instruct (download, dequantize, save; once)"):
+        report = pull_default_model(ServiceSettings())
     state = "prepared" if report.built else "already prepared"
     return (
         report.chat_model_path,
@@ -82,6 +88,7 @@ class Demo:
         self.settings = DemoSettings()
         self.change = parse_change(self.settings.demo_candidate_change)
         self.log = StepLog(console)
+        self.progress = progress_for(console)
         self.report = DemoReport()
         self.stack: Stack | None = None
         self.engine: Engine | None = None
@@ -102,7 +109,7 @@ class Demo:
             self.gate_a_change(stack, eval_set_id, baseline)
             self.production_traffic(stack)
             if self.options.dashboard:
-                with self.log.step("Start the dashboard") as note:
+                with self.log.step("Start the dashboard") as note, phase(self.progress, "starting"):
                     stack.start_dashboard()
                     note(f"open {stack.dashboard_url}")
             self.report.timings = self.log.timings
@@ -118,7 +125,9 @@ class Demo:
     def prepare(self) -> Stack:
         """Model weights, PostgreSQL, the schema and today's span partitions."""
         with self.log.step("Prepare the model, start PostgreSQL and migrate it") as note:
-            model_path, max_model_len, model_note = prepare_model(self.settings, self.options.smoke)
+            model_path, max_model_len, model_note = prepare_model(
+                self.settings, self.options.smoke, self.progress
+            )
             note(model_note)
             self.stack = Stack(self.settings, model_path, max_model_len)
             url = self.stack.open_database()
@@ -134,8 +143,10 @@ class Demo:
     def start_components(self, stack: Stack) -> None:
         """The collector first, so the service's first spans have somewhere to go."""
         with self.log.step("Start the collector and the reference service") as note:
-            stack.start_collector()
-            stack.start_service()
+            with phase(self.progress, "starting the collector"):
+                stack.start_collector()
+            with phase(self.progress, "starting the reference service (loading the model into vLLM)"):
+                stack.start_service()
             note(f"collector {stack.collector_url}, service {stack.service_url}; logs in {stack.logs}")
 
     def index_knowledge_base(self, stack: Stack) -> None:
@@ -143,7 +154,7 @@ class Demo:
         from evallens.service.documents.loader import load_corpus
 
         with self.log.step("Index the demo knowledge base") as note:
-            loaded = load_corpus(evaluation.corpus_dir(), stack.service_url)
+            loaded = load_corpus(evaluation.corpus_dir(), stack.service_url, progress=self.progress)
             note(
                 f"{len(loaded.created)} created, {len(loaded.updated)} updated, "
                 f"{len(loaded.unchanged)} unchanged; {loaded.num_chunks_embedded} chunks embedded"
@@ -168,8 +179,9 @@ class Demo:
                 )
             eval_set_id, set_name, version = evaluation.sync_sets(self.sessions, sets)
             run = evaluation.replay(
-                self.sessions, eval_set_id, stack.service_url, "baseline", self.eval_settings(stack)
-            )
+                self.sessions, eval_set_id, stack.service_url, "baseline", self.eval_settings(stack),
+                self.progress,
+            )  # fmt: skip
             evaluation.tag_baseline(self.sessions, run.run_id)
             self.report.baseline_run_id = str(run.run_id)
             note(f"{set_name} v{version}: run {run.run_id}{' (reused)' if run.reused else ''}, tagged main")
@@ -179,15 +191,21 @@ class Demo:
         """Restart the service with one setting changed, replay, and gate the candidate."""
         assert self.sessions is not None and self.engine is not None
         with self.log.step(f"Change {self.settings.demo_candidate_change}, replay and gate") as note:
-            stack.restart_service(self.change)
+            with phase(self.progress, "restarting the reference service with the change"):
+                stack.restart_service(self.change)
             run = evaluation.replay(
-                self.sessions, eval_set_id, stack.service_url, "candidate", self.eval_settings(stack)
-            )
+                self.sessions, eval_set_id, stack.service_url, "candidate", self.eval_settings(stack),
+                self.progress,
+            )  # fmt: skip
             body = evaluation.gate(self.sessions, baseline, run.run_id, self.demo_dir / "reports")
             evaluation.print_gate(body)
             self.report.candidate_run_id = str(run.run_id)
             self.report.verdict, self.report.num_hints = body.verdict, len(body.hints)
-            note(f"gate verdict: {body.verdict}; reports in {self.demo_dir / 'reports'}")
+            reused = " (reused)" if run.reused else ""
+            note(
+                f"candidate run {run.run_id}{reused}; gate verdict: {body.verdict}; "
+                f"reports in {self.demo_dir / 'reports'}"
+            )
 
     def production_traffic(self, stack: Stack) -> None:
         """Ordinary requests with some thumbs down, then the bad cases they leave behind."""
@@ -198,18 +216,20 @@ class Demo:
         assert self.sessions is not None and self.engine is not None
         with self.log.step("Send production traffic with feedback, then mine bad cases") as note:
             sent = traffic.send_traffic(
-                stack.service_url, self.settings.demo_traffic_requests, self.settings.demo_eval_max_tokens
-            )
+                stack.service_url, self.settings.demo_traffic_requests, self.settings.demo_eval_max_tokens,
+                self.progress,
+            )  # fmt: skip
             feedback = "SELECT count(*) FROM spans WHERE attributes ? :v"
-            wait_for_rows(
-                self.engine, feedback, "evallens.feedback.score", sent.num_negative + sent.num_positive
-            )
-            wait_for_questions(self.engine, sent.trace_ids)
+            with phase(self.progress, "waiting for the collector to store the traces"):
+                wait_for_rows(
+                    self.engine, feedback, "evallens.feedback.score", sent.num_negative + sent.num_positive
+                )
+                wait_for_questions(self.engine, sent.trace_ids)
             settings = CasesSettings()
             with self.sessions() as session:
                 mined = mine_cases(
                     session, settings, mining_readers(), project=settings.cases_project,
-                    since=timedelta(hours=1), limit=10,
+                    since=timedelta(hours=1), limit=10, progress=self.progress,
                 )  # fmt: skip
             print_candidates(mined, self.console)
             self.report.num_candidates_mined = len(mined.candidates)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from evallens.app.demo.processes import ManagedProcess, ProcessGroup
 from evallens.db import DatabaseServer, open_database
-from evallens.settings import CollectorSettings, DashboardSettings, DemoSettings, ServiceSettings
+from evallens.settings import CollectorSettings, DashboardSettings, DemoSettings, ServiceAddressSettings
 
 EVALLENS = [sys.executable, "-m", "evallens"]
 
@@ -29,7 +29,7 @@ class Stack:
     @property
     def service_url(self) -> str:
         """Base URL of the reference service."""
-        return f"http://127.0.0.1:{ServiceSettings().service_port}"
+        return ServiceAddressSettings().service_url
 
     @property
     def collector_url(self) -> str:

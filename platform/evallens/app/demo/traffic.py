@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.telemetry import attributes as attr
 
 # (question, tenant, feature, feedback score): -1 for answers a customer disliked
@@ -35,11 +36,16 @@ class TrafficReport:
     trace_ids: list[str]
 
 
-def send_traffic(service_url: str, num_requests: int, max_tokens: int) -> TrafficReport:
+def send_traffic(
+    service_url: str, num_requests: int, max_tokens: int, progress: ProgressReporter = NO_PROGRESS
+) -> TrafficReport:
     """Send ``num_requests`` chat requests round-robin over ``QUESTIONS`` and post their feedback."""
     errors = negative = positive = 0
     trace_ids: list[str] = []
-    with httpx.Client(base_url=service_url, timeout=300) as client:
+    with (
+        httpx.Client(base_url=service_url, timeout=300) as client,
+        phase(progress, f"sending {num_requests} requests", num_requests),
+    ):
         for index, (question, tenant, feature, score) in zip(
             range(num_requests), itertools.cycle(QUESTIONS), strict=False
         ):
@@ -58,6 +64,7 @@ def send_traffic(service_url: str, num_requests: int, max_tokens: int) -> Traffi
                     attr.HEADER_USER: f"user-{index % 7}",
                 },
             )
+            progress.advance(failed=response.status_code != 200, detail=feature)
             if response.status_code != 200:
                 errors += 1
                 continue

@@ -13,6 +13,7 @@ from evallens.cases.mining._query import flagged_traces
 from evallens.cases.mining.dedupe import Cluster, Embed, collapse
 from evallens.cases.mining.signals import judge
 from evallens.db.models import EvalCase, EvalSet
+from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.settings import CasesSettings
 from evallens.telemetry.messages import question_from_attribute
 
@@ -63,21 +64,30 @@ def mine_cases(
     since: timedelta,
     limit: int,
     now: datetime | None = None,
+    progress: ProgressReporter = NO_PROGRESS,
 ) -> MiningReport:
     """Candidate bad cases from ``project``'s production traffic in the last ``since``, worst ``limit``
     first (questions and answers redacted)."""
     start = (now or datetime.now(UTC)) - since
-    facts, num_traces = flagged_traces(
-        session,
-        project,
-        start,
-        min_traces=settings.cases_min_traces_for_outliers,
-        max_traces=settings.cases_max_traces,
-    )
-    known_traces, known_questions = known_cases(session, project)
-    judged = [judge(item, readers.refuses_or_declines) for item in facts]
+    with phase(progress, "reading production traces"):
+        facts, num_traces = flagged_traces(
+            session,
+            project,
+            start,
+            min_traces=settings.cases_min_traces_for_outliers,
+            max_traces=settings.cases_max_traces,
+        )
+        known_traces, known_questions = known_cases(session, project)
+    judged = []
+    with phase(progress, f"judging {len(facts)} flagged traces", len(facts)):
+        for item in facts:
+            judged.append(judge(item, readers.refuses_or_declines))
+            progress.advance()
     bad = [item for item in judged if item is not None and item.facts.trace_id not in known_traces]
-    clusters, num_known = collapse(bad, known_questions, readers.embed, settings.cases_duplicate_similarity)
+    with phase(progress, f"merging {len(bad)} bad cases with near-duplicate questions"):
+        clusters, num_known = collapse(
+            bad, known_questions, readers.embed, settings.cases_duplicate_similarity
+        )
     return MiningReport(
         since=start,
         num_traces=num_traces,

@@ -1,12 +1,12 @@
 """Load a folder of Markdown documents into a running service through ``POST /v1/documents``."""
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
 from evallens.errors import EvallensError
+from evallens.progress import NO_PROGRESS, ProgressReporter
 
 
 class KnowledgeBaseLoadError(EvallensError):
@@ -42,7 +42,7 @@ def load_corpus(
     service_url: str,
     *,
     client: httpx.Client | None = None,
-    on_document: Callable[[str], None] | None = None,
+    progress: ProgressReporter = NO_PROGRESS,
 ) -> LoadReport:
     """Upsert every document of ``path`` into the service at ``service_url``."""
     bodies = read_corpus(path)
@@ -50,6 +50,7 @@ def load_corpus(
     own = client is None
     http = client or httpx.Client(base_url=service_url, timeout=120.0)
     try:
+        progress.begin(f"loading {len(bodies)} documents", len(bodies))
         for body in bodies:
             try:
                 response = http.post("/v1/documents", json=body)
@@ -62,9 +63,9 @@ def load_corpus(
             result = response.json()
             getattr(report, result["status"]).append(result["id"])
             report.num_chunks_embedded += int(result["num_chunks_embedded"])
-            if on_document is not None:
-                on_document(str(body["id"]))
+            progress.advance(detail=str(body["id"]))
     finally:
+        progress.end()
         if own:
             http.close()
     return report

