@@ -20,12 +20,14 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue, KeyValueList
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
-from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
 
 from collector._genai import event_messages, value_messages
 from collector.logs import DatabaseUnavailable, LogReceiver
 from collector.runtime import Collector
 from collector.validate import SpanLimits
+from evallens.cases import trace_questions
+from evallens.db import create_db_engine
 from evallens.telemetry import attributes as names
 from evallens.telemetry.messages import answer_from_attribute, question_from_attribute
 from tests.collector.conftest import fetch_spans, make_request, make_span, otlp_attributes
@@ -233,6 +235,12 @@ def test_logs_over_http_protobuf_json_and_grpc(running_collector: Collector, dat
         assert mine[1]["messages"] == [{"role": "user", "content": QUESTION}]
         assert (mine[2]["direction"], mine[2]["messages"][0]["content"]) == ("output", ANSWER)
     assert {row["project"] for row in rows} == {"default"}
+    # promotion reads the question of a trace whose spans carry none from its content events
+    engine = create_db_engine(database_url)
+    with Session(engine) as session:
+        assert trace_questions(session, [trace_id.hex()], "default") == {trace_id.hex(): QUESTION}
+        assert trace_questions(session, [trace_id.hex()], "other") == {trace_id.hex(): None}
+    engine.dispose()
 
 
 def test_logs_bad_input(running_collector: Collector, database_url: str) -> None:
@@ -272,9 +280,7 @@ def test_a_logs_key_of_one_project_never_writes_into_another(
 
 
 def test_logs_while_postgres_is_away_are_refused_as_retryable() -> None:
-    engine = create_engine(
-        "postgresql+psycopg://nobody@127.0.0.1:1/none", connect_args={"connect_timeout": 2}
-    )
+    engine = create_db_engine("postgresql://nobody@127.0.0.1:1/none", connect_timeout_s=2)
     receiver = LogReceiver(engine, SpanLimits(), 1 << 20, retry_after_s=3)
     body = logs_request(legacy_events((5).to_bytes(16, "big"), (1).to_bytes(8, "big"))).SerializeToString()
     with pytest.raises(DatabaseUnavailable) as unavailable:
