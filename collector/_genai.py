@@ -5,6 +5,7 @@ and evallens' own ``evallens.*`` names, all defined once in ``evallens.telemetry
 """
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from collector.validate import SpanLimits, amount, count, key_text
@@ -115,6 +116,9 @@ def add_content_attributes(attributes: dict[str, Any], events: list[dict[str, An
     Earlier forms: ``gen_ai.prompt.N.role/content``, ``gen_ai.prompt``/``gen_ai.completion``,
     OpenInference ``llm.input_messages.N.message.*``, and GenAI content span events.
     """
+    # nearly every span has none of these: answer it with a few lookups (this runs for every span)
+    if not events and EARLIER_FORM_KEYS.isdisjoint(attributes):
+        return
     for direction, target, plain in CONTENT_SIDES:
         if target in attributes or plain in attributes:
             continue
@@ -134,20 +138,46 @@ def add_content_attributes(attributes: dict[str, Any], events: list[dict[str, An
             )
 
 
+@dataclass(frozen=True)
+class _EarlierForms:
+    """Where one direction's content sits in the earlier attribute forms (keys built once, not per span)."""
+
+    default_role: str
+    flattened_prefixes: tuple[str, ...]  # "{}" stands for N
+    single: str
+
+    def first_keys(self) -> tuple[tuple[str, str, str], ...]:
+        return tuple(
+            (prefix.format(0) + "role", prefix.format(0) + "content", prefix)
+            for prefix in self.flattened_prefixes
+        )
+
+
+EARLIER_FORMS = {
+    INPUT: _EarlierForms(
+        "user", ("gen_ai.prompt.{}.", f"{names.LLM_INPUT_MESSAGES}.{{}}.message."), names.GEN_AI_PROMPT
+    ),
+    OUTPUT: _EarlierForms(
+        "assistant",
+        ("gen_ai.completion.{}.", f"{names.LLM_OUTPUT_MESSAGES}.{{}}.message."),
+        names.GEN_AI_COMPLETION,
+    ),
+}
+FIRST_KEYS = {direction: forms.first_keys() for direction, forms in EARLIER_FORMS.items()}
+EARLIER_FORM_KEYS = frozenset(
+    [key for keys in FIRST_KEYS.values() for role, content, _ in keys for key in (role, content)]
+    + [forms.single for forms in EARLIER_FORMS.values()]
+)
+
+
 def attribute_messages(attributes: dict[str, Any], direction: str) -> list[Message]:
     """The messages of one direction in span attributes of the earlier forms (not the current one)."""
-    genai, openinference, single = (
-        ("gen_ai.prompt", names.LLM_INPUT_MESSAGES, names.GEN_AI_PROMPT)
-        if direction == INPUT
-        else ("gen_ai.completion", names.LLM_OUTPUT_MESSAGES, names.GEN_AI_COMPLETION)
-    )
-    default_role = "user" if direction == INPUT else "assistant"
-    if f"{genai}.0.content" in attributes or f"{genai}.0.role" in attributes:
-        return _flattened(attributes, f"{genai}.{{}}.", default_role)
-    if f"{openinference}.0.message.role" in attributes or f"{openinference}.0.message.content" in attributes:
-        return _flattened(attributes, f"{openinference}.{{}}.message.", default_role)
-    if single in attributes:
-        return value_messages(attributes[single], default_role)
+    forms = EARLIER_FORMS[direction]
+    for role_key, content_key, prefix in FIRST_KEYS[direction]:
+        if role_key in attributes or content_key in attributes:
+            return _flattened(attributes, prefix, forms.default_role)
+    if forms.single in attributes:
+        return value_messages(attributes[forms.single], forms.default_role)
     return []
 
 
