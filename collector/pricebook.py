@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fnmatch import translate
+from typing import Any
 
 from collector.records import EPOCH, SpanRecord
 from evallens.telemetry.cost import Price, gpu_time_cost_usd, token_cost_usd
@@ -19,12 +20,17 @@ NS_PER_US = 1000
 # what may follow a priced name in a longer one: gpt-4o-2024-08-06, llama3:8b, model@2024, model.v2
 VARIANT_SEPARATORS = "-_:@."
 WILDCARDS = re.compile(r"[*?]|\[[^\]]*\]")
-# names resolved per book; a client inventing names cannot grow it without bound
+# names resolved, per process (decode workers get a pickled copy of the book with every request);
+# a client inventing names cannot grow it without bound
 MAX_RESOLVED_NAMES = 4096
 # an exact name beats any pattern or prefix, whatever their lengths
 EXACT_BONUS = 1_000_000
 
 Window = tuple[int, int | None, Price]
+RuleKey = tuple[str, str | None]
+_UNRESOLVED: Any = object()
+# (the book's rules, a span's model name) -> the rule it matched
+_resolved: dict[tuple[int, str], RuleKey | None] = {}
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ class PriceEntry:
 
 @dataclass(frozen=True)
 class _Rule:
-    key: tuple[str, str | None]
+    key: RuleKey
     name: str
     pattern: re.Pattern[str] | None
     pattern_weight: int
@@ -54,22 +60,23 @@ class PriceBook:
     """Prices by model, looked up by how clients name models (see the module docstring)."""
 
     def __init__(self, entries: Iterable[PriceEntry]) -> None:
-        self._windows: dict[tuple[str, str | None], list[Window]] = {}
+        self._windows: dict[RuleKey, list[Window]] = {}
         for entry in entries:
             valid_to = _micros(entry.valid_to) if entry.valid_to is not None else None
             key = (entry.price.model, entry.pattern)
             self._windows.setdefault(key, []).append((_micros(entry.valid_from), valid_to, entry.price))
         self._rules = [_rule(key) for key in self._windows]
-        self._resolved: dict[str, tuple[str, str | None] | None] = {}
+        # which rule a name matches depends on the rules only, so books with the same rules share answers
+        self._rules_id = hash(tuple(self._windows))
 
     def price_for(self, model: str, start_time_ns: int) -> Price | None:
         """The price of ``model`` in force when a span started at ``start_time_ns``."""
-        if model in self._resolved:
-            key = self._resolved[model]
-        else:
-            if len(self._resolved) >= MAX_RESOLVED_NAMES:
-                self._resolved.clear()
-            key = self._resolved[model] = self._resolve(model)
+        cache_key = (self._rules_id, model)
+        key = _resolved.get(cache_key, _UNRESOLVED)
+        if key is _UNRESOLVED:
+            if len(_resolved) >= MAX_RESOLVED_NAMES:
+                _resolved.clear()
+            key = _resolved[cache_key] = self._resolve(model)
         if key is None:
             return None
         start_us = start_time_ns // NS_PER_US
@@ -78,8 +85,8 @@ class PriceBook:
                 return price
         return None
 
-    def _resolve(self, model: str) -> tuple[str, str | None] | None:
-        best: tuple[int, tuple[str, str | None]] | None = None
+    def _resolve(self, model: str) -> RuleKey | None:
+        best: tuple[int, RuleKey] | None = None
         for name in model_names(model):
             for rule in self._rules:
                 weight = _weight(rule, name)
@@ -117,7 +124,7 @@ def check_pattern(pattern: str) -> None:
         raise ValueError(f"pattern {pattern!r} must name some characters of the model, not only wildcards")
 
 
-def _rule(key: tuple[str, str | None]) -> _Rule:
+def _rule(key: RuleKey) -> _Rule:
     model, pattern = key
     if pattern is None:
         return _Rule(key, model.lower(), None, 0)
