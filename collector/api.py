@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from collector._body import BadEncoding, BodyTooLarge, read_capped
+from collector.logs import DatabaseUnavailable, LogReceiver
 from collector.otlp_json import MalformedRequest, message_to_json
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
@@ -52,10 +53,12 @@ def create_app(
     limits: HttpLimits,
     health: Callable[[], dict[str, Any]],
     gate: AuthGate | None = None,
+    log_receiver: LogReceiver | None = None,
 ) -> Starlette:
-    """The OTLP/HTTP app: ``POST /v1/traces``, ``GET /metrics``, ``GET /healthz``.
+    """The OTLP/HTTP app: ``POST /v1/traces``, ``POST /v1/logs`` (with a ``log_receiver``),
+    ``GET /metrics``, ``GET /healthz``.
 
-    With an enabled ``gate``, ``/v1/traces`` needs an ingest key and stores spans in the key's project.
+    With an enabled ``gate``, posts need an ingest key and store what they carry in the key's project.
     """
 
     async def traces(request: Request) -> Response:
@@ -63,6 +66,17 @@ def create_app(
         try:
             project = await admit(gate, request)
             answer = await export(request, receiver, limits, content_type, project)
+        except HttpError as error:
+            return error_response(error, content_type)
+        return encode(answer, content_type, 200)
+
+    async def logs(request: Request) -> Response:
+        content_type = media_type(request.headers.get("content-type", ""))
+        if log_receiver is None:
+            return error_response(HttpError(404, code_pb2.NOT_FOUND, "no logs receiver"), content_type)
+        try:
+            project = await admit(gate, request)
+            answer = await export_logs(request, log_receiver, receiver, limits, content_type, project)
         except HttpError as error:
             return error_response(error, content_type)
         return encode(answer, content_type, 200)
@@ -77,6 +91,7 @@ def create_app(
     return Starlette(
         routes=[
             Route("/v1/traces", traces, methods=["POST"]),
+            Route("/v1/logs", logs, methods=["POST"]),
             Route("/metrics", metrics, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
         ]
@@ -107,17 +122,7 @@ async def export(
 
     The event loop only moves bytes: inflating, parsing and decoding happen in a worker process.
     """
-    body_format = FORMATS.get(content_type)
-    if body_format is None:
-        raise HttpError(415, code_pb2.INVALID_ARGUMENT, f"unsupported content type {content_type!r}")
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    if encoding not in ("gzip", "identity", ""):
-        raise HttpError(415, code_pb2.INVALID_ARGUMENT, f"unsupported content encoding {encoding!r}")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.max_request_bytes:
-        raise HttpError(
-            413, code_pb2.RESOURCE_EXHAUSTED, f"request body is over {limits.max_request_bytes} bytes"
-        )
+    body_format, encoding, declared = check_headers(request, limits, content_type)
     try:
         with receiver.admit(int(declared) if declared.isdigit() else 0) as reservation:
             body = await read_capped(request.stream(), limits.max_request_bytes, reservation.cover)
@@ -133,6 +138,48 @@ async def export(
         status, code = (429, code_pb2.RESOURCE_EXHAUSTED) if busy else (503, code_pb2.UNAVAILABLE)
         raise HttpError(status, code, str(error), error.retry_after_s) from None
     return export_response(decoded, durable)
+
+
+def check_headers(request: Request, limits: HttpLimits, content_type: str) -> tuple[BodyFormat, str, str]:
+    """The body format, content encoding and declared length of a post, or the ``HttpError`` refusing it."""
+    body_format = FORMATS.get(content_type)
+    if body_format is None:
+        raise HttpError(415, code_pb2.INVALID_ARGUMENT, f"unsupported content type {content_type!r}")
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("gzip", "identity", ""):
+        raise HttpError(415, code_pb2.INVALID_ARGUMENT, f"unsupported content encoding {encoding!r}")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_request_bytes:
+        raise HttpError(
+            413, code_pb2.RESOURCE_EXHAUSTED, f"request body is over {limits.max_request_bytes} bytes"
+        )
+    return body_format, encoding, declared
+
+
+async def export_logs(
+    request: Request,
+    log_receiver: LogReceiver,
+    receiver: TraceReceiver,
+    limits: HttpLimits,
+    content_type: str,
+    project: str | None,
+) -> Message:
+    """Read one logs request (its bytes counted in the decode budget) and store its GenAI content."""
+    body_format, encoding, declared = check_headers(request, limits, content_type)
+    try:
+        with receiver.pool.reserve(int(declared) if declared.isdigit() else 0) as reservation:
+            body = await read_capped(request.stream(), limits.max_request_bytes, reservation.cover)
+            return await asyncio.to_thread(
+                log_receiver.receive, body, body_format, encoding == "gzip", project
+            )
+    except BodyTooLarge as error:
+        raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
+    except (BadEncoding, MalformedRequest) as error:
+        raise HttpError(400, code_pb2.INVALID_ARGUMENT, str(error)) from None
+    except DecoderBusy as error:
+        raise HttpError(429, code_pb2.RESOURCE_EXHAUSTED, str(error), error.retry_after_s) from None
+    except DatabaseUnavailable as error:
+        raise HttpError(503, code_pb2.UNAVAILABLE, str(error), error.retry_after_s) from None
 
 
 def media_type(header: str) -> str:

@@ -81,6 +81,7 @@ def price_entry(
     gpu_hour_usd: float | None,
     provider: str | None,
     valid_from: datetime | None,
+    pattern: str | None = None,
 ) -> PriceEntry:
     """A price row from command-line options (a naive ``valid_from`` is read as UTC)."""
     start = valid_from.replace(tzinfo=valid_from.tzinfo or UTC) if valid_from else EPOCH
@@ -88,6 +89,7 @@ def price_entry(
         price=Price(model, input_usd_per_mtok, output_usd_per_mtok, gpu_hour_usd),
         provider=provider,
         valid_from=start,
+        pattern=pattern,
     )
 
 

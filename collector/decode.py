@@ -7,7 +7,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector._anyvalue import clean_text, key_values
-from collector._genai import GenAIFields, resource_defaults
+from collector._genai import GenAIFields, add_content_attributes, resource_defaults
 from collector._wire import ResourceGroup
 from collector.records import DecodedBatch, SpanRecord
 from collector.validate import InvalidSpan, SpanLimits, check_times, free_text
@@ -118,6 +118,8 @@ def decode_span(
         fields = GenAIFields(attributes, defaults, limits)
     except InvalidSpan as error:
         raise InvalidSpan(f"span {span_id}: {error}") from None
+    events = [decode_event(event) for event in span.events] if span.events else []
+    add_content_attributes(attributes, events)
     status = span.status
     return SpanRecord(
         trace_id=trace_id,
@@ -134,7 +136,7 @@ def decode_span(
         status_message=free_text(clean_text(status.message), limits) or None,
         attributes=attributes,
         resource=resource,
-        events=[decode_event(event) for event in span.events] if span.events else [],
+        events=events,
         project=fields.project,
         model=fields.model,
         input_tokens=fields.input_tokens,

@@ -12,7 +12,8 @@ import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 
-from collector._body import BadEncoding
+from collector._body import BadEncoding, BodyTooLarge
+from collector.logs import DatabaseUnavailable, LogReceiver
 from collector.otlp_json import MalformedRequest
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
@@ -21,6 +22,7 @@ from evallens.auth import AuthError, AuthGate, RateLimited, Scope, metadata_head
 from evallens.telemetry import attributes as attr
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 AUTH_STATUS = {
     401: grpc.StatusCode.UNAUTHENTICATED,
     403: grpc.StatusCode.PERMISSION_DENIED,
@@ -54,15 +56,41 @@ class TraceService:
         return bytes(export_response(decoded, durable).SerializeToString())
 
     def _admit(self, context: Any) -> str | None:
-        if self._gate is None or not self._gate.enabled:
-            return None
+        return admit(self._gate, context)
+
+
+class LogsService:
+    """``Export`` of logs: stores the GenAI content events, answering once they are committed."""
+
+    def __init__(self, receiver: TraceReceiver, log_receiver: LogReceiver, gate: AuthGate | None) -> None:
+        self._receiver, self._log_receiver, self._gate = receiver, log_receiver, gate
+
+    def export(self, body: bytes, context: Any) -> bytes:
+        """Store the content events of one serialized logs request (in its API key's project)."""
+        project = admit(self._gate, context)
         try:
-            principal = self._gate.admit(metadata_headers(context.invocation_metadata()), Scope.INGEST)
-        except AuthError as error:
-            if isinstance(error, RateLimited):
-                abort_with_retry(context, AUTH_STATUS[error.status], str(error), error.retry_after_s)
-            context.abort(AUTH_STATUS[error.status], str(error))
-        return principal.project if principal is not None else None
+            with self._receiver.pool.reserve(len(body)):
+                answer = self._log_receiver.receive(body, "protobuf", False, project)
+        except (MalformedRequest, BadEncoding, BodyTooLarge) as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        except DecoderBusy as error:
+            abort_with_retry(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(error), error.retry_after_s)
+        except DatabaseUnavailable as error:
+            abort_with_retry(context, grpc.StatusCode.UNAVAILABLE, str(error), error.retry_after_s)
+        return bytes(answer.SerializeToString())
+
+
+def admit(gate: AuthGate | None, context: Any) -> str | None:
+    """The project of the call's API key (None with auth off), or the call aborted with why."""
+    if gate is None or not gate.enabled:
+        return None
+    try:
+        principal = gate.admit(metadata_headers(context.invocation_metadata()), Scope.INGEST)
+    except AuthError as error:
+        if isinstance(error, RateLimited):
+            abort_with_retry(context, AUTH_STATUS[error.status], str(error), error.retry_after_s)
+        context.abort(AUTH_STATUS[error.status], str(error))
+    return principal.project if principal is not None else None
 
 
 def abort_with_retry(context: Any, code: grpc.StatusCode, message: str, retry_after_s: int) -> NoReturn:
@@ -82,6 +110,7 @@ def create_grpc_server(
     max_message_bytes: int,
     gate: AuthGate | None = None,
     max_concurrent_rpcs: int | None = None,
+    log_receiver: LogReceiver | None = None,
 ) -> tuple[Any, int]:
     """A started-able gRPC server bound to ``address`` (port 0 picks one) and the port it got.
 
@@ -98,6 +127,11 @@ def create_grpc_server(
     service = TraceService(receiver, gate)
     export = grpc.unary_unary_rpc_method_handler(service.export)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": export}),))
+    if log_receiver is not None:
+        logs = grpc.unary_unary_rpc_method_handler(LogsService(receiver, log_receiver, gate).export)
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": logs}),)
+        )
     port = server.add_insecure_port(address)
     if port == 0:
         raise OSError(f"cannot bind OTLP/gRPC to {address}")

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from collector.pricebook import PriceBook, PriceEntry, span_cost
+from collector.pricebook import PriceBook, PriceEntry, check_pattern, span_cost
 from evallens.db.models.prices import ModelPrice
 from evallens.errors import EvallensError
 from evallens.telemetry.cost import Price
@@ -43,6 +43,7 @@ def default_prices() -> list[PriceEntry]:
                 gpu_hour_usd=item.get("gpu_hour_usd"),
             ),
             provider=item.get("provider"),
+            pattern=item.get("pattern"),
         )
         for item in json.loads(text)["prices"]
     ]
@@ -63,8 +64,14 @@ def check_price(price: Price) -> None:
 def set_price(session: Session, entry: PriceEntry) -> None:
     """Insert or replace the price of ``entry.price.model`` valid from ``entry.valid_from``."""
     check_price(entry.price)
+    if entry.pattern is not None:
+        try:
+            check_pattern(entry.pattern)
+        except ValueError as error:
+            raise InvalidPrice(str(error)) from None
     values = {
         "model": entry.price.model,
+        "pattern": entry.pattern,
         "provider": entry.provider,
         "input_usd_per_mtok": entry.price.input_usd_per_mtok,
         "output_usd_per_mtok": entry.price.output_usd_per_mtok,
@@ -95,6 +102,7 @@ def list_prices(session: Session) -> list[PriceEntry]:
             provider=row.provider,
             valid_from=row.valid_from,
             valid_to=row.valid_to,
+            pattern=row.pattern,
         )
         for row in rows
     ]
@@ -104,6 +112,7 @@ def price_as_dict(entry: PriceEntry) -> dict[str, Any]:
     """One price row as plain JSON-ready values (for ``prices list --json``)."""
     return {
         "model": entry.price.model,
+        "pattern": entry.pattern,
         "provider": entry.provider,
         "input_usd_per_mtok": entry.price.input_usd_per_mtok,
         "output_usd_per_mtok": entry.price.output_usd_per_mtok,

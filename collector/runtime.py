@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from collector._files import DirectoryLock
 from collector.api import HttpLimits, create_app
 from collector.grpc_service import create_grpc_server
+from collector.logs import LogReceiver
 from collector.pipeline import Ingestor, QueueLimits
 from collector.prices import PriceBook, list_prices, seed_default_prices
 from collector.quarantine import DeadLetters, Quarantine
@@ -69,8 +70,18 @@ class Collector:
             PriceBook([]),
         )
         self.gate = AuthGate(settings, create_session_factory(self.engine))
+        self.log_receiver = LogReceiver(
+            self.engine,
+            span_limits(settings),
+            settings.collector_max_request_bytes,
+            settings.collector_retry_after_s,
+        )
         self.app = create_app(
-            self.receiver, HttpLimits(settings.collector_max_request_bytes), self.health, self.gate
+            self.receiver,
+            HttpLimits(settings.collector_max_request_bytes),
+            self.health,
+            self.gate,
+            self.log_receiver,
         )
         self.scraper = Scraper(
             self.engine,
@@ -105,6 +116,7 @@ class Collector:
                 self.settings.collector_max_request_bytes,
                 self.gate,
                 self.settings.collector_max_concurrent_requests,
+                self.log_receiver,
             )
             self._grpc.start()
         self.scraper.start()

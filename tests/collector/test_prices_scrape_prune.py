@@ -182,3 +182,48 @@ def test_prune_drops_old_partitions_only(
     assert parse_age("2w") == timedelta(days=14)
     with pytest.raises(InvalidDuration):
         parse_age("30 minutes")
+
+
+def test_price_book_matches_names_as_clients_write_them() -> None:
+    book = PriceBook(
+        [
+            PriceEntry(Price("gpt-4o", 2.5, 10.0)),
+            PriceEntry(Price("gpt-4o-mini", 0.15, 0.6)),
+            PriceEntry(Price("SmolLM2-135M-Instruct", gpu_hour_usd=0.5)),
+            PriceEntry(Price("house-model", 1.0, 1.0), pattern="*house-v?-chat*"),
+            PriceEntry(Price("broad", 9.0, 9.0), pattern="gpt-*"),
+        ]
+    )
+    smol = Price("SmolLM2-135M-Instruct", gpu_hour_usd=0.5)
+    assert book.price_for("smollm2-135m-instruct", 0) == smol  # any case
+    assert book.price_for("HuggingFaceTB/SmolLM2-135M-Instruct", 0) == smol  # provider prefix
+    assert book.price_for("openai/GPT-4o-2024-08-06", 0) == Price("gpt-4o", 2.5, 10.0)  # both, dated
+    assert book.price_for("gpt-4o-mini-2024-07-18", 0) == Price("gpt-4o-mini", 0.15, 0.6)
+    assert book.price_for("acme/House-V2-Chat-Large", 0) == Price("house-model", 1.0, 1.0)  # pattern
+    # the broad pattern covers other gpt names but never beats a more specific row
+    assert book.price_for("gpt-5", 0) == Price("broad", 9.0, 9.0)
+    assert book.price_for("gpt-4o", 0) == Price("gpt-4o", 2.5, 10.0)
+    # a prefix must end at a separator: gpt-4ox is not a dated gpt-4o
+    assert PriceBook([PriceEntry(Price("gpt-4o", 2.5, 10.0))]).price_for("gpt-4ox", 0) is None
+    # a client's span of the self-hosted model: GPU-hours over its duration (2 s)
+    span = record("smollm2-135m-instruct", input_tokens=12, output_tokens=3)
+    book.tag_costs([span])
+    assert span.cost_usd == pytest.approx(0.5 * 2.0 / 3600)
+
+
+def test_prices_cli_pattern(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    cli, runner = create_cli(), CliRunner()
+    args = ["prices", "set", "house-model", "--input", "1", "--output", "2", "--pattern", "*house-v?*"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    engine = create_db_engine(database_url)
+    with Session(engine) as session:
+        book = PriceBook(list_prices(session))
+    engine.dispose()
+    assert book.price_for("acme/HOUSE-V3", 0) == Price("house-model", 1.0, 2.0)
+    listed = orjson.loads(runner.invoke(cli, ["prices", "list", "--json"]).output)
+    assert [row["pattern"] for row in listed if row["model"] == "house-model"] == ["*house-v?*"]
+    refused = runner.invoke(cli, ["prices", "set", "all", "--input", "1", "--output", "1", "--pattern", "**"])
+    # the CLI's entry point turns this error into one line and exit code 2
+    assert refused.exit_code != 0 and "only wildcards" in str(refused.exception)

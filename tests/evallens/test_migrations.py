@@ -22,6 +22,7 @@ from evallens.db.partitions import create_span_partitions
 
 EXPECTED_TABLES = {
     "spans",
+    "genai_content",
     "metric_samples",
     "model_prices",
     "eval_sets",

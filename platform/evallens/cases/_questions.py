@@ -1,4 +1,4 @@
-"""The user question of production traces, read from their spans."""
+"""The user question of production traces, read from their spans (or the content events sent beside them)."""
 
 from collections.abc import Sequence
 
@@ -6,13 +6,14 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.orm import Session
 
-from evallens.db.models import Span
-from evallens.telemetry.messages import QUESTION_ATTRIBUTES, first_text
+from evallens.db.models import GenAIContent, Span
+from evallens.telemetry.messages import QUESTION_ATTRIBUTES, first_text, last_user_message
 
 
 def trace_questions(session: Session, trace_ids: Sequence[str], project: str) -> dict[str, str | None]:
-    """The user question of each trace of ``project`` (from its earliest span there that carries one);
-    None when none does. Another project's spans never count, even under the same trace id."""
+    """The user question of each trace of ``project`` (from its earliest span there that carries one,
+    else from the GenAI content events of its earliest span that has any); None when none does.
+    Another project's spans and events never count, even under the same trace id."""
     questions: dict[str, str | None] = dict.fromkeys(trace_ids)
     has_question = Span.attributes.has_any(array(QUESTION_ATTRIBUTES))
     rows = session.execute(
@@ -24,4 +25,26 @@ def trace_questions(session: Session, trace_ids: Sequence[str], project: str) ->
         if questions.get(trace_id) is None:
             values = [span_attributes.get(name) for name in QUESTION_ATTRIBUTES]
             questions[trace_id] = first_text(values, "user")
+    missing = [trace_id for trace_id, question in questions.items() if question is None]
+    if missing:
+        questions.update(_event_questions(session, missing, project))
     return questions
+
+
+def _event_questions(session: Session, trace_ids: list[str], project: str) -> dict[str, str | None]:
+    """The last user message among the input content events of each trace's earliest span with any."""
+    rows = session.execute(
+        select(GenAIContent.trace_id, GenAIContent.span_id, GenAIContent.messages)
+        .where(
+            GenAIContent.project == project,
+            GenAIContent.trace_id.in_(trace_ids),
+            GenAIContent.direction == "input",
+        )
+        .order_by(GenAIContent.time, GenAIContent.id)
+    )
+    first_span: dict[str, str] = {}
+    messages: dict[str, list[object]] = {}
+    for trace_id, span_id, event_messages in rows:
+        if first_span.setdefault(trace_id, span_id) == span_id:
+            messages.setdefault(trace_id, []).extend(event_messages)
+    return {trace_id: last_user_message(found) for trace_id, found in messages.items()}

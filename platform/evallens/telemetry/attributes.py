@@ -26,6 +26,16 @@ GEN_AI_SERVER_TIME_TO_FIRST_TOKEN = "gen_ai.server.time_to_first_token"
 # the chat input/output as JSON: [{"role": "user", "parts": [{"type": "text", "content": ...}]}]
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+# earlier forms of the same content: one JSON or text value, or flattened gen_ai.prompt.N.role/.content
+GEN_AI_PROMPT = "gen_ai.prompt"
+GEN_AI_COMPLETION = "gen_ai.completion"
+# GenAI content events, on spans or as OTLP log records (event name, or the event.name attribute)
+EVENT_NAME = "event.name"
+EVENT_GEN_AI_CHOICE = "gen_ai.choice"  # body {"index", "finish_reason", "message": {"role", "content"}}
+EVENT_GEN_AI_MESSAGE_SUFFIX = ".message"  # gen_ai.user.message, gen_ai.system.message...: {"content"}
+EVENT_GEN_AI_OPERATION_DETAILS = "gen_ai.client.inference.operation.details"  # the messages as attributes
+EVENT_GEN_AI_CONTENT_PROMPT = "gen_ai.content.prompt"  # attribute gen_ai.prompt
+EVENT_GEN_AI_CONTENT_COMPLETION = "gen_ai.content.completion"  # attribute gen_ai.completion
 
 # OpenInference
 LLM_MODEL_NAME = "llm.model_name"
@@ -35,6 +45,9 @@ LLM_TOKEN_COUNT_TOTAL = "llm.token_count.total"
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
 INPUT_VALUE = "input.value"
 OUTPUT_VALUE = "output.value"
+# flattened chat messages: llm.input_messages.N.message.role / .content
+LLM_INPUT_MESSAGES = "llm.input_messages"
+LLM_OUTPUT_MESSAGES = "llm.output_messages"
 RETRIEVAL_DOCUMENTS_PREFIX = "retrieval.documents"
 
 

@@ -31,20 +31,31 @@ def list_prices(fmt: FormatOption = OutputFormat.TABLE, as_json: JsonOption = Fa
     if chosen_format(fmt, as_json) is OutputFormat.JSON:
         print_json(rows)
         return
-    headers = ["model", "provider", "in $/1M tok", "out $/1M tok", "$/GPU-hour", "valid from", "valid to"]
+    headers = ["model", "pattern", "provider", "in $/1M tok", "out $/1M tok", "$/GPU-hour", "valid from", "valid to"]
     print_table(output_console(), headers, [[cell(value) for value in row.values()] for row in rows])
 
 
 @app.command("set")
 def set_price(
     model: Annotated[
-        str, typer.Argument(help="Model name; also matches names it prefixes (gpt-4o-2024-08-06).")
+        str,
+        typer.Argument(
+            help="Model name, matched in any case, without a provider prefix (openai/gpt-4o) and as "
+            "the start of dated names (gpt-4o-2024-08-06)."
+        ),
     ],
     input_usd: Annotated[float | None, typer.Option("--input", help="USD per 1M input tokens.")] = None,
     output_usd: Annotated[float | None, typer.Option("--output", help="USD per 1M output tokens.")] = None,
     gpu_hour_usd: Annotated[float | None, typer.Option("--gpu-hour", help="USD per GPU-hour.")] = None,
     provider: Annotated[str | None, typer.Option("--provider", help="openai, self-hosted, ...")] = None,
     valid_from: Annotated[datetime | None, typer.Option("--valid-from", help="From when (UTC).")] = None,
+    pattern: Annotated[
+        str | None,
+        typer.Option(
+            "--pattern",
+            help="Glob of other names this price covers, any case ('*smollm2-135m*', 'gpt-4o-20*').",
+        ),
+    ] = None,
 ) -> None:
     """Set (insert or replace) a model's price."""
     from collector.commands import price_entry, price_table
@@ -56,6 +67,7 @@ def set_price(
         gpu_hour_usd=gpu_hour_usd,
         provider=provider,
         valid_from=valid_from,
+        pattern=pattern,
     )
     price_table(DatabaseSettings(), update=entry)
     Console().print(f"price of {model} set")

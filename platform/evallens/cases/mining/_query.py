@@ -1,7 +1,9 @@
 """One SQL pass over a window of production spans: per-trace facts of traces that may be bad.
 
 Production means no span of the trace carries an eval run id; feedback spans (those naming a target
-trace) are joined onto the trace they rate and are never candidates themselves.
+trace) are joined onto the trace they rate and are never candidates themselves. Chat content that
+clients sent as log events (``genai_content``) is joined onto its trace: the messages of the
+trace's earliest span that has any.
 """
 
 from dataclasses import dataclass
@@ -49,7 +51,16 @@ def _cited(name: str) -> str:
 
 
 FLAGGED_SQL = f"""
-WITH t AS (
+WITH c AS (
+  SELECT DISTINCT ON (trace_id) trace_id, input_messages AS event_input, output_messages AS event_output
+  FROM (
+    SELECT trace_id, span_id, min(time) AS time,
+      jsonb_agg(m ORDER BY time, id, ord) FILTER (WHERE direction = 'input') AS input_messages,
+      jsonb_agg(m ORDER BY time, id, ord) FILTER (WHERE direction = 'output') AS output_messages
+    FROM genai_content, jsonb_array_elements(messages) WITH ORDINALITY AS x(m, ord)
+    WHERE project = :p AND time >= :since GROUP BY trace_id, span_id) per_span
+  ORDER BY trace_id, time),
+t AS (
   SELECT trace_id, min(start_time) AS start_time,
     max(duration_ms) FILTER (WHERE parent_span_id IS NULL) AS latency_ms,
     sum(cost_usd) AS cost_usd, bool_or(status_code = 2) AS error,
@@ -74,8 +85,10 @@ f AS (
   FROM spans WHERE project = :p AND start_time >= :since AND attributes ? :a_target
     AND jsonb_typeof(attributes -> :a_feedback) = 'number' GROUP BY 1),
 prod AS (
-  SELECT t.*, least(t.own_feedback, f.score) AS feedback_score, f.comment AS feedback_comment
-  FROM t LEFT JOIN f USING (trace_id) WHERE NOT t.excluded AND t.latency_ms IS NOT NULL),
+  SELECT t.*, least(t.own_feedback, f.score) AS feedback_score, f.comment AS feedback_comment,
+    c.event_input, c.event_output
+  FROM t LEFT JOIN f USING (trace_id) LEFT JOIN c USING (trace_id)
+  WHERE NOT t.excluded AND t.latency_ms IS NOT NULL),
 lim AS (
   SELECT count(*) AS num_traces,
     percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50,
@@ -94,7 +107,8 @@ SELECT * FROM flagged
 WHERE coalesce(feedback_score < 0, false) OR error OR timeout OR degraded OR no_citations
    OR latency_outlier OR cost_outlier
    OR (NOT guarded
-       AND coalesce(output_messages::text, '') || coalesce(output_value::text, '') ~* :refusal_hint)
+       AND coalesce(output_messages::text, '') || coalesce(output_value::text, '')
+           || coalesce(event_output::text, '') ~* :refusal_hint)
 ORDER BY start_time DESC LIMIT :max_traces
 """
 COUNT_SQL = """
@@ -148,8 +162,8 @@ def flagged_traces(
             cost_outlier=bool(row["cost_outlier"]),
             feedback_score=row["feedback_score"],
             feedback_comment=row["feedback_comment"],
-            question_values=(row["input_messages"], row["input_value"]),
-            answer_values=(row["output_messages"], row["output_value"]),
+            question_values=(row["input_messages"], row["input_value"], row["event_input"]),
+            answer_values=(row["output_messages"], row["output_value"], row["event_output"]),
         )
         for row in rows
     ]

@@ -1,6 +1,7 @@
 """Every evallens table, split by area. Importing this module registers them all on ``Base.metadata``."""
 
 from evallens.db.models.auth import ApiKey, Project
+from evallens.db.models.content import GenAIContent
 from evallens.db.models.evals import (
     EvalCase,
     EvalResult,
@@ -26,6 +27,7 @@ __all__ = [
     "EvalSet",
     "EvalTag",
     "GateReport",
+    "GenAIContent",
     "JudgeVerdict",
     "MetricSample",
     "ModelPrice",

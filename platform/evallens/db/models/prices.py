@@ -28,6 +28,9 @@ class ModelPrice(Base):
 
     id: Mapped[int] = mapped_column(Integer, Identity(), primary_key=True)
     model: Mapped[str] = mapped_column(Text)
+    pattern: Mapped[str | None] = mapped_column(
+        Text, comment="case-insensitive glob of other names the price covers (gpt-4o-20*)"
+    )
     provider: Mapped[str | None] = mapped_column(Text)
     input_usd_per_mtok: Mapped[float | None] = mapped_column(Numeric(14, 6, asdecimal=False))
     output_usd_per_mtok: Mapped[float | None] = mapped_column(Numeric(14, 6, asdecimal=False))
