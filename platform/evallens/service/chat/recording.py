@@ -151,7 +151,9 @@ class RequestRecording:
             )
         ) is not None:
             self.span.set_attribute(attr.COST_USD, cost)
-        if ttft_s is not None and self.num_output_tokens > 1 and latency_s > ttft_s:
+        # Only the engine generates at a rate: a cached or canned answer's "tokens" arrive at once.
+        generated = self.generation_started is not None
+        if generated and ttft_s is not None and self.num_output_tokens > 1 and latency_s > ttft_s:
             rate = (self.num_output_tokens - 1) / (latency_s - ttft_s)
             self.span.set_attribute(attr.OUTPUT_TOKENS_PER_SECOND, rate)
             self.metrics.tokens_per_s.observe(rate)
