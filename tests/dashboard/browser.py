@@ -45,6 +45,9 @@ PAGE_STATE_JS = """(() => {
     running: !!status && /running/i.test(status.innerText),
     skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length,
     charts: document.querySelectorAll('.vega-embed').length,
+    tables: document.querySelectorAll('[data-testid="stDataFrame"], [data-testid="stTable"]').length,
+    tiles: document.querySelectorAll('[data-testid="stMetric"]').length,
+    not_found: /page not found/i.test(document.body.innerText),
     errors: errors,
     heading: (document.querySelector('h1') || {innerText: ''}).innerText,
     dialogs: [...document.querySelectorAll('[role="dialog"]')].map(e => e.innerText.slice(0, 300)),
@@ -71,6 +74,9 @@ class PageState:
     dialogs: list[str]
     charts: int
     height: int
+    tables: int = 0
+    tiles: int = 0
+    not_found: bool = False
 
 
 class Tab:
@@ -112,6 +118,9 @@ class Tab:
             list(state["dialogs"]),
             int(state["charts"]),
             int(state["height"]),
+            int(state["tables"]),
+            int(state["tiles"]),
+            bool(state["not_found"]),
         )
 
     def screenshot(self, path: Path, height: int) -> None:

@@ -1,4 +1,5 @@
-"""One SQL pass over a window of production spans: per-trace facts of traces that may be bad.
+"""One SQL pass over a window's trace summaries: per-trace facts of traces that may be bad; then the
+question and answer text of those traces from their spans.
 
 Production means no span of the trace carries an eval run id; feedback spans (those naming a target
 trace) are joined onto the trace they rate and are never candidates themselves.
@@ -14,29 +15,14 @@ from sqlalchemy.orm import Session
 from evallens.telemetry import attributes as attr
 
 # A loose pre-filter for answers that might refuse or not know; Python decides exactly (signals.py).
+# Migration 0006's trigger applies it at ingest (``trace_summaries.refusal_hint``): change both together.
 REFUSAL_HINT = r"sorry|can.?t|cannot|unable|not able|don.?t know|do not know|no information|not sure|decline"
 
 PARAMS = {
-    "a_degraded": attr.DEGRADED,
-    "a_timeout": attr.TIMEOUT,
-    "a_declined": attr.GUARD_SCOPE_DECLINED,
-    "a_refused": attr.GUARD_SAFETY_REFUSED,
-    "a_operation": attr.GEN_AI_OPERATION_NAME,
-    "a_oi_kind": attr.OPENINFERENCE_SPAN_KIND,
-    "a_chunks": attr.RETRIEVAL_CHUNK_IDS,
-    "a_docs": attr.GEN_AI_RETRIEVAL_DOCUMENTS,
-    "a_doc0": attr.retrieval_document_id(0),
-    "a_feedback": attr.FEEDBACK_SCORE,
-    "a_comment": attr.FEEDBACK_COMMENT,
-    "a_target": attr.FEEDBACK_TARGET_TRACE_ID,
     "a_in": attr.GEN_AI_INPUT_MESSAGES,
     "a_in_oi": attr.INPUT_VALUE,
     "a_out": attr.GEN_AI_OUTPUT_MESSAGES,
     "a_out_oi": attr.OUTPUT_VALUE,
-    "retrieval_op": attr.OPERATION_RETRIEVAL,
-    "retrieval_span": attr.SPAN_RETRIEVAL,
-    "oi_retriever": attr.OPENINFERENCE_KIND_RETRIEVER,
-    "refusal_hint": REFUSAL_HINT,
 }
 
 
@@ -44,38 +30,23 @@ def _first(name: str) -> str:
     return f"(array_agg(attributes -> :{name} ORDER BY start_time) FILTER (WHERE attributes ? :{name}))[1]"
 
 
-def _cited(name: str) -> str:
-    return f"(attributes ? :{name} AND attributes ->> :{name} NOT IN ('', '[]'))"
-
-
+# Per-trace facts come from ``trace_summaries`` (kept by the spans trigger, migration 0006, which also
+# folds the loose refusal pattern into ``refusal_hint``); spans are read only for the flagged traces' text.
+PRODUCTION = (
+    "project = :p AND start_time >= :since AND eval_run_id IS NULL AND rated_trace_id IS NULL"
+    " AND latency_ms IS NOT NULL"
+)
 FLAGGED_SQL = f"""
-WITH t AS (
-  SELECT trace_id, min(start_time) AS start_time,
-    max(duration_ms) FILTER (WHERE parent_span_id IS NULL) AS latency_ms,
-    sum(cost_usd) AS cost_usd, bool_or(status_code = 2) AS error,
-    coalesce(bool_or(attributes -> :a_degraded = 'true'::jsonb), false) AS degraded,
-    coalesce(bool_or(attributes -> :a_timeout = 'true'::jsonb), false) AS timeout,
-    coalesce(bool_or(attributes -> :a_declined = 'true'::jsonb
-                     OR attributes -> :a_refused = 'true'::jsonb), false) AS guarded,
-    bool_or(name = :retrieval_span OR attributes ->> :a_operation = :retrieval_op
-            OR attributes ->> :a_oi_kind = :oi_retriever OR attributes ? :a_chunks OR attributes ? :a_docs
-            OR attributes ? :a_doc0) AS rag,
-    bool_or(attributes ? :a_doc0 OR {_cited("a_chunks")} OR {_cited("a_docs")}) AS cited,
-    min(CASE WHEN jsonb_typeof(attributes -> :a_feedback) = 'number' AND NOT attributes ? :a_target
-        THEN (attributes ->> :a_feedback)::float END) AS own_feedback,
-    bool_or(eval_run_id IS NOT NULL OR attributes ? :a_target) AS excluded,
-    {_first("a_in")} AS input_messages, {_first("a_in_oi")} AS input_value,
-    {_first("a_out")} AS output_messages, {_first("a_out_oi")} AS output_value
-  FROM spans WHERE project = :p AND start_time >= :since GROUP BY trace_id),
-f AS (
-  SELECT attributes ->> :a_target AS trace_id, min((attributes ->> :a_feedback)::float) AS score,
-    (array_agg(attributes ->> :a_comment ORDER BY (attributes ->> :a_feedback)::float)
-       FILTER (WHERE attributes ? :a_comment))[1] AS comment
-  FROM spans WHERE project = :p AND start_time >= :since AND attributes ? :a_target
-    AND jsonb_typeof(attributes -> :a_feedback) = 'number' GROUP BY 1),
+WITH f AS (
+  SELECT rated_trace_id AS trace_id, min(rating) AS score,
+    (array_agg(rating_comment ORDER BY rating) FILTER (WHERE rating_comment IS NOT NULL))[1] AS comment
+  FROM trace_summaries WHERE project = :p AND start_time >= :since AND rated_trace_id IS NOT NULL
+    AND rating IS NOT NULL GROUP BY 1),
 prod AS (
-  SELECT t.*, least(t.own_feedback, f.score) AS feedback_score, f.comment AS feedback_comment
-  FROM t LEFT JOIN f USING (trace_id) WHERE NOT t.excluded AND t.latency_ms IS NOT NULL),
+  SELECT t.trace_id, t.start_time, t.latency_ms, t.cost_usd, t.error, t.degraded, t.timeout, t.guarded,
+    t.rag, t.cited, t.refusal_hint, least(t.own_feedback, f.score) AS feedback_score,
+    f.comment AS feedback_comment
+  FROM trace_summaries t LEFT JOIN f USING (trace_id) WHERE {PRODUCTION.replace("project", "t.project")}),
 lim AS (
   SELECT count(*) AS num_traces,
     percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50,
@@ -92,16 +63,14 @@ flagged AS (
   FROM prod, lim)
 SELECT * FROM flagged
 WHERE coalesce(feedback_score < 0, false) OR error OR timeout OR degraded OR no_citations
-   OR latency_outlier OR cost_outlier
-   OR (NOT guarded
-       AND coalesce(output_messages::text, '') || coalesce(output_value::text, '') ~* :refusal_hint)
+   OR latency_outlier OR cost_outlier OR (NOT guarded AND refusal_hint)
 ORDER BY start_time DESC LIMIT :max_traces
 """
-COUNT_SQL = """
-SELECT count(DISTINCT trace_id) FROM spans s WHERE project = :p AND start_time >= :since
-  AND parent_span_id IS NULL AND NOT EXISTS (
-    SELECT 1 FROM spans e WHERE e.trace_id = s.trace_id AND e.project = :p AND e.start_time >= :since
-      AND (e.eval_run_id IS NOT NULL OR e.attributes ? :a_target))
+COUNT_SQL = f"SELECT count(*) FROM trace_summaries WHERE {PRODUCTION}"
+TEXT_SQL = f"""
+SELECT trace_id, {_first("a_in")} AS input_messages, {_first("a_in_oi")} AS input_value,
+  {_first("a_out")} AS output_messages, {_first("a_out_oi")} AS output_value
+FROM spans WHERE project = :p AND trace_id = ANY(:trace_ids) AND start_time >= :since GROUP BY trace_id
 """
 
 
@@ -133,6 +102,15 @@ def flagged_traces(
     params = {**PARAMS, "p": project, "since": since, "min_traces": min_traces, "max_traces": max_traces}
     rows = session.execute(text(FLAGGED_SQL), params).mappings().all()
     num_traces = int(session.execute(text(COUNT_SQL), params).scalar_one())
+    texts = {
+        found["trace_id"]: found
+        for found in session.execute(
+            text(TEXT_SQL), {**params, "trace_ids": [row["trace_id"] for row in rows]}
+        )
+        .mappings()
+        .all()
+    }
+    empty = dict.fromkeys(("input_messages", "input_value", "output_messages", "output_value"))
     facts = [
         TraceFacts(
             trace_id=row["trace_id"],
@@ -148,9 +126,10 @@ def flagged_traces(
             cost_outlier=bool(row["cost_outlier"]),
             feedback_score=row["feedback_score"],
             feedback_comment=row["feedback_comment"],
-            question_values=(row["input_messages"], row["input_value"]),
-            answer_values=(row["output_messages"], row["output_value"]),
+            question_values=(said["input_messages"], said["input_value"]),
+            answer_values=(said["output_messages"], said["output_value"]),
         )
         for row in rows
+        for said in [texts.get(row["trace_id"], empty)]
     ]
     return facts, num_traces
