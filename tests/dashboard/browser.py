@@ -47,7 +47,7 @@ PAGE_STATE_JS = """(() => {
     charts: document.querySelectorAll('.vega-embed').length,
     tables: document.querySelectorAll('[data-testid="stDataFrame"], [data-testid="stTable"]').length,
     tiles: document.querySelectorAll('[data-testid="stMetric"]').length,
-    not_found: /page not found/i.test(document.body.innerText),
+    not_found: /page not found/i.test(document.body ? document.body.innerText : ''),
     errors: errors,
     heading: (document.querySelector('h1') || {innerText: ''}).innerText,
     dialogs: [...document.querySelectorAll('[role="dialog"]')].map(e => e.innerText.slice(0, 300)),
@@ -98,6 +98,8 @@ class Tab:
 
     def state(self) -> dict[str, Any]:
         result = self.call("Runtime.evaluate", expression=PAGE_STATE_JS, returnByValue=True)
+        if "value" not in result["result"]:  # the script threw: the document is between two pages
+            return {"rendered": False, "running": True, "skeletons": 0}
         return dict(json.loads(result["result"]["value"]))
 
     def open(self, url: str, timeout_s: float = 90.0) -> PageState:

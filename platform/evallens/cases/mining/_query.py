@@ -5,11 +5,12 @@ Production means no span of the trace carries an eval run id; feedback spans (th
 trace) are joined onto the trace they rate and are never candidates themselves.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import RowMapping, text
 from sqlalchemy.orm import Session
 
 from evallens.telemetry import attributes as attr
@@ -43,8 +44,8 @@ WITH f AS (
   FROM trace_summaries WHERE project = :p AND start_time >= :since AND rated_trace_id IS NOT NULL
     AND rating IS NOT NULL GROUP BY 1),
 prod AS (
-  SELECT t.trace_id, t.start_time, t.latency_ms, t.cost_usd, t.error, t.degraded, t.timeout, t.guarded,
-    t.rag, t.cited, t.refusal_hint, least(t.own_feedback, f.score) AS feedback_score,
+  SELECT t.trace_id, t.start_time, t.end_time, t.latency_ms, t.cost_usd, t.error, t.degraded, t.timeout,
+    t.guarded, t.rag, t.cited, t.refusal_hint, least(t.own_feedback, f.score) AS feedback_score,
     f.comment AS feedback_comment
   FROM trace_summaries t LEFT JOIN f USING (trace_id) WHERE {PRODUCTION.replace("project", "t.project")}),
 lim AS (
@@ -67,11 +68,26 @@ WHERE coalesce(feedback_score < 0, false) OR error OR timeout OR degraded OR no_
 ORDER BY start_time DESC LIMIT :max_traces
 """
 COUNT_SQL = f"SELECT count(*) FROM trace_summaries WHERE {PRODUCTION}"
+# Each trace's spans lie between its summary's start and end: bounding the lookup by them lets
+# PostgreSQL open only that day's partition per trace, however wide the window.
 TEXT_SQL = f"""
-SELECT trace_id, {_first("a_in")} AS input_messages, {_first("a_in_oi")} AS input_value,
-  {_first("a_out")} AS output_messages, {_first("a_out_oi")} AS output_value
-FROM spans WHERE project = :p AND trace_id = ANY(:trace_ids) AND start_time >= :since GROUP BY trace_id
+SELECT t.trace_id, x.* FROM unnest(CAST(:trace_ids AS text[]), CAST(:starts AS timestamptz[]),
+                                   CAST(:ends AS timestamptz[])) AS t (trace_id, start_time, end_time)
+CROSS JOIN LATERAL (
+  SELECT {_first("a_in")} AS input_messages, {_first("a_in_oi")} AS input_value,
+    {_first("a_out")} AS output_messages, {_first("a_out_oi")} AS output_value
+  FROM spans s WHERE s.project = :p AND s.trace_id = t.trace_id
+    AND s.start_time BETWEEN t.start_time AND t.end_time) AS x
 """
+
+
+def _bounds(rows: Sequence[RowMapping]) -> dict[str, list[Any]]:
+    """The flagged traces' ids with the times their spans lie between."""
+    return {
+        "trace_ids": [row["trace_id"] for row in rows],
+        "starts": [row["start_time"] for row in rows],
+        "ends": [max(row["end_time"], row["start_time"]) for row in rows],
+    }
 
 
 @dataclass(frozen=True)
@@ -104,11 +120,7 @@ def flagged_traces(
     num_traces = int(session.execute(text(COUNT_SQL), params).scalar_one())
     texts = {
         found["trace_id"]: found
-        for found in session.execute(
-            text(TEXT_SQL), {**params, "trace_ids": [row["trace_id"] for row in rows]}
-        )
-        .mappings()
-        .all()
+        for found in session.execute(text(TEXT_SQL), {**params, **_bounds(rows)}).mappings().all()
     }
     empty = dict.fromkeys(("input_messages", "input_value", "output_messages", "output_value"))
     facts = [
