@@ -141,7 +141,7 @@ def downgrade() -> None:
 
 def _create_tables() -> None:
     timestamp = postgresql.TIMESTAMP(timezone=True)
-    double = postgresql.DOUBLE_PRECISION()
+    double: postgresql.DOUBLE_PRECISION[float] = postgresql.DOUBLE_PRECISION()
     op.create_table(
         "trace_summaries",
         sa.Column("project", sa.Text(), nullable=False),

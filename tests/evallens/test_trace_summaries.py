@@ -101,8 +101,8 @@ def rounded(value: Any) -> Any:
 def test_spans_in_any_order_and_grouping_fold_like_all_at_once(database_url: str, seed: int) -> None:
     rng = random.Random(seed)
     engine = create_db_engine(database_url)
-    with engine.begin() as connection:
-        create_span_partitions(connection, [START.date(), START.date() + timedelta(days=1)])
+    with engine.begin() as setup:
+        create_span_partitions(setup, [START.date(), START.date() + timedelta(days=1)])
     engine.dispose()
     rows = random_spans(rng, "pieces")
     with psycopg.connect(database_url, autocommit=True) as connection, connection.cursor() as cursor:
