@@ -172,10 +172,14 @@ def window_hours(label: str, extent: timedelta | None, finest: str = "1h") -> fl
     """A time-window picker defaulting to the window that fits ``extent`` of data, remembered in the
     URL (``?window=7d``); returns the window in hours."""
     names = [name for name in WINDOWS_H if WINDOWS_H[name] >= WINDOWS_H[finest]]
+    fitting = fitting_window(extent, finest)
     asked = st.query_params.get(WINDOW_PARAM)
-    default = asked if asked in names else fitting_window(extent, finest)
-    choice = str(st.selectbox(label, names, index=names.index(default), format_func=WINDOW_LABELS.get))
-    st.query_params[WINDOW_PARAM] = choice
+    shown = asked if asked in names else fitting
+    choice = str(st.selectbox(label, names, index=names.index(shown), format_func=WINDOW_LABELS.get))
+    if choice == fitting:  # the URL names a window only when it is not the one the data suggests
+        st.query_params.pop(WINDOW_PARAM, None)
+    else:
+        st.query_params[WINDOW_PARAM] = choice
     return WINDOWS_H[choice]
 
 

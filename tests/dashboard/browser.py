@@ -42,7 +42,8 @@ PAGE_STATE_JS = """(() => {
     .map(e => e.innerText.slice(0, 500));
   return JSON.stringify({
     rendered: !!main && main.innerText.trim().length > 0,
-    running: !!status && /running/i.test(status.innerText),
+    running: (!!status && /running/i.test(status.innerText))
+      || document.querySelectorAll('[data-testid="stSpinner"]').length > 0,
     skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length,
     charts: document.querySelectorAll('.vega-embed').length,
     tables: document.querySelectorAll('[data-testid="stDataFrame"], [data-testid="stTable"]').length,
@@ -102,7 +103,7 @@ class Tab:
             return {"rendered": False, "running": True, "skeletons": 0}
         return dict(json.loads(result["result"]["value"]))
 
-    def open(self, url: str, timeout_s: float = 90.0) -> PageState:
+    def open(self, url: str, timeout_s: float = 240.0) -> PageState:
         """Navigate and wait until Streamlit has finished running the page and stays still."""
         self.call("Page.navigate", url=url)
         deadline, calm = time.monotonic() + timeout_s, 0
@@ -114,6 +115,11 @@ class Tab:
             calm = calm + 1 if ready else 0
         if calm < 4:
             raise TimeoutError(f"{url} did not finish rendering: {state}")
+        return self.shown()
+
+    def shown(self) -> PageState:
+        """What the page shows now (after a screenshot, charts below the fold have rendered too)."""
+        state = self.state()
         return PageState(
             state["heading"],
             list(state["errors"]),

@@ -72,11 +72,13 @@ def test_every_page_opens_by_url_and_shows_its_data(dashboard_url: str, seeded: 
         for path, (heading, charts, tables, tiles) in PAGES.items():
             state = tab.open(f"{dashboard_url}/{path}")
             tab.screenshot(SCREENSHOTS / f"{path or 'root'}.png", state.height)
+            state = tab.shown()  # the whole page was laid out for the screenshot
             shown = (state.heading, state.charts >= charts, state.tables >= tables, state.tiles >= tiles)
             if state.errors or state.dialogs or state.not_found or shown != (heading, True, True, True):
                 failures.append((path, state))
         state = tab.open(f"{dashboard_url}/traces?trace_id={seeded.error_trace}&window=24h")
         tab.screenshot(SCREENSHOTS / "trace.png", state.height)
+        state = tab.shown()
         assert state.charts >= 1 and state.tables >= 2 and not state.errors
         assert tab.open(f"{dashboard_url}/no-such-page").not_found  # the check above can fail
     assert failures == []
