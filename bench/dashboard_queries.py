@@ -1,10 +1,14 @@
-"""Seed a scratch database with 1,000,000 spans and 50 runs of 200 cases, then time each page's queries.
+"""Seed a scratch database with spans over 30 days and eval runs, then time every page at every window.
 
-Run: ``python bench/dashboard_queries.py [--spans N]``. It starts its own embedded PostgreSQL in a
-temporary directory (nothing else is touched) and prints cold (uncached) query time per page.
+Run: ``python bench/dashboard_queries.py [--spans 1000000 10000000] [--runs 50 500]``. Each size is
+seeded into its own embedded PostgreSQL in a temporary directory (nothing else is touched); the spans
+go in through the same trigger as the collector's (batches of ``BATCH_SPANS``), so seeding pays what
+ingest pays. It prints cold (uncached) time per page and window (24 h, 7 d, 30 d), the growth factor
+from the 24 h to the 30 d window, and, for several sizes, from the first size to each other.
 """
 
 import argparse
+import itertools
 import json
 import logging
 import random
@@ -30,9 +34,10 @@ from evallens.telemetry import metrics
 from evals import readers as readers_module
 from evals.readers import mining_readers
 
-DAYS = 7
+DAYS = 30
+BATCH_SPANS = 20_000  # spans per COPY statement, as the collector's writer batches them
+WINDOWS = (("24 h", 24), ("7 d", 24 * 7), ("30 d", 24 * 30))
 SPANS_PER_TRACE = 4
-NUM_RUNS = 50
 NUM_CASES = 200
 SCENARIOS = [
     "returns_refunds",
@@ -46,6 +51,11 @@ MODELS = ["smollm2-135m", "gpt-4o-mini", "llama-3.1-8b"]
 TENANTS = [f"tenant-{index}" for index in range(20)]
 FEATURES = ["support-chat", "search", "email-draft"]
 SCRAPE_EVERY_S = 15
+COPY_SPANS = (
+    "COPY spans (trace_id, span_id, start_time, end_time, duration_ms, parent_span_id, name, kind,"
+    " status_code, attributes, resource, events, model, input_tokens, output_tokens, cost_usd, tenant,"
+    " feature, eval_run_id) FROM STDIN"
+)
 
 
 def copy_rows(connection: psycopg.Connection, statement: str, rows: Any) -> None:
@@ -130,7 +140,7 @@ def span_rows(num_traces: int, now: datetime, run_ids: list[str], rng: random.Ra
             )
 
 
-def seed(url: str, num_spans: int) -> None:
+def seed(url: str, num_spans: int, num_runs: int) -> None:
     rng = random.Random(7)
     now = datetime.now(UTC)
     with psycopg.connect(url) as connection:
@@ -151,10 +161,10 @@ def seed(url: str, num_spans: int) -> None:
             ).fetchone()[0]  # type: ignore[index]
             for index in range(NUM_CASES)
         ]
-        run_ids = [str(uuid.uuid4()) for _ in range(NUM_RUNS)]
+        run_ids = [str(uuid.uuid4()) for _ in range(num_runs)]
         runs = []
         for index, run_id in enumerate(run_ids):
-            started = now - timedelta(days=DAYS) + timedelta(hours=3 * index)
+            started = now - timedelta(days=DAYS) + index * timedelta(days=DAYS) / num_runs
             estimate = MetricEstimate(mean=rng.uniform(0.7, 0.95), ci_low=0.6, ci_high=0.97, n=NUM_CASES)
             summary = RunSummary(
                 overall=dict.fromkeys(("accuracy", "recall", "irrelevance", "harmfulness"), estimate),
@@ -206,14 +216,10 @@ def seed(url: str, num_spans: int) -> None:
             "INSERT INTO eval_tags (eval_set_name, tag, run_id) VALUES ('acme-support', 'main', %s)",
             (run_ids[-2],),
         )
-        copy_rows(
-            connection,
-            "COPY spans (trace_id, span_id, start_time, end_time, duration_ms, parent_span_id, name, kind,"
-            " status_code, attributes, resource, events, model, input_tokens, output_tokens, cost_usd,"
-            " tenant,"
-            " feature, eval_run_id) FROM STDIN",
-            span_rows(num_spans // SPANS_PER_TRACE, now, run_ids, rng),
-        )
+        spans = span_rows(num_spans // SPANS_PER_TRACE, now, run_ids, rng)
+        while batch := list(itertools.islice(spans, BATCH_SPANS)):
+            copy_rows(connection, COPY_SPANS, batch)
+            connection.commit()
         copy_rows(
             connection, "COPY metric_samples (time, name, labels, value, target) FROM STDIN", metric_rows(now)
         )
@@ -235,102 +241,93 @@ def metric_rows(now: datetime) -> Any:
             yield (time_, name, labels, counters[name], "http://127.0.0.1:8000/metrics")
 
 
-def timed(label: str, calls: list[Callable[[], Any]]) -> None:
+def timed(calls: list[Callable[[], Any]]) -> float:
+    """Seconds the calls take with every query cache cleared first (a cold page view)."""
     st.cache_data.clear()
     started = time.perf_counter()
     for call in calls:
         call()
-    print(f"{label:<28} {(time.perf_counter() - started) * 1000:8.0f} ms")
+    return time.perf_counter() - started
 
 
-def measure(url: str, readers: Readers) -> None:
+def page_calls(url: str, readers: Readers, hours: int) -> dict[str, list[Callable[[], Any]]]:
+    """What each page queries when opened with a window of ``hours``, as its module calls it."""
     project = "default"
     runs = data.runs.runs(url, project)
     candidate = str(runs["run_id"].iloc[0])
     baseline = data.runs.baseline(url, project, candidate) or str(runs["run_id"].iloc[1])
     some_trace = str(data.traffic.traces(url, project, 24, limit=1)["trace_id"].iloc[0])
-    window = data.serving.metrics_window(url, project, 6)
+    window = data.serving.metrics_window(url, project, hours)
     assert window is not None
-    week = data.serving.metrics_window(url, project, 24 * DAYS)
-    assert week is not None
-    timed(
-        "overview (30 days)",
-        [
+    bucket_s = max(hours * 3600 // 600, SCRAPE_EVERY_S)  # about 600 points per chart
+
+    def cold_cases() -> None:
+        readers_module._VECTORS = readers_module._Vectors()  # a cold first view: no question embedded yet
+        data.cases.candidates(url, project, hours, 200, readers)
+
+    return {
+        "overview": [
             lambda: data.status.data_present(url, project),
             lambda: data.runs.latest_gates(url, project),
             lambda: data.runs.runs(url, project),
             lambda: data.runs.run_documents(url, project, candidate),
             lambda: data.runs.baseline(url, project, candidate),
             lambda: data.runs.metric_trend(url, project, "acme-support"),
-            lambda: data.traffic.cost_per_day(url, project, 720, "model", True),
-            lambda: data.traffic.traffic_per_day(url, project, 720, True),
+            lambda: data.traffic.cost_per_day(url, project, hours, "model", True),
+            lambda: data.traffic.traffic_per_day(url, project, hours, True),
         ],
-    )
-    timed(
-        "compare runs",
-        [
+        "compare runs": [
             lambda: data.runs.runs(url, project),
             lambda: data.runs.baseline(url, project, candidate),
             lambda: data.runs.run_documents(url, project, baseline),
             lambda: data.runs.gate_report(url, project, baseline, candidate),
             lambda: data.runs.flips(url, project, baseline, candidate),
         ],
-    )
-    timed(
-        "traces (24 hours)",
-        [
-            lambda: data.traffic.trace_filter_options(url, project, 24),
-            lambda: data.traffic.traces(url, project, 24),
+        "traces": [
+            lambda: data.traffic.trace_filter_options(url, project, hours),
+            lambda: data.traffic.traces(url, project, hours),
             lambda: data.traffic.trace_spans(url, project, some_trace),
         ],
-    )
-    timed(
-        "traces (7 days, tenant)",
-        [
-            lambda: data.traffic.trace_filter_options(url, project, 168),
-            lambda: data.traffic.traces(url, project, 168, tenant="tenant-3"),
+        "traces, tenant filter": [
+            lambda: data.traffic.trace_filter_options(url, project, hours),
+            lambda: data.traffic.traces(url, project, hours, tenant="tenant-3"),
         ],
-    )
-    timed(
-        "serving metrics (6 hours)",
-        [
-            lambda: data.serving.metrics_window(url, project, 6),
-            lambda: data.serving.gauge_series(url, project, *window, 144),
-            lambda: data.serving.counter_increases(url, project, *window, 144),
+        "traces, errors only": [lambda: data.traffic.traces(url, project, hours, errors_only=True)],
+        "serving metrics": [
+            lambda: data.serving.metrics_window(url, project, hours),
+            lambda: data.serving.gauge_series(url, project, *window, bucket_s),
+            lambda: data.serving.counter_increases(url, project, *window, bucket_s),
             lambda: data.serving.run_windows(url, project, *window),
         ],
-    )
-    timed(
-        "serving metrics (7 days)",
-        [
-            lambda: data.serving.gauge_series(url, project, *week, 4032),
-            lambda: data.serving.counter_increases(url, project, *week, 4032),
-            lambda: data.serving.run_windows(url, project, *week),
+        "cases": [
+            cold_cases,
+            lambda: data.cases.eval_sets(url, project),
+            lambda: data.cases.scenarios(url, project, "acme-support"),
         ],
-    )
-    for label, hours in (("24 hours", 24), ("7 days", 24 * DAYS)):
-        readers_module._VECTORS = readers_module._Vectors()  # a cold first view: no question embedded yet
-        timed(
-            f"cases ({label})",
-            [
-                partial(data.cases.candidates, url, project, hours, 200, readers),
-                lambda: data.cases.eval_sets(url, project),
-                lambda: data.cases.scenarios(url, project, "acme-support"),
-            ],
-        )
-        timed(
-            f"cases ({label}, again)",  # after the 30 s cache: the questions' embeddings are remembered
-            [partial(data.cases.candidates, url, project, hours, 200, readers)],
-        )
+        "cases, again": [  # after the 30 s cache: the questions' embeddings are remembered
+            partial(data.cases.candidates, url, project, hours, 200, readers)
+        ],
+    }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--spans", type=int, default=1_000_000)
-    arguments = parser.parse_args()
-    logging.getLogger("streamlit").setLevel(logging.ERROR)
-    readers = mining_readers()  # MiniLM loads once per dashboard process, before any page: so here
-    readers.embed(["load the model before seeding, so that loading it evicts nothing the queries read"])
+def measure(url: str, readers: Readers) -> dict[tuple[str, str], float]:
+    """Cold seconds per (page, window); prints one row per page with the 24 h -> 30 d growth factor."""
+    found: dict[tuple[str, str], float] = {}
+    for window, hours in WINDOWS:
+        for page, calls in page_calls(url, readers, hours).items():
+            found[page, window] = timed(calls)
+    print(f"{'page':<24}" + "".join(f"{window:>10}" for window, _ in WINDOWS) + f"{'30d/24h':>10}")
+    for page in dict.fromkeys(page for page, _ in found):
+        times = [found[page, window] for window, _ in WINDOWS]
+        cells = "".join(f"{seconds * 1000:8.0f}ms" for seconds in times)
+        print(f"{page:<24}{cells}{times[-1] / times[0]:9.1f}x")
+    slowest = max(found.items(), key=lambda item: item[1])
+    print(f"slowest: {slowest[0][0]} at {slowest[0][1]}: {slowest[1] * 1000:.0f} ms")
+    return found
+
+
+def bench_size(num_spans: int, num_runs: int, readers: Readers) -> dict[tuple[str, str], float]:
+    """Seed ``num_spans`` spans and ``num_runs`` runs into a fresh embedded server and time every page."""
     with tempfile.TemporaryDirectory(prefix="evallens-bench-") as scratch:
         server = start_embedded(Path(scratch) / "pgdata")
         try:
@@ -338,14 +335,36 @@ def main() -> None:
             url = embedded_url(server, "bench")
             upgrade(url)
             started = time.perf_counter()
-            seed(url, arguments.spans)
+            seed(url, num_spans, num_runs)
             print(
-                f"seeded {arguments.spans:,} spans, {NUM_RUNS} runs x {NUM_CASES} cases "
-                f"in {time.perf_counter() - started:.0f} s"
+                f"\n== {num_spans:,} spans over {DAYS} days, {num_runs} runs x {NUM_CASES} cases"
+                f" (seeded in {time.perf_counter() - started:.0f} s)"
             )
-            measure(url, readers)
+            return measure(url, readers)
         finally:
             server.cleanup()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--spans", type=int, nargs="+", default=[1_000_000], help="one or more sizes")
+    parser.add_argument("--runs", type=int, nargs="+", default=[50], help="one or more numbers of runs")
+    arguments = parser.parse_args()
+    logging.getLogger("streamlit").setLevel(logging.ERROR)
+    readers = mining_readers()  # MiniLM loads once per dashboard process, before any page: so here
+    readers.embed(["load the model before seeding, so that loading it evicts nothing the queries read"])
+    results = {
+        (spans, runs): bench_size(spans, runs, readers)
+        for spans in arguments.spans
+        for runs in arguments.runs
+    }
+    if len(results) > 1:
+        (first, base), *others = results.items()
+        print(f"\ngrowth against {first[0]:,} spans, {first[1]} runs (same page and window):")
+        for (spans, runs), found in others:
+            factors = [found[key] / base[key] for key in base]
+            print(f"  {spans:,} spans, {runs} runs: median {sorted(factors)[len(factors) // 2]:.1f}x,"
+                  f" max {max(factors):.1f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 import hmac
 import math
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import streamlit as st
@@ -15,7 +16,18 @@ from evallens.settings import DashboardSettings
 PAGES_DIR = Path(__file__).parent / "app_pages"
 VIEWER_KEY = "evallens_viewer"
 READERS_KEY = "evallens_readers"
-WINDOWS_H = {"last hour": 1, "last 6 hours": 6, "last 24 hours": 24, "last 7 days": 168, "last 30 days": 720}
+# Window choices by the name the URL remembers them under (``?window=7d``), in hours.
+WINDOWS_H: dict[str, float] = {"15m": 0.25, "1h": 1, "6h": 6, "24h": 24, "7d": 168, "30d": 720}
+WINDOW_LABELS = {
+    "15m": "last 15 minutes",
+    "1h": "last hour",
+    "6h": "last 6 hours",
+    "24h": "last 24 hours",
+    "7d": "last 7 days",
+    "30d": "last 30 days",
+}
+WINDOW_PARAM = "window"
+WINDOW_MARGIN = 1.2  # the default window leaves a fifth of its width beside the data
 
 EMPTY_HINTS = {
     "runs": "No eval runs yet. Run `evallens eval sets sync evals/datasets/acme/sets` and then "
@@ -147,11 +159,33 @@ def empty_state(kind: str) -> None:
     st.info(EMPTY_HINTS[kind], icon=":material/info:")
 
 
-def window_hours(label: str, default: str = "last 7 days", key: str | None = None) -> int:
-    """A time-window picker; returns the window in hours."""
-    names = list(WINDOWS_H)
-    choice = st.selectbox(label, names, index=names.index(default), key=key)
-    return WINDOWS_H[str(choice)]
+def fitting_window(extent: timedelta | None, finest: str = "1h") -> str:
+    """The smallest window (no finer than ``finest``) that holds ``extent`` of data plus a margin."""
+    names = [name for name in WINDOWS_H if WINDOWS_H[name] >= WINDOWS_H[finest]]
+    if extent is None:
+        return names[-1]
+    hours = extent.total_seconds() / 3600 * WINDOW_MARGIN
+    return next((name for name in names if WINDOWS_H[name] >= hours), names[-1])
+
+
+def window_hours(label: str, extent: timedelta | None, finest: str = "1h") -> float:
+    """A time-window picker defaulting to the window that fits ``extent`` of data, remembered in the
+    URL (``?window=7d``); returns the window in hours."""
+    names = [name for name in WINDOWS_H if WINDOWS_H[name] >= WINDOWS_H[finest]]
+    fitting = fitting_window(extent, finest)
+    asked = st.query_params.get(WINDOW_PARAM)
+    shown = asked if asked in names else fitting
+    choice = str(st.selectbox(label, names, index=names.index(shown), format_func=WINDOW_LABELS.get))
+    if choice == fitting:  # the URL names a window only when it is not the one the data suggests
+        st.query_params.pop(WINDOW_PARAM, None)
+    else:
+        st.query_params[WINDOW_PARAM] = choice
+    return WINDOWS_H[choice]
+
+
+def count(value: float | None) -> str:
+    """A count as an integer with thousands separators."""
+    return "—" if value is None or math.isnan(value) else f"{round(value):,}"
 
 
 def pct(value: float | None, digits: int = 1) -> str:

@@ -10,7 +10,7 @@ from dashboard import _ui
 from evallens.cases.mining import Readers
 
 PAGES = (
-    ("overview.py", "Overview", ":material/dashboard:", "overview"),
+    ("overview.py", "Overview", ":material/dashboard:", "overview"),  # also at the root
     ("compare.py", "Compare runs", ":material/compare_arrows:", "compare"),
     ("traces.py", "Traces", ":material/account_tree:", "traces"),
     ("serving.py", "Serving metrics", ":material/monitoring:", "serving"),
@@ -25,8 +25,15 @@ def run(readers: Readers) -> None:
     _ui.lend_readers(readers)
     if _ui.viewer(_ui.settings()) is None:
         st.stop()
+    # Streamlit serves the default page at the root only (its own name answers "Page not found"), yet
+    # reserves the name: the default takes a name nobody links to, and a hidden twin serves /overview.
+    name, title, icon, url_path = PAGES[0]
     pages = [
-        st.Page(_ui.page_path(name), title=title, icon=icon, url_path=url_path, default=index == 0)
-        for index, (name, title, icon, url_path) in enumerate(PAGES)
+        st.Page(_ui.page_path(name), title=title, icon=icon, url_path=f"{url_path}-home", default=True),
+        *(
+            st.Page(_ui.page_path(name), title=title, icon=icon, url_path=path)
+            for name, title, icon, path in PAGES[1:]
+        ),
+        st.Page(_ui.page_path(name), title=title, icon=icon, url_path=url_path, visibility="hidden"),
     ]
     st.navigation(pages).run()

@@ -9,9 +9,21 @@ HEIGHT = 260
 
 
 def metric_trend(trend: pd.DataFrame) -> Any:
-    """Each metric's overall mean per run over time, with its 95% interval as a band."""
+    """Each metric's overall mean per run, runs in start order named by label, tags and start time,
+    with the 95% interval as a band."""
+    tags = trend["tags"] if "tags" in trend else pd.Series([None] * len(trend), index=trend.index)
+    names = [
+        f"{label} [{tag}]" if isinstance(tag, str) else str(label)
+        for label, tag in zip(trend["label"], tags, strict=True)
+    ]
+    trend = trend.assign(
+        run=[
+            f"{name} {started:%m-%d %H:%M}" for name, started in zip(names, trend["started_at"], strict=True)
+        ]
+    )
+    order = list(dict.fromkeys(trend.sort_values("started_at")["run"]))
     base = alt.Chart(trend).encode(
-        x=alt.X("started_at:T", title="run start (UTC)"),
+        x=alt.X("run:O", title="run (label [tags] start, UTC)", sort=order, axis=alt.Axis(labelAngle=-30)),
         color=alt.Color("metric:N", title="metric"),
     )
     band = base.mark_area(opacity=0.15).encode(
@@ -21,15 +33,15 @@ def metric_trend(trend: pd.DataFrame) -> Any:
     line = base.mark_line(point=True).encode(
         y="mean:Q",
         tooltip=[
-            alt.Tooltip("label:N", title="run"),
+            alt.Tooltip("run:N", title="run"),
             alt.Tooltip("metric:N"),
             alt.Tooltip("mean:Q", format=".1%"),
             alt.Tooltip("ci_low:Q", format=".1%", title="95% CI low"),
             alt.Tooltip("ci_high:Q", format=".1%", title="95% CI high"),
-            alt.Tooltip("started_at:T", format="%Y-%m-%d %H:%M"),
+            alt.Tooltip("started_at:T", format="%Y-%m-%d %H:%M", title="start (UTC)"),
         ],
     )
-    return (band + line).properties(height=HEIGHT).interactive()
+    return (band + line).properties(height=HEIGHT)
 
 
 def stacked_per_day(frame: pd.DataFrame, value: str, title: str, fmt: str) -> Any:

@@ -8,26 +8,33 @@ from evallens.reports import LOWER_IS_BETTER, METRICS, GateReportBody, InfraSumm
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
 
-# (field of InfraSummary, label with unit, scale applied before display)
-INFRA_ROWS: tuple[tuple[str, str, float], ...] = (
-    ("latency_ms_p50", "latency p50 (ms)", 1.0),
-    ("latency_ms_p95", "latency p95 (ms)", 1.0),
-    ("latency_ms_p99", "latency p99 (ms)", 1.0),
-    ("ttft_ms_p50", "TTFT p50 (ms)", 1.0),
-    ("ttft_ms_p95", "TTFT p95 (ms)", 1.0),
-    ("output_tokens_per_s", "output tokens/s", 1.0),
-    ("kv_cache_usage_mean", "KV-cache usage mean (%)", 100.0),
-    ("kv_cache_usage_max", "KV-cache usage max (%)", 100.0),
-    ("prefix_cache_hit_rate", "prefix-cache hit rate (%)", 100.0),
-    ("exact_cache_hit_rate", "exact-cache hit rate (%)", 100.0),
-    ("semantic_cache_hit_rate", "semantic-cache hit rate (%)", 100.0),
-    ("queue_time_ms_mean", "queue time mean (ms)", 1.0),
-    ("num_requests_waiting_max", "waiting requests max", 1.0),
-    ("num_preemptions", "preemptions", 1.0),
-    ("num_degraded", "degraded requests", 1.0),
-    ("num_timeouts", "timed-out requests", 1.0),
-    ("num_errors", "failed requests", 1.0),
+# (field of InfraSummary, label, kind): the kind says how a value reads (``FORMATS``).
+INFRA_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("latency_ms_p50", "latency p50", "ms"),
+    ("latency_ms_p95", "latency p95", "ms"),
+    ("latency_ms_p99", "latency p99", "ms"),
+    ("ttft_ms_p50", "TTFT p50", "ms"),
+    ("ttft_ms_p95", "TTFT p95", "ms"),
+    ("output_tokens_per_s", "output tokens/s", "rate"),
+    ("kv_cache_usage_mean", "KV-cache usage mean", "share"),
+    ("kv_cache_usage_max", "KV-cache usage max", "share"),
+    ("prefix_cache_hit_rate", "prefix-cache hit rate", "share"),
+    ("exact_cache_hit_rate", "exact-cache hit rate", "share"),
+    ("semantic_cache_hit_rate", "semantic-cache hit rate", "share"),
+    ("queue_time_ms_mean", "queue time mean", "ms"),
+    ("num_requests_waiting_max", "waiting requests max", "count"),
+    ("num_preemptions", "preemptions", "count"),
+    ("num_degraded", "degraded requests", "count"),
+    ("num_timeouts", "timed-out requests", "count"),
+    ("num_errors", "failed requests", "count"),
 )
+# kind -> (value format, difference format): integers as integers, shares as %, times with units
+FORMATS = {
+    "ms": ("{:,.1f} ms", "{:+,.1f} ms"),
+    "rate": ("{:,.1f}/s", "{:+,.1f}/s"),
+    "share": ("{:.1%}", "{:+.1%}"),
+    "count": ("{:,.0f}", "{:+,.0f}"),
+}
 
 
 def significance_mark(regression: bool | None, significant: bool | None) -> str:
@@ -71,17 +78,29 @@ def quality_deltas(
 
 
 def infra_deltas(baseline: InfraSummary | None, candidate: InfraSummary | None) -> pd.DataFrame:
-    """One row per serving measure of the two runs' windows, with the difference."""
+    """One row per serving measure of the two runs' windows, with the difference, each as it reads
+    (``FORMATS``); a share's difference is in points."""
     rows = []
-    for field, label, scale in INFRA_ROWS:
+    for field, label, kind in INFRA_ROWS:
         base = getattr(baseline, field) if baseline else None
         cand = getattr(candidate, field) if candidate else None
-        base = None if base is None else float(base) * scale
-        cand = None if cand is None else float(cand) * scale
-        delta = None if base is None or cand is None else cand - base
-        if base is not None or cand is not None:
-            rows.append({"measure": label, "baseline": base, "candidate": cand, "delta": delta})
+        if base is None and cand is None:
+            continue
+        value, difference = FORMATS[kind]
+        delta = None if base is None or cand is None else float(cand) - float(base)
+        rows.append(
+            {
+                "measure": label,
+                "baseline": "—" if base is None else value.format(float(base)),
+                "candidate": "—" if cand is None else value.format(float(cand)),
+                "delta": "—" if delta is None else _delta(difference, delta, kind),
+            }
+        )
     return pd.DataFrame(rows, columns=["measure", "baseline", "candidate", "delta"])
+
+
+def _delta(difference: str, delta: float, kind: str) -> str:
+    return f"{delta * 100:+.1f} pts" if kind == "share" else difference.format(delta)
 
 
 def _ratio(numerator: pd.Series, denominator: pd.Series) -> pd.Series:

@@ -22,7 +22,7 @@ if not data.status.data_present(ctx.url, ctx.project)["spans"]:
     _ui.empty_state("spans")
     st.stop()
 
-hours = _ui.window_hours("Window", "last 24 hours", key="cases_window")
+hours = int(_ui.window_hours("Window", data.status.traffic_extent(ctx.url, ctx.project)))
 with st.spinner("Ranking the window's traces (the first time loads the embedding model)"):
     report = data.cases.candidates(ctx.url, ctx.project, hours, ctx.max_rows, ctx.readers)
 if not report.candidates:

@@ -92,14 +92,7 @@ with infra_col:
         InfraSummary.model_validate(baseline_docs["infra"]) if baseline_docs["infra"] else None,
         InfraSummary.model_validate(candidate_docs["infra"]) if candidate_docs["infra"] else None,
     )
-    st.dataframe(
-        infra,
-        hide_index=True,
-        column_config={
-            name: st.column_config.NumberColumn(format="%+.2f" if name == "delta" else "%.2f")
-            for name in ("baseline", "candidate", "delta")
-        },
-    )
+    st.dataframe(infra, hide_index=True)
     st.subheader("Hints")
     if report is None or not report.hints:
         st.caption(

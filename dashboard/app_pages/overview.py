@@ -18,12 +18,12 @@ if not (present["runs"] or present["spans"]):
 
 def scorecard(scenario: str, current: dict[str, MetricEstimate], before: dict[str, MetricEstimate]) -> None:
     """One row of metric tiles: the rate, its interval and the change since the baseline."""
+    applicable = [metric for metric in METRICS if metric in current]  # no tile for what does not apply
+    if not applicable:
+        return
     st.markdown(f"**{scenario.replace('_', ' ')}**")
-    for column, metric in zip(st.columns(len(METRICS)), METRICS, strict=True):
-        estimate = current.get(metric)
-        if estimate is None:
-            column.metric(metric, "n/a", help="metric does not apply to this scenario")
-            continue
+    for column, metric in zip(st.columns(len(METRICS)), applicable, strict=False):
+        estimate = current[metric]
         previous = before.get(metric)
         change = estimate.mean - previous.mean if previous else None
         unchanged = change is not None and abs(change) < 0.0005
@@ -88,7 +88,7 @@ if not present["spans"]:
     st.stop()
 left, middle, right = st.columns(3)
 with left:
-    hours = _ui.window_hours("Window", "last 30 days", key="overview_window")
+    hours = int(_ui.window_hours("Window", data.status.traffic_extent(ctx.url, ctx.project)))
 with middle:
     dimension = st.radio("Cost by", list(data.traffic.COST_DIMENSIONS), horizontal=True)
 with right:
@@ -100,7 +100,7 @@ num_requests = int(traffic["num_requests"].sum()) if not traffic.empty else 0
 num_errors = int(traffic["num_errors"].sum()) if not traffic.empty else 0
 tiles = st.columns(3)
 tiles[0].metric("cost (USD)", f"${total_cost:,.4f}")
-tiles[1].metric("requests", f"{num_requests:,}")
+tiles[1].metric("requests", _ui.count(num_requests))
 tiles[2].metric("error rate", _ui.pct(num_errors / num_requests if num_requests else None, 2))
 chart_left, chart_right = st.columns(2)
 with chart_left:

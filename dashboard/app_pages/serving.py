@@ -16,14 +16,14 @@ if not data.status.data_present(ctx.url, ctx.project)["samples"]:
     _ui.empty_state("samples")
     st.stop()
 
-hours = _ui.window_hours("Window", "last 6 hours", key="serving_window")
+hours = _ui.window_hours("Window", data.status.samples_extent(ctx.url, ctx.project), finest="15m")
 window = data.serving.metrics_window(ctx.url, ctx.project, hours)
 if window is None:
     _ui.empty_state("samples")
     st.stop()
     raise SystemExit  # st.stop() raises; this tells the type checker
 start, end = window
-bucket_s = max(10, hours * 3600 // POINTS_PER_CHART)
+bucket_s = int(max(10, hours * 3600 // POINTS_PER_CHART))
 panels = transform.serving_panels(
     data.serving.gauge_series(ctx.url, ctx.project, start, end, bucket_s),
     data.serving.counter_increases(ctx.url, ctx.project, start, end, bucket_s),

@@ -17,7 +17,7 @@ linked_trace = st.query_params.get("trace_id")
 with st.expander("Filters", expanded=linked_trace is None):
     row1 = st.columns(5)
     with row1[0]:
-        hours = _ui.window_hours("Window", "last 24 hours", key="traces_window")
+        hours = int(_ui.window_hours("Window", data.status.traffic_extent(ctx.url, ctx.project)))
     options = data.traffic.trace_filter_options(ctx.url, ctx.project, hours)
     model = row1[1].selectbox("Model", [ALL, *options["model"]])
     tenant = row1[2].selectbox("Tenant", [ALL, *options["tenant"]])

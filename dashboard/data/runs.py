@@ -71,11 +71,12 @@ def gate_report(url: str, project: str, baseline_run_id: str, candidate_run_id: 
 
 @cached
 def metric_trend(url: str, project: str, eval_set_name: str) -> pd.DataFrame:
-    """Each completed run's overall mean and interval per metric, oldest first."""
+    """Each completed run's overall mean and interval per metric, oldest first, with the run's tags."""
     return frame(
         url,
         """
         SELECT r.id::text AS run_id, coalesce(r.label, left(r.id::text, 8)) AS label, r.started_at,
+               (SELECT string_agg(t.tag, ', ' ORDER BY t.tag) FROM eval_tags t WHERE t.run_id = r.id) AS tags,
                m.key AS metric, (m.value->>'mean')::float AS mean,
                (m.value->>'ci_low')::float AS ci_low, (m.value->>'ci_high')::float AS ci_high
         FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id

@@ -18,7 +18,7 @@ COUNTERS = (
 
 
 @cached
-def metrics_window(url: str, project: str, hours: int) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+def metrics_window(url: str, project: str, hours: float) -> tuple[pd.Timestamp, pd.Timestamp] | None:
     """The ``hours`` before the newest metric sample of ``project``, or None without samples."""
     found = frame(url, "SELECT max(time) AS end_time FROM metric_samples WHERE project = :p", p=project)
     end = found["end_time"].iloc[0]

@@ -1,4 +1,9 @@
-"""What the database holds at all: its schema revision, and which kinds of data exist (empty states)."""
+"""What the database holds at all: its schema revision, which kinds of data exist (empty states), and
+how far back the recent data reaches (the windows' defaults)."""
+
+from datetime import timedelta
+
+import pandas as pd
 
 from dashboard.data._db import cached, frame
 
@@ -27,3 +32,40 @@ def data_present(url: str, project: str) -> dict[str, bool]:
         p=project,
     ).iloc[0]
     return {str(name): bool(value) for name, value in row.items()}
+
+
+@cached
+def traffic_extent(url: str, project: str) -> timedelta | None:
+    """How far back from now the last 30 days of traces reach (the window that shows them), or None."""
+    found = frame(
+        url,
+        "SELECT now() - min(start_time) AS extent FROM trace_summaries"
+        " WHERE project = :p AND start_time >= now() - interval '30 days'",
+        p=project,
+    )
+    return _interval(found["extent"].iloc[0])
+
+
+@cached
+def samples_extent(url: str, project: str) -> timedelta | None:
+    """The span of serving samples worth a first look: from the start of the last three eval runs (or
+    the first sample) to the newest sample; None without samples."""
+    found = frame(
+        url,
+        """
+        WITH newest AS (SELECT max(time) AS t FROM metric_samples WHERE project = :p),
+        runs AS (SELECT started_at FROM eval_runs WHERE project = :p ORDER BY started_at DESC LIMIT 3),
+        oldest AS (SELECT min(time) AS t FROM metric_samples WHERE project = :p
+                   AND time >= (SELECT t FROM newest) - interval '30 days')
+        SELECT (SELECT t FROM newest) - greatest(coalesce((SELECT min(started_at) FROM runs), '-infinity'),
+                                                 (SELECT t FROM oldest)) AS extent
+        """,
+        p=project,
+    )
+    return _interval(found["extent"].iloc[0])
+
+
+def _interval(value: timedelta | None) -> timedelta | None:
+    if value is None or pd.isna(value):
+        return None
+    return max(pd.Timedelta(value).to_pytimedelta(), timedelta(0))

@@ -1,4 +1,5 @@
-"""Production traffic from spans: cost and requests per day, the traces list and one trace's spans."""
+"""Production traffic: cost and requests per day and the traces list from the summaries the spans
+trigger keeps; one trace's spans from spans."""
 
 import pandas as pd
 
@@ -6,20 +7,21 @@ from dashboard.data._db import cached, frame
 
 COST_DIMENSIONS = {"model": "model", "tenant": "tenant", "feature": "feature"}
 
-WINDOW = "start_time >= now() - make_interval(hours => :hours)"
-EVAL_FILTER = "(:include_eval OR eval_run_id IS NULL)"
+# Summaries the spans trigger keeps (migration 0006): the pages never group spans, whatever the window.
+DAYS = "day >= ((now() - make_interval(hours => :hours)) AT TIME ZONE 'UTC')::date"
+EVAL_FILTER = "(:include_eval OR NOT eval)"
 
 
 @cached
 def cost_per_day(url: str, project: str, hours: int, dimension: str, include_eval: bool) -> pd.DataFrame:
-    """Spend per UTC day split by model, tenant or feature."""
+    """Spend per UTC day split by model, tenant or feature (the days the window touches)."""
     column = COST_DIMENSIONS[dimension]
     return frame(
         url,
         f"""
-        SELECT date_trunc('day', start_time AT TIME ZONE 'UTC') AS day,
-               coalesce({column}, '(none)') AS key, sum(cost_usd) AS cost_usd
-        FROM spans WHERE project = :p AND {WINDOW} AND {EVAL_FILTER} AND cost_usd IS NOT NULL
+        SELECT day::timestamp AS day, coalesce(nullif({column}, ''), '(none)') AS key,
+               sum(cost_usd) AS cost_usd
+        FROM span_rollups WHERE project = :p AND {DAYS} AND {EVAL_FILTER} AND cost_usd IS NOT NULL
         GROUP BY 1, 2 ORDER BY 1, 2
         """,
         p=project,
@@ -30,14 +32,14 @@ def cost_per_day(url: str, project: str, hours: int, dimension: str, include_eva
 
 @cached
 def traffic_per_day(url: str, project: str, hours: int, include_eval: bool) -> pd.DataFrame:
-    """Requests (root spans) and failed requests per UTC day."""
+    """Requests (root spans) and failed requests per UTC day (the days the window touches)."""
     return frame(
         url,
         f"""
-        SELECT date_trunc('day', start_time AT TIME ZONE 'UTC') AS day, count(*) AS num_requests,
-               count(*) FILTER (WHERE status_code = 2) AS num_errors
-        FROM spans WHERE project = :p AND {WINDOW} AND {EVAL_FILTER} AND parent_span_id IS NULL
-        GROUP BY 1 ORDER BY 1
+        SELECT day::timestamp AS day, sum(num_requests)::bigint AS num_requests,
+               sum(num_errors)::bigint AS num_errors
+        FROM span_rollups WHERE project = :p AND {DAYS} AND {EVAL_FILTER}
+        GROUP BY 1 HAVING sum(num_requests) > 0 ORDER BY 1
         """,
         p=project,
         hours=hours,
@@ -47,40 +49,32 @@ def traffic_per_day(url: str, project: str, hours: int, include_eval: bool) -> p
 
 @cached
 def trace_filter_options(url: str, project: str, hours: int) -> dict[str, list[str]]:
-    """Models, tenants, features and eval runs seen in the window, for the filter boxes."""
+    """Models, tenants, features and eval runs seen on the days of the window, for the filter boxes."""
     found = frame(
         url,
-        f"""
-        SELECT array_remove(array_agg(DISTINCT model), NULL) AS model,
-               array_remove(array_agg(DISTINCT tenant), NULL) AS tenant,
-               array_remove(array_agg(DISTINCT feature), NULL) AS feature,
-               array_remove(array_agg(DISTINCT eval_run_id), NULL) AS eval_run
-        FROM spans WHERE project = :p AND {WINDOW}
-        """,
+        f"SELECT DISTINCT kind, value FROM span_dimensions WHERE project = :p AND {DAYS} ORDER BY 1, 2",
         p=project,
         hours=hours,
-    ).iloc[0]
-    return {str(name): sorted(values or []) for name, values in found.items()}
+    )
+    options: dict[str, list[str]] = {"model": [], "tenant": [], "feature": [], "eval_run": []}
+    for kind, value in zip(found["kind"], found["value"], strict=True):
+        options[str(kind)].append(str(value))
+    return options
 
 
-TRACES_SQL = f"""
-SELECT trace_id, min(start_time) AS start_time,
-       max(duration_ms) FILTER (WHERE parent_span_id IS NULL) AS latency_ms,
-       count(*) AS num_spans, sum(cost_usd) AS cost_usd, sum(input_tokens) AS input_tokens,
-       sum(output_tokens) AS output_tokens, max(model) AS model, max(tenant) AS tenant,
-       max(feature) AS feature,
-       max(eval_run_id) AS eval_run_id, bool_or(status_code = 2) AS error,
-       max(name) FILTER (WHERE parent_span_id IS NULL) AS root_name
-FROM spans WHERE project = :p AND {WINDOW}
-GROUP BY trace_id
-HAVING (CAST(:model AS text) IS NULL OR bool_or(model = :model))
-   AND (CAST(:tenant AS text) IS NULL OR bool_or(tenant = :tenant))
-   AND (CAST(:feature AS text) IS NULL OR bool_or(feature = :feature))
-   AND (CAST(:eval_run AS text) IS NULL OR bool_or(eval_run_id = :eval_run))
-   AND (NOT :errors_only OR bool_or(status_code = 2))
-   AND coalesce(max(duration_ms), 0) >= :min_latency_ms
-   AND coalesce(sum(cost_usd), 0) >= :min_cost_usd
-ORDER BY min(start_time) DESC LIMIT :limit
+TRACES_SQL = """
+SELECT trace_id, start_time, latency_ms, num_spans, cost_usd, input_tokens, output_tokens, model,
+       tenant, feature, eval_run_id, error, root_name
+FROM trace_summaries
+WHERE project = :p AND start_time >= now() - make_interval(hours => :hours)
+  AND (CAST(:model AS text) IS NULL OR model = :model)
+  AND (CAST(:tenant AS text) IS NULL OR tenant = :tenant)
+  AND (CAST(:feature AS text) IS NULL OR feature = :feature)
+  AND (CAST(:eval_run AS text) IS NULL OR eval_run_id = :eval_run)
+  AND (NOT :errors_only OR error)
+  AND coalesce(latency_ms, 0) >= :min_latency_ms
+  AND coalesce(cost_usd, 0) >= :min_cost_usd
+ORDER BY start_time DESC LIMIT :limit
 """
 
 

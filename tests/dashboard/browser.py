@@ -42,9 +42,13 @@ PAGE_STATE_JS = """(() => {
     .map(e => e.innerText.slice(0, 500));
   return JSON.stringify({
     rendered: !!main && main.innerText.trim().length > 0,
-    running: !!status && /running/i.test(status.innerText),
+    running: (!!status && /running/i.test(status.innerText))
+      || document.querySelectorAll('[data-testid="stSpinner"]').length > 0,
     skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length,
     charts: document.querySelectorAll('.vega-embed').length,
+    tables: document.querySelectorAll('[data-testid="stDataFrame"], [data-testid="stTable"]').length,
+    tiles: document.querySelectorAll('[data-testid="stMetric"]').length,
+    not_found: /page not found/i.test(document.body ? document.body.innerText : ''),
     errors: errors,
     heading: (document.querySelector('h1') || {innerText: ''}).innerText,
     dialogs: [...document.querySelectorAll('[role="dialog"]')].map(e => e.innerText.slice(0, 300)),
@@ -71,6 +75,9 @@ class PageState:
     dialogs: list[str]
     charts: int
     height: int
+    tables: int = 0
+    tiles: int = 0
+    not_found: bool = False
 
 
 class Tab:
@@ -92,9 +99,11 @@ class Tab:
 
     def state(self) -> dict[str, Any]:
         result = self.call("Runtime.evaluate", expression=PAGE_STATE_JS, returnByValue=True)
+        if "value" not in result["result"]:  # the script threw: the document is between two pages
+            return {"rendered": False, "running": True, "skeletons": 0}
         return dict(json.loads(result["result"]["value"]))
 
-    def open(self, url: str, timeout_s: float = 90.0) -> PageState:
+    def open(self, url: str, timeout_s: float = 240.0) -> PageState:
         """Navigate and wait until Streamlit has finished running the page and stays still."""
         self.call("Page.navigate", url=url)
         deadline, calm = time.monotonic() + timeout_s, 0
@@ -106,12 +115,20 @@ class Tab:
             calm = calm + 1 if ready else 0
         if calm < 4:
             raise TimeoutError(f"{url} did not finish rendering: {state}")
+        return self.shown()
+
+    def shown(self) -> PageState:
+        """What the page shows now (after a screenshot, charts below the fold have rendered too)."""
+        state = self.state()
         return PageState(
             state["heading"],
             list(state["errors"]),
             list(state["dialogs"]),
             int(state["charts"]),
             int(state["height"]),
+            int(state["tables"]),
+            int(state["tiles"]),
+            bool(state["not_found"]),
         )
 
     def screenshot(self, path: Path, height: int) -> None:

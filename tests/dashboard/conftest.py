@@ -13,7 +13,7 @@ APP_FILE = str(
     REPO_ROOT / "platform" / "evallens" / "app" / "streamlit_app.py"
 )  # what `evallens dashboard` runs
 DASHBOARD_DIR = REPO_ROOT / "dashboard"
-TIMEOUT_S = 60
+TIMEOUT_S = 180  # the first Cases page of a process loads MiniLM: slow on a busy 2-core machine
 
 
 @pytest.fixture

@@ -15,14 +15,16 @@ from tests.conftest import REPO_ROOT, free_port
 from tests.dashboard.browser import chromium_tab, ensure_chromium
 from tests.dashboard.seed import Seeded
 
-SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
-PAGES = {  # url path -> heading; the default page lives at the root
-    "": "Overview",
-    "compare": "Compare runs",
-    "traces": "Traces",
-    "serving": "Serving metrics",
-    "cases": "Cases",
-    "quarantine": "Quarantine",
+SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"  # kept after the run (CI uploads the folder)
+# url path -> (heading, at least this many charts, tables, metric tiles) with the seeded data
+PAGES = {
+    "": ("Overview", 3, 0, 3),
+    "overview": ("Overview", 3, 0, 3),  # the default page by its own name too
+    "compare": ("Compare runs", 1, 2, 0),
+    "traces": ("Traces", 1, 1, 0),  # the newest trace opens with its waterfall
+    "serving": ("Serving metrics", 5, 0, 0),
+    "cases": ("Cases", 0, 1, 0),
+    "quarantine": ("Quarantine", 0, 0, 0),
 }
 
 
@@ -63,19 +65,21 @@ def dashboard_url(seeded: Seeded, monkeypatch: pytest.MonkeyPatch) -> Iterator[s
 
 
 @pytest.mark.slow
-def test_every_page_renders_without_an_error_box(dashboard_url: str, seeded: Seeded) -> None:
+def test_every_page_opens_by_url_and_shows_its_data(dashboard_url: str, seeded: Seeded) -> None:
     executable = ensure_chromium()
     failures = []
     with chromium_tab(executable) as tab:
-        for path, heading in PAGES.items():
+        for path, (heading, charts, tables, tiles) in PAGES.items():
             state = tab.open(f"{dashboard_url}/{path}")
-            tab.screenshot(SCREENSHOTS / f"{path or 'overview'}.png", state.height)
-            if state.errors or state.dialogs or state.heading != heading:
-                failures.append((path, state.heading, state.errors, state.dialogs))
-        state = tab.open(f"{dashboard_url}/traces?trace_id={seeded.error_trace}")
+            tab.screenshot(SCREENSHOTS / f"{path or 'root'}.png", state.height)
+            state = tab.shown()  # the whole page was laid out for the screenshot
+            shown = (state.heading, state.charts >= charts, state.tables >= tables, state.tiles >= tiles)
+            if state.errors or state.dialogs or state.not_found or shown != (heading, True, True, True):
+                failures.append((path, state))
+        state = tab.open(f"{dashboard_url}/traces?trace_id={seeded.error_trace}&window=24h")
         tab.screenshot(SCREENSHOTS / "trace.png", state.height)
-        assert state.charts >= 1
+        state = tab.shown()
+        assert state.charts >= 1 and state.tables >= 2 and not state.errors
+        assert tab.open(f"{dashboard_url}/no-such-page").not_found  # the check above can fail
     assert failures == []
-    assert {f"{path or 'overview'}.png" for path in PAGES} <= {
-        shot.name for shot in SCREENSHOTS.glob("*.png")
-    }
+    assert {f"{path or 'root'}.png" for path in PAGES} <= {shot.name for shot in SCREENSHOTS.glob("*.png")}

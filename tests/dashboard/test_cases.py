@@ -112,8 +112,8 @@ def test_the_cases_page_ranks_redacts_and_merges_like_cases_mine(app_database: s
     cli = run_cli("cases", "mine", "--since", "7d", "--limit", "200", "--json", database_url=app_database)
     assert cli.returncode == 0, cli.stderr
     mined = json.loads(cli.stdout)["candidates"]
-    app = open_page("app_pages/cases.py")
-    next(box for box in app.selectbox if box.label == "Window").set_value("last 7 days").run()
+    app = open_page("app_pages/cases.py", window="24h")
+    next(box for box in app.selectbox if box.label == "Window").set_value("7d").run()
     table = app.dataframe[0].value
 
     assert list(table["trace_id"]) == [candidate["trace_id"] for candidate in mined]  # same order

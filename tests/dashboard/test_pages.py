@@ -26,8 +26,9 @@ def test_overview_shows_verdict_scorecards_and_cost(seeded: Seeded) -> None:
     # overall row first: candidate accuracy 70% against the main-tagged baseline's 90%
     assert ("accuracy", "70.0%", "-20.0 pts") in tiles
     assert ("recall", "50.0%", "-50.0 pts") in tiles
-    # harmfulness does not apply to returns_refunds
-    assert ("harmfulness", "n/a", "") in tiles
+    # no tile for a metric that does not apply (harmfulness: overall and the harmful scenario only)
+    assert [label for label, _, _ in tiles].count("harmfulness") == 2
+    assert all(value != "n/a" for _, value, _ in tiles)
     by_label = {label: value for label, value, _ in tiles}
     # 31 production + 2 eval requests with one chat span each; 25+3 at $0.001, 2 eval at $0.001, one at $0.01
     assert by_label["cost (USD)"] == "$0.0400"
@@ -47,8 +48,11 @@ def test_compare_defaults_to_latest_run_and_its_tagged_baseline(seeded: Seeded) 
     assert cell["significance"] == "▼ regression"
     overall = quality.set_index(["scenario", "metric"]).loc[("overall", "accuracy")]
     assert overall["significance"] == "not significant"
-    semantic = serving.set_index("measure").loc["semantic-cache hit rate (%)"]
-    assert (round(semantic["baseline"], 1), round(semantic["candidate"], 1)) == (5.0, 40.0)
+    measures = serving.set_index("measure")
+    semantic = measures.loc["semantic-cache hit rate"]
+    assert (semantic["baseline"], semantic["candidate"], semantic["delta"]) == ("5.0%", "40.0%", "+35.0 pts")
+    assert tuple(measures.loc["latency p50"]) == ("500.0 ms", "300.0 ms", "-200.0 ms")
+    assert tuple(measures.loc["degraded requests"]) == ("0", "1", "+1")  # integers as integers
     assert any("cache threshold is too loose" in info.value for info in app.info)
     assert sorted(zip(flipped["case_key"], flipped["metric"], strict=True)) == [
         ("rr-002", "accuracy"),
@@ -69,7 +73,7 @@ def test_compare_without_gate_report_says_how_to_get_significance(seeded: Seeded
 
 
 def test_traces_filters_and_opens_a_linked_trace(seeded: Seeded) -> None:
-    app = open_page("app_pages/traces.py", trace_id=seeded.error_trace)
+    app = open_page("app_pages/traces.py", trace_id=seeded.error_trace, window="24h")
     table = app.dataframe[0].value
     # every trace of the last 24 hours (28 production, the feedback trace, 2 eval); not the day-old one
     assert len(table) == 31
@@ -83,6 +87,21 @@ def test_traces_filters_and_opens_a_linked_trace(seeded: Seeded) -> None:
     facts = dict(zip(app.table[0].value["attribute"], app.table[0].value["value"], strict=True))
     assert facts["retrieved documents"] == "returns-policy"
     assert len(app.get("vega_lite_chart")) == 1
+
+
+def test_windows_default_to_the_data_and_follow_the_url(seeded: Seeded) -> None:
+    # traces reach back a day and a bit: the smallest window holding them is 7 days
+    app = open_page("app_pages/traces.py")
+    window = next(box for box in app.selectbox if box.label == "Window")
+    assert window.value == "7d" and "window" not in app.query_params  # the URL stays plain
+    assert hex_id("c", 1) in set(app.dataframe[0].value["trace_id"])
+    # samples: from the first of the last eval runs (2-3 hours before the newest sample): 6 hours
+    serving = open_page("app_pages/serving.py")
+    assert next(box for box in serving.selectbox if box.label == "Window").value == "6h"
+    # a window in the URL wins
+    linked = open_page("app_pages/serving.py", window="15m")
+    assert next(box for box in linked.selectbox if box.label == "Window").value == "15m"
+    assert linked.query_params["window"] == "15m"
 
 
 def test_traces_filter_by_tenant_and_errors(seeded: Seeded) -> None:
@@ -110,9 +129,10 @@ def test_serving_draws_metrics_with_eval_run_bands(seeded: Seeded) -> None:
 
 
 def test_cases_lists_bad_production_traces_only(seeded: Seeded) -> None:
-    app = open_page("app_pages/cases.py")
-    assert hex_id("c", 1) not in set(app.dataframe[0].value["trace_id"])  # a day old: outside the default
-    next(box for box in app.selectbox if box.label == "Window").set_value("last 7 days").run()
+    app = open_page("app_pages/cases.py", window="24h")
+    assert hex_id("c", 1) not in set(app.dataframe[0].value["trace_id"])  # a day old: outside 24 hours
+    assert app.query_params["window"] == "24h"  # a choice other than the data's window stays in the URL
+    next(box for box in app.selectbox if box.label == "Window").set_value("7d").run()
     table = app.dataframe[0].value.set_index("trace_id")
     costly = hex_id("c", 1)  # the day-old request to a model ten times the price
     assert set(table.index) == {seeded.feedback_trace, seeded.error_trace, seeded.slow_trace, costly}

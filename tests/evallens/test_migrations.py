@@ -23,6 +23,9 @@ from evallens.db.partitions import create_span_partitions
 EXPECTED_TABLES = {
     "spans",
     "genai_content",
+    "trace_summaries",
+    "span_rollups",
+    "span_dimensions",
     "metric_samples",
     "model_prices",
     "eval_sets",

@@ -41,3 +41,25 @@ def test_partitions_created_ahead_and_dropped(database_url: str) -> None:
         ]
         assert connection.execute(text("SELECT count(*) FROM spans")).scalar_one() == 1
     engine.dispose()
+
+
+def test_dropping_partitions_drops_their_summaries(database_url: str) -> None:
+    engine = create_db_engine(database_url)
+    with engine.begin() as connection:
+        create_span_partitions(connection, [date(2026, 3, 9), date(2026, 3, 10)])
+        connection.execute(
+            text(
+                "INSERT INTO spans (trace_id, span_id, start_time, end_time, duration_ms, name, kind,"
+                " status_code, attributes, resource, events, model) VALUES"
+                " ('old', 'b', '2026-03-09T12:00:00+00', '2026-03-09T12:00:01+00', 1000, 'x', 1, 0,"
+                " '{}', '{}', '[]', 'm'),"
+                " ('new', 'b', '2026-03-10T12:00:00+00', '2026-03-10T12:00:01+00', 1000, 'x', 1, 0,"
+                " '{}', '{}', '[]', 'm')"
+            )
+        )
+        drop_span_partitions_before(connection, date(2026, 3, 10))
+        traces = connection.execute(text("SELECT trace_id FROM trace_summaries")).scalars().all()
+        days = connection.execute(text("SELECT DISTINCT day FROM span_rollups")).scalars().all()
+        values = connection.execute(text("SELECT DISTINCT day FROM span_dimensions")).scalars().all()
+        assert (traces, days, values) == (["new"], [date(2026, 3, 10)], [date(2026, 3, 10)])
+    engine.dispose()

@@ -6,6 +6,8 @@ from datetime import UTC, date, datetime, timedelta
 from sqlalchemy import Connection, text
 
 PARTITION_PREFIX = "spans_p"
+# What the spans trigger folds spans into (migration 0006), and the column each is dated by.
+SUMMARIES_BY_START = {"trace_summaries": "start_time", "span_rollups": "day", "span_dimensions": "day"}
 _PARTITION_NAME = re.compile(rf"^{PARTITION_PREFIX}(\d{{8}})$")
 
 
@@ -60,8 +62,11 @@ def list_span_partitions(connection: Connection) -> list[str]:
 
 
 def drop_span_partitions_before(connection: Connection, cutoff: date) -> list[str]:
-    """Drop every daily partition whose day is entirely before ``cutoff``; return the names dropped."""
+    """Drop every daily partition whose day is entirely before ``cutoff``, and the summaries of what
+    they held (traces that start, days before ``cutoff``); return the names dropped."""
     dropped = []
+    for table, column in SUMMARIES_BY_START.items():
+        connection.execute(text(f"DELETE FROM {table} WHERE {column} < :cutoff"), {"cutoff": cutoff})
     for name in list_span_partitions(connection):
         match = _PARTITION_NAME.match(name)
         assert match is not None

@@ -15,6 +15,7 @@ from evallens.db.models.knowledge import Chunk, Document
 from evallens.db.models.metrics import MetricSample
 from evallens.db.models.prices import ModelPrice
 from evallens.db.models.quarantine import QuarantinedSpan
+from evallens.db.models.summaries import SpanDimension, SpanRollup, TraceSummary
 from evallens.db.models.traces import Span
 
 __all__ = [
@@ -34,4 +35,7 @@ __all__ = [
     "Project",
     "QuarantinedSpan",
     "Span",
+    "SpanDimension",
+    "SpanRollup",
+    "TraceSummary",
 ]
