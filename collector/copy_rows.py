@@ -10,7 +10,6 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -106,18 +105,20 @@ def json_text(value: Any) -> str:
     return encoded.replace("\\", "\\\\") if "\\" in encoded else encoded
 
 
-@lru_cache(maxsize=64)
-def _day_text(day: int) -> str:
-    return (_EPOCH_DATE + timedelta(days=day)).isoformat()
+_second_texts: dict[int, str] = {}
+MAX_CACHED_SECONDS = 4096
 
 
 def timestamp_text(unix_ns: int) -> str:
     """A ``timestamptz`` field in UTC, to the microsecond PostgreSQL keeps (as ``datetime_from_ns``)."""
-    day, micros = divmod(unix_ns // NS_PER_US, US_PER_DAY)
-    seconds, micros = divmod(micros, 1_000_000)
-    minutes, seconds = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{_day_text(day)} {hours:02}:{minutes:02}:{seconds:02}.{micros:06}+00"
+    seconds, micros = divmod(unix_ns // NS_PER_US, 1_000_000)
+    prefix = _second_texts.get(seconds)
+    if prefix is None:  # spans of a batch mostly share their seconds: format each second once
+        if len(_second_texts) >= MAX_CACHED_SECONDS:
+            _second_texts.clear()
+        moment = EPOCH + timedelta(seconds=seconds)
+        prefix = _second_texts[seconds] = f"{moment:%Y-%m-%d %H:%M:%S}"
+    return f"{prefix}.{micros:06}+00"
 
 
 def day_of(unix_ns: int) -> int:
@@ -131,11 +132,42 @@ def _number(value: float | None) -> str:
 
 def encode_span(span: SpanRecord, resource_json: str) -> str:
     """The COPY line of ``span`` (with its newline); ``resource_json`` is ``json_text(span.resource)``."""
+    # one search over every text value (None reads "None": harmless) instead of one per field
+    if _needs_escape(
+        f"{span.trace_id}{span.span_id}{span.parent_span_id}{span.name}{span.service_name}"
+        f"{span.scope_name}{span.scope_version}{span.status_message}{span.project}{span.model}"
+        f"{span.tenant}{span.user_id}{span.feature}{span.eval_run_id}{span.eval_case_id}"
+    ):
+        return _escaped_line(span, resource_json)
+    return (
+        f"{span.trace_id}\t{span.span_id}\t{timestamp_text(span.start_time_ns)}\t"
+        f"{timestamp_text(span.end_time_ns)}\t{(span.end_time_ns - span.start_time_ns) / 1e6!r}\t"
+        f"{NULL if span.parent_span_id is None else span.parent_span_id}\t{span.name}\t{span.kind}\t"
+        f"{NULL if span.service_name is None else span.service_name}\t"
+        f"{NULL if span.scope_name is None else span.scope_name}\t"
+        f"{NULL if span.scope_version is None else span.scope_version}\t{span.status_code}\t"
+        f"{NULL if span.status_message is None else span.status_message}\t"
+        f"{json_text(span.attributes)}\t{resource_json}\t"
+        f"{json_text(span.events) if span.events else '[]'}\t{span.project}\t"
+        f"{NULL if span.model is None else span.model}\t"
+        f"{NULL if span.input_tokens is None else span.input_tokens}\t"
+        f"{NULL if span.output_tokens is None else span.output_tokens}\t"
+        f"{NULL if span.cost_usd is None else repr(span.cost_usd)}\t"
+        f"{NULL if span.tenant is None else span.tenant}\t"
+        f"{NULL if span.user_id is None else span.user_id}\t"
+        f"{NULL if span.feature is None else span.feature}\t"
+        f"{NULL if span.eval_run_id is None else span.eval_run_id}\t"
+        f"{NULL if span.eval_case_id is None else span.eval_case_id}\n"
+    )
+
+
+def _escaped_line(span: SpanRecord, resource_json: str) -> str:
+    """``encode_span`` for a span with a value to escape: field by field."""
     return (
         "\t".join(
             (
-                span.trace_id,
-                span.span_id,
+                text(span.trace_id),
+                text(span.span_id),
                 timestamp_text(span.start_time_ns),
                 timestamp_text(span.end_time_ns),
                 repr((span.end_time_ns - span.start_time_ns) / 1e6),
