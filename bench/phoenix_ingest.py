@@ -28,7 +28,7 @@ from evallens.db.server import embedded_url, ensure_database, start_embedded
 
 PHOENIX_VERSION = "20.26.1"
 DEFAULT_VENV = Path.home() / ".cache" / "evallens" / "bench" / "phoenix-venv"
-START_TIMEOUT_S = 180
+START_TIMEOUT_S = 300
 INGEST_TIMEOUT_S = 1800
 
 
