@@ -2,9 +2,12 @@
 
 Builds realistic GenAI traces (request -> retrieval, embedding, rerank, generation), sends them in
 500-span batches from several concurrent clients to a collector subprocess, waits until every span
-is counted in PostgreSQL, then COPYs the same decoded rows into an identical scratch table.
+is counted in PostgreSQL. Then, in the same run, the raw COPY ceiling: the same payloads turned into
+rows by the collector's own worker code (``decode_body``, same limits and prices), COPYed into the
+same emptied, partitioned ``spans`` table with the same indexes, once from this process's bytes and
+once read by PostgreSQL from a file; the ratios of the collector to both are printed.
 
-    python bench/collector_ingest.py [--spans 100000] [--clients 8] [--batch 500]
+    python bench/collector_ingest.py [--spans 100000] [--clients 4] [--batch 500]
 """
 
 import argparse
@@ -23,12 +26,16 @@ import psycopg
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+from sqlalchemy.orm import Session
 
-from collector.decode import SpanLimits, decode_request
-from collector.write import COPY_STAGING, span_rows
+from collector.prices import PriceBook, list_prices
+from collector.runtime import span_limits
+from collector.workers import DecodeJob, decode_body
+from collector.write import COPY_SPANS
+from evallens.db.engine import create_db_engine
 from evallens.db.migrate import upgrade
 from evallens.db.server import embedded_url, ensure_database, start_embedded
-from evallens.settings import child_environment
+from evallens.settings import CollectorSettings, child_environment
 from evallens.telemetry import attributes as names
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -222,34 +229,100 @@ def watch_rss(pid: int, stop: threading.Event, peak: list[int]) -> None:
         stop.wait(0.05)
 
 
-def copy_ceiling(url: str, payloads: list[bytes]) -> float:
-    """Rows/s of one COPY of the same decoded rows into a table like spans (same indexes, not partitioned)."""
-    rows: list[tuple[object, ...]] = []
+def worker_rows(url: str, payloads: list[bytes], scratch: Path) -> list[bytes]:
+    """The COPY bytes the collector's decode workers make of ``payloads`` (same code, limits, prices)."""
+    settings = CollectorSettings(database_url=url, data_dir=scratch / "data")
+    engine = create_db_engine(url)
+    try:
+        with Session(engine) as session:
+            prices = PriceBook(list_prices(session))
+    finally:
+        engine.dispose()
+    limits, max_bytes = span_limits(settings), settings.collector_max_request_bytes
+    chunks: list[bytes] = []
     for body in payloads:
-        batch = decode_request(ExportTraceServiceRequest.FromString(body), SpanLimits())
-        rows.extend(span_rows(batch.spans))
+        decoded = decode_body(DecodeJob(body, "protobuf", False, max_bytes, limits, None, prices))
+        chunks.extend(chunk.data for chunk in decoded.packed.chunks)
+    return chunks
+
+
+def copy_from_client(url: str, chunks: list[bytes], num_connections: int = 1) -> float:
+    """Rows/s of COPYing ``chunks`` from this process into the emptied ``spans`` table, split over
+    ``num_connections`` connections COPYing at once (one transaction each)."""
     with psycopg.connect(url) as connection:
-        connection.execute("CREATE TABLE spans_scratch (LIKE spans INCLUDING ALL)")
-        connection.commit()
+        empty_spans(connection)
+    shares = [chunks[index::num_connections] for index in range(num_connections)]
+    connections = [psycopg.connect(url) for _ in shares]
+    try:
+        for connection in connections:
+            connection.execute("SET client_encoding TO 'UTF8'")
+            connection.commit()
+        threads = [
+            threading.Thread(target=_copy_share, args=(connection, share))
+            for connection, share in zip(connections, shares, strict=True)
+        ]
         started = time.perf_counter()
-        with (
-            connection.cursor() as cursor,
-            cursor.copy(COPY_STAGING.replace("spans_staging", "spans_scratch")) as copy,
-        ):
-            for row in rows:
-                copy.write_row(row)
-        connection.commit()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
         elapsed = time.perf_counter() - started
-        connection.execute("DROP TABLE spans_scratch")
-        connection.commit()
-    return len(rows) / elapsed
+    finally:
+        for connection in connections:
+            connection.close()
+    return sum(chunk.count(b"\n") for chunk in chunks) / elapsed
+
+
+def _copy_share(connection: psycopg.Connection[tuple[object, ...]], chunks: list[bytes]) -> None:
+    with connection.cursor() as cursor, cursor.copy(COPY_SPANS) as copy:
+        for chunk in chunks:
+            copy.write(chunk)
+    connection.commit()
+
+
+def copy_from_server_file(url: str, chunks: list[bytes]) -> float | None:
+    """Rows/s of PostgreSQL reading the same rows from a file itself; None when it cannot read it."""
+    # the server may run as another user: a directory and file it can read, not the private scratch
+    directory = Path(tempfile.mkdtemp(prefix="evallens-bench-copy-"))
+    path = directory / "rows.copy"
+    try:
+        directory.chmod(0o755)
+        path.write_bytes(b"".join(chunks))
+        path.chmod(0o644)
+        with psycopg.connect(url) as connection:
+            empty_spans(connection)
+            started = time.perf_counter()
+            connection.execute(f"{COPY_SPANS.removesuffix('STDIN')} '{path}' WITH (ENCODING 'UTF8')")
+            connection.commit()
+            elapsed = time.perf_counter() - started
+    except psycopg.Error as error:
+        print(f"server-file COPY skipped: {error}".splitlines()[0])
+        return None
+    finally:
+        path.unlink(missing_ok=True)
+        directory.rmdir()
+    return sum(chunk.count(b"\n") for chunk in chunks) / elapsed
+
+
+def empty_spans(connection: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Empty ``spans`` (its partitions and indexes stay) and let autovacuum forget it."""
+    connection.execute("TRUNCATE spans")
+    connection.commit()
+    connection.execute("CHECKPOINT")
+    connection.commit()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=100_000)
-    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument(
+        "--phoenix-spans",
+        type=int,
+        default=0,
+        help="then send this many spans to Arize Phoenix (SQLite and PostgreSQL; bench/phoenix_ingest.py)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="evallens-bench-") as scratch:
         server = start_embedded(Path(scratch) / "pg")
@@ -297,13 +370,24 @@ def run(url: str, scratch: Path, args: argparse.Namespace) -> None:
         collector.terminate()
         collector.wait(60)
     durable_rate = args.spans / durable_s
-    ceiling = copy_ceiling(url, payloads)
-    print(f"spans sent:           {args.spans} ({len(payloads)} batches, {args.clients} clients)")
-    print(f"durable spans/s:      {durable_rate:,.0f}  ({durable_s:.1f} s until all counted in PostgreSQL)")
-    print(f"COPY ceiling rows/s:  {ceiling:,.0f}")
-    print(f"ratio:                {durable_rate / ceiling:.2f}")
-    print(f"peak collector RSS:   {peak[0] / 2**20:,.0f} MiB (with its decode workers)")
-    print(f"rejected / retried:   {clients.rejected} spans / {clients.retried} requests")
+    print("raw COPY of the same rows into the same table ...", flush=True)
+    chunks = worker_rows(url, payloads, scratch)
+    client_rate = copy_from_client(url, chunks)
+    file_rate = copy_from_server_file(url, chunks)
+    parallel_rate = copy_from_client(url, chunks, num_connections=2)
+    print(f"spans sent:                  {args.spans} ({len(payloads)} batches, {args.clients} clients)")
+    print(f"durable spans/s (collector): {durable_rate:,.0f}  ({durable_s:.1f} s until all in PostgreSQL)")
+    print(f"raw COPY, client bytes:      {client_rate:,.0f} rows/s, ratio {durable_rate / client_rate:.2f}")
+    if file_rate is not None:
+        print(f"raw COPY, server file:       {file_rate:,.0f} rows/s, ratio {durable_rate / file_rate:.2f}")
+    print(f"raw COPY, 2 connections:     {parallel_rate:,.0f} rows/s (what a second writer could add)")
+    print(f"peak collector RSS:          {peak[0] / 2**20:,.0f} MiB (with its decode workers)")
+    print(f"rejected / retried:          {clients.rejected} spans / {clients.retried} requests", flush=True)
+    if args.phoenix_spans:
+        for backend in ([], ["--postgres"]):
+            command = ["-m", "bench.phoenix_ingest", "--spans", str(args.phoenix_spans), *backend]
+            command += ["--clients", str(args.clients), "--batch", str(args.batch)]
+            subprocess.run([sys.executable, *command, "--compare-to", str(durable_rate)], cwd=REPO_ROOT)
 
 
 if __name__ == "__main__":

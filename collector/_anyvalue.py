@@ -38,12 +38,15 @@ def key_values(items: Iterable[Any]) -> dict[str, Any]:
     for item in items:
         value = item.value
         kind = value.WhichOneof("value")
+        key = item.key
+        if "\x00" in key:
+            key = clean_text(key)
         # strings and numbers are nearly all attributes: read them without another call
         if kind == "string_value":
             text = value.string_value
-            flat[clean_text(item.key)] = text if "\x00" not in text else clean_text(text)
+            flat[key] = text if "\x00" not in text else clean_text(text)
         elif kind == "int_value":
-            flat[clean_text(item.key)] = value.int_value
+            flat[key] = value.int_value
         else:
-            flat[clean_text(item.key)] = any_value(value)
+            flat[key] = any_value(value)
     return flat

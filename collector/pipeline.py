@@ -15,8 +15,8 @@ from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from collector.copy_rows import CopyRows, PackedSpans
 from collector.quarantine import Quarantine, QuarantineFailed, isolate
-from collector.records import PackedSpans, SpanRecord
 from collector.spool import Spool
 from collector.stats import CollectorStats
 from collector.write import DatabaseDown, Refusal, SpanWriter
@@ -97,14 +97,13 @@ class _Pending:
 
 @dataclass(frozen=True)
 class _Piece:
-    """One chunk of one request, as the writer takes it; ``spans`` once unpacked."""
+    """One chunk of one request, as the writer takes it."""
 
     pending: _Pending
     index: int
-    spans: list[SpanRecord] = field(default_factory=list)
 
     @property
-    def chunk(self) -> bytes:
+    def chunk(self) -> CopyRows:
         return self.pending.packed.chunks[self.index]
 
     @property
@@ -244,7 +243,7 @@ class Ingestor:
                     raise
                 finally:
                     with self._condition:
-                        self._resize(-sum(p.num_spans for p in batch), -sum(len(p.chunk) for p in batch))
+                        self._resize(-sum(p.num_spans for p in batch), -sum(len(p.chunk.data) for p in batch))
             self._replay_one()
             self._import_dead_letters()
 
@@ -269,7 +268,7 @@ class Ingestor:
             while self._queue:
                 pending = self._queue.popleft()
                 for index in range(pending.next_chunk, len(pending.packed.chunks)):
-                    self._resize(-pending.packed.chunk_spans(index), -len(pending.packed.chunks[index]))
+                    self._resize(-pending.packed.chunk_spans(index), -len(pending.packed.chunks[index].data))
                     pending.chunk_failed(error)
 
     def _flush(self, batch: list[_Piece]) -> None:
@@ -280,26 +279,26 @@ class Ingestor:
                     Unavailable("an earlier part of the request failed", self._limits.retry_after_s)
                 )
             else:
-                pieces.append(_Piece(piece.pending, piece.index, PackedSpans.unpack_chunk(piece.chunk)))
-        spans = [span for piece in pieces for span in piece.spans]
-        if not spans:
+                pieces.append(piece)
+        if not pieces:
             return
+        rows = CopyRows.joined([piece.chunk for piece in pieces])
         if self._database_worth_trying():
             started = time.perf_counter()
             try:
-                refusals = isolate(self._writer, spans)
+                refusals = isolate(self._writer, rows)
             except DatabaseDown as error:
                 self._mark_database_down(error)
             else:
                 self._stats.flush_seconds.observe(time.perf_counter() - started)
                 self._mark_database_up()
-                self._keep(pieces, refusals, len(spans))
+                self._keep(pieces, refusals, rows.num_rows)
                 return
-        self._spool_or_refuse(pieces, spans)
+        self._spool_or_refuse(pieces, rows)
 
     def _keep(self, pieces: list[_Piece], refusals: list[Refusal], num_spans: int) -> None:
         """Resolve written pieces once their refused spans (if any) are in the quarantine."""
-        reasons = {id(refusal.span): refusal.reason for refusal in refusals}
+        reasons = {refusal.index: refusal.reason for refusal in refusals}
         self._stats.spans_stored.inc(num_spans - len(refusals))
         failure: QuarantineFailed | None = None
         if refusals:
@@ -308,25 +307,27 @@ class Ingestor:
             except QuarantineFailed as error:
                 logger.error("%s", error)
                 failure = error
+        first = 0
         for piece in pieces:
-            mine = [reasons[id(span)] for span in piece.spans if id(span) in reasons]
+            mine = [reasons[row] for row in range(first, first + piece.num_spans) if row in reasons]
+            first += piece.num_spans
             if mine and failure is not None:
                 piece.pending.chunk_failed(Unavailable(str(failure), self._limits.retry_after_s))
             else:
                 piece.pending.chunk_done(STORED, mine)
 
-    def _spool_or_refuse(self, pieces: list[_Piece], spans: list[SpanRecord]) -> None:
+    def _spool_or_refuse(self, pieces: list[_Piece], rows: CopyRows) -> None:
         error: Exception
         if self._spool is None:
             error = Unavailable("PostgreSQL is unreachable", self._limits.retry_after_s)
         else:
             try:
-                self._spool.append(spans)
+                self._spool.append(rows)
             except Exception as failure:  # a full spool or a full/broken disk: refuse, never drop
-                logger.error("cannot spool %d spans: %s", len(spans), failure)
+                logger.error("cannot spool %d spans: %s", rows.num_rows, failure)
                 error = Unavailable(f"PostgreSQL is unreachable and {failure}", self._limits.retry_after_s)
             else:
-                self._stats.spans_spooled.inc(len(spans))
+                self._stats.spans_spooled.inc(rows.num_rows)
                 self._stats.spool_bytes.set(self._spool.num_bytes)
                 for piece in pieces:
                     piece.pending.chunk_done(SPOOLED, [])
@@ -346,12 +347,12 @@ class Ingestor:
         if not pending:
             return
         try:
-            spans = Spool.read(pending[0])
+            rows = Spool.read(pending[0])
         except ValueError as error:
             logger.error("%s; kept as %s", error, self._spool.set_aside(pending[0]))
             return
         try:
-            refusals = isolate(self._writer, spans, expect_duplicates=True)
+            refusals = isolate(self._writer, rows, expect_duplicates=True)
             if refusals:
                 self._quarantine.put(refusals)
         except DatabaseDown as error:
@@ -362,7 +363,7 @@ class Ingestor:
             self._next_db_attempt = time.monotonic() + self._limits.db_retry_s
             return
         self._spool.remove(pending[0])
-        self._stats.spans_stored.inc(len(spans) - len(refusals))
+        self._stats.spans_stored.inc(rows.num_rows - len(refusals))
         self._stats.spool_bytes.set(self._spool.num_bytes)
         self._mark_database_up()
 

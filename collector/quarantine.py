@@ -12,7 +12,8 @@ from pathlib import Path
 import orjson
 
 from collector._files import remove_durably, write_atomically
-from collector.records import SpanRecord, record_from_dict, record_to_dict
+from collector.copy_rows import CopyRows, decode_line
+from collector.records import record_from_dict, record_to_dict
 from collector.stats import CollectorStats
 from collector.write import DatabaseDown, Refusal, RowsRefused, SpanWriter
 
@@ -26,24 +27,36 @@ class QuarantineFailed(Exception):
     """Refused spans could be kept neither in PostgreSQL nor on disk; they were not acknowledged."""
 
 
-def isolate(
-    writer: SpanWriter, spans: Sequence[SpanRecord], expect_duplicates: bool = False
-) -> list[Refusal]:
-    """Store ``spans``; when PostgreSQL refuses rows, bisect until every good span is stored.
+def isolate(writer: SpanWriter, rows: CopyRows, expect_duplicates: bool = False) -> list[Refusal]:
+    """Store ``rows``; when PostgreSQL refuses rows, bisect until every good span is stored.
 
-    Returns the spans refused on their own. ``DatabaseDown`` propagates: what was committed before
-    stays committed, and a replay of the whole batch skips it.
+    Returns the spans refused on their own, with their rows' places in ``rows``. ``DatabaseDown``
+    propagates: what was committed before stays committed, and a replay of the whole batch skips it.
     """
     try:
-        writer.write(spans, expect_duplicates)
+        writer.write(rows, expect_duplicates)
         return []
     except RowsRefused as error:
-        if len(spans) == 1:
-            return [Refusal(spans[0], str(error))]
-    middle = len(spans) // 2
-    return isolate(writer, spans[:middle], expect_duplicates) + isolate(
-        writer, spans[middle:], expect_duplicates
-    )
+        if rows.num_rows == 1:
+            return [Refusal(decode_line(rows.lines()[0]), str(error))]
+    return _bisect(writer, rows.lines(), 0, rows.days, expect_duplicates)
+
+
+def _bisect(
+    writer: SpanWriter, lines: list[bytes], first: int, days: tuple[int, ...], expect_duplicates: bool
+) -> list[Refusal]:
+    """``isolate`` of the two halves of refused ``lines``, which start at row ``first`` of the batch."""
+    refusals: list[Refusal] = []
+    middle = len(lines) // 2
+    for offset, half in ((0, lines[:middle]), (middle, lines[middle:])):
+        try:
+            writer.write(CopyRows.of_lines(half, days), expect_duplicates)
+        except RowsRefused as error:
+            if len(half) == 1:
+                refusals.append(Refusal(decode_line(half[0]), str(error), first + offset))
+            else:
+                refusals += _bisect(writer, half, first + offset, days, expect_duplicates)
+    return refusals
 
 
 class DeadLetters:

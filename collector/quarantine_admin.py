@@ -8,6 +8,7 @@ from pathlib import Path
 from sqlalchemy import ColumnElement, Engine, delete, func, select
 from sqlalchemy.orm import Session
 
+from collector.copy_rows import copy_rows
 from collector.quarantine import SUFFIX, isolate
 from collector.records import record_from_dict
 from collector.write import DatabaseDown, SpanWriter
@@ -105,17 +106,17 @@ def retry_quarantine(
     writer = SpanWriter(database_url)
     try:
         spans = [record_from_dict(row.span) for row in rows]
-        refusals = isolate(writer, spans, expect_duplicates=True) if spans else []
+        refusals = isolate(writer, copy_rows(spans), expect_duplicates=True) if spans else []
     except DatabaseDown as error:
         raise DatabaseUnavailable(f"PostgreSQL became unreachable: {error}") from None
     finally:
         writer.close()
-    reasons = {id(refusal.span): refusal.reason for refusal in refusals}
-    stored = [row.id for row, span in zip(rows, spans, strict=True) if id(span) not in reasons]
+    reasons = {refusal.index: refusal.reason for refusal in refusals}
+    stored = [row.id for index, row in enumerate(rows) if index not in reasons]
     with Session(engine) as session, session.begin():
         if stored:
             session.execute(delete(QuarantinedSpan).where(QuarantinedSpan.id.in_(stored)))
-        for row, span in zip(rows, spans, strict=True):
-            if id(span) in reasons:
-                session.get_one(QuarantinedSpan, row.id).reason = reasons[id(span)]
+        for index, row in enumerate(rows):
+            if index in reasons:
+                session.get_one(QuarantinedSpan, row.id).reason = reasons[index]
     return RetryReport(len(stored), len(refusals))

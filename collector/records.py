@@ -1,7 +1,5 @@
 """Plain records the decoder produces and the writer stores: no ORM objects on the hot path."""
 
-import pickle
-from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -118,54 +116,3 @@ def record_to_dict(span: SpanRecord) -> dict[str, Any]:
 def record_from_dict(values: dict[str, Any]) -> SpanRecord:
     """The record ``record_to_dict`` wrote (unknown keys ignored, so older rows still load)."""
     return SpanRecord(**{name: values[name] for name in RECORD_FIELDS if name in values})
-
-
-PACK_CHUNK_SPANS = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class PackedSpans:
-    """Spans as compact pickled chunks of at most ``PACK_CHUNK_SPANS`` value tuples each.
-
-    Decode workers hand these back; the queue holds them (a fifth of the memory of live records) and
-    the writer unpacks one chunk at a time, so neither the event loop nor the queue holds records.
-    """
-
-    chunks: tuple[bytes, ...] = ()
-    num_spans: int = 0
-
-    @property
-    def num_bytes(self) -> int:
-        """Bytes the chunks occupy."""
-        return sum(len(chunk) for chunk in self.chunks)
-
-    def chunk_spans(self, index: int) -> int:
-        """How many spans chunk ``index`` holds (every chunk is full but the last)."""
-        if index < len(self.chunks) - 1:
-            return PACK_CHUNK_SPANS
-        return self.num_spans - PACK_CHUNK_SPANS * (len(self.chunks) - 1)
-
-    @staticmethod
-    def unpack_chunk(chunk: bytes) -> list[SpanRecord]:
-        """The records of one chunk (only ever chunks this process's workers packed)."""
-        return [SpanRecord(*values) for values in pickle.loads(chunk)]
-
-    def unpack(self) -> list[SpanRecord]:
-        """Every record, in order."""
-        return [span for chunk in self.chunks for span in self.unpack_chunk(chunk)]
-
-
-def pack_spans(spans: Iterable[SpanRecord]) -> PackedSpans:
-    """``spans`` as ``PackedSpans``."""
-    chunks: list[bytes] = []
-    current: list[tuple[Any, ...]] = []
-    num_spans = 0
-    for span in spans:
-        current.append(tuple(getattr(span, name) for name in RECORD_FIELDS))
-        num_spans += 1
-        if len(current) == PACK_CHUNK_SPANS:
-            chunks.append(pickle.dumps(current, protocol=pickle.HIGHEST_PROTOCOL))
-            current = []
-    if current:
-        chunks.append(pickle.dumps(current, protocol=pickle.HIGHEST_PROTOCOL))
-    return PackedSpans(tuple(chunks), num_spans)

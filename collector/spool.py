@@ -1,9 +1,10 @@
 """The local spool: spans acknowledged while PostgreSQL was unreachable, fsync'd until written.
 
-One file per flush, written to a temporary name, fsync'd, renamed and the directory fsync'd, so a
-file either holds a whole batch or does not exist. Replays are idempotent (the writer skips spans
-already stored), so a crash between a replay's commit and the file's removal loses nothing and
-duplicates nothing. One collector owns the directory (``DirectoryLock``); a second one refuses to start.
+One file per flush (its COPY rows as the writer sends them), written to a temporary name, fsync'd,
+renamed and the directory fsync'd, so a file either holds a whole batch or does not exist. Replays
+are idempotent (the writer skips spans already stored), so a crash between a replay's commit and the
+file's removal loses nothing and duplicates nothing. One collector owns the directory
+(``DirectoryLock``); a second one refuses to start.
 """
 
 import threading
@@ -12,7 +13,8 @@ from pathlib import Path
 import orjson
 
 from collector._files import remove_durably, write_atomically
-from collector.records import RECORD_FIELDS, SpanRecord
+from collector.copy_rows import BadRow, CopyRows, copy_rows, day_of
+from collector.records import SpanRecord
 
 SUFFIX = ".spool"
 CORRUPT_SUFFIX = ".corrupt"
@@ -40,9 +42,9 @@ class Spool:
         """Whether the spool is at its size limit, or refused a batch since it last gave one back."""
         return self._refused or self.num_bytes >= self.max_bytes
 
-    def append(self, spans: list[SpanRecord]) -> Path:
-        """Durably write ``spans``; raise ``SpoolFull`` or ``OSError`` when that is not possible."""
-        data = orjson.dumps([[getattr(span, name) for name in RECORD_FIELDS] for span in spans])
+    def append(self, rows: CopyRows) -> Path:
+        """Durably write ``rows``; raise ``SpoolFull`` or ``OSError`` when that is not possible."""
+        data = rows.data
         with self._lock:
             if self.num_bytes + len(data) > self.max_bytes:
                 self._refused = True
@@ -56,11 +58,17 @@ class Spool:
         return sorted(self.directory.glob(f"*{SUFFIX}"))
 
     @staticmethod
-    def read(path: Path) -> list[SpanRecord]:
-        """The spans of one spooled batch; ``ValueError`` when the file is not one."""
+    def read(path: Path) -> CopyRows:
+        """The rows of one spooled batch, each checked; ``ValueError`` when the file is not one."""
+        data = path.read_bytes()
         try:
-            return [SpanRecord(*values) for values in orjson.loads(path.read_bytes())]
-        except (orjson.JSONDecodeError, TypeError) as error:
+            if data.startswith(b"["):  # written by a collector before COPY rows were spooled
+                return copy_rows(SpanRecord(*values) for values in orjson.loads(data))
+            if not data.endswith(b"\n"):
+                raise BadRow("the last row is cut short")
+            records = CopyRows(data, data.count(b"\n")).records()  # each row checked
+            return CopyRows(data, len(records), tuple(sorted({day_of(r.start_time_ns) for r in records})))
+        except (BadRow, orjson.JSONDecodeError, TypeError) as error:
             raise ValueError(f"{path} is not a spooled batch: {error}") from None
 
     def remove(self, path: Path) -> None:

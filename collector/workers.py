@@ -1,9 +1,9 @@
 """Decoding off the event loop: one bounded pool of worker processes shared by OTLP/HTTP and gRPC.
 
 A worker turns one request body into ``PackedSpans``: inflate (gzip), parse (protobuf or JSON), count,
-decode and validate, stamp the key's project, tag costs, pack. The receivers' threads and event loop
-only move bytes. The seam for more work per span (encoding COPY rows, issue 17) is ``decode_body``:
-whatever it returns travels back pickled.
+decode and validate, stamp the key's project, tag costs, and encode each span as the COPY row the
+writer streams (``collector.copy_rows``). The receivers' threads, event loop and writer only move
+bytes; everything per span happens here, once.
 
 Two bounds keep memory flat whatever clients send: the bytes of request bodies being read or decoded
 at once (``reserve``: over it, 429 and Retry-After / RESOURCE_EXHAUSTED), and the spans one request
@@ -27,10 +27,11 @@ from typing import Literal
 
 from collector import _wire
 from collector._body import gunzip_capped
+from collector.copy_rows import PackedSpans, pack_spans
 from collector.decode import Rejections, count_spans, iter_spans, message_groups
 from collector.otlp_json import MalformedRequest, parse_json_request
 from collector.pricebook import PriceBook
-from collector.records import PackedSpans, SpanRecord, pack_spans
+from collector.records import SpanRecord
 from collector.validate import SpanLimits
 from evallens.telemetry import attributes as attr
 

@@ -11,9 +11,8 @@ Every failure is classified by SQLSTATE (``collector._sqlstate``): ``DatabaseDow
 is unavailable, ``RowsRefused`` when it refused the rows themselves.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
 from typing import Any
 
 import orjson
@@ -22,7 +21,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from collector._sqlstate import describe, is_outage
-from collector.records import SPAN_COLUMNS, SpanRecord, datetime_from_ns, record_to_dict
+from collector.copy_rows import CopyRows
+from collector.records import SPAN_COLUMNS, SpanRecord, record_to_dict
 from evallens.db.engine import create_db_engine, libpq_url
 from evallens.db.partitions import create_span_partitions, list_span_partitions
 
@@ -37,7 +37,6 @@ FLUSHES_CAREFUL_AFTER_CONFLICT = 20
 MOVE_STAGED = (
     f"INSERT INTO spans ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM {STAGING_TABLE} ON CONFLICT DO NOTHING"
 )
-NS_PER_DAY = 86_400 * 1_000_000_000
 # Columns of the quarantine row are for finding it again; the full values are in its ``span`` JSON.
 QUARANTINE_KEY_CHARS = 200
 
@@ -52,65 +51,18 @@ class RowsRefused(Exception):
 
 @dataclass(frozen=True)
 class Refusal:
-    """One span PostgreSQL refused, and its reason (SQLSTATE and message)."""
+    """One span PostgreSQL refused, its reason (SQLSTATE and message) and its row's place in the batch."""
 
     span: SpanRecord
     reason: str
+    index: int = 0
 
     def quarantine_row(self) -> tuple[str, str, str, str, str]:
-        """The ``collector_quarantine`` COPY row of this refusal."""
+        """The ``collector_quarantine`` row of this refusal."""
         span = self.span
         keys = (span.project, span.trace_id, span.span_id)
         project, trace_id, span_id = (str(key)[:QUARANTINE_KEY_CHARS] for key in keys)
         return project, trace_id, span_id, self.reason, orjson.dumps(record_to_dict(span)).decode()
-
-
-def span_row(span: SpanRecord, resource_json: str) -> tuple[Any, ...]:
-    """The COPY row of ``span`` in ``SPAN_COLUMNS`` order."""
-    return (
-        span.trace_id,
-        span.span_id,
-        datetime_from_ns(span.start_time_ns),
-        datetime_from_ns(span.end_time_ns),
-        span.duration_ms,
-        span.parent_span_id,
-        span.name,
-        span.kind,
-        span.service_name,
-        span.scope_name,
-        span.scope_version,
-        span.status_code,
-        span.status_message,
-        orjson.dumps(span.attributes).decode(),
-        resource_json,
-        orjson.dumps(span.events).decode(),
-        span.project,
-        span.model,
-        span.input_tokens,
-        span.output_tokens,
-        span.cost_usd,
-        span.tenant,
-        span.user_id,
-        span.feature,
-        span.eval_run_id,
-        span.eval_case_id,
-    )
-
-
-def span_rows(spans: Iterable[SpanRecord]) -> Iterable[tuple[Any, ...]]:
-    """COPY rows, serialising each resource once: spans of one request share the same dict."""
-    resource_json: dict[int, str] = {}
-    for span in spans:
-        key = id(span.resource)
-        text = resource_json.get(key)
-        if text is None:
-            text = resource_json[key] = orjson.dumps(span.resource).decode()
-        yield span_row(span, text)
-
-
-def span_days(spans: Iterable[SpanRecord]) -> set[date]:
-    """The UTC days the spans start on, i.e. the partitions they need."""
-    return {datetime_from_ns(ns - ns % NS_PER_DAY).date() for ns in {s.start_time_ns for s in spans}}
 
 
 class SpanWriter:
@@ -124,15 +76,14 @@ class SpanWriter:
         self._partition_days: set[str] = set()
         self._careful_flushes = 0
 
-    def write(self, spans: Sequence[SpanRecord], expect_duplicates: bool = False) -> int:
-        """Store ``spans`` in one transaction; return how many were new.
+    def write(self, rows: CopyRows, expect_duplicates: bool = False) -> int:
+        """Store the spans of ``rows`` in one transaction (committed in ``_copy``); return how many were new.
 
         Raises ``DatabaseDown`` or ``RowsRefused``; either way nothing was committed.
         """
         try:
-            self._ensure_partitions(spans)
+            self._ensure_partitions(rows)
             connection = self._connect()
-            rows = list(span_rows(spans))
             if not expect_duplicates and self._careful_flushes == 0:
                 try:
                     return self._copy(connection, COPY_SPANS, rows)
@@ -165,21 +116,20 @@ class SpanWriter:
         return RowsRefused(describe(error))
 
     @staticmethod
-    def _copy(
-        connection: psycopg.Connection[Any], statement: str, rows: list[tuple[Any, ...]], then: str = ""
-    ) -> int:
+    def _copy(connection: psycopg.Connection[Any], statement: str, rows: CopyRows, then: str = "") -> int:
+        """One batch in one transaction: the rows' bytes as the workers encoded them, committed on exit."""
         with connection.transaction(), connection.cursor() as cursor:
             with cursor.copy(statement) as copy:
-                for row in rows:
-                    copy.write_row(row)
+                copy.write(rows.data)
             if not then:
-                return len(rows)
+                return rows.num_rows
             cursor.execute(then)
             return max(cursor.rowcount, 0)
 
     def _connect(self) -> psycopg.Connection[Any]:
         if self._connection is None or self._connection.closed:
             connection = psycopg.connect(self._url, autocommit=True, connect_timeout=self._connect_timeout_s)
+            connection.execute("SET client_encoding TO 'UTF8'")  # the rows' bytes are UTF-8
             connection.execute(
                 f"CREATE TEMP TABLE IF NOT EXISTS {STAGING_TABLE} "
                 "(LIKE spans INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
@@ -187,8 +137,8 @@ class SpanWriter:
             self._connection = connection
         return self._connection
 
-    def _ensure_partitions(self, spans: Sequence[SpanRecord]) -> None:
-        days = span_days(spans)
+    def _ensure_partitions(self, rows: CopyRows) -> None:
+        days = rows.partition_days()
         if {f"{day:%Y%m%d}" for day in days} <= self._partition_days:
             return
         if self._engine is None:

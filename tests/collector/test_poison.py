@@ -13,6 +13,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from typer.testing import CliRunner
 
+from collector.copy_rows import copy_rows
 from collector.quarantine import DeadLetters, Quarantine, isolate
 from collector.records import SpanRecord
 from collector.runtime import Collector
@@ -95,7 +96,8 @@ def test_poison_in_the_spool_no_longer_blocks_replay(database_url: str, tmp_path
     now = time.time_ns()
     good = [_record(i, now, {}) for i in range(20)]
     # spooled while PostgreSQL was down: one poison span among good ones, acknowledged long ago
-    Spool(settings.spool_dir, 10**9).append(good[:10] + [_record(50, now, poison_attributes())] + good[10:])
+    spooled = copy_rows(good[:10] + [_record(50, now, poison_attributes())] + good[10:])
+    Spool(settings.spool_dir, 10**9).append(spooled)
     collector = Collector(settings, database_url)
     collector.start_in_background()
     try:
@@ -185,7 +187,7 @@ def test_refusals_go_to_a_dead_letter_file_while_postgres_is_away(
     keeper = Quarantine(writer, DeadLetters(tmp_path / "dead"), stats)
     now = time.time_ns()
     try:
-        refusals = isolate(writer, [_record(1, now, {}), _record(2, now, poison_attributes())])
+        refusals = isolate(writer, copy_rows([_record(1, now, {}), _record(2, now, poison_attributes())]))
         assert [refusal.span.span_id for refusal in refusals] == [(3).to_bytes(8, "big").hex()]
         own_postgres.stop()
         keeper.put(refusals)  # the table is unreachable: an fsync'd file instead
