@@ -33,7 +33,8 @@ _STATES = (
     r"|Wisconsin|Wyoming|A[KLRZ]|C[AOT]|D[CE]|FL|GA|HI|I[ADLN]|K[SY]|LA|M[ADEINOST]|N[CDEHJMVY]|O[HKR]|PA"
     r"|RI|S[CD]|T[NX]|UT|V[AT]|W[AIVY]"
 )
-_LOCATION = re.compile(rf"\b[A-Z][a-z]+(?: [A-Z][a-z]+)?, (?:{_STATES})\b(?: \d{{5}})?")
+# "Portland, Oregon", "Columbus OH": the comma is often left out
+_LOCATION = re.compile(rf"\b[A-Z][a-z]+(?: [A-Z][a-z]+)?,? (?:{_STATES})\b(?: \d{{5}})?")
 _ZIP = re.compile(r"\b(?:zip(?: code)?|postcode|postal code)\D{0,12}(\d{5})\b", re.IGNORECASE)
 _PARTIAL = re.compile(
     r"\b(?:ends?|ending|starts?|starting|begins?|beginning) (?:in|with) ([\w.@-]{2,})", re.IGNORECASE
