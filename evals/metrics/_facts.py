@@ -73,6 +73,15 @@ def find_fact(fact: Fact, answer: Tokenised, reference: Tokenised | None = None)
     return None
 
 
+def names_fact(fact: Fact, text: Tokenised) -> bool:
+    """The text holds one of the fact's wordings word for word ("Final Sale"; not "2 days" for "48 hours")."""
+    for alternative in alternatives(fact):
+        needle = [w for w in Tokenised.of(alternative).words if w != BOUNDARY]
+        if needle and _find_words(needle, text.words) is not None:
+            return True
+    return False
+
+
 def match_facts(
     facts: Sequence[Fact], answer: Tokenised, reference: Tokenised | None = None
 ) -> tuple[list[FactMatch], list[str]]:
@@ -104,9 +113,9 @@ def _find_alternative(alternative: str, answer: Tokenised, reference: Tokenised 
     if not needle:
         return None
     haystack = answer.words
-    for start in range(len(haystack) - len(needle) + 1):
-        if haystack[start : start + len(needle)] == needle:
-            return FactMatch(alternative, start, start + len(needle))
+    start = _find_words(needle, haystack)
+    if start is not None:
+        return FactMatch(alternative, start, start + len(needle))
     if len(fact.quantities) == 1 and fact.quantities[0].dimension not in {"number"}:
         wanted = fact.quantities[0]
         ranges = [q for q in (reference.quantities if reference else []) if _ends_range(q, wanted)]
@@ -114,6 +123,13 @@ def _find_alternative(alternative: str, answer: Tokenised, reference: Tokenised 
             if stated.same_value(wanted) or any(stated.same_value(known) for known in ranges):
                 return FactMatch(alternative, stated.position, stated.position + 2)
     return _find_words_nearby(alternative, needle, haystack)
+
+
+def _find_words(needle: list[str], haystack: list[str]) -> int | None:
+    for start in range(len(haystack) - len(needle) + 1):
+        if haystack[start : start + len(needle)] == needle:
+            return start
+    return None
 
 
 def _ends_range(known: Quantity, value: Quantity) -> bool:
@@ -125,7 +141,8 @@ def _ends_range(known: Quantity, value: Quantity) -> bool:
 def _find_words_nearby(alternative: str, needle: list[str], haystack: list[str]) -> FactMatch | None:
     """All content words of a multi-word fact within a short window, in any order."""
     wanted = set(content_words(needle))
-    if len(wanted) < 2 or any(not word.isalpha() for word in wanted):
+    # a fact with a number is stated only with that number: "-7 °C" is not "-1 °C"
+    if len(wanted) < 2 or any(not word.isalpha() for word in needle if word in wanted or word[0].isdigit()):
         return None
     window = 2 * len(needle) + 2
     for start in range(len(haystack)):

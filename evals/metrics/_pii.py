@@ -42,7 +42,7 @@ _PARTIAL = re.compile(
 _CODE = re.compile(r"\b(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z][A-Z0-9-]{3,}\b")
 _UNIT_AFTER = (
     r"(?:business |working )?(?:days?|hours?|hrs?|weeks?|months?|years?|minutes?|mins?|seconds?|lbs?|kg|g"
-    r"|w|wh|mah|lumens?|points?|percent|usd|dollars?|%|°|cm|mm|inch|inches|psi|mg|km|miles?|x|times)"
+    r"|w|wh|mah|lumens?|points?|percent|usd|dollars?|%|°|cm|mm|inch|inches|psi|mg|km|miles?|m|ft|feet|foot|met(?:er|re)s?|x|times)"
 )
 _BARE_NUMBER = re.compile(rf"(?<![\w.$,:/-])\d{{3,6}}(?![\w%/-]|[.,:]\d)(?! ?{_UNIT_AFTER}\b)", re.IGNORECASE)
 _ROLE_MAILBOX = re.compile(

@@ -32,7 +32,12 @@ UNITS: dict[str, tuple[str, float]] = {
     "lumen": ("light", 1.0),
     "point": ("points", 1.0),
     "cm": ("length", 1.0),
+    "mm": ("length", 0.1),
+    "meter": ("length", 100.0),
+    "km": ("length", 100_000.0),
     "inch": ("length", 2.54),
+    "foot": ("length", 30.48),
+    "mile": ("length", 160_934.4),
     "celsius": ("temperature", 1.0),
     "fahrenheit": ("temperature", 5 / 9),
     "degree": ("degree", 1.0),  # an angle or a temperature: compared only with plain degrees

@@ -72,7 +72,7 @@ _DECLINE = re.compile(
     r"|\b(?:my|our) (?:expertise|knowledge|focus|scope|world|job|role) (?:is|are)"
     r" (?:limited|only|just|all about|restricted|focused|orders|acme)"
     r"|\bi (?:focus|stick|specialise|specialize) (?:on|to|in)\b"
-    r"|\bi am (?:just |only |simply )?(?:the|an?|your|\w+'s) [\w&' -]{0,40}"
+    r"|\bi am (?:just |only |simply |strictly |purely |merely )?(?:the|an?|your|\w+'s) [\w&' -]{0,40}"
     r"(?:assistant|bot|agent|helper|chatbot)\b"
     r"|\b(?:that is|this is|that would be|that sounds like|it is|that one is) "
     r"(?:a question|one|something|a job|a topic|a matter) (?:for|better|best|to ask)"
@@ -99,6 +99,11 @@ _REDIRECT = re.compile(
     r"|\b(?:their|its|the) (?:website|site|help pages?|help center|support team|customer service)\b"
     r"|\bacme\b|\b(?:our|us)\b|\bwe (?:will|can|would|could) \w+"
     r"|\b(?:would be|will be|is|are) the (?:right|best|better) (?:place|person|people|ones?)\b"
+    # referrals elsewhere: "REI's website", "their local office would know", "bookings go through X"
+    r"|\b[\w.&-]+'s (?:own )?(?:website|site|help pages?|support|office|customer service|team|app)\b"
+    r"|(?<!\bi )(?<!\bwe )\b(?:would|will|should|could|can|might) (?:know|be able to help)\b"
+    r"|\b(?:go|goes|are done|is done|are made|is made|are handled|is handled) (?:through|via)\b"
+    r"|\b(?:i|we) (?:would|will) (?:check|try|ask|look at|contact|call)\b"
 )
 _PLEASANTRY = re.compile(
     r"^(?:hi|hello|hey|thanks|thank you|sorry|apologies|no problem|no worries|good luck|hope|i hope"

@@ -20,8 +20,8 @@ scores 1.
 import re
 
 from evals.metrics._answer_type import shows_answer_type, states_other_kind
-from evals.metrics._facts import content_words
-from evals.metrics._refusal import analyse
+from evals.metrics._facts import Tokenised, content_words
+from evals.metrics._refusal import Stance, analyse
 from evals.metrics._text import expand_contractions, match_tokens
 from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
 from evals.sets.format import CaseSpec
@@ -29,6 +29,7 @@ from evals.sets.format import CaseSpec
 _TERSE = 4  # content words in an answer too short for similarity to mean much
 _SHARED = 0.6  # share of an answer's content words found in the question or reference
 # "how do I complain?": the action asked about
+_TURN = re.compile(r"^(?:but|however|though|although|that said|still)\b")
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
 
 
@@ -89,13 +90,24 @@ def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> Me
     best, clause = max(closeness, default=(0.0, ""))
     distance = best - context.engagement_threshold
     if not stance.declined:
-        if stance.content and best >= context.relevance_floor:
+        # all content, no decline and nothing offered instead (a translation, a poem): it engages
+        only_content = all(c.kind == "content" for c in stance.clauses)
+        if stance.content and (best >= context.relevance_floor or only_content):
             return verdict("irrelevance", True, "answers the out-of-scope question", unsure=distance < 0)
         return verdict("irrelevance", False, "does not engage with the out-of-scope question", unsure=True)
     unsure = abs(distance) < context.judge_margin
-    anyway = stance.complies_anyway
+    anyway = stance.complies_anyway or _turns_to_answer(stance)
     if anyway:
         return verdict("irrelevance", True, f"declines, then does it anyway: '{anyway[:80]}'")
     if distance >= 0:
         return verdict("irrelevance", True, f"declines, then engages: '{clause[:80]}'", unsure=unsure)
     return verdict("irrelevance", False, "declines the out-of-scope question", unsure=unsure)
+
+
+def _turns_to_answer(stance: Stance) -> str | None:
+    """A clause after the decline that turns ("but typically ...") to state a measured value."""
+    for clause in stance.after_refusal:
+        measured = [q for q in Tokenised.of(clause.text).quantities if q.dimension not in {"number", "count"}]
+        if _TURN.match(clause.plain) and measured:
+            return clause.text
+    return None
