@@ -21,6 +21,8 @@ import re
 
 from evals.metrics._answer_type import shows_answer_type, states_other_kind
 from evals.metrics._facts import Tokenised, content_words
+from evals.metrics._polarity import is_polar
+from evals.metrics._quantities import UNITS
 from evals.metrics._refusal import Stance, analyse
 from evals.metrics._text import expand_contractions, match_tokens
 from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
@@ -29,6 +31,9 @@ from evals.sets.format import CaseSpec
 _TERSE = 4  # content words in an answer too short for similarity to mean much
 _SHARED = 0.6  # share of an answer's content words found in the question or reference
 # "how do I complain?": the action asked about
+# words that say what kind of answer is wanted, not what it is about
+_ASKING = frozenset(["much", "long", "many", "cost", "costs", "price", "take", "soon", "fast",
+                     "quick", "quickly", "time", "doe", "big", "heavy", "bright", "tall", "wide", "far", "often"])  # fmt: skip
 _TURN = re.compile(r"^(?:but|however|though|although|that said|still)\b")
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
 
@@ -55,6 +60,9 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
     shaped = shows_answer_type(question, reference, case.required_facts, text)
     if shaped and len(content_words(match_tokens(text))) <= _TERSE:
         return verdict("irrelevance", False, "a terse answer of the expected shape")
+    if shaped and not is_polar(question) and not _names_the_topic(question, reference, text):
+        # a price or a duration of something else ("the label costs $6.95" for express shipping)
+        shaped = False
     relevance = context.similarity.similarity(question, text)
     if reference:
         relevance = max(relevance, context.similarity.similarity(reference, text))
@@ -70,6 +78,17 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
     if distance < 0:
         return verdict("irrelevance", True, f"{shown} (< {threshold:.2f})", unsure=unsure)
     return verdict("irrelevance", False, f"addresses the question: {shown}", unsure=unsure)
+
+
+def _names_the_topic(question: str, reference: str, text: str) -> bool:
+    """The answer shares a word with what the question or reference talks about (not "how much" words)."""
+    said = set(content_words(match_tokens(text))) - set(UNITS)
+    topic = {
+        word
+        for word in content_words(match_tokens(f"{question} {reference}"))
+        if word.isalpha() and word not in _ASKING and word not in UNITS
+    }
+    return bool(said & topic)
 
 
 def _echo(question: str, reference: str, text: str) -> str | None:
