@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from evals.metrics._facts import STOPWORDS, Tokenised, alternatives
 from evals.metrics._polarity import negated_at, polarity_conflicts
 from evals.metrics._quantities import UNITS, Quantity
-from evals.metrics._text import BOUNDARY, clean, match_tokens
+from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 from evals.sets.format import Fact
 
 _CONTEXT = 4  # meaningful words either side of a quantity that say what it is about
@@ -61,7 +61,7 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     answer_tokens = Tokenised.of(answer)
     reasons = _quantity_conflicts(reference, facts, answer_tokens, Tokenised.of(question))
     reasons += polarity_conflicts(question, reference, facts, answer)
-    reasons += _universal_claims(reference, answer)
+    reasons += _universal_claims(reference, answer, question)
     reasons += _weekend_claims(reference, answer_tokens)
     return reasons
 
@@ -250,15 +250,24 @@ def _conditional_at(words: list[str], start: int) -> bool:
     return "than" in clause[:2] or bool(_CONDITIONS & set(clause))
 
 
-def _universal_claims(reference: str, answer: str) -> list[str]:
-    reference_words = set(match_tokens(reference))
+def _universal_claims(reference: str, answer: str, question: str = "") -> list[str]:
+    # the user's own word ("do I get everything back?") answered is not a claim of the answer's
+    reference_words = set(match_tokens(reference)) | set(match_tokens(question))
     # "never expires" already says "forever": a universal about time backs the others about time
     timeless = bool(_TIMELESS.search(clean(reference).lower()))
     reasons = []
-    for found in _UNIVERSAL.finditer(clean(answer).lower()):
-        claim = found.group(1)
-        if timeless and _TIMELESS.fullmatch(claim):
-            continue
-        if not set(match_tokens(claim)) <= reference_words:
-            reasons.append(f"claims '{claim}', which the reference does not say")
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", expand_contractions(answer)):
+        for found in _UNIVERSAL.finditer(sentence):
+            claim = found.group(1)
+            if timeless and _TIMELESS.fullmatch(claim):
+                continue
+            # "not always", "not quite everything" deny the universal; "please unplug everything" instructs
+            if _NOT_UNIVERSAL.search(sentence[: found.start()]) or _INSTRUCTION.match(sentence):
+                continue
+            if not set(match_tokens(claim)) <= reference_words:
+                reasons.append(f"claims '{claim}', which the reference does not say")
     return reasons
+
+
+_NOT_UNIVERSAL = re.compile(r"\b(?:not|hardly|almost|nearly)(?: \w+)? $")
+_INSTRUCTION = re.compile(r"^\W*(?:please|first|then|just|make sure|be sure|remember to)\b")

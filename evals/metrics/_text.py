@@ -47,6 +47,7 @@ _NUMBER_RUN = re.compile(
     rf"\b(?:{'|'.join([*_ONES, *_TENS])}|a hundred|a thousand)\b(?:[ -](?:{_NUMBER_WORD})\b)*",
 )
 
+_PER_UNITS = r"hr|h|hour|day|d|wk|week|mo|month|yr|year|night|person|item|order|unit|kg|lb"
 _TIME_UNITS = r"second|minute|hour|day|business day|week|month|year"
 # units "a" or "an" counts as one of: "under a kilo", "a pound heavier"
 _COUNTED_UNITS = r"kilo|kilogram|kg|pound|lb|liter|litre|gram|watt|inch|dollar|buck|percent"
@@ -119,6 +120,8 @@ def normalise(text: str) -> str:
     """The canonical form used to compare facts, references and answers (see the module docstring)."""
     text = expand_contractions(text)
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
+    text = re.sub(r"\b(\d+(?:\.\d+)?)k\b", lambda m: f"{float(m.group(1)) * 1000:g}", text)  # "46k"
+    text = re.sub(rf"(?<=[a-z0-9])/({_PER_UNITS})\b", r" per \1", text)  # "BTU/hr", "$5/mo"
     text = _number_words(text)
     text = re.sub(r"(?<!\d )(?<![\w.-])-(?=\d)", "minus ", text)  # "-7" and "minus seven" read the same
     text = _fractions(text)
