@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 from evals.metrics._facts import STOPWORDS, Tokenised, alternatives
 from evals.metrics._polarity import negated_at, polarity_conflicts
+from evals.metrics._qualifiers import qualifier_conflicts
 from evals.metrics._quantities import UNITS, Quantity
 from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 from evals.sets.format import Fact
 
 _CONTEXT = 4  # meaningful words either side of a quantity that say what it is about
 _MAX_SCALE = 30.0  # quantities further apart than this are about different things
+_CONVERSION_REACH = 6  # words between a value and the same value said in another unit
 _CONDITIONS = {"if", "unless", "once", "whenever", "case"}
 _CORRECTION = re.compile(
     r"\b(?:actually|scratch that|wait|correction|i mean|i meant|not quite|on second thought|my mistake"
@@ -104,6 +106,7 @@ def _quantity_conflicts(
         if agreed_with:
             reasons += _anchor_conflicts(stated, answer.words, agreed_with)
             reasons += _day_kind_conflicts(stated, [q for q, _ in agreed_with])
+            reasons += qualifier_conflicts(stated, answer.words, [(q, src.words) for q, src in agreed_with])
             continue
         agreeing = [other for other in answer.quantities if any(_agrees(other, q) for q, _ in rivals)]
         bound = _bound_at(answer.words, stated.position)
@@ -112,7 +115,7 @@ def _quantity_conflicts(
         if agreeing and any(stated.same_value(asked) for asked in question.quantities):
             continue  # the user's own figure repeated back ("so an $80 order qualifies")
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
-        about_same |= _restates(answer.words, stated, agreeing, told)
+        about_same |= _restates(answer.words, stated, agreeing, told) or _converts(stated, agreeing)
         if about_same or not agreeing or (bound is not None and bound.claimed):
             expected = rivals[0][0]
             reasons.append(f"says {_show(stated, bound)} where the reference says {_show(expected)}")
@@ -214,6 +217,15 @@ def _restates(words: list[str], stated: Quantity, agreeing: list[Quantity], told
         return False
     theirs = set().union(*(_context(words, other.position) for other in agreeing))
     return not mine - told - theirs
+
+
+def _converts(stated: Quantity, agreeing: list[Quantity]) -> bool:
+    """The right value restated wrongly in another unit ("150 kg, which is about 230 lb")."""
+    return any(
+        other.unit != stated.unit and 0 < stated.position - other.position <= _CONVERSION_REACH
+        for other in agreeing
+        if other.dimension == stated.dimension
+    )
 
 
 def _shared_context(words: list[str], stated: Quantity, other_words: list[str], other: Quantity) -> bool:

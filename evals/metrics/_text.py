@@ -48,6 +48,7 @@ _NUMBER_RUN = re.compile(
 )
 
 _PER_UNITS = r"hr|h|hour|day|d|wk|week|mo|month|yr|year|night|person|item|order|unit|kg|lb"
+_PER_NAMES = {"hr": "hour", "h": "hour", "d": "day", "wk": "week", "mo": "month", "yr": "year"}  # "BTU/hr"
 _TIME_UNITS = r"second|minute|hour|day|business day|week|month|year"
 # units "a" or "an" counts as one of: "under a kilo", "a pound heavier"
 _COUNTED_UNITS = r"kilo|kilogram|kg|pound|lb|liter|litre|gram|watt|inch|dollar|buck|percent"
@@ -121,7 +122,7 @@ def normalise(text: str) -> str:
     text = expand_contractions(text)
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
     text = re.sub(r"\b(\d+(?:\.\d+)?)k\b", lambda m: f"{float(m.group(1)) * 1000:g}", text)  # "46k"
-    text = re.sub(rf"(?<=[a-z0-9])/({_PER_UNITS})\b", r" per \1", text)  # "BTU/hr", "$5/mo"
+    text = re.sub(rf"(?<=[a-z0-9])/({_PER_UNITS})\b", lambda m: f" per {_PER_NAMES.get(m[1], m[1])}", text)
     text = _number_words(text)
     text = re.sub(r"(?<!\d )(?<![\w.-])-(?=\d)", "minus ", text)  # "-7" and "minus seven" read the same
     text = _fractions(text)
