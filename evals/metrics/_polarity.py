@@ -42,6 +42,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,?\s+\bbut\b\s*")
 _NEGATING = NEGATORS | {"no"}
 # a sentence that limits or conditions what it says ("can only be returned if defective") claims little
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
+_ONLY = frozenset(["only", "unless", "except"])
+_PRONOUNS = frozenset(["it", "they", "this", "that", "these", "those"])
 _LIGHT_VERBS = frozenset(["need", "have", "get", "able", "allowed", "possible", "usually", "always"])
 _SCOPING = frozenset(["for", "on", "in", "to", "when", "if", "with", "during", "under", "over", "from"])
 # words that follow "no" without naming the thing denied ("no need", "no problem")
@@ -135,10 +137,17 @@ class _Denial:
     things: frozenset[str]
     predicate: str
     qualifier: frozenset[str]
+    of_predicate: bool = False
 
-    def stated_in(self, words: set[str]) -> set[str]:
-        """The words of an affirmative sentence that state what was denied (empty: it does not)."""
+    def stated_in(self, words: set[str], answer: set[str] | None = None) -> set[str]:
+        """The words of an affirmative sentence that state what was denied (empty: it does not).
+
+        With ``answer`` (all the answer's words), a predicate denial may find its subject there when
+        the sentence names it by a pronoun ("it expires after 12 months").
+        """
         said = words & self.things
+        if not said and self.of_predicate and answer is not None and words & _PRONOUNS:
+            said = answer & self.things
         if not said or (self.predicate and self.predicate not in words):
             return set()
         if self.qualifier and not words & self.qualifier:
@@ -154,12 +163,16 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
         if not _NEGATING & set(clause):
             affirmed |= set(clause)
     denials = [_denial(clause, affirmed) for clause in clauses if _NEGATING & set(clause)]
+    everything = set(match_tokens(answer))
     for sentence in _SENTENCE.split(clean(answer)):
         words = set(match_tokens(sentence))
-        if not words or words & (_NEGATING | _LIMITS):
+        if not words or words & (_NEGATING | _ONLY):
             continue
         for denial in denials:
-            said = denial.stated_in(words) if denial else set()
+            if denial is None or words & _LIMITS and not denial.of_predicate:
+                continue
+            # a condition does not soften a denied predicate: "it transfers if you sell it"
+            said = denial.stated_in(words, everything)
             if said:
                 return [f"states '{', '.join(sorted(said))}', which the reference denies"]
     return []
@@ -197,10 +210,13 @@ def _denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
         preposition = next((i for i, w in enumerate(rest) if w in _SCOPING), None)
         scope = [w for w in rest[preposition + 1 :] if _is_content(w)] if preposition is not None else []
         qualifier = set(scope[:1])
-    things -= affirmed
-    if not things:
-        return None
-    return _Denial(frozenset(things), predicate, frozenset(qualifier))
+    if things - affirmed:
+        return _Denial(frozenset(things - affirmed), predicate, frozenset(qualifier))
+    if things and predicate and predicate not in affirmed:
+        # "store credit never expires", "the warranty is not transferable": the subject is said
+        # elsewhere, what is denied is the predicate; the answer may name the subject by a pronoun
+        return _Denial(frozenset(things), predicate, frozenset(), of_predicate=True)
+    return None
 
 
 def _is_content(word: str) -> bool:
