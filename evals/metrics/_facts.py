@@ -27,6 +27,9 @@ STOPWORDS = frozenset(
 )  # fmt: skip
 
 
+_DENYING = frozenset(["no", "not", "without", "none"])
+
+
 @dataclass(frozen=True)
 class FactMatch:
     """Where one fact was found: the alternative and its token span in the answer."""
@@ -122,7 +125,7 @@ def _find_alternative(alternative: str, answer: Tokenised, reference: Tokenised 
         for stated in answer.quantities:
             if stated.same_value(wanted) or any(stated.same_value(known) for known in ranges):
                 return FactMatch(alternative, stated.position, stated.position + 2)
-    return _find_words_nearby(alternative, needle, haystack)
+    return _find_words_nearby(alternative, needle, haystack) or _find_denied(alternative, needle, haystack)
 
 
 def _find_words(needle: list[str], haystack: list[str]) -> int | None:
@@ -150,6 +153,23 @@ def _find_words_nearby(alternative: str, needle: list[str], haystack: list[str])
         if span and span[0] in wanted and wanted <= set(span):
             end = start + max(i for i, word in enumerate(span) if word in wanted) + 1
             return FactMatch(alternative, start, end)
+    return None
+
+
+def _find_denied(alternative: str, needle: list[str], haystack: list[str]) -> FactMatch | None:
+    """ "no viruses" as any clause that denies something of viruses ("viruses are NOT filtered out")."""
+    if needle[0] not in _DENYING or len(needle) > 3:
+        return None
+    wanted = set(content_words(needle[1:])) - _DENYING
+    if not wanted or any(not word.isalpha() for word in wanted):
+        return None
+    start = 0
+    for end in [*[i for i, word in enumerate(haystack) if word == BOUNDARY], len(haystack)]:
+        clause = haystack[start:end]
+        if wanted <= set(clause) and _DENYING & set(clause):
+            first = start + min(clause.index(word) for word in wanted)
+            return FactMatch(alternative, first, first + 1)
+        start = end + 1
     return None
 
 
