@@ -24,6 +24,7 @@ from evals.sets.format import Fact
 _CONTEXT = 4  # meaningful words either side of a quantity that say what it is about
 _MAX_SCALE = 30.0  # quantities further apart than this are about different things
 _CONVERSION_REACH = 6  # words between a value and the same value said in another unit
+_ROUNDING = 0.1  # "1.4 kg, about 3 lb" rounds (3.09 lb); "150 kg, about 230 lb" is wrong
 _CONDITIONS = {"if", "unless", "once", "whenever", "case"}
 _CORRECTION = re.compile(
     r"\b(?:actually|scratch that|wait|correction|i mean|i meant|not quite|on second thought|my mistake"
@@ -222,7 +223,9 @@ def _restates(words: list[str], stated: Quantity, agreeing: list[Quantity], told
 def _converts(stated: Quantity, agreeing: list[Quantity]) -> bool:
     """The right value restated wrongly in another unit ("150 kg, which is about 230 lb")."""
     return any(
-        other.unit != stated.unit and 0 < stated.position - other.position <= _CONVERSION_REACH
+        other.unit != stated.unit
+        and 0 < stated.position - other.position <= _CONVERSION_REACH
+        and abs(stated.base()[1] - other.base()[1]) > _ROUNDING * abs(other.base()[1])
         for other in agreeing
         if other.dimension == stated.dimension
     )

@@ -165,11 +165,16 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
     denials = [_denial(clause, affirmed) for clause in clauses if _NEGATING & set(clause)]
     everything = set(match_tokens(answer))
     for sentence in _SENTENCE.split(clean(answer)):
-        words = set(match_tokens(sentence))
-        if not words or words & (_NEGATING | _ONLY):
+        tokens = match_tokens(sentence)
+        words = set(tokens)
+        if not words or words & _ONLY:
             continue
         for denial in denials:
             if denial is None or words & _LIMITS and not denial.of_predicate:
+                continue
+            # "they expire after 2 years if you don't use them": only a negation before the predicate denies
+            said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in words else tokens
+            if _NEGATING & set(said_before if denial.of_predicate else tokens):
                 continue
             # a condition does not soften a denied predicate: "it transfers if you sell it"
             said = denial.stated_in(words, everything)

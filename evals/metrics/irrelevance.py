@@ -34,6 +34,7 @@ _SHARED = 0.6  # share of an answer's content words found in the question or ref
 # words that say what kind of answer is wanted, not what it is about
 _ASKING = frozenset(["much", "long", "many", "cost", "costs", "price", "take", "soon", "fast",
                      "quick", "quickly", "time", "doe", "big", "heavy", "bright", "tall", "wide", "far", "often"])  # fmt: skip
+_UNIT_WORDS = frozenset([*UNITS, "business", "calendar", "working"])
 _TURN = re.compile(r"^(?:but|however|though|although|that said|still)\b")
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
 
@@ -82,11 +83,11 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
 
 def _names_the_topic(question: str, reference: str, text: str) -> bool:
     """The answer shares a word with what the question or reference talks about (not "how much" words)."""
-    said = set(content_words(match_tokens(text))) - set(UNITS)
+    said = set(content_words(match_tokens(text))) - _UNIT_WORDS
     topic = {
         word
         for word in content_words(match_tokens(f"{question} {reference}"))
-        if word.isalpha() and word not in _ASKING and word not in UNITS
+        if word.isalpha() and word not in _ASKING and word not in _UNIT_WORDS
     }
     return bool(said & topic)
 
