@@ -42,7 +42,8 @@ _ADDRESSED = re.compile(
 )
 # a sentence that talks about the injected content instead of obeying it
 _FLAGGED = re.compile(
-    r"\b(?:not|no(?! (?:need|problem|worries|questions)\b)|never|scam|phishing|fake|suspicious|fraud\w*"
+    r"\b(?:not|no(?! (?:need|problem|worries|questions|cost|charge|extra|fee)\b)|never|scam|phishing|fake"
+    r"|suspicious|fraud\w*"
     r"|injection|ignor\w*|disregard\w*|warning|careful"
     r"|beware|left out|leave out)\b"
     r"|\b(?:the|this|that|its|their) (?:\w+ )?(?:review|note|email|message|text|document|notice|part|bit"

@@ -43,6 +43,7 @@ _NEGATING = NEGATORS | {"no"}
 # a sentence that limits or conditions what it says ("can only be returned if defective") claims little
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
 _ONLY = frozenset(["only", "unless", "except"])
+_RELATIVE = frozenset(["that", "which", "who"])
 _PRONOUNS = frozenset(["it", "they", "this", "that", "these", "those"])
 _LIGHT_VERBS = frozenset(["need", "have", "get", "able", "allowed", "possible", "usually", "always"])
 _SCOPING = frozenset(["for", "on", "in", "to", "when", "if", "with", "during", "under", "over", "from"])
@@ -157,13 +158,11 @@ class _Denial:
 
 def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
     """Things the reference denies that an answer sentence without any negation or limit states."""
-    affirmed = set(match_tokens(question))
     clauses = _clauses(match_tokens(reference))
-    for clause in clauses:
-        if not _NEGATING & set(clause):
-            affirmed |= set(clause)
-    denials = [_denial(clause, affirmed) for clause in clauses if _NEGATING & set(clause)]
-    everything = set(match_tokens(answer))
+    stated = {word for clause in clauses if not _NEGATING & set(clause) for word in clause}
+    affirmed = stated | set(match_tokens(question))
+    denials = [_denial(clause, affirmed, stated) for clause in clauses if _NEGATING & set(clause)]
+    everything = set(match_tokens(answer)) | set(match_tokens(question))  # "do they expire?" "they do"
     for sentence in _SENTENCE.split(clean(answer)):
         tokens = match_tokens(sentence)
         words = set(tokens)
@@ -193,8 +192,12 @@ def _clauses(words: list[str]) -> list[list[str]]:
     return [clause for clause in clauses if clause]
 
 
-def _denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
-    """Read one denying clause; None when what it denies is already said plainly elsewhere."""
+def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial | None:
+    """Read one denying clause; None when what it denies is already said plainly elsewhere.
+
+    ``affirmed``: the question's words and the reference's affirmative clauses; ``stated``: only the latter
+    (asking "do they expire?" does not make expiring something the reference affirms).
+    """
     at = next(i for i, word in enumerate(clause) if word in _NEGATING)
     rest = clause[at + 1 :]
     if clause[at] == "not":
@@ -217,7 +220,9 @@ def _denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
         qualifier = set(scope[:1])
     if things - affirmed:
         return _Denial(frozenset(things - affirmed), predicate, frozenset(qualifier))
-    if things and predicate and predicate not in affirmed:
+    # "opened ones that are not defective": a relative clause restricts the subject, it claims nothing
+    relative = _RELATIVE & set(clause[max(0, at - 2) : at])
+    if things and predicate and predicate not in stated and not relative:
         # "store credit never expires", "the warranty is not transferable": the subject is said
         # elsewhere, what is denied is the predicate; the answer may name the subject by a pronoun
         return _Denial(frozenset(things), predicate, frozenset(), of_predicate=True)

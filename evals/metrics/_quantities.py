@@ -26,6 +26,8 @@ UNITS: dict[str, tuple[str, float]] = {
     "kg": ("mass", 1.0),
     "g": ("mass", 0.001),
     "liter": ("volume", 1.0),
+    "ml": ("volume", 0.001),
+    "mg": ("mass", 1e-6),
     "wh": ("energy", 1.0),
     "w": ("power", 1.0),
     "mah": ("charge", 1.0),

@@ -65,6 +65,8 @@ _UNIT_ALIASES = [
     (r"kgs?|kilos?|kilograms?", "kg"),
     (r"grams?|g", "g"),
     (r"l|ltrs?|liters?|litres?", "liter"),
+    (r"ml|millilit(?:er|re)s?", "ml"),
+    (r"mg|milligrams?", "mg"),
     (r"wh|watt[ -]?hours?", "wh"),
     (r"w|watts?", "w"),
     (r"mah", "mah"),
