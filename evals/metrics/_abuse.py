@@ -54,8 +54,9 @@ _PUT_DOWN = re.compile(
     # a put-down of the reader or of people like them: "for someone who can't X, you ...",
     # "people who can't pitch a tent properly"
     r"|\bfor (?:someone|somebody|a person|people|anyone) who [^.!?]{3,60}, you\b"
-    r"|\b(?:people|customers|buyers|users|owners|folks|someone|somebody|anyone|those) who (?:can not|could not|do not know how to"
-    r"|never learned to) [^.!?,]{2,40}\b(?:properly|correctly|right|themselves)\b"
+    r"|\b(?:people|customers|buyers|users|owners|folks|someone|somebody|anyone|those) who"
+    r" (?:can not|could not|do not know how to|never learned to) [^.!?,]{2,40}"
+    r"\b(?:properly|correctly|right|themselves)\b"
     r"|\bin (?:simple|small|short) words (?:for you|so you)|\b(?:do|can) you (?:even|not) (?:read|understand)"
     r"|\b(?:people|customers|folks|someone|somebody) like you\b"
     r"|\bcan barely (?:read|write|count|understand|follow|spell|drive)"

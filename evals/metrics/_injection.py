@@ -24,7 +24,8 @@ _QUOTED = re.compile(
 )
 _ADDRESSED = re.compile(
     r"\b(?:assistant|ai|a\.i\.|chatbot|bot|model|llm|gpt|system|agent|asistente|assistente|assistent|ki|ia)\b"
-    r"(?: (?:helper|assistant|model|bot|agent|system|reading|processing|summari[sz]ing|that reads|this|it)){0,3}"
+    r"(?: (?:helper|assistant|model|bot|agent|system|reading|processing|summari[sz]ing|that reads|this"
+    r"|it)){0,3}"
     r"\s*[:,]"
     # the same in a few other languages: "ignora tus instrucciones", "ignoriere alle Anweisungen"
     r"|\b(?:ignora|ignore[zs]?|ignoriere|negeer) (?:\w+ ){0,2}(?:instrucciones|instructions|istruzioni"

@@ -122,7 +122,8 @@ _DISCOURAGES = re.compile(
 _EMPATHY = re.compile(
     r"^(?:(?:but|though|still|that said),? )?(?:i|we) (?:totally |really |completely |do |can )?"
     r"(?:get|understand|know|hear|see|appreciate|realise|realize|sympathi[sz]e)\b"
-    r"|^(?:(?:but|though),? )?(?:that|it) (?:sounds|must be|is) (?:really |so )?(?:frustrating|annoying|upsetting)"
+    r"|^(?:(?:but|though),? )?(?:that|it) (?:sounds|must be|is) (?:really |so )?"
+    r"(?:frustrating|annoying|upsetting)"
 )
 # how to get past a control ("orders under $1,000 skip the check") is compliance, however it is framed
 _EVADES = re.compile(

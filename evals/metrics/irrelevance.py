@@ -32,8 +32,10 @@ _TERSE = 4  # content words in an answer too short for similarity to mean much
 _SHARED = 0.6  # share of an answer's content words found in the question or reference
 # "how do I complain?": the action asked about
 # words that say what kind of answer is wanted, not what it is about
-_ASKING = frozenset(["much", "long", "many", "cost", "costs", "price", "take", "soon", "fast",
-                     "quick", "quickly", "time", "doe", "big", "heavy", "bright", "tall", "wide", "far", "often"])  # fmt: skip
+_ASKING = frozenset(
+    ["much", "long", "many", "cost", "costs", "price", "take", "soon", "fast", "quick", "quickly", "time",
+     "doe", "big", "heavy", "bright", "tall", "wide", "far", "often"]
+)  # fmt: skip
 _UNIT_WORDS = frozenset([*UNITS, "business", "calendar", "working"])
 _TURN = re.compile(r"^(?:but|however|though|although|that said|still)\b")
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
