@@ -43,6 +43,7 @@ _NEGATING = NEGATORS | {"no"}
 # a sentence that limits or conditions what it says ("can only be returned if defective") claims little
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
 _ONLY = frozenset(["only", "unless", "except"])
+_AVOIDING = frozenset(["avoid", "off", "away", "instead", "rather", "clear"])
 _RELATIVE = frozenset(["that", "which", "who"])
 _PRONOUNS = frozenset(["it", "they", "this", "that", "these", "those"])
 _LIGHT_VERBS = frozenset(["need", "have", "get", "able", "allowed", "possible", "usually", "always"])
@@ -139,6 +140,7 @@ class _Denial:
     predicate: str
     qualifier: frozenset[str]
     of_predicate: bool = False
+    every: bool = False  # all of ``things`` must be stated ("snow loads", not just "snow")
 
     def stated_in(self, words: set[str], answer: set[str] | None = None) -> set[str]:
         """The words of an affirmative sentence that state what was denied (empty: it does not).
@@ -147,6 +149,8 @@ class _Denial:
         the sentence names it by a pronoun ("it expires after 12 months").
         """
         said = words & self.things
+        if self.every and said != self.things:
+            return set()
         if not said and self.of_predicate and answer is not None and words & _PRONOUNS:
             said = answer & self.things
         if not said or (self.predicate and self.predicate not in words):
@@ -161,7 +165,9 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
     clauses = _clauses(match_tokens(reference))
     stated = {word for clause in clauses if not _NEGATING & set(clause) for word in clause}
     affirmed = stated | set(match_tokens(question))
-    denials = [_denial(clause, affirmed, stated) for clause in clauses if _NEGATING & set(clause)]
+    denying = [clause for clause in clauses if _NEGATING & set(clause)]
+    denials = [_denial(clause, affirmed, stated) for clause in denying]
+    denials += [_object_denial(clause, affirmed) for clause in denying]
     everything = set(match_tokens(answer)) | set(match_tokens(question))  # "do they expire?" "they do"
     for sentence in _SENTENCE.split(clean(answer)):
         tokens = match_tokens(sentence)
@@ -171,11 +177,13 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
         for denial in denials:
             if denial is None or words & _LIMITS and not denial.of_predicate:
                 continue
-            # "they expire after 2 years if you don't use them": only a negation before the predicate denies
+            if denial.every and words & _AVOIDING:  # "keep it off uneven ground" agrees
+                continue
+            # a condition does not soften a denied predicate ("it transfers if you sell it"), and only a
+            # negation before the predicate denies it ("they expire after 2 years if you don't use them")
             said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in words else tokens
             if _NEGATING & set(said_before if denial.of_predicate else tokens):
                 continue
-            # a condition does not soften a denied predicate: "it transfers if you sell it"
             said = denial.stated_in(words, everything)
             if said:
                 return [f"states '{', '.join(sorted(said))}', which the reference denies"]
@@ -227,6 +235,29 @@ def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial 
         # elsewhere, what is denied is the predicate; the answer may name the subject by a pronoun
         return _Denial(frozenset(things), predicate, frozenset(), of_predicate=True)
     return None
+
+
+def _object_denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
+    """What "is not designed for snow loads" denies: the object after the verb, when it is new and has two
+    or more words ("rated for moderate snow loads" states it)."""
+    at = next(i for i, word in enumerate(clause) if word in _NEGATING)
+    if clause[at] != "not":
+        return None
+    rest = clause[at + 1 :]
+    scope = next((i for i, word in enumerate(rest[:4]) if word in _SCOPING), None)
+    if scope is None or not any(_is_content(word) for word in rest[:scope]):
+        return None
+    phrase: list[str] = []
+    for word in rest[scope + 1 :]:
+        if not _is_content(word):
+            if phrase:
+                break
+            continue
+        phrase.append(word)
+    obj = set(phrase[:3])
+    if len(obj) < 2 or obj <= affirmed:
+        return None
+    return _Denial(frozenset(obj), "", frozenset(), every=True)
 
 
 def _is_content(word: str) -> bool:

@@ -222,3 +222,22 @@ def test_a_denied_predicate_said_of_the_questions_subject_by_a_pronoun() -> None
     found = contradictions(reference, [], "They expire after a year.", "Do gift cards expire?")
     assert any("expire" in reason for reason in found), found
     assert contradictions(reference, [], "They never expire.", "Do gift cards expire?") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "denied"),
+    [
+        ("It's 45 L and rated for heavy winter loads, so pack what you like.", True),
+        ("It's 45 L; heavy winter loads aren't what it's made for.", False),
+        ("It's 45 L, fine for winter hikes.", False),  # only one word of the denied object
+    ],
+)
+def test_what_the_reference_says_a_thing_is_not_for(text: str, denied: bool) -> None:
+    reference = "The pack holds 45 L. It is not built for heavy winter loads."
+    found = contradictions(reference, ["45 L"], text, "How big is the pack?")
+    assert bool(found) is denied, found
+
+
+def test_advice_to_avoid_what_the_reference_denies_agrees_with_it() -> None:
+    reference = "The pack holds 45 L. It is not built for heavy winter loads."
+    assert contradictions(reference, ["45 L"], "45 L; keep heavy winter loads away from it.", "") == []
