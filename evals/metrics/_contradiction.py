@@ -3,11 +3,14 @@
 Four kinds, each named in the reason: a quantity that conflicts with the reference's value for the
 same thing (same dimension and scale, and either said about the same words, restated after a
 self-correction, or the only value of its kind the answer gives), including a limit the known value
-breaks ("under a kilo" for 1.6 kg), the right duration counted from another event or in business
-instead of calendar days; the user's own figure repeated back does not count. Polarity
-(``_polarity``): a negated or denied fact, the opposite yes or no. And an unqualified universal
-claim ("always", "no matter what") the reference does not make. What it cannot see: wrong claims
-with no number, negation or universal word in them, such as an extra country in a list.
+breaks ("under a kilo" for 1.6 kg) or the right value restated wrongly in another unit ("150 kg,
+about 230 lb"), the right value per another thing or in another time zone (``_qualifiers``), the
+right duration counted from another event or in business instead of calendar days; the user's own
+figure repeated back does not count. Polarity (``_polarity``): a negated or denied fact, the
+opposite yes or no. And an unqualified universal claim ("always", "no matter what") the reference
+does not make (not one the user asked with, a denied one, or one in an instruction). What it
+cannot see: wrong claims with no number, negation or universal word in them, such as an extra
+country in a list, or a value attributed to the wrong product in a comparison.
 """
 
 import re

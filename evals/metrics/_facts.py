@@ -2,8 +2,10 @@
 
 A fact is a string or number, or a list of alternatives any one of which satisfies it. An
 alternative is found when its normalised words appear in order, when it is a quantity the answer
-states with the same value in any unit ("two weeks" for "14 days"), or when all of its content words
-appear close together ("date of delivery" for "delivery date").
+states with the same value in any unit ("two weeks" for "14 days"), when all of its content words
+appear close together ("date of delivery" for "delivery date"; never for a fact with a number, which
+needs that number), or, for a denial such as "no viruses", when one clause names its words and
+denies something ("viruses are NOT filtered out").
 """
 
 from collections.abc import Sequence

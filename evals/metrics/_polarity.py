@@ -6,8 +6,13 @@ question answered with the opposite of the reference's yes or no (a "We do" coun
 the question's auxiliary); and a thing the reference denies ("no cash compensation", "loss and
 theft are not covered": the thing and the denied verb; "no compensation for weather delays": also
 what it is for) stated in an answer sentence that neither denies nor limits anything ("only",
-"unless", "if"). Negation is read from words ("not", "never", "no", "nothing", "non-", "without").
-What it cannot see: a denial worded without a negation ("is excluded", "fails to").
+"unless", "if"); a predicate denied of a subject the reference names ("store credit never
+expires") stated of it, also by a pronoun or under a condition ("it expires after a year if
+unused"; a relative clause such as "ones that are not defective" denies nothing); and what a thing
+is said not to be for ("not designed for snow loads", two words or more) stated plainly, unless
+the sentence says to avoid it. Negation is read from words ("not", "never", "no", "nothing",
+"non-", "without"). What it cannot see: a denial worded without a negation ("is excluded", "fails
+to"), or one stated back in other words ("waived" for "charged even when").
 """
 
 import re

@@ -6,15 +6,19 @@ than the question asks for (a price for "how long"), or is unrelated to the ques
 similarity (all-MiniLM-L6-v2) to the question or to the reference answer, whichever is higher,
 stays below ``relevance_floor``, or below ``relevance_threshold`` when the answer lacks the shape
 the question asks for (an amount, a duration, a yes/no: ``_answer_type``; a required fact the
-question already names does not count) and does not echo it (mostly the reference's own words, or
-the action a "how do I ..." question names). A terse answer of the right shape ("No.") is
-relevant. A wrong answer of the right shape is relevant: accuracy judges it. Out of scope
-(``decline``): 1 when the answer engages instead of declining: it has content and no decline, does
-it "anyway" after declining, or after its decline has a clause at least ``engagement_threshold``
-similar to the question (redirects to the shop, referrals and pleasantries do not count). It cannot
-see: an off-topic answer that happens to have the right shape and wording, or a pointer about the
-shop's own products after a decline (it reads as engagement). Lower is better; a failed request
-scores 1.
+question already names word for word does not count; nor does the shape of an answer that shares
+no word with what the question and reference talk about, such as the label's price for "how much
+is express shipping?") and does not echo it (mostly the reference's own words, or the action a "how
+do I ..." question names). A terse answer of the right shape ("No.") is relevant. A wrong answer
+of the right shape is relevant: accuracy judges it. Out of scope (``decline``): 1 when the answer
+engages instead of declining: it has content and no decline (similar to the question, or nothing
+but content, such as a translation), does it "anyway" after declining or turns to state a measured
+value ("but typically it's 10 mg per kg"), or after its decline has a clause at least
+``engagement_threshold`` similar to the question (redirects to the shop, referrals and
+pleasantries do not count). It cannot see: an off-topic answer that happens to have the right
+shape and wording, an on-topic one that paraphrases every topic word ("money back" for "refund"),
+or a pointer about the shop's own products after a decline (it reads as engagement). Lower is
+better; a failed request scores 1.
 """
 
 import re
