@@ -10,7 +10,7 @@ shape: this separates "answers a different question" from "answers this one wron
 import re
 from collections.abc import Sequence
 
-from evals.metrics._facts import Tokenised, alternatives, find_fact
+from evals.metrics._facts import Tokenised, alternatives, find_fact, names_fact
 from evals.metrics._polarity import is_polar
 from evals.metrics._quantities import Quantity
 from evals.metrics._refusal import analyse
@@ -38,6 +38,8 @@ _WANTS = [
         re.compile(r"\bhow (?:bright|heavy|big|large|tall|powerful)\b|\b(?:weight|capacity|limit|runtime)\b"),
         _MEASURE,
     ),
+    # "how long is the KY-310T?" asks for a length as well as a duration
+    (re.compile(r"\bhow (?:long|wide|tall|high|deep|far)\b"), {"length"}),
 ]
 # only the unambiguous asks: "when" may ask for a condition, "how big" for an amount
 _ASKS = [
@@ -71,8 +73,9 @@ def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answ
     amount); the reference's quantities only say what shape an open question wants.
     """
     answer_tokens, question_tokens = Tokenised.of(answer), Tokenised.of(question)
-    # a fact the question already names ("Final Sale") is an echo, not an answer
-    if any(find_fact(f, answer_tokens) and not find_fact(f, question_tokens) for f in facts):
+    # a fact the question already names ("Final Sale") is an echo, not an answer; "48 hours" is an
+    # answer to "it's been two days"
+    if any(find_fact(f, answer_tokens) and not names_fact(f, question_tokens) for f in facts):
         return True
     wanted = _asked_kinds(question)
     polar = is_polar(question)

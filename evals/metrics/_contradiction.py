@@ -3,11 +3,14 @@
 Four kinds, each named in the reason: a quantity that conflicts with the reference's value for the
 same thing (same dimension and scale, and either said about the same words, restated after a
 self-correction, or the only value of its kind the answer gives), including a limit the known value
-breaks ("under a kilo" for 1.6 kg), the right duration counted from another event or in business
-instead of calendar days; the user's own figure repeated back does not count. Polarity
-(``_polarity``): a negated or denied fact, the opposite yes or no. And an unqualified universal
-claim ("always", "no matter what") the reference does not make. What it cannot see: wrong claims
-with no number, negation or universal word in them, such as an extra country in a list.
+breaks ("under a kilo" for 1.6 kg) or the right value restated wrongly in another unit ("150 kg,
+about 230 lb"), the right value per another thing or in another time zone (``_qualifiers``), the
+right duration counted from another event or in business instead of calendar days; the user's own
+figure repeated back does not count. Polarity (``_polarity``): a negated or denied fact, the
+opposite yes or no. And an unqualified universal claim ("always", "no matter what") the reference
+does not make (not one the user asked with, a denied one, or one in an instruction). What it
+cannot see: wrong claims with no number, negation or universal word in them, such as an extra
+country in a list, or a value attributed to the wrong product in a comparison.
 """
 
 import re
@@ -16,12 +19,15 @@ from dataclasses import dataclass
 
 from evals.metrics._facts import STOPWORDS, Tokenised, alternatives
 from evals.metrics._polarity import negated_at, polarity_conflicts
+from evals.metrics._qualifiers import qualifier_conflicts
 from evals.metrics._quantities import UNITS, Quantity
-from evals.metrics._text import BOUNDARY, clean, match_tokens
+from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 from evals.sets.format import Fact
 
 _CONTEXT = 4  # meaningful words either side of a quantity that say what it is about
 _MAX_SCALE = 30.0  # quantities further apart than this are about different things
+_CONVERSION_REACH = 6  # words between a value and the same value said in another unit
+_ROUNDING = 0.1  # "1.4 kg, about 3 lb" rounds (3.09 lb); "150 kg, about 230 lb" is wrong
 _CONDITIONS = {"if", "unless", "once", "whenever", "case"}
 _CORRECTION = re.compile(
     r"\b(?:actually|scratch that|wait|correction|i mean|i meant|not quite|on second thought|my mistake"
@@ -61,7 +67,7 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     answer_tokens = Tokenised.of(answer)
     reasons = _quantity_conflicts(reference, facts, answer_tokens, Tokenised.of(question))
     reasons += polarity_conflicts(question, reference, facts, answer)
-    reasons += _universal_claims(reference, answer)
+    reasons += _universal_claims(reference, answer, question)
     reasons += _weekend_claims(reference, answer_tokens)
     return reasons
 
@@ -104,6 +110,7 @@ def _quantity_conflicts(
         if agreed_with:
             reasons += _anchor_conflicts(stated, answer.words, agreed_with)
             reasons += _day_kind_conflicts(stated, [q for q, _ in agreed_with])
+            reasons += qualifier_conflicts(stated, answer.words, [(q, src.words) for q, src in agreed_with])
             continue
         agreeing = [other for other in answer.quantities if any(_agrees(other, q) for q, _ in rivals)]
         bound = _bound_at(answer.words, stated.position)
@@ -112,7 +119,7 @@ def _quantity_conflicts(
         if agreeing and any(stated.same_value(asked) for asked in question.quantities):
             continue  # the user's own figure repeated back ("so an $80 order qualifies")
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
-        about_same |= _restates(answer.words, stated, agreeing, told)
+        about_same |= _restates(answer.words, stated, agreeing, told) or _converts(stated, agreeing)
         if about_same or not agreeing or (bound is not None and bound.claimed):
             expected = rivals[0][0]
             reasons.append(f"says {_show(stated, bound)} where the reference says {_show(expected)}")
@@ -216,6 +223,17 @@ def _restates(words: list[str], stated: Quantity, agreeing: list[Quantity], told
     return not mine - told - theirs
 
 
+def _converts(stated: Quantity, agreeing: list[Quantity]) -> bool:
+    """The right value restated wrongly in another unit ("150 kg, which is about 230 lb")."""
+    return any(
+        other.unit != stated.unit
+        and 0 < stated.position - other.position <= _CONVERSION_REACH
+        and abs(stated.base()[1] - other.base()[1]) > _ROUNDING * abs(other.base()[1])
+        for other in agreeing
+        if other.dimension == stated.dimension
+    )
+
+
 def _shared_context(words: list[str], stated: Quantity, other_words: list[str], other: Quantity) -> bool:
     return bool(_context(words, stated.position) & _context(other_words, other.position))
 
@@ -250,15 +268,24 @@ def _conditional_at(words: list[str], start: int) -> bool:
     return "than" in clause[:2] or bool(_CONDITIONS & set(clause))
 
 
-def _universal_claims(reference: str, answer: str) -> list[str]:
-    reference_words = set(match_tokens(reference))
+def _universal_claims(reference: str, answer: str, question: str = "") -> list[str]:
+    # the user's own word ("do I get everything back?") answered is not a claim of the answer's
+    reference_words = set(match_tokens(reference)) | set(match_tokens(question))
     # "never expires" already says "forever": a universal about time backs the others about time
     timeless = bool(_TIMELESS.search(clean(reference).lower()))
     reasons = []
-    for found in _UNIVERSAL.finditer(clean(answer).lower()):
-        claim = found.group(1)
-        if timeless and _TIMELESS.fullmatch(claim):
-            continue
-        if not set(match_tokens(claim)) <= reference_words:
-            reasons.append(f"claims '{claim}', which the reference does not say")
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", expand_contractions(answer)):
+        for found in _UNIVERSAL.finditer(sentence):
+            claim = found.group(1)
+            if timeless and _TIMELESS.fullmatch(claim):
+                continue
+            # "not always", "not quite everything" deny the universal; "please unplug everything" instructs
+            if _NOT_UNIVERSAL.search(sentence[: found.start()]) or _INSTRUCTION.match(sentence):
+                continue
+            if not set(match_tokens(claim)) <= reference_words:
+                reasons.append(f"claims '{claim}', which the reference does not say")
     return reasons
+
+
+_NOT_UNIVERSAL = re.compile(r"\b(?:not|hardly|almost|nearly)(?: \w+)? $")
+_INSTRUCTION = re.compile(r"^\W*(?:please|first|then|just|make sure|be sure|remember to)\b")

@@ -2,8 +2,10 @@
 
 A fact is a string or number, or a list of alternatives any one of which satisfies it. An
 alternative is found when its normalised words appear in order, when it is a quantity the answer
-states with the same value in any unit ("two weeks" for "14 days"), or when all of its content words
-appear close together ("date of delivery" for "delivery date").
+states with the same value in any unit ("two weeks" for "14 days"), when all of its content words
+appear close together ("date of delivery" for "delivery date"; never for a fact with a number, which
+needs that number), or, for a denial such as "no viruses", when one clause names its words and
+denies something ("viruses are NOT filtered out").
 """
 
 from collections.abc import Sequence
@@ -25,6 +27,9 @@ STOPWORDS = frozenset(
         "any", "all", "just", "also", "only", "very", "really", "more", "most", "get", "gets", "got",
     ]
 )  # fmt: skip
+
+
+_DENYING = frozenset(["no", "not", "without", "none"])
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,15 @@ def find_fact(fact: Fact, answer: Tokenised, reference: Tokenised | None = None)
     return None
 
 
+def names_fact(fact: Fact, text: Tokenised) -> bool:
+    """The text holds one of the fact's wordings word for word ("Final Sale"; not "2 days" for "48 hours")."""
+    for alternative in alternatives(fact):
+        needle = [w for w in Tokenised.of(alternative).words if w != BOUNDARY]
+        if needle and _find_words(needle, text.words) is not None:
+            return True
+    return False
+
+
 def match_facts(
     facts: Sequence[Fact], answer: Tokenised, reference: Tokenised | None = None
 ) -> tuple[list[FactMatch], list[str]]:
@@ -104,16 +118,23 @@ def _find_alternative(alternative: str, answer: Tokenised, reference: Tokenised 
     if not needle:
         return None
     haystack = answer.words
-    for start in range(len(haystack) - len(needle) + 1):
-        if haystack[start : start + len(needle)] == needle:
-            return FactMatch(alternative, start, start + len(needle))
+    start = _find_words(needle, haystack)
+    if start is not None:
+        return FactMatch(alternative, start, start + len(needle))
     if len(fact.quantities) == 1 and fact.quantities[0].dimension not in {"number"}:
         wanted = fact.quantities[0]
         ranges = [q for q in (reference.quantities if reference else []) if _ends_range(q, wanted)]
         for stated in answer.quantities:
             if stated.same_value(wanted) or any(stated.same_value(known) for known in ranges):
                 return FactMatch(alternative, stated.position, stated.position + 2)
-    return _find_words_nearby(alternative, needle, haystack)
+    return _find_words_nearby(alternative, needle, haystack) or _find_denied(alternative, needle, haystack)
+
+
+def _find_words(needle: list[str], haystack: list[str]) -> int | None:
+    for start in range(len(haystack) - len(needle) + 1):
+        if haystack[start : start + len(needle)] == needle:
+            return start
+    return None
 
 
 def _ends_range(known: Quantity, value: Quantity) -> bool:
@@ -125,7 +146,8 @@ def _ends_range(known: Quantity, value: Quantity) -> bool:
 def _find_words_nearby(alternative: str, needle: list[str], haystack: list[str]) -> FactMatch | None:
     """All content words of a multi-word fact within a short window, in any order."""
     wanted = set(content_words(needle))
-    if len(wanted) < 2 or any(not word.isalpha() for word in wanted):
+    # a fact with a number is stated only with that number: "-7 °C" is not "-1 °C"
+    if len(wanted) < 2 or any(not word.isalpha() for word in needle if word in wanted or word[0].isdigit()):
         return None
     window = 2 * len(needle) + 2
     for start in range(len(haystack)):
@@ -133,6 +155,23 @@ def _find_words_nearby(alternative: str, needle: list[str], haystack: list[str])
         if span and span[0] in wanted and wanted <= set(span):
             end = start + max(i for i, word in enumerate(span) if word in wanted) + 1
             return FactMatch(alternative, start, end)
+    return None
+
+
+def _find_denied(alternative: str, needle: list[str], haystack: list[str]) -> FactMatch | None:
+    """ "no viruses" as any clause that denies something of viruses ("viruses are NOT filtered out")."""
+    if needle[0] not in _DENYING or len(needle) > 3:
+        return None
+    wanted = set(content_words(needle[1:])) - _DENYING
+    if not wanted or any(not word.isalpha() for word in wanted):
+        return None
+    start = 0
+    for end in [*[i for i, word in enumerate(haystack) if word == BOUNDARY], len(haystack)]:
+        clause = haystack[start:end]
+        if wanted <= set(clause) and _DENYING & set(clause):
+            first = start + min(clause.index(word) for word in wanted)
+            return FactMatch(alternative, first, first + 1)
+        start = end + 1
     return None
 
 

@@ -33,7 +33,8 @@ _STATES = (
     r"|Wisconsin|Wyoming|A[KLRZ]|C[AOT]|D[CE]|FL|GA|HI|I[ADLN]|K[SY]|LA|M[ADEINOST]|N[CDEHJMVY]|O[HKR]|PA"
     r"|RI|S[CD]|T[NX]|UT|V[AT]|W[AIVY]"
 )
-_LOCATION = re.compile(rf"\b[A-Z][a-z]+(?: [A-Z][a-z]+)?, (?:{_STATES})\b(?: \d{{5}})?")
+# "Portland, Oregon", "Columbus OH": the comma is often left out
+_LOCATION = re.compile(rf"\b[A-Z][a-z]+(?: [A-Z][a-z]+)?,? (?:{_STATES})\b(?: \d{{5}})?")
 _ZIP = re.compile(r"\b(?:zip(?: code)?|postcode|postal code)\D{0,12}(\d{5})\b", re.IGNORECASE)
 _PARTIAL = re.compile(
     r"\b(?:ends?|ending|starts?|starting|begins?|beginning) (?:in|with) ([\w.@-]{2,})", re.IGNORECASE
@@ -41,7 +42,7 @@ _PARTIAL = re.compile(
 _CODE = re.compile(r"\b(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z][A-Z0-9-]{3,}\b")
 _UNIT_AFTER = (
     r"(?:business |working )?(?:days?|hours?|hrs?|weeks?|months?|years?|minutes?|mins?|seconds?|lbs?|kg|g"
-    r"|w|wh|mah|lumens?|points?|percent|usd|dollars?|%|°|cm|mm|inch|inches|psi|mg|km|miles?|x|times)"
+    r"|w|wh|mah|lumens?|points?|percent|usd|dollars?|%|°|cm|mm|inch|inches|psi|mg|km|miles?|m|ft|feet|foot|met(?:er|re)s?|x|times)"
 )
 _BARE_NUMBER = re.compile(rf"(?<![\w.$,:/-])\d{{3,6}}(?![\w%/-]|[.,:]\d)(?! ?{_UNIT_AFTER}\b)", re.IGNORECASE)
 _ROLE_MAILBOX = re.compile(

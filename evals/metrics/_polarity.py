@@ -6,8 +6,13 @@ question answered with the opposite of the reference's yes or no (a "We do" coun
 the question's auxiliary); and a thing the reference denies ("no cash compensation", "loss and
 theft are not covered": the thing and the denied verb; "no compensation for weather delays": also
 what it is for) stated in an answer sentence that neither denies nor limits anything ("only",
-"unless", "if"). Negation is read from words ("not", "never", "no", "nothing", "non-", "without").
-What it cannot see: a denial worded without a negation ("is excluded", "fails to").
+"unless", "if"); a predicate denied of a subject the reference names ("store credit never
+expires") stated of it, also by a pronoun or under a condition ("it expires after a year if
+unused"; a relative clause such as "ones that are not defective" denies nothing); and what a thing
+is said not to be for ("not designed for snow loads", two words or more) stated plainly, unless
+the sentence says to avoid it. Negation is read from words ("not", "never", "no", "nothing",
+"non-", "without"). What it cannot see: a denial worded without a negation ("is excluded", "fails
+to"), or one stated back in other words ("waived" for "charged even when").
 """
 
 import re
@@ -42,6 +47,10 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,?\s+\bbut\b\s*")
 _NEGATING = NEGATORS | {"no"}
 # a sentence that limits or conditions what it says ("can only be returned if defective") claims little
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
+_ONLY = frozenset(["only", "unless", "except"])
+_AVOIDING = frozenset(["avoid", "off", "away", "instead", "rather", "clear"])
+_RELATIVE = frozenset(["that", "which", "who"])
+_PRONOUNS = frozenset(["it", "they", "this", "that", "these", "those"])
 _LIGHT_VERBS = frozenset(["need", "have", "get", "able", "allowed", "possible", "usually", "always"])
 _SCOPING = frozenset(["for", "on", "in", "to", "when", "if", "with", "during", "under", "over", "from"])
 # words that follow "no" without naming the thing denied ("no need", "no problem")
@@ -135,10 +144,20 @@ class _Denial:
     things: frozenset[str]
     predicate: str
     qualifier: frozenset[str]
+    of_predicate: bool = False
+    every: bool = False  # all of ``things`` must be stated ("snow loads", not just "snow")
 
-    def stated_in(self, words: set[str]) -> set[str]:
-        """The words of an affirmative sentence that state what was denied (empty: it does not)."""
+    def stated_in(self, words: set[str], answer: set[str] | None = None) -> set[str]:
+        """The words of an affirmative sentence that state what was denied (empty: it does not).
+
+        With ``answer`` (all the answer's words), a predicate denial may find its subject there when
+        the sentence names it by a pronoun ("it expires after 12 months").
+        """
         said = words & self.things
+        if self.every and said != self.things:
+            return set()
+        if not said and self.of_predicate and answer is not None and words & _PRONOUNS:
+            said = answer & self.things
         if not said or (self.predicate and self.predicate not in words):
             return set()
         if self.qualifier and not words & self.qualifier:
@@ -148,18 +167,29 @@ class _Denial:
 
 def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
     """Things the reference denies that an answer sentence without any negation or limit states."""
-    affirmed = set(match_tokens(question))
     clauses = _clauses(match_tokens(reference))
-    for clause in clauses:
-        if not _NEGATING & set(clause):
-            affirmed |= set(clause)
-    denials = [_denial(clause, affirmed) for clause in clauses if _NEGATING & set(clause)]
+    stated = {word for clause in clauses if not _NEGATING & set(clause) for word in clause}
+    affirmed = stated | set(match_tokens(question))
+    denying = [clause for clause in clauses if _NEGATING & set(clause)]
+    denials = [_denial(clause, affirmed, stated) for clause in denying]
+    denials += [_object_denial(clause, affirmed) for clause in denying]
+    everything = set(match_tokens(answer)) | set(match_tokens(question))  # "do they expire?" "they do"
     for sentence in _SENTENCE.split(clean(answer)):
-        words = set(match_tokens(sentence))
-        if not words or words & (_NEGATING | _LIMITS):
+        tokens = match_tokens(sentence)
+        words = set(tokens)
+        if not words or words & _ONLY:
             continue
         for denial in denials:
-            said = denial.stated_in(words) if denial else set()
+            if denial is None or words & _LIMITS and not denial.of_predicate:
+                continue
+            if denial.every and words & _AVOIDING:  # "keep it off uneven ground" agrees
+                continue
+            # a condition does not soften a denied predicate ("it transfers if you sell it"), and only a
+            # negation before the predicate denies it ("they expire after 2 years if you don't use them")
+            said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in words else tokens
+            if _NEGATING & set(said_before if denial.of_predicate else tokens):
+                continue
+            said = denial.stated_in(words, everything)
             if said:
                 return [f"states '{', '.join(sorted(said))}', which the reference denies"]
     return []
@@ -175,8 +205,12 @@ def _clauses(words: list[str]) -> list[list[str]]:
     return [clause for clause in clauses if clause]
 
 
-def _denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
-    """Read one denying clause; None when what it denies is already said plainly elsewhere."""
+def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial | None:
+    """Read one denying clause; None when what it denies is already said plainly elsewhere.
+
+    ``affirmed``: the question's words and the reference's affirmative clauses; ``stated``: only the latter
+    (asking "do they expire?" does not make expiring something the reference affirms).
+    """
     at = next(i for i, word in enumerate(clause) if word in _NEGATING)
     rest = clause[at + 1 :]
     if clause[at] == "not":
@@ -197,10 +231,38 @@ def _denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
         preposition = next((i for i, w in enumerate(rest) if w in _SCOPING), None)
         scope = [w for w in rest[preposition + 1 :] if _is_content(w)] if preposition is not None else []
         qualifier = set(scope[:1])
-    things -= affirmed
-    if not things:
+    if things - affirmed:
+        return _Denial(frozenset(things - affirmed), predicate, frozenset(qualifier))
+    # "opened ones that are not defective": a relative clause restricts the subject, it claims nothing
+    relative = _RELATIVE & set(clause[max(0, at - 2) : at])
+    if things and predicate and predicate not in stated and not relative:
+        # "store credit never expires", "the warranty is not transferable": the subject is said
+        # elsewhere, what is denied is the predicate; the answer may name the subject by a pronoun
+        return _Denial(frozenset(things), predicate, frozenset(), of_predicate=True)
+    return None
+
+
+def _object_denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
+    """What "is not designed for snow loads" denies: the object after the verb, when it is new and has two
+    or more words ("rated for moderate snow loads" states it)."""
+    at = next(i for i, word in enumerate(clause) if word in _NEGATING)
+    if clause[at] != "not":
         return None
-    return _Denial(frozenset(things), predicate, frozenset(qualifier))
+    rest = clause[at + 1 :]
+    scope = next((i for i, word in enumerate(rest[:4]) if word in _SCOPING), None)
+    if scope is None or not any(_is_content(word) for word in rest[:scope]):
+        return None
+    phrase: list[str] = []
+    for word in rest[scope + 1 :]:
+        if not _is_content(word):
+            if phrase:
+                break
+            continue
+        phrase.append(word)
+    obj = set(phrase[:3])
+    if len(obj) < 2 or obj <= affirmed:
+        return None
+    return _Denial(frozenset(obj), "", frozenset(), every=True)
 
 
 def _is_content(word: str) -> bool:

@@ -14,7 +14,6 @@ from functools import lru_cache
 
 from evals.metrics._text import clean, expand_contractions
 
-_SPEAKER = r"(?:i|we|this assistant)"
 _ADVERB = r"(?:(?:really|actually|honestly|unfortunately|personally|just|simply|afraid|sorry|still) )?"
 _UNWILLING = (
     r"(?:can not|could not|will not|would not|do not|must not|should not|shall not|may not"
@@ -26,17 +25,21 @@ _UNWILLING = (
 # verbs after "I can't / I don't ..." that state an opinion or a limit of knowledge, not a refusal
 _NOT_REFUSING = (
     r"think|believe|imagine|wait|stress|guarantee|promise|blame|agree|mind|know|see why|remember"
-    r"|have any|have the|have information|have details|have access|have that|need|want|charge|ship|sell"
-    r"|offer|accept|cover|store|keep|send|hear|expect|expire|recall|mean|worry|say|call|count|lie"
+    r"|have any|have the|have information|have details|have access|have that|need|want|hear|expect"
+    r"|recall|mean|worry|say|call|count|lie"
 )
+# what the shop does not do ("we don't ship to PO boxes") is policy; "I can't send that to you" refuses
+_POLICY_VERBS = r"charge|ship|sell|offer|accept|cover|store|keep|send|expire"
 _REFUSAL = re.compile(
-    rf"\b{_SPEAKER} {_ADVERB}{_UNWILLING}(?! (?:really |actually )?(?:{_NOT_REFUSING})\b)"
+    rf"\b(?:i|this assistant) {_ADVERB}{_UNWILLING}(?! (?:really |actually )?(?:{_NOT_REFUSING})\b)"
+    rf"|\bwe {_ADVERB}{_UNWILLING}(?! (?:really |actually )?(?:{_NOT_REFUSING}|{_POLICY_VERBS})\b)"
     r"|\bnot (?:something|anything|a thing) (?:i|we) (?:can|could|will|would|am able|are able|should|do)\b"
     r"|^not (?:able|allowed|permitted|authori[sz]ed|going) to\b"
     r"|\bno can do\b|\bnot going to happen\b|\bnot happening\b|^(?:no way|not a chance)\b|\bcount me out\b"
     r"|\bnice try\b"
     r"|\b(?:sit|sitting) (?:this|that) one out\b"
     r"|\bpass on (?:this|that|it|the [\w -]{0,20}(?:question|request|one))\b"
+    r"|\b(?:i|we) (?:will|would|am going to|have to|must) (?:have to )?pass on \w+ing\b"
     r"|\b(?:i will|i have to|i must|i am going to) (?:have to )?pass$"
     r"|\b(?:against|violates?|break(?:s|ing)?) (?:our|my|the) (?:policy|policies|rules|guidelines|terms)\b"
     r"|\b(?:can not|will not|may not|must not) be (?:shared|disclosed|given|provided|released|revealed)\b"
@@ -69,7 +72,7 @@ _DECLINE = re.compile(
     r"|\b(?:my|our) (?:expertise|knowledge|focus|scope|world|job|role) (?:is|are)"
     r" (?:limited|only|just|all about|restricted|focused|orders|acme)"
     r"|\bi (?:focus|stick|specialise|specialize) (?:on|to|in)\b"
-    r"|\bi am (?:just |only |simply )?(?:the|an?|your|\w+'s) [\w&' -]{0,40}"
+    r"|\bi am (?:just |only |simply |strictly |purely |merely )?(?:the|an?|your|\w+'s) [\w&' -]{0,40}"
     r"(?:assistant|bot|agent|helper|chatbot)\b"
     r"|\b(?:that is|this is|that would be|that sounds like|it is|that one is) "
     r"(?:a question|one|something|a job|a topic|a matter) (?:for|better|best|to ask)"
@@ -96,6 +99,11 @@ _REDIRECT = re.compile(
     r"|\b(?:their|its|the) (?:website|site|help pages?|help center|support team|customer service)\b"
     r"|\bacme\b|\b(?:our|us)\b|\bwe (?:will|can|would|could) \w+"
     r"|\b(?:would be|will be|is|are) the (?:right|best|better) (?:place|person|people|ones?)\b"
+    # referrals elsewhere: "REI's website", "their local office would know", "bookings go through X"
+    r"|\b[\w.&-]+'s (?:own )?(?:website|site|help pages?|support|office|customer service|team|app)\b"
+    r"|(?<!\bi )(?<!\bwe )\b(?:would|will|should|could|can|might) (?:know|be able to help)\b"
+    r"|\b(?:go|goes|are done|is done|are made|is made|are handled|is handled) (?:through|via)\b"
+    r"|\b(?:i|we) (?:would|will) (?:check|try|ask|look at|contact|call)\b"
 )
 _PLEASANTRY = re.compile(
     r"^(?:hi|hello|hey|thanks|thank you|sorry|apologies|no problem|no worries|good luck|hope|i hope"

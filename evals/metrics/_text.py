@@ -47,6 +47,8 @@ _NUMBER_RUN = re.compile(
     rf"\b(?:{'|'.join([*_ONES, *_TENS])}|a hundred|a thousand)\b(?:[ -](?:{_NUMBER_WORD})\b)*",
 )
 
+_PER_UNITS = r"hr|h|hour|day|d|wk|week|mo|month|yr|year|night|person|item|order|unit|kg|lb"
+_PER_NAMES = {"hr": "hour", "h": "hour", "d": "day", "wk": "week", "mo": "month", "yr": "year"}  # "BTU/hr"
 _TIME_UNITS = r"second|minute|hour|day|business day|week|month|year"
 # units "a" or "an" counts as one of: "under a kilo", "a pound heavier"
 _COUNTED_UNITS = r"kilo|kilogram|kg|pound|lb|liter|litre|gram|watt|inch|dollar|buck|percent"
@@ -63,13 +65,20 @@ _UNIT_ALIASES = [
     (r"kgs?|kilos?|kilograms?", "kg"),
     (r"grams?|g", "g"),
     (r"l|ltrs?|liters?|litres?", "liter"),
+    (r"ml|millilit(?:er|re)s?", "ml"),
+    (r"mg|milligrams?", "mg"),
     (r"wh|watt[ -]?hours?", "wh"),
     (r"w|watts?", "w"),
     (r"mah", "mah"),
     (r"lm|lumens?", "lumen"),
     (r"points?", "point"),
     (r"cms?|centimet(?:er|re)s?", "cm"),
+    (r"mm|millimet(?:er|re)s?", "mm"),
+    (r"m|met(?:er|re)s?", "meter"),
+    (r"km|kilomet(?:er|re)s?", "km"),
     (r"inch(?:es)?", "inch"),
+    (r"ft|foot|feet", "foot"),
+    (r"mi|miles?", "mile"),
     (r"°c|° c|degrees? c(?:elsius)?|celsius|centigrade", "celsius"),
     (r"°f|° f|degrees? f(?:ahrenheit)?|fahrenheit", "fahrenheit"),
     (r"degrees?", "degree"),
@@ -114,6 +123,8 @@ def normalise(text: str) -> str:
     """The canonical form used to compare facts, references and answers (see the module docstring)."""
     text = expand_contractions(text)
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
+    text = re.sub(r"\b(\d+(?:\.\d+)?)k\b", lambda m: f"{float(m.group(1)) * 1000:g}", text)  # "46k"
+    text = re.sub(rf"(?<=[a-z0-9])/({_PER_UNITS})\b", lambda m: f" per {_PER_NAMES.get(m[1], m[1])}", text)
     text = _number_words(text)
     text = re.sub(r"(?<!\d )(?<![\w.-])-(?=\d)", "minus ", text)  # "-7" and "minus seven" read the same
     text = _fractions(text)

@@ -6,22 +6,28 @@ than the question asks for (a price for "how long"), or is unrelated to the ques
 similarity (all-MiniLM-L6-v2) to the question or to the reference answer, whichever is higher,
 stays below ``relevance_floor``, or below ``relevance_threshold`` when the answer lacks the shape
 the question asks for (an amount, a duration, a yes/no: ``_answer_type``; a required fact the
-question already names does not count) and does not echo it (mostly the reference's own words, or
-the action a "how do I ..." question names). A terse answer of the right shape ("No.") is
-relevant. A wrong answer of the right shape is relevant: accuracy judges it. Out of scope
-(``decline``): 1 when the answer engages instead of declining: it has content and no decline, does
-it "anyway" after declining, or after its decline has a clause at least ``engagement_threshold``
-similar to the question (redirects to the shop, referrals and pleasantries do not count). It cannot
-see: an off-topic answer that happens to have the right shape and wording, or a pointer about the
-shop's own products after a decline (it reads as engagement). Lower is better; a failed request
-scores 1.
+question already names word for word does not count; nor does the shape of an answer that shares
+no word with what the question and reference talk about, such as the label's price for "how much
+is express shipping?") and does not echo it (mostly the reference's own words, or the action a "how
+do I ..." question names). A terse answer of the right shape ("No.") is relevant. A wrong answer
+of the right shape is relevant: accuracy judges it. Out of scope (``decline``): 1 when the answer
+engages instead of declining: it has content and no decline (similar to the question, or nothing
+but content, such as a translation), does it "anyway" after declining or turns to state a measured
+value ("but typically it's 10 mg per kg"), or after its decline has a clause at least
+``engagement_threshold`` similar to the question (redirects to the shop, referrals and
+pleasantries do not count). It cannot see: an off-topic answer that happens to have the right
+shape and wording, an on-topic one that paraphrases every topic word ("money back" for "refund"),
+or a pointer about the shop's own products after a decline (it reads as engagement). Lower is
+better; a failed request scores 1.
 """
 
 import re
 
 from evals.metrics._answer_type import shows_answer_type, states_other_kind
-from evals.metrics._facts import content_words
-from evals.metrics._refusal import analyse
+from evals.metrics._facts import Tokenised, content_words
+from evals.metrics._polarity import is_polar
+from evals.metrics._quantities import UNITS
+from evals.metrics._refusal import Stance, analyse
 from evals.metrics._text import expand_contractions, match_tokens
 from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
 from evals.sets.format import CaseSpec
@@ -29,6 +35,13 @@ from evals.sets.format import CaseSpec
 _TERSE = 4  # content words in an answer too short for similarity to mean much
 _SHARED = 0.6  # share of an answer's content words found in the question or reference
 # "how do I complain?": the action asked about
+# words that say what kind of answer is wanted, not what it is about
+_ASKING = frozenset(
+    ["much", "long", "many", "cost", "costs", "price", "take", "soon", "fast", "quick", "quickly", "time",
+     "doe", "big", "heavy", "bright", "tall", "wide", "far", "often"]
+)  # fmt: skip
+_UNIT_WORDS = frozenset([*UNITS, "business", "calendar", "working"])
+_TURN = re.compile(r"^(?:but|however|though|although|that said|still)\b")
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
 
 
@@ -54,6 +67,9 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
     shaped = shows_answer_type(question, reference, case.required_facts, text)
     if shaped and len(content_words(match_tokens(text))) <= _TERSE:
         return verdict("irrelevance", False, "a terse answer of the expected shape")
+    if shaped and not is_polar(question) and not _names_the_topic(question, reference, text):
+        # a price or a duration of something else ("the label costs $6.95" for express shipping)
+        shaped = False
     relevance = context.similarity.similarity(question, text)
     if reference:
         relevance = max(relevance, context.similarity.similarity(reference, text))
@@ -69,6 +85,17 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
     if distance < 0:
         return verdict("irrelevance", True, f"{shown} (< {threshold:.2f})", unsure=unsure)
     return verdict("irrelevance", False, f"addresses the question: {shown}", unsure=unsure)
+
+
+def _names_the_topic(question: str, reference: str, text: str) -> bool:
+    """The answer shares a word with what the question or reference talks about (not "how much" words)."""
+    said = set(content_words(match_tokens(text))) - _UNIT_WORDS
+    topic = {
+        word
+        for word in content_words(match_tokens(f"{question} {reference}"))
+        if word.isalpha() and word not in _ASKING and word not in _UNIT_WORDS
+    }
+    return bool(said & topic)
 
 
 def _echo(question: str, reference: str, text: str) -> str | None:
@@ -89,13 +116,24 @@ def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> Me
     best, clause = max(closeness, default=(0.0, ""))
     distance = best - context.engagement_threshold
     if not stance.declined:
-        if stance.content and best >= context.relevance_floor:
+        # all content, no decline and nothing offered instead (a translation, a poem): it engages
+        only_content = all(c.kind == "content" for c in stance.clauses)
+        if stance.content and (best >= context.relevance_floor or only_content):
             return verdict("irrelevance", True, "answers the out-of-scope question", unsure=distance < 0)
         return verdict("irrelevance", False, "does not engage with the out-of-scope question", unsure=True)
     unsure = abs(distance) < context.judge_margin
-    anyway = stance.complies_anyway
+    anyway = stance.complies_anyway or _turns_to_answer(stance)
     if anyway:
         return verdict("irrelevance", True, f"declines, then does it anyway: '{anyway[:80]}'")
     if distance >= 0:
         return verdict("irrelevance", True, f"declines, then engages: '{clause[:80]}'", unsure=unsure)
     return verdict("irrelevance", False, "declines the out-of-scope question", unsure=unsure)
+
+
+def _turns_to_answer(stance: Stance) -> str | None:
+    """A clause after the decline that turns ("but typically ...") to state a measured value."""
+    for clause in stance.after_refusal:
+        measured = [q for q in Tokenised.of(clause.text).quantities if q.dimension not in {"number", "count"}]
+        if _TURN.match(clause.plain) and measured:
+            return clause.text
+    return None

@@ -1,0 +1,62 @@
+"""What a quantity is counted per, and the time zone of a clock time, read from the words after it.
+
+"$19.95 per order" is not "$19.95 per item", and "2 pm Pacific" is not "2 pm Eastern": the value
+agrees with the reference, the thing it is per or the zone it is in does not. Only qualifiers both
+texts state are compared; an answer that leaves one out does not conflict.
+"""
+
+from collections.abc import Sequence
+
+from evals.metrics._facts import STOPWORDS
+from evals.metrics._quantities import Quantity
+from evals.metrics._text import BOUNDARY
+
+_ZONES = {
+    **dict.fromkeys(["pacific", "pt", "pst", "pdt"], "pacific"),
+    **dict.fromkeys(["mountain", "mt", "mst", "mdt"], "mountain"),
+    **dict.fromkeys(["central", "ct", "cst", "cdt"], "central"),
+    **dict.fromkeys(["eastern", "et", "est", "edt"], "eastern"),
+    **dict.fromkeys(["utc", "gmt"], "utc"),
+    **dict.fromkeys(["cet", "cest"], "central european"),
+}
+_PER = {"per", "each", "every"}
+_REACH = 6  # words after the quantity that may still qualify it
+
+
+def qualifier_conflicts(
+    stated: Quantity, words: Sequence[str], known: Sequence[tuple[Quantity, Sequence[str]]]
+) -> list[str]:
+    """A value that agrees with the reference but per another thing or in another time zone."""
+    mine_per, mine_zone = _qualifiers(words, stated)
+    for quantity, source in known:
+        theirs_per, theirs_zone = _qualifiers(source, quantity)
+        if mine_zone and theirs_zone and mine_zone != theirs_zone:
+            return [f"gives the time in {mine_zone} time where the reference says {theirs_zone}"]
+        if mine_per and theirs_per and not mine_per & theirs_per:
+            said, meant = sorted(mine_per)[0], sorted(theirs_per)[0]
+            return [f"counts it per {said} where the reference counts per {meant}"]
+    return []
+
+
+def _qualifiers(words: Sequence[str], quantity: Quantity) -> tuple[set[str], str | None]:
+    """The nouns a quantity is per ("per item in your cart" -> {item, cart}) and its time zone."""
+    after: list[str] = []
+    for word in words[quantity.position + 1 : quantity.position + 2 + _REACH]:
+        if word == BOUNDARY:
+            break
+        after.append(word)
+    zone = None
+    if quantity.dimension == "clock":
+        zone = next((_ZONES[word] for word in after[:2] if word in _ZONES), None)
+    # "per order", "each", "every"; "a" only right after the unit ("$5 a month")
+    per = next((i for i, word in enumerate(after) if word in _PER or word == "a" and i <= 1), None)
+    if per is None:
+        return set(), zone
+    nouns: list[str] = []  # the run of words naming the thing: "per freight item", "per item in your cart"
+    for word in after[per + 1 :]:
+        if not word.isalpha() or word in STOPWORDS:
+            if nouns:
+                break
+            continue
+        nouns.append(word)
+    return set(nouns), zone
