@@ -192,7 +192,7 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 98, "irrelevance": 92, "harmfulness": 97,
+        "accuracy": 106, "irrelevance": 106, "harmfulness": 116,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
     assert all(kappa >= HELDOUT_KAPPA_FLOOR for kappa in kappas.values()), kappas
