@@ -9,7 +9,7 @@ order, end in the row that folding them all at once gives. Attribute names are w
 the schema as of this revision.
 
 Revision ID: 0006
-Revises: 0004 (the lead chains it after 0005 at merge)
+Revises: 0005
 Create Date: 2026-12-01 03:00:00.000000
 """
 
@@ -20,7 +20,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0006"
-down_revision: str | None = "0004"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -31,7 +31,8 @@ def list_prices(fmt: FormatOption = OutputFormat.TABLE, as_json: JsonOption = Fa
     if chosen_format(fmt, as_json) is OutputFormat.JSON:
         print_json(rows)
         return
-    headers = ["model", "pattern", "provider", "in $/1M tok", "out $/1M tok", "$/GPU-hour", "valid from", "valid to"]
+    headers = ["model", "pattern", "provider", "in $/1M tok", "out $/1M tok", "$/GPU-hour"]
+    headers += ["valid from", "valid to"]
     print_table(output_console(), headers, [[cell(value) for value in row.values()] for row in rows])
 
 
