@@ -99,9 +99,9 @@ def test_windows_default_to_the_data_and_follow_the_url(seeded: Seeded) -> None:
     serving = open_page("app_pages/serving.py")
     assert next(box for box in serving.selectbox if box.label == "Window").value == "6h"
     # a window in the URL wins
-    linked = open_page("app_pages/serving.py", window="15m")
-    assert next(box for box in linked.selectbox if box.label == "Window").value == "15m"
-    assert linked.query_params["window"] == "15m"
+    linked = open_page("app_pages/serving.py", window="1h")
+    assert next(box for box in linked.selectbox if box.label == "Window").value == "1h"
+    assert linked.query_params["window"] == "1h"
 
 
 def test_traces_filter_by_tenant_and_errors(seeded: Seeded) -> None:
