@@ -2,7 +2,7 @@
 request's tags and the metrics."""
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -14,10 +14,12 @@ from evallens.service.tags import RequestTags
 from evallens.service.telemetry import ServiceMetrics
 
 
-def app_state(name: str) -> Callable[[Request], Any]:
-    """A dependency that hands a route what the app factory put in ``app.state.<name>``."""
+def app_state(name: str) -> Callable[[Request], Awaitable[Any]]:
+    """A dependency that hands a route what the app factory put in ``app.state.<name>``. Async, as
+    every dependency here that does not block: FastAPI runs a plain function in a worker thread, a
+    thread hop per request for an attribute lookup."""
 
-    def resolve(request: Request) -> Any:
+    async def resolve(request: Request) -> Any:
         return getattr(request.app.state, name)
 
     return resolve
@@ -40,7 +42,7 @@ async def require_key(request: Request) -> Principal | None:
 PrincipalDep = Annotated[Principal | None, Depends(require_key)]
 
 
-def request_tags(request: Request, principal: PrincipalDep) -> RequestTags:
+async def request_tags(request: Request, principal: PrincipalDep) -> RequestTags:
     """The ``x-evallens-*`` tags; with auth the tenant is the key's project, never the free header."""
     tags = RequestTags.from_headers(request.headers)
     return tags if principal is None else replace(tags, tenant=principal.project)

@@ -229,7 +229,9 @@ def test_retrieval_failure_answers_degraded(
 ) -> None:
     # a database without the knowledge-base tables: every retrieval fails
     with serve(database_url=empty_database_url, **RAG) as client:
+        readiness = client.get("/readyz")
         response = chat(client)
+    assert readiness.status_code == 503 and readiness.json()["failed"] == ["indexes"]
     assert response.status_code == 200, response.text
     extension = response.json()["evallens"]
     assert (extension["degraded"], extension["degraded_reason"]) == (True, "retrieval_error")
