@@ -143,13 +143,13 @@ def test_lines_decode_to_the_records_they_came_from() -> None:
     assert rows.records() == spans
 
 
-@settings(max_examples=200, deadline=None)
-@given(
+@settings(max_examples=200, deadline=None)  # type: ignore[untyped-decorator]
+@given(  # type: ignore[untyped-decorator]
     name=st.text(),
     value=st.text(),
     number=st.one_of(st.none(), st.integers(0, 10**12)),
     offset_ns=st.integers(-(10**17), 10**17),
-)  # type: ignore[untyped-decorator]
+)
 def test_any_text_round_trips(name: str, value: str, number: int | None, offset_ns: int) -> None:
     name, value = name.replace("\x00", "\ufffd"), value.replace("\x00", "\ufffd")
     start = (NOW + offset_ns) // 1000 * 1000
