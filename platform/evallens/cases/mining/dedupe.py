@@ -37,24 +37,32 @@ def collapse(
     ordered = sorted(bad, key=lambda item: (-item.score, -item.facts.start_time.timestamp()))
     asked = [item for item in ordered if item.question]
     texts = sorted({normalize(q) for q in [*(item.question or "" for item in asked), *known_questions]})
-    vectors = dict(zip(texts, embed(texts), strict=True)) if texts else {}
-    known = np.array([vectors[normalize(q)] for q in known_questions]) if known_questions else None
+    row = {text: index for index, text in enumerate(texts)}
+    matrix = embed(texts) if texts else np.zeros((0, 0), np.float32)
+    # which distinct questions a set already holds: one matrix product instead of one per trace
+    near_known = np.zeros(len(texts), bool)
+    if known_questions:
+        known = matrix[[row[normalize(q)] for q in known_questions]]
+        near_known = (matrix @ known.T).max(axis=1) >= threshold
     clusters: list[Cluster] = []
-    heads: list[tuple[np.ndarray, Cluster]] = []
+    heads = np.empty((len(asked), matrix.shape[1]), matrix.dtype)  # cluster heads' vectors, in order
+    head_clusters: list[Cluster] = []
     num_known = 0
     for item in ordered:
         if not item.question:
             clusters.append(Cluster([item]))  # nothing to compare: never merged
             continue
-        vector = vectors[normalize(item.question)]
-        if known is not None and float(np.max(known @ vector)) >= threshold:
+        index = row[normalize(item.question)]
+        if near_known[index]:
             num_known += 1
             continue
-        similarities = [float(head @ vector) for head, _ in heads]
-        best = int(np.argmax(similarities)) if similarities else -1
+        vector = matrix[index]
+        similarities = heads[: len(head_clusters)] @ vector
+        best = int(np.argmax(similarities)) if len(head_clusters) else -1
         if best >= 0 and similarities[best] >= threshold:
-            heads[best][1].members.append(item)
+            head_clusters[best].members.append(item)
         else:
             clusters.append(Cluster([item]))
-            heads.append((vector, clusters[-1]))
+            heads[len(head_clusters)] = vector
+            head_clusters.append(clusters[-1])
     return sorted(clusters, key=lambda cluster: -cluster.score), num_known
