@@ -29,6 +29,9 @@ class Readiness:
 
     async def warm_up(self) -> None:
         """Start the engines and, meanwhile, run the warm-up steps in order (both load in threads)."""
+        # transformers resolves its names lazily, and not safely from two threads at once: the engine's
+        # load and the embedder's, run side by side, failed with "cannot import name 'AutoTokenizer'".
+        await asyncio.to_thread(_import_model_libraries)
         await asyncio.gather(self._start_engines(), self._run_steps())
 
     async def _start_engines(self) -> None:
@@ -36,6 +39,7 @@ class Readiness:
             try:
                 await engine.start()
             except Exception:
+                self.failed.add(f"engine {engine.model_name}")
                 logger.exception("engine %s failed to start", engine.model_name)
 
     async def _run_steps(self) -> None:
@@ -52,6 +56,15 @@ class Readiness:
         """The parts not ready yet (``engine <model>``, ``embedder``, ``indexes``); empty when ready."""
         engines = [f"engine {engine.model_name}" for engine in self.engines.engines if not engine.is_ready()]
         return engines + [name for name in self.steps if name not in self.warm]
+
+
+def _import_model_libraries() -> None:
+    """Import, in one thread, the lazily resolved names that the engine and the embedder both load."""
+    import transformers
+    from sentence_transformers import SentenceTransformer  # noqa: F401  (imports transformers' models)
+
+    for name in ("AutoConfig", "AutoModel", "AutoTokenizer", "PreTrainedTokenizerFast"):
+        getattr(transformers, name)
 
 
 ReadinessDep = Annotated[Readiness, Depends(app_state("readiness"))]

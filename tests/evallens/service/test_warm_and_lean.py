@@ -21,7 +21,7 @@ from evallens.service.caches import CacheMetrics
 from evallens.service.chat.answers import AnswerCache, CannedAnswer, cache_scope
 from evallens.service.chat.preflight import DEFAULT_TENANT, Preflight
 from evallens.service.chat.protocol import ChatCompletionRequest
-from evallens.service.engines import SamplingOptions, VllmEngine
+from evallens.service.engines import SamplingOptions, VllmEngine, vllm_options
 from evallens.service.guards import GuardMetrics
 from evallens.service.guards.degrade import ENGINE_FALLBACK_CACHE
 from evallens.settings import RagSettings, ServiceSettings
@@ -197,3 +197,17 @@ def test_the_preflight_embeds_only_for_a_cache_that_can_answer(
     assert embeds(use_caches=False, temperature=0) == []
     assert embeds(temperature=0) == [QUESTION]
     assert embeds(temperature=0.8, seed=7) == [QUESTION]  # seeded: the same answer again
+
+
+def test_an_engine_that_cannot_start_is_named_as_failed(tmp_path: Path) -> None:
+    """A waiter on ``/readyz`` learns that the engine failed rather than polling until it gives up."""
+    from evallens.service.engines.routing import EngineRouter
+    from evallens.service.ops import Readiness
+
+    missing = tmp_path / "no-model"
+    missing.mkdir()
+    engine = VllmEngine(vllm_options(make_settings(tmp_path, missing)))
+    readiness = Readiness(EngineRouter(engine), {})
+    asyncio.run(readiness.warm_up())
+    assert readiness.waiting_for() == [f"engine {engine.model_name}"]
+    assert readiness.failed == {f"engine {engine.model_name}"}
