@@ -1,5 +1,6 @@
 """``evallens demo --smoke --exit`` end to end, then the database it leaves behind."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -143,6 +144,8 @@ def test_a_warm_second_run_reuses_its_runs_and_ctrl_c_stops_every_process(
             [sys.executable, "-m", "evallens", "demo", "--smoke"],  # keeps running until Ctrl-C
             env=child_environment(demo_environment(data_dir)), stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
+    children: list[int] = []
+    postmaster = 0
     try:
         wait_for_text(output, "press Ctrl-C to stop it all", demo, timeout_s=1200)
         children = [child.pid for child in psutil.Process(demo.pid).children(recursive=True)]
@@ -151,8 +154,12 @@ def test_a_warm_second_run_reuses_its_runs_and_ctrl_c_stops_every_process(
         demo.send_signal(signal.SIGINT)
         assert demo.wait(timeout=180) == 130
     finally:
-        if demo.poll() is None:
+        if demo.poll() is None:  # it did not stop: leave nothing running for the tests after this one
             demo.kill()
+            demo.wait()
+            for pid, how in [*((child, signal.SIGKILL) for child in children), (postmaster, signal.SIGINT)]:
+                if pid and alive(pid):
+                    os.kill(pid, how)
     text = output.read_text()
     assert text.count("(reused)") == 2  # the baseline and the candidate run
     assert [pid for pid in [*children, postmaster] if alive(pid)] == []
