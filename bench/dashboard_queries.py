@@ -259,7 +259,7 @@ def page_calls(url: str, readers: Readers, hours: int) -> dict[str, list[Callabl
     some_trace = str(data.traffic.traces(url, project, 24, limit=1)["trace_id"].iloc[0])
     window = data.serving.metrics_window(url, project, hours)
     assert window is not None
-    bucket_s = max(hours * 3600 // 600, SCRAPE_EVERY_S)  # about 600 points per chart
+    bucket_s = data.serving.bucket_width_s(hours, data.serving.POINTS_PER_CHART)  # as the page picks it
 
     def cold_cases() -> None:
         readers_module._VECTORS = readers_module._Vectors()  # a cold first view: no question embedded yet

@@ -4,8 +4,6 @@ import streamlit as st
 
 from dashboard import _ui, charts, data, transform
 
-POINTS_PER_CHART = 150
-
 ctx = _ui.context()
 st.title("Serving metrics")
 st.caption(
@@ -23,7 +21,7 @@ if window is None:
     st.stop()
     raise SystemExit  # st.stop() raises; this tells the type checker
 start, end = window
-bucket_s = int(max(10, hours * 3600 // POINTS_PER_CHART))
+bucket_s = data.serving.bucket_width_s(hours, data.serving.POINTS_PER_CHART)
 panels = transform.serving_panels(
     data.serving.gauge_series(ctx.url, ctx.project, start, end, bucket_s),
     data.serving.counter_increases(ctx.url, ctx.project, start, end, bucket_s),

@@ -1,8 +1,16 @@
-"""Serving metrics the collector scraped, bucketed over a window, and the eval runs drawn over them."""
+"""Serving metrics the collector scraped, bucketed over a window, and the eval runs drawn over them.
+
+Buckets of a minute or more are read from ``metric_rollups`` (per-minute and per-hour sums, counts
+and maxima kept by a trigger, migration 0007), so a chart reads about as many rows per series as it
+draws points, whatever the window; only buckets under a minute (windows of an hour or so) read raw
+samples. Buckets start at whole multiples of their width since 2000-01-01 UTC, so a chart's bucket
+holds whole rollup buckets and gives what bucketing the samples themselves gives.
+"""
 
 import pandas as pd
 
 from dashboard.data._db import cached, frame
+from evallens.db.models.metrics import ROLLUP_WIDTHS_S
 from evallens.telemetry import metrics
 
 GAUGES = (metrics.VLLM_KV_CACHE_USAGE, metrics.VLLM_NUM_REQUESTS_RUNNING, metrics.VLLM_NUM_REQUESTS_WAITING)
@@ -15,6 +23,39 @@ COUNTERS = (
     f"{metrics.VLLM_REQUEST_QUEUE_TIME}_sum",
     f"{metrics.VLLM_REQUEST_QUEUE_TIME}_count",
 )
+MIN_BUCKET_S = 10
+POINTS_PER_CHART = 150
+ORIGIN = "TIMESTAMPTZ '2000-01-01 00:00:00+00'"  # the rollups' origin (migration 0007)
+# Per source: the table, its time column, a bucket's sample count, sum and maximum.
+_RAW = ("metric_samples", "time", "1", "value", "value")
+_ROLLUP = ("metric_rollups", "bucket_start", "num_samples", "value_sum", "value_max")
+
+
+def bucket_width_s(hours: float, points: int) -> int:
+    """The bucket width that draws about ``points`` points over ``hours``: at least ``MIN_BUCKET_S``,
+    and a whole number of minutes or hours once a bucket reaches one (so rollups answer it)."""
+    width = max(MIN_BUCKET_S, int(hours * 3600 // points))
+    for rollup_s in sorted(ROLLUP_WIDTHS_S, reverse=True):
+        if width >= rollup_s:
+            return round(width / rollup_s) * rollup_s
+    return width
+
+
+def _source(bucket_s: int) -> tuple[str, str, str, str, str, int]:
+    """Where buckets of ``bucket_s`` are read from: the coarsest rollup that divides it, else samples;
+    and that source's width (0 for samples)."""
+    for rollup_s in sorted(ROLLUP_WIDTHS_S, reverse=True):
+        if bucket_s % rollup_s == 0:
+            return (*_ROLLUP, rollup_s)
+    return (*_RAW, 0)
+
+
+def _window_filter(time_column: str, width_s: int) -> str:
+    # a rollup bucket is in the window when the window holds any of it
+    first = f"date_bin(make_interval(secs => {width_s}), CAST(:start AS timestamptz), {ORIGIN})"
+    widths = f" AND width_s = {width_s}" if width_s else ""
+    lower = first if width_s else ":start"
+    return f"project = :p AND name = ANY(:names){widths} AND {time_column} BETWEEN {lower} AND :end"
 
 
 @cached
@@ -30,11 +71,13 @@ def gauge_series(
     url: str, project: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int
 ) -> pd.DataFrame:
     """Mean of each gauge of ``project`` per time bucket."""
+    table, time_column, count, total, _, width_s = _source(bucket_s)
     return frame(
         url,
-        """
-        SELECT date_bin(make_interval(secs => :bucket), time, :start) AS time, name, avg(value) AS value
-        FROM metric_samples WHERE project = :p AND name = ANY(:names) AND time BETWEEN :start AND :end
+        f"""
+        SELECT date_bin(make_interval(secs => :bucket), {time_column}, {ORIGIN}) AS time, name,
+               sum({total}) / sum({count}) AS value
+        FROM {table} WHERE {_window_filter(time_column, width_s)}
         GROUP BY 1, 2 ORDER BY 1
         """,
         p=project,
@@ -51,13 +94,14 @@ def counter_increases(
 ) -> pd.DataFrame:
     """Increase of each counter series of ``project`` per time bucket: last value minus the previous
     bucket's (a reset counts from zero)."""
+    table, time_column, _, _, highest, width_s = _source(bucket_s)
     return frame(
         url,
-        """
+        f"""
         WITH b AS (
-          SELECT date_bin(make_interval(secs => :bucket), time, :start) AS time, name, labels, target,
-                 max(value) AS last_value
-          FROM metric_samples WHERE project = :p AND name = ANY(:names) AND time BETWEEN :start AND :end
+          SELECT date_bin(make_interval(secs => :bucket), {time_column}, {ORIGIN}) AS time, name, labels,
+                 target, max({highest}) AS last_value
+          FROM {table} WHERE {_window_filter(time_column, width_s)}
           GROUP BY 1, 2, 3, 4),
         s AS (
           SELECT time, name, labels, last_value,

@@ -164,13 +164,21 @@ def test_scraper_stores_samples(database_url: str) -> None:
     assert ("vllm:time_to_first_token_seconds_bucket", {"le": "+Inf"}, 5.0, target) in rows
 
 
-def test_prune_drops_old_partitions_only(
+def test_prune_drops_old_partitions_samples_and_rollups_only(
     database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     today = datetime.now(UTC).date()
     engine = create_db_engine(database_url)
     with engine.begin() as connection:
         create_span_partitions(connection, [today - timedelta(days=40), today - timedelta(days=31), today])
+    cutoff = datetime.combine(today - timedelta(days=30), datetime.min.time(), UTC)
+    with psycopg.connect(database_url) as connection:  # the last minute before the cutoff and the first after
+        for moment in (cutoff - timedelta(seconds=1), cutoff, cutoff + timedelta(minutes=5)):
+            connection.execute(
+                "INSERT INTO metric_samples (time, name, labels, value, target)"
+                " VALUES (%s, 'up', '{}', 1, 't')",
+                (moment,),
+            )
     monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
     result = CliRunner().invoke(create_cli(), ["collector", "prune", "--older-than", "30d"])
     assert result.exit_code == 0, result.output
@@ -179,6 +187,14 @@ def test_prune_drops_old_partitions_only(
     engine.dispose()
     assert remaining == [f"spans_p{today:%Y%m%d}"]
     assert "dropped 2" in result.output
+    assert "deleted 1 metric samples" in result.output
+    with psycopg.connect(database_url) as connection:
+        samples = connection.execute("SELECT time FROM metric_samples ORDER BY time").fetchall()
+        rollups = connection.execute(
+            "SELECT width_s, bucket_start, num_samples FROM metric_rollups ORDER BY 1, 2"
+        ).fetchall()
+    assert samples == [(cutoff,), (cutoff + timedelta(minutes=5),)]
+    assert rollups == [(60, cutoff, 1), (60, cutoff + timedelta(minutes=5), 1), (3600, cutoff, 2)]
     assert parse_age("2w") == timedelta(days=14)
     with pytest.raises(InvalidDuration):
         parse_age("30 minutes")

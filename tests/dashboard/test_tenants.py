@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.orm import Session
 
+from dashboard import data
 from evallens.auth import Scope, create_key
 from evallens.db import create_db_engine
 from evallens.db.models import EvalRun, EvalSet
@@ -160,10 +161,18 @@ def test_a_read_key_cannot_promote_a_write_key_can(alpha_keys: dict[str, str], s
 
 
 def test_alpha_serving_page_never_shows_another_projects_samples(
-    alpha_keys: dict[str, str], seeded: Seeded
+    alpha_keys: dict[str, str], seeded: Seeded, app_database: str
 ) -> None:
     app = sign_in(alpha_keys["read"])
     app.switch_page(page_file("app_pages/serving.py")).run()
     assert not app.exception
     assert "No serving metrics yet" in "\n".join(str(info.value) for info in app.info)
     assert not app.get("arrow_vega_lite_chart")
+    # the rollups behind wide windows (minutes, hours) and the raw samples behind narrow ones alike
+    window = data.serving.metrics_window(app_database, "default", 24)
+    assert window is not None
+    for bucket_s in (30, 600, 3600):
+        for project, empty in (("default", False), ("alpha", True)):
+            gauges = data.serving.gauge_series(app_database, project, *window, bucket_s)
+            increases = data.serving.counter_increases(app_database, project, *window, bucket_s)
+            assert (gauges.empty, increases.empty) == (empty, empty), (project, bucket_s)

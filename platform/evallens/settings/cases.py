@@ -27,4 +27,10 @@ class CasesSettings(BaseSettings):
         ge=1,
         description="Most flagged traces read from the window before ranking and deduplication.",
     )
+    cases_max_embedded_questions: int = Field(
+        default=200,
+        ge=1,
+        description="Most distinct questions, of the worst traces first, embedded to merge near-duplicates"
+        " (the Cases page lists 200 candidates); traces asking others merge only with the same question.",
+    )
     cases_project: str = Field(default="default", description="Project whose traces and sets are used.")

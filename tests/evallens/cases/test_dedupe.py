@@ -106,3 +106,44 @@ def test_collapse_without_traces_or_known_questions() -> None:
     assert collapse([], [], random_embed(0, 4), 0.85) == ([], 0)
     lone = bad_trace(1, None, random.Random(0))
     assert shape(collapse([lone], [], random_embed(0, 4), 0.85)[0]) == [([lone.facts.trace_id], lone.score)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("max_embedded", [1, 7, 25, 100])
+def test_bounded_collapse_embeds_the_worst_questions_and_merges_the_rest_by_text(
+    seed: int, max_embedded: int
+) -> None:
+    rng = random.Random(seed)
+    questions = [f"Question {index}?" for index in range(60)]
+    bad = [
+        bad_trace(number, rng.choice([*questions, None, questions[0].upper()]), rng) for number in range(200)
+    ]
+    known = [*rng.sample(questions, k=3), "held question"]
+    embedded: list[str] = []
+    draw = random_embed(seed, 8)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return draw(texts)
+
+    clusters, num_known = collapse(bad, known, embed, 0.85, max_embedded)
+
+    ordered = sorted(bad, key=lambda item: (-item.score, -item.facts.start_time.timestamp()))
+    worst = list(dict.fromkeys(normalize(item.question) for item in ordered if item.question))[:max_embedded]
+    assert sorted(embedded) == sorted({*worst, *map(normalize, known)})  # nothing else is embedded
+    # the traces asking an embedded question collapse as they would alone, with every question embedded
+    head = [item for item in bad if item.question and normalize(item.question) in embedded]
+    expected, expected_known = collapse(head, known, random_embed(seed, 8), 0.85)
+    # every other trace merges with the traces asking the very same question, never with others
+    rest: dict[str, list[BadTrace]] = {}
+    for item in ordered:
+        if item not in head:
+            rest.setdefault(normalize(item.question) if item.question else item.facts.trace_id, []).append(
+                item
+            )
+    expected += [Cluster(members) for members in rest.values()]
+    assert num_known == expected_known
+    assert sorted(shape(clusters)) == sorted(shape(expected))
+    assert [cluster.score for cluster in clusters] == sorted((c.score for c in clusters), reverse=True)
+    if max_embedded >= len(set(worst)) and len(worst) < max_embedded:  # all embedded: as unbounded
+        assert shape(clusters) == shape(collapse(bad, known, random_embed(seed, 8), 0.85)[0])

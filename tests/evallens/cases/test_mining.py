@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.cases.mining import MiningReport, mine_cases, says_no
-from evallens.cases.mining.dedupe import collapse
+from evallens.cases.mining import MiningReport, Readers, known_cases, mine_cases, says_no
+from evallens.cases.mining.dedupe import collapse, normalize
 from evallens.durations import parse_duration
 from evallens.errors import EvallensError
 from evallens.settings import CasesSettings
@@ -59,6 +59,38 @@ def test_the_window_and_the_limit(sessions: sessionmaker[Session], traffic: Traf
         top = mine(session, since=timedelta(days=7), limit=2)
     assert len(week.candidates) == 8  # the failure three days ago joins
     assert [c.trace_id for c in top.candidates] == [c.trace_id for c in week.candidates[:2]]
+
+
+def test_only_the_worst_questions_are_embedded(sessions: sessionmaker[Session], traffic: Traffic) -> None:
+    lent = mining_readers()
+
+    def mine_embedding(max_embedded: int) -> tuple[set[str], list[int]]:
+        """The texts embedded and the sizes of the candidates holding the near-duplicate failures."""
+        embedded: set[str] = set()
+
+        def embed(texts: list[str]) -> np.ndarray:
+            embedded.update(texts)
+            return lent.embed(texts)
+
+        with sessions() as session:
+            report = mine_cases(
+                session,
+                CasesSettings(cases_max_embedded_questions=max_embedded),
+                Readers(lent.refuses_or_declines, embed),
+                project="default",
+                since=timedelta(days=1),
+                limit=50,
+            )
+        sizes = [c.count for c in report.candidates if set(c.trace_ids) & set(traffic.duplicates)]
+        return embedded, sizes
+
+    with sessions() as session:
+        known = {normalize(question) for question in known_cases(session, "default")[1]}
+    every, merged = mine_embedding(200)
+    worst, apart = mine_embedding(1)
+    assert len(every - known) > 3 and merged == [3]
+    assert len(worst - known) <= 1 and worst < every  # the sets' questions and at most the worst one
+    assert apart == [1, 1, 1]  # near-duplicates beyond the bound: merged only when asked alike
 
 
 def test_duplicates_collapse_but_different_questions_do_not() -> None:

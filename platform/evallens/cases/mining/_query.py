@@ -1,5 +1,5 @@
-"""One SQL pass over a window's trace summaries: per-trace facts of traces that may be bad; then the
-question and answer text of those traces from their spans.
+"""Two SQL passes over a window's trace summaries: its count and percentiles, then per-trace facts of
+traces that may be bad with their question and answer text from their spans.
 
 Production means no span of the trace carries an eval run id; feedback spans (those naming a target
 trace) are joined onto the trace they rate and are never candidates themselves. Chat content that
@@ -7,12 +7,11 @@ clients sent as log events (``genai_content``) is joined onto its trace: the mes
 trace's earliest span that has any.
 """
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import RowMapping, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from evallens.telemetry import attributes as attr
@@ -40,6 +39,19 @@ PRODUCTION = (
     "project = :p AND start_time >= :since AND eval_run_id IS NULL AND rated_trace_id IS NULL"
     " AND latency_ms IS NOT NULL"
 )
+# The window's count and percentiles first, in a scan of two columns: the flagged query then reads
+# the summaries once, with no copy of the window kept for a second pass.
+LIMITS_SQL = f"""
+SELECT count(*) AS num_traces,
+  percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50,
+  percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS latency_p95,
+  percentile_cont(0.5) WITHIN GROUP (ORDER BY cost_usd) AS cost_p50,
+  percentile_cont(0.95) WITHIN GROUP (ORDER BY cost_usd) AS cost_p95
+FROM trace_summaries WHERE {PRODUCTION}
+"""
+# The text of the flagged traces comes from their spans in the same statement. Each trace's spans lie
+# between its summary's start and end: bounding the lookup by them lets PostgreSQL open only that
+# day's partition per trace, however wide the window.
 FLAGGED_SQL = f"""
 WITH f AS (
   SELECT rated_trace_id AS trace_id, min(rating) AS score,
@@ -52,41 +64,30 @@ prod AS (
     f.comment AS feedback_comment
   FROM trace_summaries t LEFT JOIN f USING (trace_id) WHERE {PRODUCTION.replace("project", "t.project")}),
 lim AS (
-  SELECT count(*) AS num_traces,
-    percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50,
-    percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS latency_p95,
-    percentile_cont(0.5) WITHIN GROUP (ORDER BY cost_usd) AS cost_p50,
-    percentile_cont(0.95) WITHIN GROUP (ORDER BY cost_usd) AS cost_p95 FROM prod),
+  SELECT CAST(:num_traces AS bigint) >= :min_traces AS enough, CAST(:latency_p50 AS float8) AS latency_p50,
+    CAST(:latency_p95 AS float8) AS latency_p95, CAST(:cost_p50 AS float8) AS cost_p50,
+    CAST(:cost_p95 AS float8) AS cost_p95),
 flagged AS (
-  SELECT prod.*, lim.*,
-    lim.num_traces >= :min_traces AND latency_ms > greatest(lim.latency_p95, 2 * lim.latency_p50)
-      AS latency_outlier,
-    coalesce(lim.num_traces >= :min_traces AND cost_usd > greatest(lim.cost_p95, 2 * lim.cost_p50), false)
-      AS cost_outlier,
+  SELECT prod.*,
+    enough AND latency_ms > greatest(latency_p95, 2 * latency_p50) AS latency_outlier,
+    coalesce(enough AND cost_usd > greatest(cost_p95, 2 * cost_p50), false) AS cost_outlier,
     rag AND NOT cited AND NOT guarded AS no_citations
-  FROM prod, lim)
-SELECT * FROM flagged
-WHERE coalesce(feedback_score < 0, false) OR error OR timeout OR degraded OR no_citations
-   OR latency_outlier OR cost_outlier OR (NOT guarded AND refusal_hint)
-   OR (NOT guarded AND EXISTS (
-     SELECT 1 FROM genai_content g WHERE g.project = :p AND g.trace_id = flagged.trace_id
-       AND g.time >= :since AND g.direction = 'output' AND g.messages::text ~* :refusal_hint))
-ORDER BY start_time DESC LIMIT :max_traces
-"""
-COUNT_SQL = f"SELECT count(*) FROM trace_summaries WHERE {PRODUCTION}"
-# Each trace's spans lie between its summary's start and end: bounding the lookup by them lets
-# PostgreSQL open only that day's partition per trace, however wide the window.
-TEXT_SQL = f"""
-SELECT t.trace_id, x.* FROM unnest(CAST(:trace_ids AS text[]), CAST(:starts AS timestamptz[]),
-                                   CAST(:ends AS timestamptz[])) AS t (trace_id, start_time, end_time)
-CROSS JOIN LATERAL (
+  FROM prod, lim),
+top AS (
+  SELECT * FROM flagged
+  WHERE coalesce(feedback_score < 0, false) OR error OR timeout OR degraded OR no_citations
+     OR latency_outlier OR cost_outlier OR (NOT guarded AND refusal_hint)
+     OR (NOT guarded AND EXISTS (
+       SELECT 1 FROM genai_content g WHERE g.project = :p AND g.trace_id = flagged.trace_id
+         AND g.time >= :since AND g.direction = 'output' AND g.messages::text ~* :refusal_hint))
+  ORDER BY start_time DESC LIMIT :max_traces)
+SELECT top.*, x.* FROM top CROSS JOIN LATERAL (
   SELECT {_first("a_in")} AS input_messages, {_first("a_in_oi")} AS input_value,
     {_first("a_out")} AS output_messages, {_first("a_out_oi")} AS output_value
-  FROM spans s WHERE s.project = :p AND s.trace_id = t.trace_id
-    AND s.start_time BETWEEN t.start_time AND t.end_time) AS x
+  FROM spans s WHERE s.project = :p AND s.trace_id = top.trace_id
+    AND s.start_time BETWEEN top.start_time AND greatest(top.end_time, top.start_time)) AS x
+ORDER BY top.start_time DESC
 """
-
-
 # Content that arrived as log events: per trace, the messages of its earliest span that has any.
 EVENTS_SQL = """
 SELECT DISTINCT ON (trace_id) trace_id, input_messages AS event_input, output_messages AS event_output
@@ -99,15 +100,6 @@ FROM (
   GROUP BY trace_id, span_id) per_span
 ORDER BY trace_id, time
 """
-
-
-def _bounds(rows: Sequence[RowMapping]) -> dict[str, list[Any]]:
-    """The flagged traces' ids with the times their spans lie between."""
-    return {
-        "trace_ids": [row["trace_id"] for row in rows],
-        "starts": [row["start_time"] for row in rows],
-        "ends": [max(row["end_time"], row["start_time"]) for row in rows],
-    }
 
 
 @dataclass(frozen=True)
@@ -136,18 +128,14 @@ def flagged_traces(
 ) -> tuple[list[TraceFacts], int]:
     """Production traces since ``since`` with any sign of trouble, newest first; and how many were seen."""
     params = {**PARAMS, "p": project, "since": since, "min_traces": min_traces, "max_traces": max_traces}
-    rows = session.execute(text(FLAGGED_SQL), params).mappings().all()
-    num_traces = int(session.execute(text(COUNT_SQL), params).scalar_one())
-    bounds = _bounds(rows)
-    texts = {
-        found["trace_id"]: found
-        for found in session.execute(text(TEXT_SQL), {**params, **bounds}).mappings().all()
-    }
+    limits = session.execute(text(LIMITS_SQL), params).mappings().one()
+    num_traces = int(limits["num_traces"])
+    rows = session.execute(text(FLAGGED_SQL), {**params, **limits}).mappings().all()
+    trace_ids = [row["trace_id"] for row in rows]
     events = {
         found["trace_id"]: found
-        for found in session.execute(text(EVENTS_SQL), {**params, **bounds}).mappings().all()
+        for found in session.execute(text(EVENTS_SQL), {**params, "trace_ids": trace_ids}).mappings().all()
     }
-    empty = dict.fromkeys(("input_messages", "input_value", "output_messages", "output_value"))
     no_events = dict.fromkeys(("event_input", "event_output"))
     facts = [
         TraceFacts(
@@ -164,11 +152,10 @@ def flagged_traces(
             cost_outlier=bool(row["cost_outlier"]),
             feedback_score=row["feedback_score"],
             feedback_comment=row["feedback_comment"],
-            question_values=(said["input_messages"], said["input_value"], sent["event_input"]),
-            answer_values=(said["output_messages"], said["output_value"], sent["event_output"]),
+            question_values=(row["input_messages"], row["input_value"], sent["event_input"]),
+            answer_values=(row["output_messages"], row["output_value"], sent["event_output"]),
         )
         for row in rows
-        for said in [texts.get(row["trace_id"], empty)]
         for sent in [events.get(row["trace_id"], no_events)]
     ]
     return facts, num_traces

@@ -30,13 +30,22 @@ def normalize(question: str) -> str:
 
 
 def collapse(
-    bad: Sequence[BadTrace], known_questions: Sequence[str], embed: Embed, threshold: float
+    bad: Sequence[BadTrace],
+    known_questions: Sequence[str],
+    embed: Embed,
+    threshold: float,
+    max_embedded: int | None = None,
 ) -> tuple[list[Cluster], int]:
     """Clusters of ``bad`` (worst first) without questions near ``known_questions``; and how many
-    traces were dropped as already in a set."""
+    traces were dropped as already in a set.
+
+    Only the ``max_embedded`` distinct questions of the worst traces are embedded (all when None):
+    embedding is most of a cold mine's time. Traces asking any other question are merged only with
+    traces asking the same question (after ``normalize``), and dropped only when a set holds exactly it.
+    """
     ordered = sorted(bad, key=lambda item: (-item.score, -item.facts.start_time.timestamp()))
-    asked = [item for item in ordered if item.question]
-    texts = sorted({normalize(q) for q in [*(item.question or "" for item in asked), *known_questions]})
+    ranked = list(dict.fromkeys(normalize(item.question) for item in ordered if item.question))
+    texts = sorted({*ranked[:max_embedded], *(normalize(q) for q in known_questions)})
     row = {text: index for index, text in enumerate(texts)}
     matrix = embed(texts) if texts else np.zeros((0, 0), np.float32)
     # which distinct questions a set already holds: one matrix product instead of one per trace
@@ -45,14 +54,23 @@ def collapse(
         known = matrix[[row[normalize(q)] for q in known_questions]]
         near_known = (matrix @ known.T).max(axis=1) >= threshold
     clusters: list[Cluster] = []
-    heads = np.empty((len(asked), matrix.shape[1]), matrix.dtype)  # cluster heads' vectors, in order
+    heads = np.empty((len(ordered), matrix.shape[1]), matrix.dtype)  # cluster heads' vectors, in order
     head_clusters: list[Cluster] = []
+    unembedded: dict[str, Cluster] = {}  # questions beyond ``max_embedded``: merged by their text
     num_known = 0
     for item in ordered:
         if not item.question:
             clusters.append(Cluster([item]))  # nothing to compare: never merged
             continue
-        index = row[normalize(item.question)]
+        text = normalize(item.question)
+        if text not in row:  # never a set's question: those are all embedded
+            if text in unembedded:
+                unembedded[text].members.append(item)
+            else:
+                clusters.append(Cluster([item]))
+                unembedded[text] = clusters[-1]
+            continue
+        index = row[text]
         if near_known[index]:
             num_known += 1
             continue

@@ -86,7 +86,11 @@ def mine_cases(
     bad = [item for item in judged if item is not None and item.facts.trace_id not in known_traces]
     with phase(progress, f"merging {len(bad)} bad cases with near-duplicate questions"):
         clusters, num_known = collapse(
-            bad, known_questions, readers.embed, settings.cases_duplicate_similarity
+            bad,
+            known_questions,
+            readers.embed,
+            settings.cases_duplicate_similarity,
+            settings.cases_max_embedded_questions,
         )
     return MiningReport(
         since=start,

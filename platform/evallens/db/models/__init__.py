@@ -12,7 +12,7 @@ from evallens.db.models.evals import (
     JudgeVerdict,
 )
 from evallens.db.models.knowledge import Chunk, Document
-from evallens.db.models.metrics import MetricSample
+from evallens.db.models.metrics import MetricRollup, MetricSample
 from evallens.db.models.prices import ModelPrice
 from evallens.db.models.quarantine import QuarantinedSpan
 from evallens.db.models.summaries import SpanDimension, SpanRollup, TraceSummary
@@ -30,6 +30,7 @@ __all__ = [
     "GateReport",
     "GenAIContent",
     "JudgeVerdict",
+    "MetricRollup",
     "MetricSample",
     "ModelPrice",
     "Project",
