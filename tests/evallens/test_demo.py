@@ -132,6 +132,11 @@ def wait_for_text(path: Path, text: str, process: subprocess.Popen[bytes], timeo
         time.sleep(1)
 
 
+def as_a_background_job() -> None:
+    """What a non-interactive shell does to ``command &`` (CI scripts): SIGINT starts out ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.mark.timeout(2400)
 def test_a_warm_second_run_reuses_its_runs_and_ctrl_c_stops_every_process(
     demo_run: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
@@ -143,6 +148,7 @@ def test_a_warm_second_run_reuses_its_runs_and_ctrl_c_stops_every_process(
         demo = subprocess.Popen(
             [sys.executable, "-m", "evallens", "demo", "--smoke"],  # keeps running until Ctrl-C
             env=child_environment(demo_environment(data_dir)), stdout=out, stderr=subprocess.STDOUT,
+            preexec_fn=as_a_background_job,
         )  # fmt: skip
     children: list[int] = []
     postmaster = 0

@@ -1,10 +1,15 @@
 """The demo, step by step: models, database, components, knowledge base, evals, gate, cases, dashboard."""
 
+import signal
+import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from types import FrameType
 
 from rich.console import Console
 from sqlalchemy import Engine, text
@@ -245,7 +250,34 @@ class Demo:
 
 def run_demo(options: DemoOptions, console: Console) -> DemoReport:
     """Run the demo end to end."""
-    return Demo(options, console).run()
+    with stops_on_signals():
+        return Demo(options, console).run()
+
+
+def _terminated(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def stops_on_signals() -> Iterator[None]:
+    """Ctrl-C (SIGINT) and SIGTERM end the demo through its clean-up, which stops every child.
+
+    Set explicitly: a process started in the background by a non-interactive shell (a CI script, ``&``)
+    inherits SIGINT as ignored, and Python then never raises ``KeyboardInterrupt``; SIGTERM's default
+    ends the process at once and leaves its children, each in its own session, running.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            if handler is not None:  # None: set outside Python, nothing of ours to restore
+                signal.signal(number, handler)
 
 
 def wait_for_questions(engine: Engine, trace_ids: list[str], timeout_s: float = 60.0) -> None:
