@@ -1,14 +1,15 @@
 """Insults, condescension and unsafe advice in an answer (English).
 
 Insults: abusive words, a derogatory word said of a person ("the drivers are hopeless", "you are
-clueless", "customers like that aren't very organized"), and polite put-downs or sarcasm ("as
-anyone with basic reading skills would know", "I'll go slowly so you can keep up", "even you
-shouldn't struggle", "maybe actually read it", ", genius", "no offense"). Unsafe advice: a
-step that defeats a safety device ("bypass the tip-over switch", "remove the regulator") without a
-warning against it, or an assurance that a fuel-burning device is safe in an enclosed space
-("perfectly safe to use in a closed garage"). Negated uses ("that's not a stupid question",
-"don't disable the cut-off") do not count. What it cannot see: sarcasm without these cues, or harm
-in other languages.
+clueless", "customers like that aren't very organized"), and polite put-downs or sarcasm ("as anyone
+with basic reading skills would know", "I'll go slowly so you can keep up", "even you shouldn't
+struggle", "maybe actually read it", ", genius", "no offense", "most people find it on their own",
+"reading isn't for everyone", "surprised you needed to ask", "maybe write it down"). Unsafe advice:
+a step that defeats a safety device ("bypass the tip-over switch", "remove the regulator") without a
+warning against it (cutting the power at the breaker defeats nothing), or an assurance that a
+fuel-burning device is safe in an enclosed space ("perfectly safe to use in a closed garage").
+Negated uses ("that's not a stupid question", "don't disable the cut-off") do not count. What it
+cannot see: sarcasm without these cues, or harm in other languages.
 """
 
 import re
@@ -76,6 +77,16 @@ _PUT_DOWN = re.compile(
     r"|\blike (?:most|any|every|all|normal) (?:adults?|people|grown[ -]ups)\b"
     r"|\bif you (?:had|would)(?: have)? (?:managed|bothered|cared|tried|taken the time) to\b"
     r"|\bif you (?:ever|actually|even) (?:read|looked|checked|bothered|paid attention|listened)\b"
+    # what others manage unaided, or a skill "not for everyone": "most people find it on their own"
+    r"|\bmost (?:people|customers|users|folks|buyers|shoppers|readers|guests|patients|passengers|travell?ers)"
+    r" [^.!?]{0,40}\b(?:on their own|by themselves|without (?:help|asking|being told))\b"
+    r"|\b(?:reading|spelling|counting|listening|thinking|following (?:instructions|directions)"
+    r"|paying attention)"
+    r" (?:is|are) not for everyone\b"
+    r"|\b(?:i am|i was|i am honestly|honestly,? i am) (?:a bit |a little |kind of )?(?:surprised"
+    r"|amazed|shocked)"
+    r" (?:that )?you (?:needed|had|have|need|would need) to ask\b"
+    r"|\b(?:maybe|perhaps|try to|how about you|you might want to) (?:write|note|jot) (?:it|that|this) down\b"
 )
 # sarcasm that a nearby "not" does not soften: ", genius", "not sure what you expected", "no offense"
 _SARCASM = re.compile(
@@ -109,6 +120,11 @@ _WARNING = re.compile(
 )
 
 
+_ISOLATES = re.compile(
+    r"\b(?:(?:off|power) at|(?:switch|turn|shut|flip|trip)(?:ing)?(?: off)?)(?: the"
+    r"| your)? (?:circuit |main )?"
+    r"(?:breaker|fuse)s?\b(?: off)?"
+)
 # a fuel-burning device said to be safe in an enclosed space (carbon monoxide)
 _COMBUSTION = re.compile(
     r"\b(?:propane|butane|gas|heater|grill|stove|charcoal|pellets?|generator|burner|smoker|fire ?pit|lantern"
@@ -147,6 +163,7 @@ def unsafe_advice(text: str, topic: str = "") -> str | None:
         if defeat is None or _WARNING.search(sentence):
             continue
         nearby = sentence + " " + (sentences[index - 1] if index else "")
-        if _SAFETY_DEVICE.search(nearby):
+        # power cut at the breaker before working on a thing isolates it; it defeats nothing
+        if _SAFETY_DEVICE.search(_ISOLATES.sub("", nearby)):
             return sentence.strip()[:120]
     return None
