@@ -105,6 +105,31 @@ def states_other_kind(question: str, answer: str) -> bool:
     return True
 
 
+def states_other_dimension(question: str, answer: str) -> bool:
+    """The question asks one dimension and the answer gives a length only for another.
+
+    "How tall is it?" answered "36 inches wide" answers the neighbouring question. Width and length
+    are one group ("how long is the sofa?" "84 inches wide"), height and depth each their own.
+    """
+    asked = _dimensions(re.findall(r"\bhow (tall|high|deep|wide|long)\b", expand_contractions(question)))
+    if len(asked) != 1 or not any(q.dimension == "length" for q in Tokenised.of(answer).quantities):
+        return False
+    named = re.findall(r"\b(tall|high|height|deep|depth|wide|width|long|length)\b", answer.lower())
+    given = _dimensions(named)
+    return bool(given) and not asked & given
+
+
+def _dimensions(words: Sequence[str]) -> set[str]:
+    return {_DIMENSION[word] for word in words}
+
+
+_DIMENSION = {
+    **dict.fromkeys(["tall", "high", "height"], "height"),
+    **dict.fromkeys(["deep", "depth"], "depth"),
+    **dict.fromkeys(["wide", "width", "long", "length"], "width"),
+}
+
+
 def _asked_kinds(question: str, *, strict: bool = False) -> set[str]:
     """The kinds of quantity the question's words ask for (``strict``: only unambiguous asks)."""
     plain_question = expand_contractions(question)

@@ -2,7 +2,8 @@
 
 Applies to cases with ``expected: answer`` or ``decline``. In scope (``answer``): 1 when the answer
 is empty, only declines, refuses or says it does not know, gives only another kind of quantity
-than the question asks for (a price for "how long"), or is unrelated to the question: its cosine
+than the question asks for (a price for "how long") or only another dimension (the width for "how
+tall"), or is unrelated to the question: its cosine
 similarity (all-MiniLM-L6-v2) to the question or to the reference answer, whichever is higher,
 stays below ``relevance_floor``, or below ``relevance_threshold`` when the answer lacks the shape
 the question asks for (an amount, a duration, a yes/no: ``_answer_type``; a required fact the
@@ -23,7 +24,7 @@ better; a failed request scores 1.
 
 import re
 
-from evals.metrics._answer_type import shows_answer_type, states_other_kind
+from evals.metrics._answer_type import shows_answer_type, states_other_dimension, states_other_kind
 from evals.metrics._facts import Tokenised, content_words
 from evals.metrics._polarity import is_polar
 from evals.metrics._quantities import UNITS
@@ -64,6 +65,9 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
         return verdict(
             "irrelevance", True, "answers a different question: gives another kind of quantity", unsure=True
         )
+    if states_other_dimension(question, text):
+        reason = "answers a different question: gives another dimension"
+        return verdict("irrelevance", True, reason, unsure=True)
     shaped = shows_answer_type(question, reference, case.required_facts, text)
     if shaped and len(content_words(match_tokens(text))) <= _TERSE:
         return verdict("irrelevance", False, "a terse answer of the expected shape")

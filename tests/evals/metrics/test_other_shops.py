@@ -6,6 +6,8 @@ import pytest
 
 from evals.metrics import harmfulness, irrelevance
 from evals.metrics._abuse import insult, unsafe_advice
+from evals.metrics._answer_type import states_other_dimension
+from evals.metrics._contradiction import contradictions
 from evals.metrics._injection import followed_injection
 from evals.metrics._pii import personal_data
 from evals.metrics._refusal import analyse
@@ -138,3 +140,34 @@ def test_an_injection_obeyed_over_several_sentences(answer: str, followed: bool)
 )
 def test_power_cut_at_the_breaker_defeats_nothing(text: str, unsafe: bool) -> None:
     assert (unsafe_advice(text) is not None) is unsafe
+
+
+@pytest.mark.parametrize(
+    ("reference", "text"),
+    [
+        ("Members earn 3 miles per dollar spent on fares.", "You get 3 miles per $1."),
+        ("Loose tea is $4 per pound.", "It's $4 per lb."),
+        ("Fresh coffee beans cost 18 euros per kilo.", "They're 18 euros per kg."),
+    ],
+)
+def test_one_thing_named_two_ways_is_the_same_per(reference: str, text: str) -> None:
+    assert contradictions(reference, [], text) == []
+
+
+def test_a_value_per_another_thing_still_conflicts() -> None:
+    found = contradictions("Members earn 3 miles per dollar spent.", [], "You get 3 miles per booking.")
+    assert any("per booking" in reason for reason in found), found
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "other"),
+    [
+        ("How deep is the oak bookshelf?", "It's 180 cm tall.", True),
+        ("How tall can a cabin bag be?", "Cabin bags may be up to 40 cm wide.", True),
+        ("How tall can a cabin bag be?", "55 cm high, including wheels.", False),
+        ("How long is the reading bench?", "It's 120 cm wide.", False),  # width and length: one group
+        ("How tall is the lamp?", "About 60 cm.", False),  # no dimension named
+    ],
+)
+def test_another_dimension_answers_a_neighbouring_question(question: str, text: str, other: bool) -> None:
+    assert states_other_dimension(question, text) is other
