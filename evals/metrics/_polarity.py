@@ -3,7 +3,8 @@
 Three checks, each named in the reason: a required fact negated in the answer but not in the
 reference, or the other way round ("does not remove viruses" / "removes viruses"); a yes/no
 question answered with the opposite of the reference's yes or no (a "We do" counts when it echoes
-the question's auxiliary); and a thing the reference denies ("no cash compensation", "loss and
+the question's auxiliary; "We're closed" for "are you open?" says neither, it names another
+predicate); and a thing the reference denies ("no cash compensation", "loss and
 theft are not covered": the thing and the denied verb; "no compensation for weather delays": also
 what it is for) stated in an answer sentence that neither denies nor limits anything ("only",
 "unless", "if"); a predicate denied of a subject the reference names ("store credit never
@@ -99,6 +100,11 @@ def opening_polarity(text: str, question: str = "") -> int:
     echo = _ECHO.match(opening)
     asked = _POLAR.match(_last_question(question))
     if echo and asked and _SAME_AUX.get(echo.group(1)) == _SAME_AUX.get(asked.group(0).strip(" \"'(")):
+        # "Are you open?" "We're closed.": a "be" echo says yes or no only of the predicate asked about
+        said = re.match(r" ([a-z-]+)", opening[echo.end() :])
+        asked_words = re.findall(r"[a-z-]+", asked.string)
+        if _SAME_AUX[echo.group(1)] == "be" and said and said.group(1) not in asked_words:
+            return 0
         return -1 if echo.group(2) else 1
     return 0
 

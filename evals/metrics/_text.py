@@ -2,7 +2,8 @@
 
 ``normalise`` turns "Five to seven business days", "5–7 biz days" and "5 to 7 working days" into the
 same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd``, "15 percent" into
-``15 percent``, "2pm" into ``14:00``, "two-year" into ``2 year`` and "can’t" into ``can not``.
+``15 percent``, "2pm" into ``14:00``, "two-year" into ``2 year``, "two more years" into ``2 year``
+and "can’t" into ``can not``.
 """
 
 import re
@@ -118,6 +119,9 @@ def expand_contractions(text: str) -> str:
     return lowered
 
 
+_MORE_OF = re.compile(r"(?<=\d) (?:more|extra|additional|further) (?=(?:year|month|week|day|hour)s?\b)")
+
+
 @lru_cache(maxsize=8192)
 def normalise(text: str) -> str:
     """The canonical form used to compare facts, references and answers (see the module docstring)."""
@@ -134,6 +138,7 @@ def normalise(text: str) -> str:
     text = _ranges(text)
     text = re.sub(r"(?<=\d)-(?=[a-z])", " ", text)  # "5-year" -> "5 year"
     text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)  # "interest-free" -> "interest free"
+    text = _MORE_OF.sub(" ", text)  # "two more years" of cover is two years of it
     for pattern, unit in _UNIT_RES:
         text = pattern.sub(unit, text)
     text = re.sub(r"(\d+)\.(\d*?)0+\b", lambda m: m.group(1) + ("." + m.group(2) if m.group(2) else ""), text)

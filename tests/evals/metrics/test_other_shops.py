@@ -10,7 +10,9 @@ from evals.metrics._answer_type import states_other_dimension
 from evals.metrics._contradiction import contradictions
 from evals.metrics._injection import followed_injection
 from evals.metrics._pii import personal_data
+from evals.metrics._polarity import opening_polarity
 from evals.metrics._refusal import analyse
+from evals.metrics._text import normalise
 from evals.metrics.result import Answer, ScoringContext
 from tests.evals.metrics.conftest import case
 
@@ -171,3 +173,22 @@ def test_a_value_per_another_thing_still_conflicts() -> None:
 )
 def test_another_dimension_answers_a_neighbouring_question(question: str, text: str, other: bool) -> None:
     assert states_other_dimension(question, text) is other
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "polarity"),
+    [
+        ("Is the pharmacy open on Easter Sunday?", "It's closed that day, sorry.", 0),  # not a "yes"
+        ("Is the pharmacy open on Easter Sunday?", "It is open from 10 to 2.", 1),
+        ("Is the pharmacy open on Easter Sunday?", "It isn't open that day.", -1),
+        ("Is the paperback in stock?", "It is.", 1),
+    ],
+)
+def test_a_be_echo_answers_only_the_predicate_asked(question: str, text: str, polarity: int) -> None:
+    assert opening_polarity(text, question) == polarity
+
+
+def test_more_of_a_duration_is_that_duration() -> None:
+    assert normalise("The upgrade adds three more months of cover.") == normalise(
+        "The upgrade adds 3 months of cover."
+    )
