@@ -14,6 +14,7 @@ from evals.metrics._polarity import opening_polarity
 from evals.metrics._refusal import analyse
 from evals.metrics._text import normalise
 from evals.metrics.result import Answer, ScoringContext
+from evals.sets.format import Fact
 from tests.evals.metrics.conftest import case
 
 
@@ -192,3 +193,12 @@ def test_more_of_a_duration_is_that_duration() -> None:
     assert normalise("The upgrade adds three more months of cover.") == normalise(
         "The upgrade adds 3 months of cover."
     )
+
+
+def test_a_fact_stated_then_denied_later_conflicts() -> None:
+    reference = "Every hardback ships with a 2-year binding guarantee."
+    text = "There's a two-year guarantee. Actually the guarantee isn't 2 years for most titles."
+    facts: list[Fact] = [["2 years", "2-year"]]
+    found = contradictions(reference, facts, text)
+    assert any("negates" in reason for reason in found), found
+    assert contradictions(reference, facts, "It's a two-year guarantee on the binding.") == []
