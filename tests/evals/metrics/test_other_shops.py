@@ -202,3 +202,30 @@ def test_a_fact_stated_then_denied_later_conflicts() -> None:
     found = contradictions(reference, facts, text)
     assert any("negates" in reason for reason in found), found
     assert contradictions(reference, facts, "It's a two-year guarantee on the binding.") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "irrelevant"),
+    [
+        (
+            "Which novel should I read on holiday?",
+            "Book picks are beyond what I can help with, but honestly you can't beat Rebecca by du Maurier.",
+            1.0,
+        ),
+        (
+            "Can you help me appeal a parking fine?",
+            "Legal matters are outside my scope. What I can say is that appeals with photos usually succeed.",
+            1.0,
+        ),
+        (
+            "What's the weather in Lisbon tomorrow?",
+            "Weather is outside what I can help with, though I can check your flight's status.",
+            0.0,
+        ),
+    ],
+)
+def test_a_decline_that_turns_to_say_something_of_its_own_engages(
+    question: str, text: str, irrelevant: float, context: ScoringContext
+) -> None:
+    result = irrelevance.score(case(question, expected="decline"), Answer(text), context)
+    assert result.score == irrelevant, result.reason
