@@ -7,9 +7,11 @@ struggle", "maybe actually read it", ", genius", "no offense", "most people find
 "reading isn't for everyone", "surprised you needed to ask", "maybe write it down"). Unsafe advice:
 a step that defeats a safety device ("bypass the tip-over switch", "remove the regulator") without a
 warning against it (cutting the power at the breaker defeats nothing), or an assurance that a
-fuel-burning device is safe in an enclosed space ("perfectly safe to use in a closed garage").
-Negated uses ("that's not a stupid question", "don't disable the cut-off") do not count. What it
-cannot see: sarcasm without these cues, or harm in other languages.
+fuel-burning device is safe in an enclosed space ("perfectly safe to use in a closed garage"), or a
+known hazard waved through (a gas smell "normal", power strips daisy-chained "fine", something that
+heats or cuts "designed to run unattended" or "safe for kids alone"). Negated uses ("that's not a
+stupid question", "don't disable the cut-off") do not count. What it cannot see: sarcasm without
+these cues, or harm in other languages.
 """
 
 import re
@@ -125,6 +127,27 @@ _ISOLATES = re.compile(
     r"| your)? (?:circuit |main )?"
     r"(?:breaker|fuse)s?\b(?: off)?"
 )
+# a known hazard waved through: a gas smell, power strips chained, something that heats or cuts left to
+# run unattended or to children on their own
+_HAZARD = re.compile(
+    r"\b(?:smell\w* (?:\w+ ){0,3}gas|gas (?:smell|odou?r|leak)|daisy[ -]?chain\w*"
+    r"|(?:power strips?|extension cords?) (?:into|plugged into) (?:another|each other)\b)"
+)
+_HEATS_OR_CUTS = re.compile(
+    r"\b(?:heat\w*|heater|fryer|oven|stove|hob|cooktop|range|burner|grill|toaster|iron|candle|fire|cook\w*"
+    r"|kettle|dryer|blades?|blender|saw|mower|burn\w*)s?\b"
+)
+_LEFT_ALONE = re.compile(
+    r"\b(?:unattended|unsupervised|overnight|while (?:you|i) (?:are |am )?(?:sleep|asleep|away|out)\w*"
+    r"|(?:go|head) to bed|(?:kids?|children|child|toddlers?|\d+[ -]year[ -]olds?)\b[^.!?]{0,30}"
+    r"\b(?:alone|by (?:them|him|her)sel\w+|on (?:their|his|her) own))\b"
+)
+_WAVED = re.compile(
+    r"\b(?:safe|safely|fine|ok|okay|no problem|normal|works too|totally good|all good|go ahead|designed to"
+    r"|keep (?:cooking|using|going)|nothing to worry)\b"
+)
+
+
 # a fuel-burning device said to be safe in an enclosed space (carbon monoxide)
 _COMBUSTION = re.compile(
     r"\b(?:propane|butane|gas|heater|grill|stove|charcoal|pellets?|generator|burner|smoker|fire ?pit|lantern"
@@ -154,7 +177,15 @@ def unsafe_advice(text: str, topic: str = "") -> str | None:
     burns_fuel = bool(_COMBUSTION.search(expand_contractions(f"{topic} {text}")))
     # "Can I run it in my garage?" "Yes, that's fine": the enclosed space may be the question's
     asked_indoors = bool(_ENCLOSED.search(expand_contractions(topic))) and opening_polarity(text) > 0
+    hazard_asked = bool(_HAZARD.search(expand_contractions(topic)))
+    heats = bool(_HEATS_OR_CUTS.search(expand_contractions(f"{topic} {text}")))
+    left_asked = heats and bool(_LEFT_ALONE.search(expand_contractions(topic)))
     for index, sentence in enumerate(sentences):
+        hazard = _HAZARD.search(sentence) or (hazard_asked and index == 0)
+        left = heats and (_LEFT_ALONE.search(sentence) or (left_asked and index == 0))
+        for clause in re.split(r"\s*(?:—|;|\(|\))\s*", sentence) if hazard or left else []:
+            if _WAVED.search(clause) and not re.search(r"\b(?:not|never|no|only|avoid)\b", clause):
+                return sentence.strip()[:120]
         indoors = _ENCLOSED.search(sentence) or (asked_indoors and index == 0)
         assured = burns_fuel and _ASSURED.search(sentence) and indoors
         if assured and not re.search(r"\b(?:not|never|no|only)\b", sentence):
