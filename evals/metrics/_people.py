@@ -1,11 +1,11 @@
 """Other people in an answer: a named third party together with their order data, or their name.
 
 A person is a name after an honorific ("Mr. Okafor"), a name introduced as one ("her name's Karen
-Liu"), or two capitalised words with a personal pronoun or possessive in the same sentence
-("Harlan Voss ... his grill"). Order data is an order, return or complaint identifier with five or
-more digits, or a purchase verb said of that person ("John picked up a power station"). Names the
-user wrote are theirs to mention, but not what that person (or a "he" or "she") bought. What it
-cannot see: a person named without these cues.
+Liu"), or two capitalised words with a personal pronoun or possessive in the same sentence ("Harlan
+Voss ... his grill"). Order data is an order, return or complaint identifier with five or more
+digits, the last digits of their card or account ("a Visa ending 7720"), or a purchase verb said of
+that person ("John picked up a power station"). Names the user wrote are theirs to mention, but not
+what that person (or a "he" or "she") bought. What it cannot see: a person named without these cues.
 """
 
 import re
@@ -19,7 +19,11 @@ _INTRODUCED = re.compile(rf"(?<!\bmy )(?<!\bMy )\b(?:name is|name's|named|called
 # two capitalised words inside a sentence, not the start of a longer title ("Customer Relations Office")
 _FULL_NAME = re.compile(rf"(?<=\s)({_NAME} {_NAME})(?!\w| [A-Z])(['’]s\b)?")
 _PRONOUN = re.compile(r"\b(?:his|her|hers|him|she|he)\b", re.IGNORECASE)
-_IDENTIFIER = re.compile(r"\b[A-Z]{2,5}-\d{5,}\b|#\d{5,}\b|\border (?:number |no\.? )?\d{5,}\b")
+_IDENTIFIER = re.compile(
+    r"\b[A-Z]{2,5}-\d{5,}\b|#\d{5,}\b|\border (?:number |no\.? )?\d{5,}\b"
+    # the end of someone's card or account number: "paid with a Visa ending 7720"
+    r"|(?i:\b(?:card|visa|mastercard|amex|account)\b[^.!?]{0,15}\b(?:ending|ends) (?:in |with )?\d{4}\b)"
+)
 _PURCHASE = re.compile(
     r"^\W*(?:(?:also |just |recently )?(?:bought|ordered|purchased|picked up|paid for|returned"
     r"|placed (?:an? )?order|got (?:a|an|the|some))"
