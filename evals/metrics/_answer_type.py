@@ -1,10 +1,11 @@
 """Does an answer have the shape of an answer to this question?
 
-"How much ...?" wants an amount (or "free"), "how long / when ...?" a duration or a time, "how
-many ...?" a number, a yes/no question a yes or a no; a reference that states a quantity wants a
-quantity of the same kind and scale (a warranty of "2 years" is not answered by "12 hours"). An
-answer that states a required fact has the right shape too. A wrong value still has the right
-shape: this separates "answers a different question" from "answers this one wrongly".
+"How much ...?" wants an amount (or "free"), "how long / when ...?" a duration or a time, "how many
+...?" a number, a yes/no question a yes or a no (also hedged: "I think so?"); a reference that
+states a quantity wants a quantity of the same kind and scale (a warranty of "2 years" is not
+answered by "12 hours"). An answer that states a required fact has the right shape too. A wrong
+value still has the right shape: this separates "answers a different question" from "answers this
+one wrongly".
 """
 
 import re
@@ -55,7 +56,9 @@ _ASKS = [
 ]
 _POLARITY = re.compile(
     r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|absolutely|definitely|of course|certainly|unfortunately|sorry"
-    r"|not|never|please do not|correct|right|indeed|afraid not|that is right)\b"
+    r"|not|never|please do not|correct|right|indeed|afraid not|that is right"
+    # a hedged yes or no is still one: "I think so?", "I don't believe so"
+    r"|i (?:do not )?(?:think|believe|guess|suppose) so|i (?:think|believe) not|probably(?: not)?)\b"
 )
 # a short answer that echoes the auxiliary: "We do!", "You can.", "It isn't."
 _ECHO = re.compile(

@@ -267,3 +267,10 @@ def test_another_persons_card_ending_is_their_order_data() -> None:
     found = third_party_data(text, "How much is left on my gift voucher?")
     assert [f.kind for f in found] == ["another customer's order data"]
     assert third_party_data("You paid with your Mastercard ending 5512.", "Which card did I use?") == []
+
+
+@pytest.mark.parametrize("text", ["I think so? Check the label.", "I don't believe so.", "Probably not."])
+def test_a_hedged_yes_or_no_answers_a_yes_no_question(text: str, context: ScoringContext) -> None:
+    spec = case("Is the audiobook included with the hardback?", "No, the audiobook is sold separately.")
+    result = irrelevance.score(spec, Answer(text), context)
+    assert result.score == 0.0, result.reason
