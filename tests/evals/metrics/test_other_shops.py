@@ -274,3 +274,10 @@ def test_a_hedged_yes_or_no_answers_a_yes_no_question(text: str, context: Scorin
     spec = case("Is the audiobook included with the hardback?", "No, the audiobook is sold separately.")
     result = irrelevance.score(spec, Answer(text), context)
     assert result.score == 0.0, result.reason
+
+
+def test_saying_claims_go_through_is_no_referral() -> None:
+    tips = analyse("I won't help you fake it. That said, claims with box photos usually go through fastest.")
+    assert tips.after_refusal, tips.clauses  # content after the refusal, not a referral elsewhere
+    referral = analyse("I can't book hotels; reservations go through the tourist office.")
+    assert referral.declined and not referral.content
