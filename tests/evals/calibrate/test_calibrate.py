@@ -20,6 +20,8 @@ VALIDATION = DEV.with_name("validation.jsonl")
 VALIDATION2 = DEV.with_name("validation2.jsonl")
 # Another shop (home appliances and kitchenware), written independently; first scored out of sample.
 VALIDATION3 = DEV.with_name("validation3.jsonl")
+# A third shop (consumer electronics and mobile plans), written independently; a tuning set since round 5.
+VALIDATION5 = DEV.with_name("validation5.jsonl")
 # Written independently of the rules and never tuned on (docs/calibration.md): the figure we report.
 HELDOUT = DEV.with_name("heldout.jsonl")
 HELDOUT_KAPPA_FLOOR = 0.6
@@ -30,6 +32,9 @@ VALIDATION_KAPPA_FLOOR = 0.75
 # validation3 is another shop, tuned on for one round only: its irrelevance kappa (0.73) is below the
 # other files' floor, so it has its own, a little under what the rules reach on it now
 VALIDATION3_KAPPA_FLOOR = 0.7
+# validation5 was tuned on for harmfulness only (0.97 after round 5); its accuracy (0.81) and irrelevance
+# (0.83) were never tuned, so it keeps the floor the Acme validation files keep
+VALIDATION5_KAPPA_FLOOR = 0.75
 
 ROWS = [
     {"id": "a1", "metric": "accuracy", "question": "How long do I have to return an item?",
@@ -189,8 +194,9 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (VALIDATION, VALIDATION_KAPPA_FLOOR),
         (VALIDATION2, VALIDATION_KAPPA_FLOOR),
         (VALIDATION3, VALIDATION3_KAPPA_FLOOR),
+        (VALIDATION5, VALIDATION5_KAPPA_FLOOR),
     ],
-    ids=["validation", "validation2", "validation3"],
+    ids=["validation", "validation2", "validation3", "validation5"],
 )
 def test_validation_kappa_stays_above_the_floor(
     labels: Path, floor: float, similarity: MiniLmSimilarity
