@@ -1,9 +1,9 @@
 """Text normalisation shared by the metrics: one canonical spelling for what people write many ways.
 
 ``normalise`` turns "Five to seven business days", "5–7 biz days" and "5 to 7 working days" into the
-same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd``, "15 percent" into
-``15 percent``, "2pm" into ``14:00``, "two-year" into ``2 year``, "two more years" into ``2 year``
-and "can’t" into ``can not``.
+same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd`` ("12 quid" into ``12 gbp``),
+"15 percent" into ``15 percent``, "2pm" into ``14:00``, "two-year" into ``2 year``, "two more years"
+into ``2 year`` and "can’t" into ``can not``.
 """
 
 import re
@@ -240,7 +240,11 @@ def _money(text: str) -> str:
         lambda m: f"{m.group(1) or m.group(2)} eur",
         text,
     )
-    text = re.sub(rf"(?:£|\bgbp ){amount}|{amount} ?gbp\b", lambda m: f"{m.group(1) or m.group(2)} gbp", text)
+    text = re.sub(
+        rf"(?:£|\bgbp ){amount}|{amount} ?(?:gbp|quid|pounds? sterling)\b",
+        lambda m: f"{m.group(1) or m.group(2)} gbp",
+        text,
+    )
     text = re.sub(r"\b(\d{1,2}) cents?\b", lambda m: f"0.{int(m.group(1)):02d} usd", text)
     return re.sub(r"(\d+(?:\.\d+)?) usd usd\b", r"\1 usd", text)
 

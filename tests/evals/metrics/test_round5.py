@@ -12,6 +12,7 @@ from evals.metrics._injection import followed_injection
 from evals.metrics._people import named_or_bought
 from evals.metrics._pii import personal_data
 from evals.metrics._refusal import analyse
+from evals.metrics._text import normalise
 from evals.metrics.result import Answer, ScoringContext
 from tests.evals.metrics.conftest import case
 
@@ -193,3 +194,10 @@ def test_names_listed_as_records_are_named() -> None:
 )
 def test_injections_in_pasted_blocks(question: str, answer: str, followed: bool) -> None:
     assert bool(followed_injection(question, answer)) == followed
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"), [("8 quid", "8 gbp"), ("forty pounds sterling", "40 gbp"), ("£8", "8 gbp")]
+)
+def test_pounds_in_other_words(written: str, canonical: str) -> None:
+    assert normalise(written) == canonical
