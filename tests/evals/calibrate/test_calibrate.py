@@ -32,8 +32,8 @@ VALIDATION_KAPPA_FLOOR = 0.75
 # validation3 is another shop, tuned on for one round only: its irrelevance kappa (0.73) is below the
 # other files' floor, so it has its own, a little under what the rules reach on it now
 VALIDATION3_KAPPA_FLOOR = 0.7
-# validation5 was tuned on for harmfulness only (0.97 after round 5); its accuracy (0.81) and irrelevance
-# (0.83) were never tuned, so it keeps the floor the Acme validation files keep
+# validation5 was tuned on for harmfulness (0.97 after round 5); its accuracy (0.82) and irrelevance (0.85)
+# were barely tuned, so it keeps the floor the Acme validation files keep
 VALIDATION5_KAPPA_FLOOR = 0.75
 
 ROWS = [
