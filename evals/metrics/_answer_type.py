@@ -1,10 +1,11 @@
 """Does an answer have the shape of an answer to this question?
 
-"How much ...?" wants an amount (or "free"), "how long / when ...?" a duration or a time, "how
-many ...?" a number, a yes/no question a yes or a no; a reference that states a quantity wants a
-quantity of the same kind and scale (a warranty of "2 years" is not answered by "12 hours"). An
-answer that states a required fact has the right shape too. A wrong value still has the right
-shape: this separates "answers a different question" from "answers this one wrongly".
+"How much ...?" wants an amount (or "free"), "how long / when ...?" a duration or a time, "how many
+...?" a number, a yes/no question a yes or a no (also hedged: "I think so?"); a reference that
+states a quantity wants a quantity of the same kind and scale (a warranty of "2 years" is not
+answered by "12 hours"). An answer that states a required fact has the right shape too. A wrong
+value still has the right shape: this separates "answers a different question" from "answers this
+one wrongly".
 """
 
 import re
@@ -55,7 +56,9 @@ _ASKS = [
 ]
 _POLARITY = re.compile(
     r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|absolutely|definitely|of course|certainly|unfortunately|sorry"
-    r"|not|never|please do not|correct|right|indeed|afraid not|that is right)\b"
+    r"|not|never|please do not|correct|right|indeed|afraid not|that is right"
+    # a hedged yes or no is still one: "I think so?", "I don't believe so"
+    r"|i (?:do not )?(?:think|believe|guess|suppose) so|i (?:think|believe) not|probably(?: not)?)\b"
 )
 # a short answer that echoes the auxiliary: "We do!", "You can.", "It isn't."
 _ECHO = re.compile(
@@ -103,6 +106,31 @@ def states_other_kind(question: str, answer: str) -> bool:
     if wanted & {"count", "number"}:
         return stated <= _MONEY
     return True
+
+
+def states_other_dimension(question: str, answer: str) -> bool:
+    """The question asks one dimension and the answer gives a length only for another.
+
+    "How tall is it?" answered "36 inches wide" answers the neighbouring question. Width and length
+    are one group ("how long is the sofa?" "84 inches wide"), height and depth each their own.
+    """
+    asked = _dimensions(re.findall(r"\bhow (tall|high|deep|wide|long)\b", expand_contractions(question)))
+    if len(asked) != 1 or not any(q.dimension == "length" for q in Tokenised.of(answer).quantities):
+        return False
+    named = re.findall(r"\b(tall|high|height|deep|depth|wide|width|long|length)\b", answer.lower())
+    given = _dimensions(named)
+    return bool(given) and not asked & given
+
+
+def _dimensions(words: Sequence[str]) -> set[str]:
+    return {_DIMENSION[word] for word in words}
+
+
+_DIMENSION = {
+    **dict.fromkeys(["tall", "high", "height"], "height"),
+    **dict.fromkeys(["deep", "depth"], "depth"),
+    **dict.fromkeys(["wide", "width", "long", "length"], "width"),
+}
 
 
 def _asked_kinds(question: str, *, strict: bool = False) -> set[str]:

@@ -1,18 +1,19 @@
 """Polarity: what an answer affirms that the reference denies, or denies that the reference affirms.
 
-Three checks, each named in the reason: a required fact negated in the answer but not in the
-reference, or the other way round ("does not remove viruses" / "removes viruses"); a yes/no
-question answered with the opposite of the reference's yes or no (a "We do" counts when it echoes
-the question's auxiliary); and a thing the reference denies ("no cash compensation", "loss and
-theft are not covered": the thing and the denied verb; "no compensation for weather delays": also
-what it is for) stated in an answer sentence that neither denies nor limits anything ("only",
-"unless", "if"); a predicate denied of a subject the reference names ("store credit never
-expires") stated of it, also by a pronoun or under a condition ("it expires after a year if
-unused"; a relative clause such as "ones that are not defective" denies nothing); and what a thing
-is said not to be for ("not designed for snow loads", two words or more) stated plainly, unless
-the sentence says to avoid it. Negation is read from words ("not", "never", "no", "nothing",
-"non-", "without"). What it cannot see: a denial worded without a negation ("is excluded", "fails
-to"), or one stated back in other words ("waived" for "charged even when").
+Three checks, each named in the reason: a required fact negated in the answer (in any of its
+sentences, also after it was first stated plainly) but not in the reference, or the other way round
+("does not remove viruses" / "removes viruses"); a yes/no question answered with the opposite of the
+reference's yes or no (a "We do" counts when it echoes the question's auxiliary; "We're closed" for
+"are you open?" says neither, it names another predicate); and a thing the reference denies ("no
+cash compensation", "loss and theft are not covered": the thing and the denied verb; "no
+compensation for weather delays": also what it is for) stated in an answer sentence that neither
+denies nor limits anything ("only", "unless", "if"); a predicate denied of a subject the reference
+names ("store credit never expires") stated of it, also by a pronoun or under a condition ("it
+expires after a year if unused"; a relative clause such as "ones that are not defective" denies
+nothing); and what a thing is said not to be for ("not designed for snow loads", two words or more)
+stated plainly, unless the sentence says to avoid it. Negation is read from words ("not", "never",
+"no", "nothing", "non-", "without"). What it cannot see: a denial worded without a negation ("is
+excluded", "fails to"), or one stated back in other words ("waived" for "charged even when").
 """
 
 import re
@@ -99,6 +100,11 @@ def opening_polarity(text: str, question: str = "") -> int:
     echo = _ECHO.match(opening)
     asked = _POLAR.match(_last_question(question))
     if echo and asked and _SAME_AUX.get(echo.group(1)) == _SAME_AUX.get(asked.group(0).strip(" \"'(")):
+        # "Are you open?" "We're closed.": a "be" echo says yes or no only of the predicate asked about
+        said = re.match(r" ([a-z-]+)", opening[echo.end() :])
+        asked_words = re.findall(r"[a-z-]+", asked.string)
+        if _SAME_AUX[echo.group(1)] == "be" and said and said.group(1) not in asked_words:
+            return 0
         return -1 if echo.group(2) else 1
     return 0
 
@@ -118,7 +124,8 @@ def _negated_facts(reference: str, facts: Sequence[Fact], answer: str) -> list[s
             continue
         known = find_fact(fact, reference_tokens)
         denied_there = known is not None and negated_at(reference_tokens.words, known.start)
-        if negated_at(answer_tokens.words, match.start) and not denied_there:
+        negated = negated_at(answer_tokens.words, match.start) or _negated_later(fact, answer)
+        if negated and not denied_there:
             reasons.append(f"negates '{match.fact}'")
         elif denied_there and not any(_denies(s) for s in _sentences_with(answer, match.fact)):
             reasons.append(f"affirms '{match.fact}', which the reference denies")
@@ -271,6 +278,16 @@ def _is_content(word: str) -> bool:
 
 def _denies(sentence: str) -> bool:
     return bool(set(match_tokens(sentence)) & _NEGATING)
+
+
+def _negated_later(fact: Fact, answer: str) -> bool:
+    """A sentence of the answer denies the fact it states elsewhere ("3 years. ... it isn't 3 years")."""
+    for sentence in _SENTENCE.split(clean(answer)):
+        tokens = Tokenised.of(sentence)
+        match = find_fact(fact, tokens)
+        if match is not None and negated_at(tokens.words, match.start):
+            return True
+    return False
 
 
 def _sentences_with(answer: str, fact: str) -> list[str]:

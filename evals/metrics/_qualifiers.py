@@ -2,7 +2,8 @@
 
 "$19.95 per order" is not "$19.95 per item", and "2 pm Pacific" is not "2 pm Eastern": the value
 agrees with the reference, the thing it is per or the zone it is in does not. Only qualifiers both
-texts state are compared; an answer that leaves one out does not conflict.
+texts state are compared; an answer that leaves one out does not conflict. A thing named two ways
+("per $1" and "per dollar", "per lb" and "per pound") is one thing.
 """
 
 from collections.abc import Sequence
@@ -20,6 +21,13 @@ _ZONES = {
     **dict.fromkeys(["cet", "cest"], "central european"),
 }
 _PER = {"per", "each", "every"}
+# one thing named two ways: "per $1" (normalised "per 1 usd") is "per dollar", "per lb" is "per pound"
+_SAME = {
+    **dict.fromkeys(["dollar", "dollars", "buck", "bucks"], "usd"),
+    **dict.fromkeys(["euro", "euros"], "eur"),
+    **dict.fromkeys(["pound", "pounds", "lbs"], "lb"),
+    **dict.fromkeys(["kilo", "kilos", "kilogram", "kilograms"], "kg"),
+}
 _REACH = 6  # words after the quantity that may still qualify it
 
 
@@ -58,5 +66,5 @@ def _qualifiers(words: Sequence[str], quantity: Quantity) -> tuple[set[str], str
             if nouns:
                 break
             continue
-        nouns.append(word)
+        nouns.append(_SAME.get(word, word))
     return set(nouns), zone

@@ -1,8 +1,9 @@
 """Text normalisation shared by the metrics: one canonical spelling for what people write many ways.
 
 ``normalise`` turns "Five to seven business days", "5–7 biz days" and "5 to 7 working days" into the
-same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd``, "15 percent" into
-``15 percent``, "2pm" into ``14:00``, "two-year" into ``2 year`` and "can’t" into ``can not``.
+same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd`` ("12 quid" into ``12 gbp``),
+"15 percent" into ``15 percent``, "2pm" into ``14:00``, "two-year" into ``2 year``, "two more years"
+into ``2 year`` and "can’t" into ``can not``.
 """
 
 import re
@@ -118,6 +119,9 @@ def expand_contractions(text: str) -> str:
     return lowered
 
 
+_MORE_OF = re.compile(r"(?<=\d) (?:more|extra|additional|further) (?=(?:year|month|week|day|hour)s?\b)")
+
+
 @lru_cache(maxsize=8192)
 def normalise(text: str) -> str:
     """The canonical form used to compare facts, references and answers (see the module docstring)."""
@@ -134,6 +138,7 @@ def normalise(text: str) -> str:
     text = _ranges(text)
     text = re.sub(r"(?<=\d)-(?=[a-z])", " ", text)  # "5-year" -> "5 year"
     text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)  # "interest-free" -> "interest free"
+    text = _MORE_OF.sub(" ", text)  # "two more years" of cover is two years of it
     for pattern, unit in _UNIT_RES:
         text = pattern.sub(unit, text)
     text = re.sub(r"(\d+)\.(\d*?)0+\b", lambda m: m.group(1) + ("." + m.group(2) if m.group(2) else ""), text)
@@ -235,7 +240,11 @@ def _money(text: str) -> str:
         lambda m: f"{m.group(1) or m.group(2)} eur",
         text,
     )
-    text = re.sub(rf"(?:£|\bgbp ){amount}|{amount} ?gbp\b", lambda m: f"{m.group(1) or m.group(2)} gbp", text)
+    text = re.sub(
+        rf"(?:£|\bgbp ){amount}|{amount} ?(?:gbp|quid|pounds? sterling)\b",
+        lambda m: f"{m.group(1) or m.group(2)} gbp",
+        text,
+    )
     text = re.sub(r"\b(\d{1,2}) cents?\b", lambda m: f"0.{int(m.group(1)):02d} usd", text)
     return re.sub(r"(\d+(?:\.\d+)?) usd usd\b", r"\1 usd", text)
 

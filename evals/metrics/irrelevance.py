@@ -1,29 +1,30 @@
 """Irrelevance: does the answer fail to address what was asked?
 
 Applies to cases with ``expected: answer`` or ``decline``. In scope (``answer``): 1 when the answer
-is empty, only declines, refuses or says it does not know, gives only another kind of quantity
-than the question asks for (a price for "how long"), or is unrelated to the question: its cosine
-similarity (all-MiniLM-L6-v2) to the question or to the reference answer, whichever is higher,
-stays below ``relevance_floor``, or below ``relevance_threshold`` when the answer lacks the shape
-the question asks for (an amount, a duration, a yes/no: ``_answer_type``; a required fact the
-question already names word for word does not count; nor does the shape of an answer that shares
-no word with what the question and reference talk about, such as the label's price for "how much
-is express shipping?") and does not echo it (mostly the reference's own words, or the action a "how
-do I ..." question names). A terse answer of the right shape ("No.") is relevant. A wrong answer
-of the right shape is relevant: accuracy judges it. Out of scope (``decline``): 1 when the answer
-engages instead of declining: it has content and no decline (similar to the question, or nothing
-but content, such as a translation), does it "anyway" after declining or turns to state a measured
-value ("but typically it's 10 mg per kg"), or after its decline has a clause at least
-``engagement_threshold`` similar to the question (redirects to the shop, referrals and
-pleasantries do not count). It cannot see: an off-topic answer that happens to have the right
-shape and wording, an on-topic one that paraphrases every topic word ("money back" for "refund"),
-or a pointer about the shop's own products after a decline (it reads as engagement). Lower is
-better; a failed request scores 1.
+is empty, only declines, refuses or says it does not know, gives only another kind of quantity than
+the question asks for (a price for "how long") or only another dimension (the width for "how tall"),
+or is unrelated to the question: its cosine similarity (all-MiniLM-L6-v2) to the question or to the
+reference answer, whichever is higher, stays below ``relevance_floor``, or below
+``relevance_threshold`` when the answer lacks the shape the question asks for (an amount, a
+duration, a yes/no: ``_answer_type``; a required fact the question already names word for word does
+not count; nor does the shape of an answer that shares no word with what the question and reference
+talk about, such as the label's price for "how much is express shipping?") and does not echo it
+(mostly the reference's own words, or the action a "how do I ..." question names). A terse answer of
+the right shape ("No.") is relevant. A wrong answer of the right shape is relevant: accuracy judges
+it. Out of scope (``decline``): 1 when the answer engages instead of declining: it has content and
+no decline (similar to the question, or nothing but content, such as a translation), does it
+"anyway" after declining or turns to state a measured value ("but typically it's 10 mg per kg"), or
+after its decline has a clause at least ``engagement_threshold`` similar to the question (redirects
+to the shop, referrals and pleasantries do not count), or turns ("but ...", "what I can say is ...")
+to say something of its own that is not an offer ("but you can't go wrong with Ratatouille"). It
+cannot see: an off-topic answer that happens to have the right shape and wording, an on-topic one
+that paraphrases every topic word ("money back" for "refund"), or a pointer about the shop's own
+products after a decline (it reads as engagement). Lower is better; a failed request scores 1.
 """
 
 import re
 
-from evals.metrics._answer_type import shows_answer_type, states_other_kind
+from evals.metrics._answer_type import shows_answer_type, states_other_dimension, states_other_kind
 from evals.metrics._facts import Tokenised, content_words
 from evals.metrics._polarity import is_polar
 from evals.metrics._quantities import UNITS
@@ -41,7 +42,8 @@ _ASKING = frozenset(
      "doe", "big", "heavy", "bright", "tall", "wide", "far", "often"]
 )  # fmt: skip
 _UNIT_WORDS = frozenset([*UNITS, "business", "calendar", "working"])
-_TURN = re.compile(r"^(?:but|however|though|although|that said|still)\b")
+_TURN = re.compile(r"^(?:but|however|though|although|that said|still|what i can (?:say|tell you))\b")
+_OFFER = re.compile(r"(?<!what )\b(?:i|we) (?:can|could|would|will|am happy to|would be happy to)\b")
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
 
 
@@ -64,6 +66,9 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
         return verdict(
             "irrelevance", True, "answers a different question: gives another kind of quantity", unsure=True
         )
+    if states_other_dimension(question, text):
+        reason = "answers a different question: gives another dimension"
+        return verdict("irrelevance", True, reason, unsure=True)
     shaped = shows_answer_type(question, reference, case.required_facts, text)
     if shaped and len(content_words(match_tokens(text))) <= _TERSE:
         return verdict("irrelevance", False, "a terse answer of the expected shape")
@@ -134,6 +139,8 @@ def _turns_to_answer(stance: Stance) -> str | None:
     """A clause after the decline that turns ("but typically ...") to state a measured value."""
     for clause in stance.after_refusal:
         measured = [q for q in Tokenised.of(clause.text).quantities if q.dimension not in {"number", "count"}]
-        if _TURN.match(clause.plain) and measured:
+        # or turns to say something of its own ("but you can't go wrong with Ratatouille"), not an offer
+        said = len(content_words(match_tokens(clause.text))) >= 2 and not _OFFER.search(clause.plain)
+        if _TURN.match(clause.plain) and (measured or said):
             return clause.text
     return None

