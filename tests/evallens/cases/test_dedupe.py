@@ -83,6 +83,15 @@ def shape(clusters: list[Cluster]) -> list[tuple[list[str], float]]:
     return [([member.facts.trace_id for member in cluster.members], cluster.score) for cluster in clusters]
 
 
+def random_traffic(rng: random.Random) -> tuple[list[BadTrace], list[str]]:
+    """200 bad traces asking 60 questions (some none, some a case variant) and 4 questions of sets."""
+    questions = [f"Question {index}?" for index in range(60)]
+    bad = [
+        bad_trace(number, rng.choice([*questions, None, questions[0].upper()]), rng) for number in range(200)
+    ]
+    return bad, [*rng.sample(questions, k=3), "held question"]
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize(("dimensions", "threshold"), [(3, 0.5), (8, 0.7), (8, 0.85), (16, 0.95)])
 def test_matrix_collapse_equals_the_loop_on_random_traces(
@@ -90,11 +99,7 @@ def test_matrix_collapse_equals_the_loop_on_random_traces(
 ) -> None:
     # few dimensions and many questions: traces often lie near several heads, so the best must win
     rng = random.Random(seed)
-    questions = [f"Question {index}?" for index in range(60)]
-    bad = [
-        bad_trace(number, rng.choice([*questions, None, questions[0].upper()]), rng) for number in range(200)
-    ]
-    known = [*rng.sample(questions, k=3), "held question"]
+    bad, known = random_traffic(rng)
     expected_clusters, expected_known = loop_collapse(bad, known, random_embed(seed, dimensions), threshold)
     clusters, num_known = collapse(bad, known, random_embed(seed, dimensions), threshold)
     assert num_known == expected_known
@@ -114,11 +119,7 @@ def test_bounded_collapse_embeds_the_worst_questions_and_merges_the_rest_by_text
     seed: int, max_embedded: int
 ) -> None:
     rng = random.Random(seed)
-    questions = [f"Question {index}?" for index in range(60)]
-    bad = [
-        bad_trace(number, rng.choice([*questions, None, questions[0].upper()]), rng) for number in range(200)
-    ]
-    known = [*rng.sample(questions, k=3), "held question"]
+    bad, known = random_traffic(rng)
     embedded: list[str] = []
     draw = random_embed(seed, 8)
 
