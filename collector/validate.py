@@ -58,17 +58,23 @@ def free_text(value: str, limits: SpanLimits) -> str:
 
 
 def count(name: str, value: Any, maximum: int) -> int | None:
-    """A count in [0, ``maximum``] (integers, integral floats, digit strings); None when absent."""
+    """A count in [0, ``maximum``] (integers, integral floats, strings of ASCII digits); None when absent."""
     if value is None:
         return None
     number: Any = value
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         number = int(value)
-    elif isinstance(value, str) and value.strip().isdigit():
+    elif isinstance(value, str) and _is_whole_number_text(value.strip(), maximum):
         number = int(value.strip())
     if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= maximum:
         raise InvalidSpan(f"{name} must be a whole number from 0 to {maximum}, not {_shown(value)}")
     return number
+
+
+def _is_whole_number_text(text: str, maximum: int) -> bool:
+    """ASCII digits short enough for ``int``: ``str.isdigit`` also takes '³', which ``int`` refuses, and
+    ``int`` refuses digit strings over 4,300 characters; a longer one is above ``maximum`` anyway."""
+    return text.isascii() and text.isdigit() and len(text.lstrip("0")) <= len(str(maximum))
 
 
 def amount(name: str, value: Any, maximum: float) -> float | None:

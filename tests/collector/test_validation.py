@@ -30,6 +30,12 @@ REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "cost text": ({names.COST_USD: "lots"}, "evallens.cost_usd must be a number"),
     "negative tokens": ({names.GEN_AI_USAGE_INPUT_TOKENS: -3}, "gen_ai.usage.input_tokens must be a whole"),
     "tokens 1e12": ({names.GEN_AI_USAGE_INPUT_TOKENS: 10**12}, "gen_ai.usage.input_tokens must be a whole"),
+    # str.isdigit() takes these, int() does not: the fuzz test found a 500 for the first
+    "tokens '³'": ({names.GEN_AI_USAGE_INPUT_TOKENS: "³"}, "gen_ai.usage.input_tokens must be a whole"),
+    "tokens of 5,000 digits": (
+        {names.GEN_AI_USAGE_INPUT_TOKENS: "9" * 5000},
+        "gen_ai.usage.input_tokens must be a whole",
+    ),
     "8,000-char run id": ({names.EVAL_RUN_ID: "r" * 8000}, "evallens.eval.run_id is 8000 characters long"),
     "8,000-char tenant": ({names.TENANT: "t" * 8000}, "evallens.tenant is 8000 characters long"),
     "8,000-char model": ({names.GEN_AI_REQUEST_MODEL: "m" * 8000}, "gen_ai.request.model is 8000 characters"),
