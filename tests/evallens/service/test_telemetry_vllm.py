@@ -8,7 +8,7 @@ from evallens.service import create_app
 from evallens.service.engines import EngineRouter, OpenAIEngine, OpenAIOptions, VllmEngine
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
-from tests.evallens.service.conftest import make_settings, serving
+from tests.evallens.service.conftest import make_settings, serving, wait_until
 from tests.evallens.service.test_chat_vllm import chat, metric_value
 
 pytestmark = pytest.mark.slow
@@ -109,7 +109,8 @@ def test_openai_engine_against_an_openai_compatible_server(
         engine = OpenAIEngine(OpenAIOptions(base_url=base_url, model="tiny-llama"))
         app = create_app(settings, engine=engine, tracer_provider=tracer_provider)
         with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
-            assert client.get("/readyz").status_code == 200
+            # ready once the warm-up (engine start, embedder, indexes) is done: poll, as a client would
+            assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
             answer = client.post("/v1/chat/completions", json=chat(max_tokens=5, ignore_eos=True)).json()
             config = client.get("/v1/config").json()
         service_loop.run(engine.close())
