@@ -40,7 +40,7 @@ from evallens.service import create_app
 from evallens.service.chat.prompt import PromptContext, build_messages
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.documents.loader import load_corpus, read_corpus
-from evallens.service.engines import Message, SamplingOptions, VllmEngine, vllm_options
+from evallens.service.engines import EngineError, Message, SamplingOptions, VllmEngine, vllm_options
 from evallens.settings import ServiceSettings
 
 WORDS = [
@@ -285,4 +285,7 @@ def parse_args() -> argparse.Namespace:
 
 if __name__ == "__main__":
     arguments = parse_args()
-    asyncio.run(run_client(arguments) if arguments.client else main(arguments))
+    try:
+        asyncio.run(run_client(arguments) if arguments.client else main(arguments))
+    except EngineError as error:  # e.g. no model pulled yet: one line, not a traceback
+        raise SystemExit(f"service_overhead: {error}") from None
