@@ -21,7 +21,7 @@ from evals.metrics._facts import STOPWORDS, Tokenised, alternatives
 from evals.metrics._polarity import negated_at, polarity_conflicts
 from evals.metrics._qualifiers import qualifier_conflicts
 from evals.metrics._quantities import UNITS, Quantity
-from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
+from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens, normalise
 from evals.sets.format import Fact
 
 _CONTEXT = 4  # meaningful words either side of a quantity that say what it is about
@@ -52,9 +52,13 @@ _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "p
     **dict.fromkeys(["dispatch", "ship", "shipp"], "dispatch"),
 }
 _UNIVERSAL = re.compile(
-    r"\b(always|every ?time|every day|everything|lifetime|for life|forever|unlimited|instant(?:ly)?|no matter"
-    r"|regardless|guaranteed|any ?time|24/7|no questions asked|without exception|whatever you)\b"
+    r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
+    r"|instant(?:ly)?|no matter|regardless|guaranteed|any ?time|24/7|no questions asked|without exception"
+    r"|whatever you|everyone|everybody)\b"
 )
+# "you can always add cash" offers an option; "if you use it every day" supposes, it claims nothing
+_NOT_A_CLAIM = re.compile(r"\b(?:can|could|may) (?:also )?$|\b(?:if|whenever|unless|in case)\b[^,;:\u2014]*$")
+_DAILY = re.compile(r"\b(?:7 days? (?:a|per) week|daily)\b")
 
 
 _TIMELESS = re.compile(
@@ -91,10 +95,16 @@ def _quantity_conflicts(
     sources = [Tokenised.of(reference)] + [Tokenised.of(a) for fact in facts for a in alternatives(fact)]
     known = [(q, source) for source in sources for q in source.quantities if q.dimension != "number"]
     told = set(match_tokens(reference)) | set(question.words)
+    asked_for = [q for source in sources[1:] for q in source.quantities]  # the values the facts ask for
+    bare = [
+        q for fact in facts if _bare(fact) for a in alternatives(fact) for q in Tokenised.of(a).quantities
+    ]
     reasons = []
     for stated in answer.quantities:
         if stated.dimension == "number" or negated_at(answer.words, stated.position):
             continue
+        if any((q.low, q.high) == (stated.low, stated.high) for q in bare):
+            continue  # the very number a fact asks for ("800" miles earned on a 400 euro booking)
         if _conditional_at(answer.words, stated.position):
             continue
         rivals = [
@@ -116,8 +126,13 @@ def _quantity_conflicts(
         bound = _bound_at(answer.words, stated.position)
         if bound is not None and bound.consistent_with(stated, [q for q, _ in rivals]):
             continue
-        if agreeing and any(stated.same_value(asked) for asked in question.quantities):
-            continue  # the user's own figure repeated back ("so an $80 order qualifies")
+        # the user's own figure repeated back ("so an $80 order qualifies"); a claim only when it may
+        # stand in for a value the facts ask for and the answer does not give that value
+        checked = any(q.dimension == stated.dimension for q in asked_for)
+        if (agreeing or not checked) and any(stated.same_value(asked) for asked in question.quantities):
+            continue
+        if agreeing and any(_continues(stated, q) for q, _ in rivals):
+            continue  # "between 23 and 32 kg there's a fee": the band beyond a 23 kg limit
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
         about_same |= _restates(answer.words, stated, agreeing, told) or _converts(stated, agreeing)
         if about_same or not agreeing or (bound is not None and bound.claimed):
@@ -202,6 +217,17 @@ def _agrees(stated: Quantity, known: Quantity) -> bool:
     return value_low == value_high and low <= value_low <= high
 
 
+def _bare(fact: Fact) -> bool:
+    """A fact that is a number with no unit in every wording ("800", "eight hundred")."""
+    found = [q for a in alternatives(fact) for q in Tokenised.of(a).quantities]
+    return bool(found) and all(q.dimension == "number" for q in found)
+
+
+def _continues(stated: Quantity, known: Quantity) -> bool:
+    """A range that starts where the known value ends: what lies beyond a limit, not the limit."""
+    return stated.low != stated.high and known.low == known.high and stated.base()[0] == known.base()[1]
+
+
 def _restates(words: list[str], stated: Quantity, agreeing: list[Quantity], told: set[str]) -> bool:
     """The answer gives the right value and another for the same thing ("5 years ... no, 3 years").
 
@@ -282,6 +308,10 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
             # "not always", "not quite everything" deny the universal; "please unplug everything" instructs
             if _NOT_UNIVERSAL.search(sentence[: found.start()]) or _INSTRUCTION.match(sentence):
                 continue
+            if _NOT_A_CLAIM.search(sentence[: found.start()]):
+                continue
+            if claim == "every day" and _DAILY.search(normalise(reference)):
+                continue  # "every day" is "7 days a week"
             if not set(match_tokens(claim)) <= reference_words:
                 reasons.append(f"claims '{claim}', which the reference does not say")
     return reasons

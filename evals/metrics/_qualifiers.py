@@ -27,7 +27,11 @@ _SAME = {
     **dict.fromkeys(["euro", "euros"], "eur"),
     **dict.fromkeys(["pound", "pounds", "lbs"], "lb"),
     **dict.fromkeys(["kilo", "kilos", "kilogram", "kilograms"], "kg"),
-}
+    # one person named as the shop's kind of customer: "per passenger" is "per person", "per guest"
+    **dict.fromkeys(["person", "people", "passenger", "traveller", "traveler", "guest", "head", "adult",
+                     "individual", "customer", "member", "attendee", "participant", "pax"], "person"),
+    **dict.fromkeys(["way", "direction", "leg"], "direction"),  # "each way" is "per direction"
+}  # fmt: skip
 _REACH = 6  # words after the quantity that may still qualify it
 
 
@@ -40,7 +44,8 @@ def qualifier_conflicts(
         theirs_per, theirs_zone = _qualifiers(source, quantity)
         if mine_zone and theirs_zone and mine_zone != theirs_zone:
             return [f"gives the time in {mine_zone} time where the reference says {theirs_zone}"]
-        if mine_per and theirs_per and not mine_per & theirs_per:
+        # "box shipping is $6.99 per week": the box the reference prices is what "per box" names
+        if mine_per and theirs_per and not mine_per & (theirs_per | _named_before(source, quantity)):
             said, meant = sorted(mine_per)[0], sorted(theirs_per)[0]
             return [f"counts it per {said} where the reference counts per {meant}"]
     return []
@@ -57,14 +62,32 @@ def _qualifiers(words: Sequence[str], quantity: Quantity) -> tuple[set[str], str
     if quantity.dimension == "clock":
         zone = next((_ZONES[word] for word in after[:2] if word in _ZONES), None)
     # "per order", "each", "every"; "a" only right after the unit ("$5 a month")
-    per = next((i for i, word in enumerate(after) if word in _PER or word == "a" and i <= 1), None)
-    if per is None:
-        return set(), zone
-    nouns: list[str] = []  # the run of words naming the thing: "per freight item", "per item in your cart"
-    for word in after[per + 1 :]:
+    markers = [i for i, word in enumerate(after) if word in _PER or word == "a" and i <= 1]
+    nouns: set[str] = set()
+    for per in markers:  # "each way per traveller": per direction and per person
+        nouns |= _named(after[per + 1 :])
+    return nouns, zone
+
+
+def _named_before(words: Sequence[str], quantity: Quantity) -> set[str]:
+    """The words of the quantity's own clause before it ("box shipping is ...")."""
+    before: set[str] = set()
+    for word in reversed(words[max(0, quantity.position - _REACH) : quantity.position]):
+        if word == BOUNDARY:
+            break
+        before.add(_SAME.get(word, word))
+    return before - STOPWORDS
+
+
+def _named(words: Sequence[str]) -> set[str]:
+    """The run of words naming the thing: "per freight item", "per item in your cart"."""
+    nouns: set[str] = set()
+    for word in words:
+        if word in _PER:
+            break
         if not word.isalpha() or word in STOPWORDS:
             if nouns:
                 break
             continue
-        nouns.append(_SAME.get(word, word))
-    return set(nouns), zone
+        nouns.add(_SAME.get(word, word))
+    return nouns

@@ -182,8 +182,14 @@ def stem(token: str) -> str:
 def _number_words(text: str) -> str:
     text = re.sub(r"\ba couple(?: of)?\b", "2", text)
     text = re.sub(r"\ba dozen\b", "12", text)
-    text = re.sub(rf"\b(?:a|an|one|the first|the 1st) (?=(?:{_TIME_UNITS}|{_COUNTED_UNITS})\b)", "1 ", text)
-    return _NUMBER_RUN.sub(lambda match: _spell_out(match.group(0)), text)
+    text = _NUMBER_RUN.sub(lambda match: _spell_out(match.group(0)), text)
+    # "$38 a month", "six pounds a day" are rates ("per month"), not "38 usd 1 month"
+    text = re.sub(rf"(\d(?: ?[a-z]+)? )an? (?=(?:{_TIME_UNITS}|night)\b)", r"\1per ", text)
+    return re.sub(
+        rf"\b(?:a|an|one|the (?:first|1st|last|past|next)) (?=(?:{_TIME_UNITS}|{_COUNTED_UNITS})\b)",
+        "1 ",
+        text,
+    )
 
 
 def _spell_out(phrase: str) -> str:
@@ -234,9 +240,9 @@ def _money(text: str) -> str:
     amount = r"(\d+(?:\.\d+)?)"
     text = re.sub(rf"(?:us ?\$|\$) ?{amount}", r"\1 usd", text)
     text = re.sub(rf"\b(?:usd|us dollars?) ?{amount}", r"\1 usd", text)
-    text = re.sub(rf"{amount} ?(?:usd|us dollars?|dollars?|bucks)\b", r"\1 usd", text)
+    text = re.sub(rf"{amount}[ -]?(?:usd|us dollars?|dollars?|bucks)\b", r"\1 usd", text)
     text = re.sub(
-        rf"(?:€|\beur ){amount}|{amount} ?(?:€|eur\b|euros?\b)",
+        rf"(?:€|\beur ){amount}|{amount}[ -]?(?:€|eur\b|euros?\b)",
         lambda m: f"{m.group(1) or m.group(2)} eur",
         text,
     )
@@ -244,6 +250,10 @@ def _money(text: str) -> str:
         rf"(?:£|\bgbp ){amount}|{amount} ?(?:gbp|quid|pounds? sterling)\b",
         lambda m: f"{m.group(1) or m.group(2)} gbp",
         text,
+    )
+    # "six dollars and ninety-nine cents" is 6.99 usd; cents alone are dollars' cents
+    text = re.sub(
+        r"\b(\d+) (usd|eur) and (\d{1,2}) cents?\b", lambda m: f"{m[1]}.{int(m[3]):02d} {m[2]}", text
     )
     text = re.sub(r"\b(\d{1,2}) cents?\b", lambda m: f"0.{int(m.group(1)):02d} usd", text)
     return re.sub(r"(\d+(?:\.\d+)?) usd usd\b", r"\1 usd", text)

@@ -1,0 +1,118 @@
+"""Round-6 accuracy rules, which came from a travel company's and a grocery delivery company's labels,
+tested in other shops' words (a bank, a gym, a library, a utility, a cinema): how amounts, rates and
+durations are written, what a value is counted per, figures the user gave or the facts ask for,
+universal words that claim nothing, and denials the answer restates or contradicts."""
+
+import pytest
+
+from evals.metrics._contradiction import contradictions
+from evals.metrics._text import normalise
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a twenty-dollar late fee", "a 20 usd late fee"),
+        ("a ten-euro deposit", "a 10 eur deposit"),
+        ("three dollars and fifty cents", "3.50 usd"),
+        ("twelve euros and five cents", "12.05 eur"),
+        ("the gym is $29 a month", "the gym is 29 usd per month"),
+        ("two sessions a week", "2 sessions per week"),
+        ("renew within the past week", "renew within 1 week"),
+        ("a week", "1 week"),
+    ],
+)
+def test_amounts_rates_and_durations_in_words(text: str, expected: str) -> None:
+    assert normalise(text) == expected.replace("3.50", "3.5")
+
+
+def test_a_rate_is_not_a_count_of_one() -> None:
+    reference = "Membership is £25 a month; the joining fee is waived on 12-month contracts."
+    assert (
+        contradictions(reference, [], "It's £25 a month, and no joining fee if you sign for 12 months.") == []
+    )
+
+
+def test_one_of_several_things_is_no_quantity_of_the_unit_before_it() -> None:
+    reference = "Meter readers visit homes within 15 km of a depot."
+    assert contradictions(reference, [], "We cover roughly 15 km around one of our depots.") == []
+    assert contradictions(reference, [], "We cover homes within 9 km of a depot.") != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A locker costs €4 per person, per visit.",
+        "Four euros each visit per guest.",
+        "€4 per adult per visit.",
+    ],
+)
+def test_a_person_and_a_visit_named_other_ways(text: str) -> None:
+    assert contradictions("Day lockers cost €4 per member per visit.", [], text) == []
+
+
+def test_per_another_thing_still_conflicts_with_several_pers() -> None:
+    found = contradictions("Day lockers cost €4 per member per visit.", [], "Lockers are €4 per month.")
+    assert found and "per" in found[0]
+
+
+def test_the_thing_the_reference_prices_may_be_what_it_is_per() -> None:
+    reference = "Film rental is $3.99 per film; locker storage is $2 per day."
+    assert contradictions(reference, [], "Locker storage costs $2 per locker.") == []
+    assert contradictions(reference, [], "Locker storage costs $2 per film.") != []
+
+
+def test_the_number_a_fact_asks_for_is_no_conflict() -> None:
+    reference = "Library members earn 3 points per book borrowed; 1,000 points are a free tote bag."
+    question = "How many points do I get for borrowing 40 books?"
+    assert (
+        contradictions(reference, [["120", "one hundred twenty"]], "40 books earn you 120 points.", question)
+        == []
+    )
+    assert contradictions(reference, [["120"]], "40 books earn you 150 points.", question) != []
+
+
+def test_the_users_figure_is_no_claim_unless_a_fact_of_its_kind_is_asked_for() -> None:
+    reference = "If a bill is disputed within 14 days, the utility credits the difference (minimum $2)."
+    question = "My bill was $40 too high, can I get it back?"
+    facts: list[object] = [["14 days", "two weeks"]]
+    assert (
+        contradictions(reference, facts, "Yes, within 14 days we credit the $40 difference.", question) == []
+    )
+    # the question's figure given as the answer to a fee the facts ask for is still wrong
+    reference = "The dispute fee is $15."
+    assert contradictions(reference, [["$15"]], "It's $40.", "Is the dispute fee $40?") != []
+
+
+def test_a_band_beyond_a_limit_is_not_the_limit() -> None:
+    reference = "Each member may borrow up to 10 books at a time."
+    text = "Up to 10 books. Between 10 and 15 books you need a librarian's approval."
+    assert contradictions(reference, [], text) == []
+    assert contradictions(reference, [], "You can borrow 10-15 books at a time.") != []
+
+
+@pytest.mark.parametrize(
+    ("reference", "text", "claims"),
+    [
+        (
+            "The daily guest pass is $12; members may also pay at the desk.",
+            "$12 — you can always pay at the desk.",
+            False,
+        ),
+        (
+            "Gold members get a free towel.",
+            "Gold members get a free towel, and if you come every day it adds up.",
+            False,
+        ),
+        ("The helpline is open 9am-5pm, 7 days a week.", "We're open 9am to 5pm every day.", False),
+        (
+            "Late fees are paused during a dispute.",
+            "Late fees are permanently waived once you dispute.",
+            True,
+        ),
+        ("Parking is free for members.", "Parking is free for everyone.", True),
+        ("The gym is open 6am-10pm on weekdays.", "The gym is open 6am-10pm every day.", True),
+    ],
+)
+def test_universal_words_that_claim_nothing_or_something(reference: str, text: str, claims: bool) -> None:
+    assert bool(contradictions(reference, [], text)) == claims
