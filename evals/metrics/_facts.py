@@ -169,7 +169,8 @@ def _find_denied(alternative: str, needle: list[str], haystack: list[str]) -> Fa
     for end in [*[i for i, word in enumerate(haystack) if word == BOUNDARY], len(haystack)]:
         clause = haystack[start:end]
         if wanted <= set(clause) and _DENYING & set(clause):
-            first = start + min(clause.index(word) for word in wanted)
+            # the match starts at the denial too: "none included" states "not included", negates nothing
+            first = start + min(clause.index(word) for word in wanted | (_DENYING & set(clause)))
             return FactMatch(alternative, first, first + 1)
         start = end + 1
     return None

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evals.metrics._facts import STOPWORDS, Tokenised, find_fact
+from evals.metrics._facts import STOPWORDS, FactMatch, Tokenised, find_fact
 from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 from evals.sets.format import Fact
 
@@ -49,6 +49,7 @@ _NEGATING = NEGATORS | {"no"}
 # a sentence that limits or conditions what it says ("can only be returned if defective") claims little
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
 _ONLY = frozenset(["only", "unless", "except"])
+_BOUNDING = frozenset(["under", "below", "over", "above", "less", "more", "fewer", "least", "than"])
 _AVOIDING = frozenset(["avoid", "off", "away", "instead", "rather", "clear"])
 _RELATIVE = frozenset(["that", "which", "who"])
 _PRONOUNS = frozenset(["it", "they", "this", "that", "these", "those"])
@@ -123,8 +124,8 @@ def _negated_facts(reference: str, facts: Sequence[Fact], answer: str) -> list[s
         if match is None:
             continue
         known = find_fact(fact, reference_tokens)
-        denied_there = known is not None and negated_at(reference_tokens.words, known.start)
-        negated = negated_at(answer_tokens.words, match.start) or _negated_later(fact, answer)
+        denied_there = known is not None and _negated(reference_tokens.words, known)
+        negated = _negated(answer_tokens.words, match) or _negated_later(fact, answer)
         if negated and not denied_there:
             reasons.append(f"negates '{match.fact}'")
         elif denied_there and not any(_denies(s) for s in _sentences_with(answer, match.fact)):
@@ -153,6 +154,7 @@ class _Denial:
     qualifier: frozenset[str]
     of_predicate: bool = False
     every: bool = False  # all of ``things`` must be stated ("snow loads", not just "snow")
+    bounded: bool = False  # denied below or above a value ("baskets under $35 can't be checked out")
 
     def stated_in(self, words: set[str], answer: set[str] | None = None) -> set[str]:
         """The words of an affirmative sentence that state what was denied (empty: it does not).
@@ -177,7 +179,7 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
     clauses = _clauses(match_tokens(reference))
     stated = {word for clause in clauses if not _NEGATING & set(clause) for word in clause}
     affirmed = stated | set(match_tokens(question))
-    denying = [clause for clause in clauses if _NEGATING & set(clause)]
+    denying = [part for clause in clauses if _NEGATING & set(clause) for part in _each_denial(clause)]
     denials = [_denial(clause, affirmed, stated) for clause in denying]
     denials += [_object_denial(clause, affirmed) for clause in denying]
     everything = set(match_tokens(answer)) | set(match_tokens(question))  # "do they expire?" "they do"
@@ -191,6 +193,8 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
                 continue
             if denial.every and words & _AVOIDING:  # "keep it off uneven ground" agrees
                 continue
+            if denial.bounded and any(word[0].isdigit() for word in tokens):
+                continue  # "it needs at least $35 before you can check out" restates the limit
             # a condition does not soften a denied predicate ("it transfers if you sell it"), and only a
             # negation before the predicate denies it ("they expire after 2 years if you don't use them")
             said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in words else tokens
@@ -212,6 +216,17 @@ def _clauses(words: list[str]) -> list[list[str]]:
     return [clause for clause in clauses if clause]
 
 
+def _each_denial(clause: list[str]) -> list[list[str]]:
+    """ "no cancellation fee and no notice period": one part per denial joined by "and", "or"."""
+    parts: list[list[str]] = [[]]
+    for index, word in enumerate(clause):
+        joined = index and clause[index - 1] in {"and", "or", "nor"}
+        if word in _NEGATING and joined and _NEGATING & set(parts[-1]):
+            parts.append([])
+        parts[-1].append(word)
+    return parts
+
+
 def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial | None:
     """Read one denying clause; None when what it denies is already said plainly elsewhere.
 
@@ -220,7 +235,14 @@ def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial 
     """
     at = next(i for i, word in enumerate(clause) if word in _NEGATING)
     rest = clause[at + 1 :]
-    if clause[at] == "not":
+    # "baskets under $35 can't ...": the denial holds below (or above) a value
+    bounded = any(word in _BOUNDING and clause[i + 1][0].isdigit() for i, word in enumerate(clause[: at - 1]))
+    before = [word for word in clause[:at] if _is_content(word)]
+    qualifier: set[str] = set()
+    if clause[at] in {"none", "nothing"} and len(before) > 1 and not any(_is_content(w) for w in rest):
+        # "Basic fares include none": the subject, and the verb before the denial
+        things, predicate = set(before[-4:-1]), before[-1]
+    elif clause[at] == "not":
         # "X are not covered": the subject's last words, and the verb after the negation
         subject: list[str] = []
         for word in reversed(clause[:at]):
@@ -230,7 +252,6 @@ def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial 
                 subject.append(word)
         things = set(subject[:3])
         predicate = next((w for w in rest if _is_content(w) and w not in _LIGHT_VERBS), "")
-        qualifier: set[str] = set()
     else:
         # "no cash compensation": the thing right after; "no compensation for delays": and what it is for
         head = [w for w in rest[:2] if _is_content(w) and w not in _NOT_A_THING]
@@ -239,13 +260,13 @@ def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial 
         scope = [w for w in rest[preposition + 1 :] if _is_content(w)] if preposition is not None else []
         qualifier = set(scope[:1])
     if things - affirmed:
-        return _Denial(frozenset(things - affirmed), predicate, frozenset(qualifier))
+        return _Denial(frozenset(things - affirmed), predicate, frozenset(qualifier), bounded=bounded)
     # "opened ones that are not defective": a relative clause restricts the subject, it claims nothing
     relative = _RELATIVE & set(clause[max(0, at - 2) : at])
     if things and predicate and predicate not in stated and not relative:
         # "store credit never expires", "the warranty is not transferable": the subject is said
         # elsewhere, what is denied is the predicate; the answer may name the subject by a pronoun
-        return _Denial(frozenset(things), predicate, frozenset(), of_predicate=True)
+        return _Denial(frozenset(things), predicate, frozenset(), of_predicate=True, bounded=bounded)
     return None
 
 
@@ -280,12 +301,20 @@ def _denies(sentence: str) -> bool:
     return bool(set(match_tokens(sentence)) & _NEGATING)
 
 
+def _negated(words: Sequence[str], match: FactMatch) -> bool:
+    """Negated before ("not 30 days"), or a fact in words denied right after it ("sesame isn't one")."""
+    following = words[match.end] if match.end < len(words) else ""
+    said = match_tokens(match.fact)
+    plain = all(word.isalpha() for word in said) and not _NEGATING & set(said)  # not "no viruses"
+    return negated_at(words, match.start) or plain and following == "not"
+
+
 def _negated_later(fact: Fact, answer: str) -> bool:
     """A sentence of the answer denies the fact it states elsewhere ("3 years. ... it isn't 3 years")."""
     for sentence in _SENTENCE.split(clean(answer)):
         tokens = Tokenised.of(sentence)
         match = find_fact(fact, tokens)
-        if match is not None and negated_at(tokens.words, match.start):
+        if match is not None and _negated(tokens.words, match):
             return True
     return False
 

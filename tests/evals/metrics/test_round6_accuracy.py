@@ -116,3 +116,36 @@ def test_a_band_beyond_a_limit_is_not_the_limit() -> None:
 )
 def test_universal_words_that_claim_nothing_or_something(reference: str, text: str, claims: bool) -> None:
     assert bool(contradictions(reference, [], text)) == claims
+
+
+def test_a_denial_stated_as_the_fact_negates_nothing() -> None:
+    reference = "Day passes include no towel. A towel is $2."
+    facts: list[object] = [["no towel", "not included", "none"], ["$2"]]
+    assert contradictions(reference, facts, "Nope, none included — a towel is $2.") == []
+
+
+def test_a_fact_denied_right_after_it_is_named() -> None:
+    reference = "The e-book app supports Kindle, Kobo and Nook readers."
+    assert contradictions(reference, [["Kobo"]], "Kobo isn't supported yet, only Kindle and Nook.") != []
+    assert contradictions(reference, [["Kobo"]], "Kobo works, as do Kindle and Nook.") == []
+    # a fact that is itself a denial is stated, not negated, by the negation after it
+    reference = "Members pay no late fees."
+    assert contradictions(reference, [["no late fees"]], "Late fees are not charged to members.") == []
+
+
+def test_what_the_reference_says_a_subject_includes_none_of() -> None:
+    reference = "Premium memberships include two guest passes; Basic memberships include none."
+    assert contradictions(reference, [], "Premium has two guest passes, and Basic includes one too.") != []
+    assert contradictions(reference, [], "Premium has two guest passes; Basic includes none.") == []
+
+
+def test_each_of_two_denials_in_one_clause() -> None:
+    reference = "You can close your account anytime: no closing fee and no notice period."
+    assert contradictions(reference, [], "There's no closing fee, but you must give 60 days' notice.") != []
+    assert contradictions(reference, [], "No closing fee and nothing to notify in advance.") == []
+
+
+def test_a_denial_below_a_value_is_restated_by_the_value() -> None:
+    reference = "Parcels under 2 kg are not covered."
+    assert contradictions(reference, [], "Parcels need to weigh at least 2 kg to be covered.") == []
+    assert contradictions(reference, [], "Light parcels are covered too.") != []
