@@ -7,6 +7,7 @@ import pytest
 
 from evals.metrics._contradiction import contradictions
 from evals.metrics._text import normalise
+from evals.sets.format import Fact
 
 
 @pytest.mark.parametrize(
@@ -75,7 +76,7 @@ def test_the_number_a_fact_asks_for_is_no_conflict() -> None:
 def test_the_users_figure_is_no_claim_unless_a_fact_of_its_kind_is_asked_for() -> None:
     reference = "If a bill is disputed within 14 days, the utility credits the difference (minimum $2)."
     question = "My bill was $40 too high, can I get it back?"
-    facts: list[object] = [["14 days", "two weeks"]]
+    facts: list[Fact] = [["14 days", "two weeks"]]
     assert (
         contradictions(reference, facts, "Yes, within 14 days we credit the $40 difference.", question) == []
     )
@@ -120,7 +121,7 @@ def test_universal_words_that_claim_nothing_or_something(reference: str, text: s
 
 def test_a_denial_stated_as_the_fact_negates_nothing() -> None:
     reference = "Day passes include no towel. A towel is $2."
-    facts: list[object] = [["no towel", "not included", "none"], ["$2"]]
+    facts: list[Fact] = [["no towel", "not included", "none"], ["$2"]]
     assert contradictions(reference, facts, "Nope, none included — a towel is $2.") == []
 
 
