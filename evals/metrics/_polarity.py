@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evals.metrics._facts import STOPWORDS, FactMatch, Tokenised, find_fact
+from evals.metrics._quantities import UNITS, quantities
 from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 from evals.sets.format import Fact
 
@@ -49,6 +50,8 @@ _NEGATING = NEGATORS | {"no"}
 # a sentence that limits or conditions what it says ("can only be returned if defective") claims little
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
 _ONLY = frozenset(["only", "unless", "except"])
+_MONEY = frozenset(["usd", "eur", "gbp"])
+_ASIDES = frozenset(["too", "also", "well", "even", "still", "just", "always", "either"])
 _BOUNDING = frozenset(["under", "below", "over", "above", "less", "more", "fewer", "least", "than"])
 _AVOIDING = frozenset(["avoid", "off", "away", "instead", "rather", "clear"])
 _RELATIVE = frozenset(["that", "which", "who"])
@@ -79,6 +82,7 @@ def polarity_conflicts(question: str, reference: str, facts: Sequence[Fact], ans
     reasons = _negated_facts(reference, facts, answer)
     reasons += _opposite_yes_no(question, reference, answer)
     reasons += _denied_claims(question, reference, answer)
+    reasons += _free_claims(question, reference, answer)
     return reasons
 
 
@@ -327,3 +331,26 @@ def _sentences_with(answer: str, fact: str) -> list[str]:
         if any(words[i : i + len(wanted)] == wanted for i in range(len(words))):
             found.append(sentence)
     return found or [answer]
+
+
+def _free_claims(question: str, reference: str, answer: str) -> list[str]:
+    """Something the reference prices and never calls free ("redelivery costs $5.99") said to be free.
+
+    Only in a sentence that neither denies anything nor names a thing the reference and question do not
+    ("Flex fares change for free" may be true of a fare the reference does not price).
+    """
+    known = set(match_tokens(reference))
+    if "free" in known or "waiv" in known or not any(q.dimension in _MONEY for q in quantities(reference)):
+        return []
+    named = known | set(match_tokens(question))
+    for sentence in _SENTENCE.split(clean(answer)):
+        for clause in _clauses(match_tokens(sentence)):
+            words = set(clause)
+            if "free" not in words or words & _NEGATING:
+                continue
+            new = (
+                {w for w in words if _is_content(w) and w not in UNITS} - named - _LIMITS - _ASIDES - {"free"}
+            )
+            if not new:
+                return [f"calls '{' '.join(clause)}' free where the reference prices it"]
+    return []

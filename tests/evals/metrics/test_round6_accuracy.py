@@ -150,3 +150,23 @@ def test_a_denial_below_a_value_is_restated_by_the_value() -> None:
     reference = "Parcels under 2 kg are not covered."
     assert contradictions(reference, [], "Parcels need to weigh at least 2 kg to be covered.") == []
     assert contradictions(reference, [], "Light parcels are covered too.") != []
+
+
+@pytest.mark.parametrize(
+    ("text", "free"),
+    [
+        ("Replacement cards are free and arrive in 5 days.", True),
+        ("$10, but it's free after the first year.", True),
+        ("Replacement cards aren't free: it's $10.", False),
+        ("$10; Premium account holders get theirs for free.", False),  # says something of another account
+    ],
+)
+def test_something_the_reference_prices_said_to_be_free(text: str, free: bool) -> None:
+    reference = "A replacement card costs $10 and arrives within 5 days of the request."
+    found = contradictions(reference, [], text, "How much is a replacement card?")
+    assert bool(found) == free
+
+
+def test_free_where_the_reference_also_says_free_is_no_conflict() -> None:
+    reference = "A replacement card costs $10; it is free if the card was stolen."
+    assert contradictions(reference, [], "$10, or free when it was stolen.") == []
