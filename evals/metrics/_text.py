@@ -246,6 +246,8 @@ def _money(text: str) -> str:
         lambda m: f"{m.group(1) or m.group(2)} eur",
         text,
     )
+    # "twenty pounds a month" is a price: pounds in weight are not paid per month
+    text = re.sub(rf"{amount} pounds? (?=per (?:day|week|month|year)\b)", r"\1 gbp ", text)
     text = re.sub(
         rf"(?:£|\bgbp ){amount}|{amount} ?(?:gbp|quid|pounds? sterling)\b",
         lambda m: f"{m.group(1) or m.group(2)} gbp",

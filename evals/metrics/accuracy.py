@@ -42,7 +42,7 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
         return verdict("accuracy", False, shown, unsure=close_to_reference and not conflicts)
     if conflicts:
         return verdict("accuracy", False, f"contradicts the reference: {'; '.join(conflicts)}", unsure=True)
-    if analyse(text).says_no:
+    if _says_no(case, text):
         return verdict("accuracy", False, "declines or does not know instead of answering")
     if similarity is None:
         return verdict("accuracy", True, "facts present, no reference to compare with", unsure=True)
@@ -60,3 +60,16 @@ def _closeness(question: str, reference: str, text: str, context: ScoringContext
     if not reference:
         return None
     return max(context.similarity.similarity(reference, text), context.similarity.similarity(question, text))
+
+
+def _says_no(case: CaseSpec, text: str) -> bool:
+    """Declines or does not know, and conveys no required fact outside the decline.
+
+    "I can't advise on visas; please check with the embassy" answers when the facts ask for the embassy.
+    """
+    stance = analyse(text)
+    if not stance.says_no:
+        return False
+    beside = " ".join(c.text for c in stance.clauses if c.kind not in {"refusal", "decline", "dont_know"})
+    _, missing = match_facts(case.required_facts, Tokenised.of(beside))
+    return not case.required_facts or bool(missing)

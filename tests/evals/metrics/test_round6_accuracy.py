@@ -5,9 +5,12 @@ universal words that claim nothing, and denials the answer restates or contradic
 
 import pytest
 
+from evals.metrics import accuracy
 from evals.metrics._contradiction import contradictions
 from evals.metrics._text import normalise
+from evals.metrics.result import Answer, ScoringContext
 from evals.sets.format import Fact
+from tests.evals.metrics.conftest import case
 
 
 @pytest.mark.parametrize(
@@ -21,6 +24,8 @@ from evals.sets.format import Fact
         ("two sessions a week", "2 sessions per week"),
         ("renew within the past week", "renew within 1 week"),
         ("a week", "1 week"),
+        ("the plan is twenty pounds a month", "the plan is 20 gbp per month"),
+        ("a 5 pound bag of flour", "a 5 lb bag of flour"),
     ],
 )
 def test_amounts_rates_and_durations_in_words(text: str, expected: str) -> None:
@@ -170,3 +175,13 @@ def test_something_the_reference_prices_said_to_be_free(text: str, free: bool) -
 def test_free_where_the_reference_also_says_free_is_no_conflict() -> None:
     reference = "A replacement card costs $10; it is free if the card was stolen."
     assert contradictions(reference, [], "$10, or free when it was stolen.") == []
+
+
+def test_a_decline_that_conveys_the_facts_beside_it_answers(context: ScoringContext) -> None:
+    question = "Which lawyer should I use for my copyright dispute?"
+    reference = "The library gives no legal advice; the county bar association runs a free referral line."
+    text = "I can't give legal advice — please call the county bar association, they run a referral line."
+    scored = accuracy.score(case(question, reference, [["bar association"]]), Answer(text), context)
+    assert scored.score == 1.0
+    declined = accuracy.score(case(question, reference), Answer("Sorry, I can't give legal advice."), context)
+    assert declined.score == 0.0
