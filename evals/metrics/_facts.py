@@ -2,8 +2,9 @@
 
 A fact is a string or number, or a list of alternatives any one of which satisfies it. An
 alternative is found when its normalised words appear in order, when it is a quantity the answer
-states with the same value in any unit ("two weeks" for "14 days"), when all of its content words
-appear close together ("date of delivery" for "delivery date"; never for a fact with a number, which
+states with the same value in any unit ("two weeks" for "14 days"), when its words appear in order with
+their endings dropped ("pre-authorise" for "pre-authorised"), when all of its content words appear
+close together ("date of delivery" for "delivery date"; never for a fact with a number, which
 needs that number), or, for a denial such as "no viruses", when one clause names its words and
 denies something ("viruses are NOT filtered out").
 """
@@ -127,7 +128,17 @@ def _find_alternative(alternative: str, answer: Tokenised, reference: Tokenised 
         for stated in answer.quantities:
             if stated.same_value(wanted) or any(stated.same_value(known) for known in ranges):
                 return FactMatch(alternative, stated.position, stated.position + 2)
+    loose = _find_words([_loose(w) for w in needle], [_loose(w) for w in haystack])
+    if loose is not None:  # "we pre-authorise your card" for "pre-authorised"
+        return FactMatch(alternative, loose, loose + len(needle))
     return _find_words_nearby(alternative, needle, haystack) or _find_denied(alternative, needle, haystack)
+
+
+def _loose(word: str) -> str:
+    """A verb's stem whatever its ending: "authorise", "authoris(ed)" and "authorising" read the same."""
+    if len(word) > 5 and word.isalpha() and word.endswith("ing"):
+        return word[:-3]
+    return word[:-1] if len(word) > 4 and word.isalpha() and word.endswith("e") else word
 
 
 def _find_words(needle: list[str], haystack: list[str]) -> int | None:

@@ -7,6 +7,7 @@ import pytest
 
 from evals.metrics import accuracy
 from evals.metrics._contradiction import contradictions
+from evals.metrics._facts import Tokenised, find_fact
 from evals.metrics._text import normalise
 from evals.metrics.result import Answer, ScoringContext
 from evals.sets.format import Fact
@@ -185,3 +186,17 @@ def test_a_decline_that_conveys_the_facts_beside_it_answers(context: ScoringCont
     assert scored.score == 1.0
     declined = accuracy.score(case(question, reference), Answer("Sorry, I can't give legal advice."), context)
     assert declined.score == 0.0
+
+
+@pytest.mark.parametrize(
+    ("fact", "text", "found"),
+    [
+        ("pre-authorised", "The gym pre-authorises your card when you join.", True),
+        ("booked", "You're booking a court for Friday.", True),
+        ("renewed", "Loans renew automatically twice.", True),
+        ("renewed", "Loans are reviewed automatically.", False),
+        ("charged", "Your card is checked at the desk.", False),
+    ],
+)
+def test_a_fact_in_another_form_of_its_verb(fact: str, text: str, found: bool) -> None:
+    assert (find_fact([fact], Tokenised.of(text)) is not None) == found
