@@ -19,6 +19,7 @@ excluded", "fails to"), or one stated back in other words ("waived" for "charged
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from evals.metrics._facts import STOPWORDS, FactMatch, Tokenised, find_fact
 from evals.metrics._quantities import UNITS, quantities
@@ -51,6 +52,7 @@ _NEGATING = NEGATORS | {"no"}
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
 _ONLY = frozenset(["only", "unless", "except"])
 _MONEY = frozenset(["usd", "eur", "gbp"])
+_MUST = frozenset(["must", "need", "requir", "necessary", "mandatory", "obligatory"])
 _ASIDES = frozenset(["too", "also", "well", "even", "still", "just", "always", "either"])
 _BOUNDING = frozenset(["under", "below", "over", "above", "less", "more", "fewer", "least", "than"])
 _AVOIDING = frozenset(["avoid", "off", "away", "instead", "rather", "clear"])
@@ -83,6 +85,7 @@ def polarity_conflicts(question: str, reference: str, facts: Sequence[Fact], ans
     reasons += _opposite_yes_no(question, reference, answer)
     reasons += _denied_claims(question, reference, answer)
     reasons += _free_claims(question, reference, answer)
+    reasons += _lifted_requirements(reference, answer)
     return reasons
 
 
@@ -354,3 +357,36 @@ def _free_claims(question: str, reference: str, answer: str) -> list[str]:
             if not new:
                 return [f"calls '{' '.join(clause)}' free where the reference prices it"]
     return []
+
+
+def _lifted_requirements(reference: str, answer: str) -> list[str]:
+    """What the reference says is not required ("does not have to be the account holder") said to be."""
+    lifted = [_required(clause) for clause in _clauses(match_tokens(reference)) if _NEGATING & set(clause)]
+    for sentence in _SENTENCE.split(clean(answer)):
+        tokens = match_tokens(sentence)
+        words = set(tokens)
+        if words & _NEGATING or not _obliges(tokens):
+            continue
+        for thing in lifted:
+            if thing and thing <= words:
+                return [f"requires '{' '.join(sorted(thing))}', which the reference says is not required"]
+    return []
+
+
+def _obliges(tokens: Sequence[str]) -> bool:
+    return bool(_MUST & set(tokens)) or any(a in {"have", "has"} and b == "to" for a, b in pairwise(tokens))
+
+
+def _required(clause: list[str]) -> frozenset[str]:
+    """The thing a denying clause says is not required: what follows "not have to" or "not need"."""
+    at = next(i for i, word in enumerate(clause) if word in _NEGATING)
+    rest = clause[at + 1 :]
+    if not _obliges(rest[:2]):
+        return frozenset()
+    thing: list[str] = []
+    for word in rest[1:]:
+        if word == BOUNDARY:
+            break
+        if _is_content(word) and word not in _MUST:
+            thing.append(word)
+    return frozenset(thing[:3]) if len(thing) > 1 else frozenset()

@@ -200,3 +200,17 @@ def test_a_decline_that_conveys_the_facts_beside_it_answers(context: ScoringCont
 )
 def test_a_fact_in_another_form_of_its_verb(fact: str, text: str, found: bool) -> None:
     assert (find_fact([fact], Tokenised.of(text)) is not None) == found
+
+
+@pytest.mark.parametrize(
+    ("text", "required"),
+    [
+        ("You must bring a printed ticket to the screening.", True),
+        ("You need photo ID, and you have to bring a printed ticket.", True),
+        ("You don't need to bring a printed ticket; the app code works.", False),
+        ("You must bring photo ID.", False),
+    ],
+)
+def test_what_the_reference_says_is_not_required_said_to_be(text: str, required: bool) -> None:
+    reference = "Guests must show photo ID. You do not need to bring a printed ticket: the app code works."
+    assert bool(contradictions(reference, [], text)) == required
