@@ -214,3 +214,20 @@ def test_a_fact_in_another_form_of_its_verb(fact: str, text: str, found: bool) -
 def test_what_the_reference_says_is_not_required_said_to_be(text: str, required: bool) -> None:
     reference = "Guests must show photo ID. You do not need to bring a printed ticket: the app code works."
     assert bool(contradictions(reference, [], text)) == required
+
+
+@pytest.mark.parametrize(
+    ("text", "conflicts"),
+    [
+        ("€12 in total for the booking.", True),
+        ("It's €12 altogether.", True),
+        ("€12 per adult.", False),
+    ],
+)
+def test_a_total_is_not_a_price_per_person(text: str, conflicts: bool) -> None:
+    reference = "A guided museum tour costs €12 per person."
+    assert bool(contradictions(reference, [], text)) == conflicts
+
+
+def test_a_total_is_a_price_per_booking() -> None:
+    assert contradictions("Court hire is $20 per booking.", [], "Court hire is $20 in total.") == []
