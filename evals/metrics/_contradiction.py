@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from evals.metrics._denials import denial_conflicts
 from evals.metrics._facts import STOPWORDS, Tokenised, alternatives
 from evals.metrics._polarity import negated_at, polarity_conflicts
 from evals.metrics._qualifiers import qualifier_conflicts
@@ -71,6 +72,7 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     answer_tokens = Tokenised.of(answer)
     reasons = _quantity_conflicts(reference, facts, answer_tokens, Tokenised.of(question))
     reasons += polarity_conflicts(question, reference, facts, answer)
+    reasons += denial_conflicts(question, reference, answer)
     reasons += _universal_claims(reference, answer, question)
     reasons += _weekend_claims(reference, answer_tokens)
     return reasons

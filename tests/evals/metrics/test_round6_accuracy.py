@@ -231,3 +231,17 @@ def test_a_total_is_not_a_price_per_person(text: str, conflicts: bool) -> None:
 
 def test_a_total_is_a_price_per_booking() -> None:
     assert contradictions("Court hire is $20 per booking.", [], "Court hire is $20 in total.") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "denies"),
+    [
+        ("Freezing the card won't block purchases, sadly.", True),
+        ("Unfortunately freezing your card doesn't block new purchases.", True),
+        ("Freezing the card doesn't block direct debits, though.", False),
+        ("Freezing the card does not block purchases if they were pre-approved.", False),
+    ],
+)
+def test_what_the_reference_says_a_subject_does_denied_of_it(text: str, denies: bool) -> None:
+    reference = "Freezing your card blocks new purchases immediately. Direct debits keep running."
+    assert bool(contradictions(reference, [], text)) == denies
