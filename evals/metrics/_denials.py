@@ -13,7 +13,9 @@ says to avoid it; what the reference says is not required ("does not have to be 
 holder") said to be required ("must", "have to", "need"); something the reference prices and never
 calls free said to be free, in a clause that names nothing the reference and question do not; and
 what the reference says a subject does ("resetting your password unlocks it") denied of that
-subject, unless the answer's clause limits it or names an object the reference does not. What it
+subject, unless the answer's clause limits it or names an object the reference does not; and what
+the reference says the thing is not ("It is not dishwasher-safe", "splash resistant, not waterproof")
+said of it after "is" or "are" in a clause that denies nothing. What it
 cannot see: a denial worded without a negation ("is excluded", "fails to"), or one stated back in
 other words ("waived" for "charged even when", "the whole stay" for "the first night").
 """
@@ -31,6 +33,7 @@ from evals.metrics._text import BOUNDARY, clean, match_tokens
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
 _ONLY = frozenset(["only", "unless", "except"])
 _MONEY = frozenset(["usd", "eur", "gbp"])
+_COPULA = frozenset(["is", "are", "be", "was", "were"])
 _MUST = frozenset(["must", "need", "requir", "necessary", "mandatory", "obligatory"])
 _ASIDES = frozenset(["too", "also", "well", "even", "still", "just", "always", "either"])
 _BOUNDING = frozenset(["under", "below", "over", "above", "less", "more", "fewer", "least", "than"])
@@ -50,6 +53,7 @@ def denial_conflicts(question: str, reference: str, answer: str) -> list[str]:
     reasons += _free_claims(question, reference, answer)
     reasons += _lifted_requirements(reference, answer)
     reasons += _denied_affirmations(reference, answer)
+    reasons += _denied_attributes(reference, answer)
     return reasons
 
 
@@ -282,3 +286,37 @@ def _denied_affirmations(reference: str, answer: str) -> list[str]:
         if any(predicate in words and subject | objects <= words for words in affirming):
             return [f"denies '{' '.join(sorted(subject))} {predicate}', which the reference affirms"]
     return []
+
+
+def _denied_attributes(reference: str, answer: str) -> list[str]:
+    """What the reference says the thing is not ("It is not dishwasher-safe", "splash resistant, not
+    waterproof") said of it ("it's dishwasher-safe as well"), after "is" or "are" in a clause that
+    denies nothing."""
+    words = match_tokens(reference)
+    clauses = _clauses(words)
+    stated = {word for clause in clauses if not NEGATING & set(clause) for word in clause}
+    denied = []
+    for clause in clauses:
+        if "not" in clause and not any(_is_content(w) for w in clause[: clause.index("not")]):
+            phrase = [w for w in clause[clause.index("not") + 1 :][:2] if _is_content(w)]
+            if phrase and phrase[0] not in _LIGHT_VERBS and not set(phrase) <= stated:
+                denied.append(phrase)
+    for clause in _parts(match_tokens(answer)):
+        if NEGATING & set(clause):
+            continue
+        for phrase in denied:
+            at = next((i for i in range(len(clause)) if clause[i : i + len(phrase)] == phrase), None)
+            if at is not None and _COPULA & set(clause[max(0, at - 2) : at]):
+                return [f"says it is '{' '.join(phrase)}', which the reference denies"]
+    return []
+
+
+def _parts(words: list[str]) -> list[list[str]]:
+    """Word runs between punctuation."""
+    parts: list[list[str]] = [[]]
+    for word in words:
+        if word == BOUNDARY:
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    return [part for part in parts if part]

@@ -245,3 +245,29 @@ def test_a_total_is_a_price_per_booking() -> None:
 def test_what_the_reference_says_a_subject_does_denied_of_it(text: str, denies: bool) -> None:
     reference = "Freezing your card blocks new purchases immediately. Direct debits keep running."
     assert bool(contradictions(reference, [], text)) == denies
+
+
+@pytest.mark.parametrize(
+    ("reference", "text", "denied"),
+    [
+        (
+            "The yoga mat is non-slip. It is not machine-washable.",
+            "It's machine-washable on cold, too.",
+            True,
+        ),
+        (
+            "The yoga mat is non-slip. It is not machine-washable.",
+            "It's non-slip; just don't machine-wash it.",
+            False,
+        ),
+        ("The rain jacket is water-resistant, not waterproof.", "The jacket is fully waterproof.", True),
+        (
+            "The rain jacket is water-resistant, not waterproof.",
+            "It's water-resistant, so light rain is fine.",
+            False,
+        ),
+        ("Gym lockers are not lockable overnight.", "Overnight, lockers are emptied.", False),
+    ],
+)
+def test_what_the_reference_says_the_thing_is_not(reference: str, text: str, denied: bool) -> None:
+    assert bool(contradictions(reference, [], text)) == denied
