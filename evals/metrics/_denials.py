@@ -15,11 +15,13 @@ calls free said to be free, in a clause that names nothing the reference and que
 what the reference says a subject does ("resetting your password unlocks it") denied of that
 subject, unless the answer's clause limits it or names an object the reference does not; and what
 the reference says the thing is not ("It is not dishwasher-safe", "splash resistant, not waterproof")
-said of it after "is" or "are" in a clause that denies nothing. What it
+said of it after "is" or "are" in a clause that denies nothing; and open when the reference says
+closed ("closed Sunday and on public holidays" / "also open Sundays 10-4"). What it
 cannot see: a denial worded without a negation ("is excluded", "fails to"), or one stated back in
 other words ("waived" for "charged even when", "the whole stay" for "the first night").
 """
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -54,6 +56,7 @@ def denial_conflicts(question: str, reference: str, answer: str) -> list[str]:
     reasons += _lifted_requirements(reference, answer)
     reasons += _denied_affirmations(reference, answer)
     reasons += _denied_attributes(reference, answer)
+    reasons += _open_when_closed(reference, answer)
     return reasons
 
 
@@ -320,3 +323,22 @@ def _parts(words: list[str]) -> list[list[str]]:
         else:
             parts[-1].append(word)
     return [part for part in parts if part]
+
+
+def _open_when_closed(reference: str, answer: str) -> list[str]:
+    """Open when the reference says closed ("closed Sunday" / "also open Sundays 10-4")."""
+    closed = []
+    for clause in _parts(match_tokens(reference)):
+        if "clos" in clause:  # "closed Sunday and on public holidays": each of them
+            when = " ".join(clause[clause.index("clos") + 1 :])
+            for part in re.split(r"\b(?:and|or)\b", when):
+                named = {w for w in part.split() if _is_content(w)}
+                closed += [named] if named else []
+    for clause in _parts(match_tokens(answer)):
+        words = set(clause)
+        if "open" not in words or "clos" in words or NEGATING & words:
+            continue
+        for when in closed:
+            if when <= words:
+                return [f"says it is open {' '.join(sorted(when))}, which the reference says is closed"]
+    return []

@@ -271,3 +271,17 @@ def test_what_the_reference_says_a_subject_does_denied_of_it(text: str, denies: 
 )
 def test_what_the_reference_says_the_thing_is_not(reference: str, text: str, denied: bool) -> None:
     assert bool(contradictions(reference, [], text)) == denied
+
+
+@pytest.mark.parametrize(
+    ("text", "open_when_closed"),
+    [
+        ("The branch opens at 10 on Saturday, and it's open Sundays 12-4 too.", True),
+        ("We're open on public holidays from 9 to 1.", True),
+        ("Saturday 10-4; closed on Sundays and public holidays.", False),
+        ("It opens at 10 on Saturday.", False),
+    ],
+)
+def test_open_when_the_reference_says_closed(text: str, open_when_closed: bool) -> None:
+    reference = "The branch is open Mon-Fri 9-7 and Saturday 10-4; closed Sunday and on public holidays."
+    assert bool(contradictions(reference, [], text)) == open_when_closed
