@@ -327,11 +327,11 @@ def _parts(words: list[str]) -> list[list[str]]:
 
 def _open_when_closed(reference: str, answer: str) -> list[str]:
     """Open when the reference says closed ("closed Sunday" / "also open Sundays 10-4")."""
-    closed = []
+    closed: list[set[str]] = []
     for clause in _parts(match_tokens(reference)):
         if "clos" in clause:  # "closed Sunday and on public holidays": each of them
-            when = " ".join(clause[clause.index("clos") + 1 :])
-            for part in re.split(r"\b(?:and|or)\b", when):
+            after = " ".join(clause[clause.index("clos") + 1 :])
+            for part in re.split(r"\b(?:and|or)\b", after):
                 named = {w for w in part.split() if _is_content(w)}
                 closed += [named] if named else []
     for clause in _parts(match_tokens(answer)):
