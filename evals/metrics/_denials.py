@@ -35,6 +35,8 @@ from evals.metrics._text import BOUNDARY, clean, match_tokens
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
 _ONLY = frozenset(["only", "unless", "except"])
 _MONEY = frozenset(["usd", "eur", "gbp"])
+# "free", "included" (in the price): no charge of its own; "waived" is often under a condition
+_NO_CHARGE = frozenset(["free", "includ", "include"])
 _COPULA = frozenset(["is", "are", "be", "was", "were"])
 _MUST = frozenset(["must", "need", "requir", "necessary", "mandatory", "obligatory"])
 _ASIDES = frozenset(["too", "also", "well", "even", "still", "just", "always", "either"])
@@ -215,24 +217,23 @@ def _is_content(word: str) -> bool:
 
 
 def _free_claims(question: str, reference: str, answer: str) -> list[str]:
-    """Something the reference prices and never calls free ("redelivery costs $5.99") said to be free.
+    """Something the reference prices and never calls free ("redelivery costs $5.99") said to be free
+    or included ("shipping included" where shipping is $6.99 on top).
 
     Only in a sentence that neither denies anything nor names a thing the reference and question do not
     ("Flex fares change for free" may be true of a fare the reference does not price).
     """
     known = set(match_tokens(reference))
-    if "free" in known or "waiv" in known or not any(q.dimension in _MONEY for q in quantities(reference)):
+    if known & (_NO_CHARGE | {"waiv"}) or not any(q.dimension in _MONEY for q in quantities(reference)):
         return []
     named = known | set(match_tokens(question))
     for sentence in SENTENCE.split(clean(answer)):
         for clause in _clauses(match_tokens(sentence)):
             words = set(clause)
-            if "free" not in words or words & NEGATING:
+            if not words & _NO_CHARGE or words & NEGATING:
                 continue
-            new = (
-                {w for w in words if _is_content(w) and w not in UNITS} - named - _LIMITS - _ASIDES - {"free"}
-            )
-            if not new:
+            content = {w for w in words if _is_content(w) and w not in UNITS}
+            if not content - named - _LIMITS - _ASIDES - _NO_CHARGE:
                 return [f"calls '{' '.join(clause)}' free where the reference prices it"]
     return []
 
