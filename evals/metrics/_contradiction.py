@@ -29,6 +29,7 @@ _CONTEXT = 4  # meaningful words either side of a quantity that say what it is a
 _MAX_SCALE = 30.0  # quantities further apart than this are about different things
 _CONVERSION_REACH = 6  # words between a value and the same value said in another unit
 _ROUNDING = 0.1  # "1.4 kg, about 3 lb" rounds (3.09 lb); "150 kg, about 230 lb" is wrong
+_CURRENCIES = {"usd", "eur", "gbp"}
 _CONDITIONS = {"if", "unless", "once", "whenever", "case"}
 _CORRECTION = re.compile(
     r"\b(?:actually|scratch that|wait|correction|i mean|i meant|not quite|on second thought|my mistake"
@@ -117,6 +118,7 @@ def _quantity_conflicts(
             and stated.scale_ratio(q) <= _MAX_SCALE
         ]
         if not rivals:
+            reasons += _other_currency(stated, [q for q, _ in known], question.quantities)
             continue
         agreed_with = [(q, source) for q, source in rivals if _agrees(stated, q)]
         if agreed_with:
@@ -217,6 +219,16 @@ def _agrees(stated: Quantity, known: Quantity) -> bool:
     low, high = known.base()
     value_low, value_high = stated.base()
     return value_low == value_high and low <= value_low <= high
+
+
+def _other_currency(stated: Quantity, known: list[Quantity], asked: list[Quantity]) -> list[str]:
+    """The reference's amount in another currency ("32 euro" for £32): a conversion changes the number."""
+    if stated.dimension not in _CURRENCIES or any(q.dimension == stated.dimension for q in asked):
+        return []
+    for q in known:
+        if q.dimension in _CURRENCIES - {stated.dimension} and (q.low, q.high) == (stated.low, stated.high):
+            return [f"says {_show(stated)} where the reference says {_show(q)}"]
+    return []
 
 
 def _bare(fact: Fact) -> bool:

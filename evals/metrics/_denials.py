@@ -136,10 +136,11 @@ def _clauses(words: list[str]) -> list[list[str]]:
 
 
 def _each_denial(clause: list[str]) -> list[list[str]]:
-    """ "no cancellation fee and no notice period": one part per denial joined by "and", "or"."""
+    """ "no cancellation fee and no notice period", "never expire and have no fees": one part per denial
+    joined by "and", "or"."""
     parts: list[list[str]] = [[]]
     for index, word in enumerate(clause):
-        joined = index and clause[index - 1] in {"and", "or", "nor"}
+        joined = {"and", "or", "nor"} & set(clause[max(0, index - 2) : index])
         if word in NEGATING and joined and NEGATING & set(parts[-1]):
             parts.append([])
         parts[-1].append(word)

@@ -287,3 +287,15 @@ def test_what_the_reference_says_the_thing_is_not(reference: str, text: str, den
 def test_open_when_the_reference_says_closed(text: str, open_when_closed: bool) -> None:
     reference = "The branch is open Mon-Fri 9-7 and Saturday 10-4; closed Sunday and on public holidays."
     assert bool(contradictions(reference, [], text)) == open_when_closed
+
+
+def test_the_same_amount_in_another_currency_conflicts() -> None:
+    reference = "A monthly gym pass costs £40."
+    assert contradictions(reference, [], "It's 40 euros a month.") != []
+    assert contradictions(reference, [], "£40 a month, roughly €46.") == []
+
+
+def test_a_second_denial_after_and_have() -> None:
+    reference = "Library cards never expire and carry no fees."
+    assert contradictions(reference, [], "They don't expire, but a $1 yearly fee applies.") != []
+    assert contradictions(reference, [], "They never expire, and there are no fees.") == []
