@@ -1,16 +1,21 @@
 """Claims in an answer that contradict the reference answer or the required facts.
 
-Four kinds, each named in the reason: a quantity that conflicts with the reference's value for the
+Five kinds, each named in the reason: a quantity that conflicts with the reference's value for the
 same thing (same dimension and scale, and either said about the same words, restated after a
 self-correction, or the only value of its kind the answer gives), including a limit the known value
-breaks ("under a kilo" for 1.6 kg) or the right value restated wrongly in another unit ("150 kg,
-about 230 lb"), the right value per another thing or in another time zone (``_qualifiers``), the
-right duration counted from another event or in business instead of calendar days; the user's own
-figure repeated back does not count. Polarity (``_polarity``): a negated or denied fact, the
-opposite yes or no. And an unqualified universal claim ("always", "no matter what") the reference
-does not make (not one the user asked with, a denied one, or one in an instruction). What it
+breaks ("under a kilo" for 1.6 kg), the right value restated wrongly in another unit ("150 kg,
+about 230 lb") or in another currency ("32 euro" for £32), the right value per another thing or in
+another time zone (``_qualifiers``), the right duration counted from another event or in business
+instead of calendar days. Not a conflict: the user's own figure repeated back (unless a fact asks for
+a value of its kind and the answer does not give it), the very number a unitless fact asks for
+("800" miles), or a band that starts at a limit the answer also gives ("between 23 and 32 kg
+there's a fee"). Polarity (``_polarity``): a negated fact, the opposite yes or no. Denials
+(``_denials``): what the reference denies stated, or what it states denied. And an unqualified
+universal claim ("always", "permanently", "for everyone", "no matter what") the reference does not
+make (not one the user asked with, a denied one, one in an instruction, an option, "you can always
+pay cash", one inside an if-clause, or "every day" where the reference says "7 days a week"). What it
 cannot see: wrong claims with no number, negation or universal word in them, such as an extra
-country in a list, or a value attributed to the wrong product in a comparison.
+country in a list, an extra condition or fee, or a value attributed to the wrong product.
 """
 
 import re

@@ -1,9 +1,11 @@
 """Text normalisation shared by the metrics: one canonical spelling for what people write many ways.
 
 ``normalise`` turns "Five to seven business days", "5–7 biz days" and "5 to 7 working days" into the
-same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd`` ("12 quid" into ``12 gbp``),
-"15 percent" into ``15 percent``, "2pm" into ``14:00``, "two-year" into ``2 year``, "two more years"
-into ``2 year`` and "can’t" into ``can not``.
+same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd`` (also "six dollars and
+ninety-nine cents" into ``6.99 usd``, "a fifty-euro voucher" into ``50 eur``, "12 quid" and "twenty
+pounds a month" into gbp), "$38 a month" into ``38 usd per month``, "15 percent" into ``15 percent``,
+"2pm" into ``14:00``, "two-year" into ``2 year``, "two more years" into ``2 year``, "the last week"
+into ``1 week`` and "can’t" into ``can not``.
 """
 
 import re

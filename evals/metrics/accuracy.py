@@ -3,13 +3,17 @@
 Applies to cases with ``expected: answer``. Score 1 when the answer states every required fact (any
 alternative of an any-of fact, in any common wording: ``_text.normalise``), contradicts neither the
 reference nor the facts (a conflicting number, a negated fact, an unsupported universal claim:
-``_contradiction``), is not a refusal or "I don't know", and its cosine similarity (all-MiniLM-L6-v2)
+``_contradiction``), is not a refusal or "I don't know" (a decline that conveys every required fact
+outside its own clauses, "I can't advise on visas; please ask the embassy", answers), and its cosine
+similarity (all-MiniLM-L6-v2)
 to the reference answer or to the question, whichever is higher, reaches ``similarity_threshold``.
 Verdicts within ``judge_margin`` of the threshold, that rest on a contradiction heuristic, or that
 miss a fact although the answer is close to the reference and states no conflicting value
 (similarity 0.6 or more: perhaps a paraphrase the matcher missed) are marked unsure for the judge.
 It cannot see: a wrong claim with no number, negation or universal word that the reference does not
-contradict, or a correct fact worded so differently that neither the matcher nor similarity finds it.
+contradict (an extra condition, fee or exception: "only if you drop it at a depot", "minus a €25
+service fee"), or a correct fact worded so differently that neither the matcher nor similarity finds
+it ("what they actually weigh" for "actual weight").
 A failed request scores 0.
 """
 
