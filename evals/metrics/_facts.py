@@ -6,7 +6,8 @@ states with the same value in any unit ("two weeks" for "14 days"), when its wor
 their endings dropped ("pre-authorise" for "pre-authorised"), when all of its content words appear
 close together ("date of delivery" for "delivery date"; never for a fact with a number, which
 needs that number), or, for a denial such as "no viruses", when one clause names its words and
-denies something ("viruses are NOT filtered out").
+denies something ("viruses are NOT filtered out"). One single value states one fact: "36 inches"
+(91 cm) is not also a depth of "91 cm"; a range may state two ("from $50 to $1,500").
 """
 
 from collections.abc import Sequence
@@ -92,14 +93,30 @@ def match_facts(
     facts: Sequence[Fact], answer: Tokenised, reference: Tokenised | None = None
 ) -> tuple[list[FactMatch], list[str]]:
     """The facts found (with where) and the labels of the facts missing."""
-    found, missing = [], []
+    found: list[FactMatch] = []
+    missing: list[str] = []
     for fact in facts:
         match = find_fact(fact, answer, reference)
+        if match is not None and match.start in _single_values(answer, found):
+            # one value states one fact: 36 inches (91 cm) is not also a depth of "91 cm"
+            match = find_fact(fact, _without(answer, _single_values(answer, found)), reference)
         if match is None:
             missing.append(fact_label(fact))
         else:
             found.append(match)
     return found, missing
+
+
+def _single_values(answer: Tokenised, found: list[FactMatch]) -> set[int]:
+    """Where the facts found so far stand on a single value (a range may state two facts: "$50-1,500")."""
+    starts = {m.start for m in found}
+    return {q.position for q in answer.quantities if q.position in starts and q.low == q.high}
+
+
+def _without(answer: Tokenised, positions: set[int]) -> Tokenised:
+    """The answer with the values at ``positions`` blanked out."""
+    words = ["" if i in positions else word for i, word in enumerate(answer.words)]
+    return Tokenised(words, [q for q in answer.quantities if q.position not in positions])
 
 
 def content_words(words: Sequence[str]) -> list[str]:

@@ -7,7 +7,7 @@ import pytest
 
 from evals.metrics import accuracy
 from evals.metrics._contradiction import contradictions
-from evals.metrics._facts import Tokenised, find_fact
+from evals.metrics._facts import Tokenised, find_fact, match_facts
 from evals.metrics._text import normalise
 from evals.metrics.result import Answer, ScoringContext
 from evals.sets.format import Fact
@@ -299,3 +299,19 @@ def test_a_second_denial_after_and_have() -> None:
     reference = "Library cards never expire and carry no fees."
     assert contradictions(reference, [], "They don't expire, but a $1 yearly fee applies.") != []
     assert contradictions(reference, [], "They never expire, and there are no fees.") == []
+
+
+def test_one_value_states_one_fact() -> None:
+    facts: list[Fact] = [["40 in", "102 cm"], ["40.2 in", "102 cm"]]
+    _, missing = match_facts(facts, Tokenised.of("The bookcase is 40 inches wide."))
+    assert missing == ["40.2 in | 102 cm"]
+    _, missing = match_facts(facts, Tokenised.of("About 102 cm wide and 102 cm deep."))
+    assert missing == []
+
+
+def test_a_range_may_state_two_facts() -> None:
+    facts: list[Fact] = [["$50"], ["$1,500"]]
+    reference = Tokenised.of("Personal loans are available from $50 to $1,500.")
+    answer = Tokenised.of("Loans run from fifty to fifteen hundred dollars.")
+    _, missing = match_facts(facts, answer, reference)
+    assert missing == []
