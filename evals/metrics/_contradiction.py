@@ -3,19 +3,21 @@
 Five kinds, each named in the reason: a quantity that conflicts with the reference's value for the
 same thing (same dimension and scale, and either said about the same words, restated after a
 self-correction, or the only value of its kind the answer gives), including a limit the known value
-breaks ("under a kilo" for 1.6 kg), the right value restated wrongly in another unit ("150 kg,
-about 230 lb") or in another currency ("32 euro" for £32), the right value per another thing or in
-another time zone (``_qualifiers``), the right duration counted from another event or in business
-instead of calendar days. Not a conflict: the user's own figure repeated back (unless a fact asks for
-a value of its kind and the answer does not give it), the very number a unitless fact asks for
-("800" miles), or a band that starts at a limit the answer also gives ("between 23 and 32 kg
-there's a fee"). Polarity (``_polarity``): a negated fact, the opposite yes or no. Denials
-(``_denials``): what the reference denies stated, or what it states denied. And an unqualified
-universal claim ("always", "permanently", "for everyone", "no matter what") the reference does not
-make (not one the user asked with, a denied one, one in an instruction, an option, "you can always
-pay cash", one inside an if-clause, or "every day" where the reference says "7 days a week"). What it
-cannot see: wrong claims with no number, negation or universal word in them, such as an extra
-country in a list, an extra condition or fee, or a value attributed to the wrong product.
+breaks ("under a kilo" for 1.6 kg), the right value restated wrongly in another unit ("150 kg, about
+230 lb") or in another currency ("32 euro" for £32), the right value per another thing or in another
+time zone (``_qualifiers``), the right duration counted from another event or in business instead of
+calendar days. Not a conflict: the user's own figure repeated back (unless a fact asks for a value
+of its kind and the answer does not give it), the very number a unitless fact asks for ("800"
+miles), or a band that starts at a limit the answer also gives ("between 23 and 32 kg there's a
+fee"), nor a value retracted by a self-correction that goes on to the right value ("It's $3 —
+actually, correction: $3 is the fee for changing. Cancelling costs $7.50"). Polarity
+(``_polarity``): a negated fact, the opposite yes or no. Denials (``_denials``): what the reference
+denies stated, or what it states denied. And an unqualified universal claim ("always",
+"permanently", "for everyone", "no matter what") the reference does not make (not one the user asked
+with, a denied one, one in an instruction, an option, "you can always pay cash", one inside an
+if-clause, or "every day" where the reference says "7 days a week"). What it cannot see: wrong
+claims with no number, negation or universal word in them, such as an extra country in a list, an
+extra condition or fee, or a value attributed to the wrong product.
 """
 
 import re
@@ -132,6 +134,8 @@ def _quantity_conflicts(
             reasons += qualifier_conflicts(stated, answer.words, [(q, src.words) for q, src in agreed_with])
             continue
         agreeing = [other for other in answer.quantities if any(_agrees(other, q) for q, _ in rivals)]
+        if _retracted(answer, stated, agreeing):
+            continue
         bound = _bound_at(answer.words, stated.position)
         if bound is not None and bound.consistent_with(stated, [q for q, _ in rivals]):
             continue
@@ -224,6 +228,18 @@ def _agrees(stated: Quantity, known: Quantity) -> bool:
     low, high = known.base()
     value_low, value_high = stated.base()
     return value_low == value_high and low <= value_low <= high
+
+
+def _retracted(answer: Tokenised, stated: Quantity, agreeing: list[Quantity]) -> bool:
+    """Said before a self-correction that goes on to the right value ("It's $3 — actually, correction:
+    $3 is the fee for changing. Cancelling costs $7.50"), also when the correction names it again."""
+    joined = " ".join(answer.words)
+    for found in _CORRECTION.finditer(joined):
+        at = joined[: found.start()].count(" ")
+        before = [q for q in answer.quantities if q.position < at and q.same_value(stated)]
+        if before and any(q.position > at for q in agreeing):
+            return True
+    return False
 
 
 def _other_currency(stated: Quantity, known: list[Quantity], asked: list[Quantity]) -> list[str]:

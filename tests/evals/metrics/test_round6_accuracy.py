@@ -315,3 +315,16 @@ def test_a_range_may_state_two_facts() -> None:
     answer = Tokenised.of("Loans run from fifty to fifteen hundred dollars.")
     _, missing = match_facts(facts, answer, reference)
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("text", "conflicts"),
+    [
+        ("It's $15 — actually, correction: $15 is the ACH fee. A wire costs $25.", False),
+        ("It's $25 — actually, make that $15.", True),
+        ("It's $15. Actually, wires arrive the same day.", True),
+    ],
+)
+def test_a_value_retracted_for_the_right_one(text: str, conflicts: bool) -> None:
+    reference = "A wire transfer costs $25 and arrives the same day."
+    assert bool(contradictions(reference, [], text, "What does a wire transfer cost?")) == conflicts
