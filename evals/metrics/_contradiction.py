@@ -8,8 +8,8 @@ breaks ("under a kilo" for 1.6 kg), the right value restated wrongly in another 
 time zone (``_qualifiers``), the right duration counted from another event or in business instead of
 calendar days. Not a conflict: the user's own figure repeated back (unless a fact asks for a value
 of its kind and the answer does not give it), the very number a unitless fact asks for ("800"
-miles), or a band that starts at a limit the answer also gives ("between 23 and 32 kg there's a
-fee"), nor a value retracted by a self-correction that goes on to the right value ("It's $3 —
+miles), a band that starts at a limit the answer also gives ("between 23 and 32 kg there's a
+fee"), or a value retracted by a self-correction that goes on to the right value ("It's $3 —
 actually, correction: $3 is the fee for changing. Cancelling costs $7.50"). Polarity
 (``_polarity``): a negated fact, the opposite yes or no. Denials (``_denials``): what the reference
 denies stated, or what it states denied. And an unqualified universal claim ("always",
