@@ -1,33 +1,42 @@
 """Claims in an answer that contradict the reference answer or the required facts.
 
-Four kinds, each named in the reason: a quantity that conflicts with the reference's value for the
+Five kinds, each named in the reason: a quantity that conflicts with the reference's value for the
 same thing (same dimension and scale, and either said about the same words, restated after a
 self-correction, or the only value of its kind the answer gives), including a limit the known value
-breaks ("under a kilo" for 1.6 kg) or the right value restated wrongly in another unit ("150 kg,
-about 230 lb"), the right value per another thing or in another time zone (``_qualifiers``), the
-right duration counted from another event or in business instead of calendar days; the user's own
-figure repeated back does not count. Polarity (``_polarity``): a negated or denied fact, the
-opposite yes or no. And an unqualified universal claim ("always", "no matter what") the reference
-does not make (not one the user asked with, a denied one, or one in an instruction). What it
-cannot see: wrong claims with no number, negation or universal word in them, such as an extra
-country in a list, or a value attributed to the wrong product in a comparison.
+breaks ("under a kilo" for 1.6 kg), the right value restated wrongly in another unit ("150 kg, about
+230 lb") or in another currency ("32 euro" for £32), the right value per another thing or in another
+time zone (``_qualifiers``), the right duration counted from another event or in business instead of
+calendar days. Not a conflict: the user's own figure repeated back (unless a fact asks for a value
+of its kind and the answer does not give it), the very number a unitless fact asks for ("800"
+miles), a band that starts at a limit the answer also gives ("between 23 and 32 kg there's a
+fee"), or a value retracted by a self-correction that goes on to the right value ("It's $3 —
+actually, correction: $3 is the fee for changing. Cancelling costs $7.50"). Polarity
+(``_polarity``): a negated fact, the opposite yes or no. Denials (``_denials``): what the reference
+denies stated, or what it states denied. And an unqualified universal claim ("always",
+"permanently", "for everyone", "no matter what") the reference does not make (not one the user asked
+with, a denied one, one in an instruction, an option, "you can always pay cash", one inside an
+if-clause, or "every day" where the reference says "7 days a week"). What it cannot see: wrong
+claims with no number, negation or universal word in them, such as an extra country in a list, an
+extra condition or fee, or a value attributed to the wrong product.
 """
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from evals.metrics._denials import denial_conflicts
 from evals.metrics._facts import STOPWORDS, Tokenised, alternatives
 from evals.metrics._polarity import negated_at, polarity_conflicts
 from evals.metrics._qualifiers import qualifier_conflicts
 from evals.metrics._quantities import UNITS, Quantity
-from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
+from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens, normalise
 from evals.sets.format import Fact
 
 _CONTEXT = 4  # meaningful words either side of a quantity that say what it is about
 _MAX_SCALE = 30.0  # quantities further apart than this are about different things
 _CONVERSION_REACH = 6  # words between a value and the same value said in another unit
 _ROUNDING = 0.1  # "1.4 kg, about 3 lb" rounds (3.09 lb); "150 kg, about 230 lb" is wrong
+_CURRENCIES = {"usd", "eur", "gbp"}
 _CONDITIONS = {"if", "unless", "once", "whenever", "case"}
 _CORRECTION = re.compile(
     r"\b(?:actually|scratch that|wait|correction|i mean|i meant|not quite|on second thought|my mistake"
@@ -52,9 +61,13 @@ _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "p
     **dict.fromkeys(["dispatch", "ship", "shipp"], "dispatch"),
 }
 _UNIVERSAL = re.compile(
-    r"\b(always|every ?time|every day|everything|lifetime|for life|forever|unlimited|instant(?:ly)?|no matter"
-    r"|regardless|guaranteed|any ?time|24/7|no questions asked|without exception|whatever you)\b"
+    r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
+    r"|instant(?:ly)?|no matter|regardless|guaranteed|any ?time|24/7|no questions asked|without exception"
+    r"|whatever you|everyone|everybody)\b"
 )
+# "you can always add cash" offers an option; "if you use it every day" supposes, it claims nothing
+_NOT_A_CLAIM = re.compile(r"\b(?:can|could|may) (?:also )?$|\b(?:if|whenever|unless|in case)\b[^,;:\u2014]*$")
+_DAILY = re.compile(r"\b(?:7 days? (?:a|per) week|daily)\b")
 
 
 _TIMELESS = re.compile(
@@ -67,6 +80,7 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     answer_tokens = Tokenised.of(answer)
     reasons = _quantity_conflicts(reference, facts, answer_tokens, Tokenised.of(question))
     reasons += polarity_conflicts(question, reference, facts, answer)
+    reasons += denial_conflicts(question, reference, answer)
     reasons += _universal_claims(reference, answer, question)
     reasons += _weekend_claims(reference, answer_tokens)
     return reasons
@@ -91,10 +105,16 @@ def _quantity_conflicts(
     sources = [Tokenised.of(reference)] + [Tokenised.of(a) for fact in facts for a in alternatives(fact)]
     known = [(q, source) for source in sources for q in source.quantities if q.dimension != "number"]
     told = set(match_tokens(reference)) | set(question.words)
+    asked_for = [q for source in sources[1:] for q in source.quantities]  # the values the facts ask for
+    bare = [
+        q for fact in facts if _bare(fact) for a in alternatives(fact) for q in Tokenised.of(a).quantities
+    ]
     reasons = []
     for stated in answer.quantities:
         if stated.dimension == "number" or negated_at(answer.words, stated.position):
             continue
+        if any((q.low, q.high) == (stated.low, stated.high) for q in bare):
+            continue  # the very number a fact asks for ("800" miles earned on a 400 euro booking)
         if _conditional_at(answer.words, stated.position):
             continue
         rivals = [
@@ -105,6 +125,7 @@ def _quantity_conflicts(
             and stated.scale_ratio(q) <= _MAX_SCALE
         ]
         if not rivals:
+            reasons += _other_currency(stated, [q for q, _ in known], question.quantities)
             continue
         agreed_with = [(q, source) for q, source in rivals if _agrees(stated, q)]
         if agreed_with:
@@ -113,11 +134,18 @@ def _quantity_conflicts(
             reasons += qualifier_conflicts(stated, answer.words, [(q, src.words) for q, src in agreed_with])
             continue
         agreeing = [other for other in answer.quantities if any(_agrees(other, q) for q, _ in rivals)]
+        if _retracted(answer, stated, agreeing):
+            continue
         bound = _bound_at(answer.words, stated.position)
         if bound is not None and bound.consistent_with(stated, [q for q, _ in rivals]):
             continue
-        if agreeing and any(stated.same_value(asked) for asked in question.quantities):
-            continue  # the user's own figure repeated back ("so an $80 order qualifies")
+        # the user's own figure repeated back ("so an $80 order qualifies"); a claim only when it may
+        # stand in for a value the facts ask for and the answer does not give that value
+        checked = any(q.dimension == stated.dimension for q in asked_for)
+        if (agreeing or not checked) and any(stated.same_value(asked) for asked in question.quantities):
+            continue
+        if agreeing and any(_continues(stated, q) for q, _ in rivals):
+            continue  # "between 23 and 32 kg there's a fee": the band beyond a 23 kg limit
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
         about_same |= _restates(answer.words, stated, agreeing, told) or _converts(stated, agreeing)
         if about_same or not agreeing or (bound is not None and bound.claimed):
@@ -202,6 +230,39 @@ def _agrees(stated: Quantity, known: Quantity) -> bool:
     return value_low == value_high and low <= value_low <= high
 
 
+def _retracted(answer: Tokenised, stated: Quantity, agreeing: list[Quantity]) -> bool:
+    """Said before a self-correction that goes on to the right value ("It's $3 — actually, correction:
+    $3 is the fee for changing. Cancelling costs $7.50"), also when the correction names it again."""
+    joined = " ".join(answer.words)
+    for found in _CORRECTION.finditer(joined):
+        at = joined[: found.start()].count(" ")
+        before = [q for q in answer.quantities if q.position < at and q.same_value(stated)]
+        if before and any(q.position > at for q in agreeing):
+            return True
+    return False
+
+
+def _other_currency(stated: Quantity, known: list[Quantity], asked: list[Quantity]) -> list[str]:
+    """The reference's amount in another currency ("32 euro" for £32): a conversion changes the number."""
+    if stated.dimension not in _CURRENCIES or any(q.dimension == stated.dimension for q in asked):
+        return []
+    for q in known:
+        if q.dimension in _CURRENCIES - {stated.dimension} and (q.low, q.high) == (stated.low, stated.high):
+            return [f"says {_show(stated)} where the reference says {_show(q)}"]
+    return []
+
+
+def _bare(fact: Fact) -> bool:
+    """A fact that is a number with no unit in every wording ("800", "eight hundred")."""
+    found = [q for a in alternatives(fact) for q in Tokenised.of(a).quantities]
+    return bool(found) and all(q.dimension == "number" for q in found)
+
+
+def _continues(stated: Quantity, known: Quantity) -> bool:
+    """A range that starts where the known value ends: what lies beyond a limit, not the limit."""
+    return stated.low != stated.high and known.low == known.high and stated.base()[0] == known.base()[1]
+
+
 def _restates(words: list[str], stated: Quantity, agreeing: list[Quantity], told: set[str]) -> bool:
     """The answer gives the right value and another for the same thing ("5 years ... no, 3 years").
 
@@ -282,6 +343,10 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
             # "not always", "not quite everything" deny the universal; "please unplug everything" instructs
             if _NOT_UNIVERSAL.search(sentence[: found.start()]) or _INSTRUCTION.match(sentence):
                 continue
+            if _NOT_A_CLAIM.search(sentence[: found.start()]):
+                continue
+            if claim == "every day" and _DAILY.search(normalise(reference)):
+                continue  # "every day" is "7 days a week"
             if not set(match_tokens(claim)) <= reference_words:
                 reasons.append(f"claims '{claim}', which the reference does not say")
     return reasons

@@ -2,10 +2,12 @@
 
 A fact is a string or number, or a list of alternatives any one of which satisfies it. An
 alternative is found when its normalised words appear in order, when it is a quantity the answer
-states with the same value in any unit ("two weeks" for "14 days"), when all of its content words
-appear close together ("date of delivery" for "delivery date"; never for a fact with a number, which
+states with the same value in any unit ("two weeks" for "14 days"), when its words appear in order with
+their endings dropped ("pre-authorise" for "pre-authorised"), when all of its content words appear
+close together ("date of delivery" for "delivery date"; never for a fact with a number, which
 needs that number), or, for a denial such as "no viruses", when one clause names its words and
-denies something ("viruses are NOT filtered out").
+denies something ("viruses are NOT filtered out"). One single value states one fact: "36 inches"
+(91 cm) is not also a depth of "91 cm"; a range may state two ("from $50 to $1,500").
 """
 
 from collections.abc import Sequence
@@ -91,14 +93,30 @@ def match_facts(
     facts: Sequence[Fact], answer: Tokenised, reference: Tokenised | None = None
 ) -> tuple[list[FactMatch], list[str]]:
     """The facts found (with where) and the labels of the facts missing."""
-    found, missing = [], []
+    found: list[FactMatch] = []
+    missing: list[str] = []
     for fact in facts:
         match = find_fact(fact, answer, reference)
+        if match is not None and match.start in _single_values(answer, found):
+            # one value states one fact: 36 inches (91 cm) is not also a depth of "91 cm"
+            match = find_fact(fact, _without(answer, _single_values(answer, found)), reference)
         if match is None:
             missing.append(fact_label(fact))
         else:
             found.append(match)
     return found, missing
+
+
+def _single_values(answer: Tokenised, found: list[FactMatch]) -> set[int]:
+    """Where the facts found so far stand on a single value (a range may state two facts: "$50-1,500")."""
+    starts = {m.start for m in found}
+    return {q.position for q in answer.quantities if q.position in starts and q.low == q.high}
+
+
+def _without(answer: Tokenised, positions: set[int]) -> Tokenised:
+    """The answer with the values at ``positions`` blanked out."""
+    words = ["" if i in positions else word for i, word in enumerate(answer.words)]
+    return Tokenised(words, [q for q in answer.quantities if q.position not in positions])
 
 
 def content_words(words: Sequence[str]) -> list[str]:
@@ -127,7 +145,17 @@ def _find_alternative(alternative: str, answer: Tokenised, reference: Tokenised 
         for stated in answer.quantities:
             if stated.same_value(wanted) or any(stated.same_value(known) for known in ranges):
                 return FactMatch(alternative, stated.position, stated.position + 2)
+    loose = _find_words([_loose(w) for w in needle], [_loose(w) for w in haystack])
+    if loose is not None:  # "we pre-authorise your card" for "pre-authorised"
+        return FactMatch(alternative, loose, loose + len(needle))
     return _find_words_nearby(alternative, needle, haystack) or _find_denied(alternative, needle, haystack)
+
+
+def _loose(word: str) -> str:
+    """A verb's stem whatever its ending: "authorise", "authoris(ed)" and "authorising" read the same."""
+    if len(word) > 5 and word.isalpha() and word.endswith("ing"):
+        return word[:-3]
+    return word[:-1] if len(word) > 4 and word.isalpha() and word.endswith("e") else word
 
 
 def _find_words(needle: list[str], haystack: list[str]) -> int | None:
@@ -169,7 +197,8 @@ def _find_denied(alternative: str, needle: list[str], haystack: list[str]) -> Fa
     for end in [*[i for i, word in enumerate(haystack) if word == BOUNDARY], len(haystack)]:
         clause = haystack[start:end]
         if wanted <= set(clause) and _DENYING & set(clause):
-            first = start + min(clause.index(word) for word in wanted)
+            # the match starts at the denial too: "none included" states "not included", negates nothing
+            first = start + min(clause.index(word) for word in wanted | (_DENYING & set(clause)))
             return FactMatch(alternative, first, first + 1)
         start = end + 1
     return None

@@ -1,30 +1,26 @@
-"""Polarity: what an answer affirms that the reference denies, or denies that the reference affirms.
+"""Polarity: a required fact negated, or the opposite yes or no.
 
-Three checks, each named in the reason: a required fact negated in the answer (in any of its
-sentences, also after it was first stated plainly) but not in the reference, or the other way round
-("does not remove viruses" / "removes viruses"); a yes/no question answered with the opposite of the
-reference's yes or no (a "We do" counts when it echoes the question's auxiliary; "We're closed" for
-"are you open?" says neither, it names another predicate); and a thing the reference denies ("no
-cash compensation", "loss and theft are not covered": the thing and the denied verb; "no
-compensation for weather delays": also what it is for) stated in an answer sentence that neither
-denies nor limits anything ("only", "unless", "if"); a predicate denied of a subject the reference
-names ("store credit never expires") stated of it, also by a pronoun or under a condition ("it
-expires after a year if unused"; a relative clause such as "ones that are not defective" denies
-nothing); and what a thing is said not to be for ("not designed for snow loads", two words or more)
-stated plainly, unless the sentence says to avoid it. Negation is read from words ("not", "never",
-"no", "nothing", "non-", "without"). What it cannot see: a denial worded without a negation ("is
-excluded", "fails to"), or one stated back in other words ("waived" for "charged even when").
+Two checks, each named in the reason: a required fact negated in the answer (in any of its
+sentences, also after it was first stated plainly, or denied right after it is named: "sesame isn't
+one of them") but not in the reference, or the other way round ("does not remove viruses" /
+"removes viruses"; a fact that is itself a denial, "not included", is stated by "none included");
+and a yes/no question answered with the opposite of the reference's yes or no (a "We do" counts when
+it echoes the question's auxiliary; "We're closed" for "are you open?" says neither, it names
+another predicate). What the reference denies or affirms beyond the facts is ``_denials``'s. Negation
+is read from words ("not", "never", "no", "nothing", "non-", "without").
 """
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from evals.metrics._facts import STOPWORDS, Tokenised, find_fact
+from evals.metrics._facts import FactMatch, Tokenised, find_fact
 from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 from evals.sets.format import Fact
 
 NEGATORS = frozenset({"not", "without", "nothing", "none", "nor", "neither", "nobody"})
+NEGATING = NEGATORS | {"no"}
+# an answer's sentences, also cut at "but" and ";"
+SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,?\s+\bbut\b\s*")
 # words after which "not"/"no" limits a value instead of denying it ("not after 30 days", "no more than")
 BOUNDS = frozenset(["after", "beyond", "past", "later", "more", "longer", "over", "exceed", "exceeding",
                     "until", "only", "less", "fewer", "under", "below"])  # fmt: skip
@@ -44,19 +40,6 @@ _SAME_AUX = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "do"
              "would": "will", "is": "be", "are": "be", "am": "be", "was": "be"}  # fmt: skip
 _POLAR = re.compile(r"^\W*(?:can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b")
 _ASKED = re.compile(r"[^.!?]*\?")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,?\s+\bbut\b\s*")
-_NEGATING = NEGATORS | {"no"}
-# a sentence that limits or conditions what it says ("can only be returned if defective") claims little
-_LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
-_ONLY = frozenset(["only", "unless", "except"])
-_AVOIDING = frozenset(["avoid", "off", "away", "instead", "rather", "clear"])
-_RELATIVE = frozenset(["that", "which", "who"])
-_PRONOUNS = frozenset(["it", "they", "this", "that", "these", "those"])
-_LIGHT_VERBS = frozenset(["need", "have", "get", "able", "allowed", "possible", "usually", "always"])
-_SCOPING = frozenset(["for", "on", "in", "to", "when", "if", "with", "during", "under", "over", "from"])
-# words that follow "no" without naming the thing denied ("no need", "no problem")
-_NOT_A_THING = frozenset(["need", "problem", "worry", "way", "matter", "doubt", "longer", "more", "less",
-                          "one", "later", "sooner", "idea", "thank", "thanks"])  # fmt: skip
 
 
 def negated_at(words: Sequence[str], start: int) -> bool:
@@ -77,7 +60,6 @@ def polarity_conflicts(question: str, reference: str, facts: Sequence[Fact], ans
     """Reasons the answer's yes/no or negations disagree with the reference (empty: none found)."""
     reasons = _negated_facts(reference, facts, answer)
     reasons += _opposite_yes_no(question, reference, answer)
-    reasons += _denied_claims(question, reference, answer)
     return reasons
 
 
@@ -123,8 +105,8 @@ def _negated_facts(reference: str, facts: Sequence[Fact], answer: str) -> list[s
         if match is None:
             continue
         known = find_fact(fact, reference_tokens)
-        denied_there = known is not None and negated_at(reference_tokens.words, known.start)
-        negated = negated_at(answer_tokens.words, match.start) or _negated_later(fact, answer)
+        denied_there = known is not None and _negated(reference_tokens.words, known)
+        negated = _negated(answer_tokens.words, match) or _negated_later(fact, answer)
         if negated and not denied_there:
             reasons.append(f"negates '{match.fact}'")
         elif denied_there and not any(_denies(s) for s in _sentences_with(answer, match.fact)):
@@ -142,150 +124,24 @@ def _opposite_yes_no(question: str, reference: str, answer: str) -> list[str]:
     return []
 
 
-@dataclass(frozen=True)
-class _Denial:
-    """What a reference clause denies: "loss and theft are not covered" -> things {loss, theft}, predicate
-    cover; "no cash compensation" -> things {cash}; "no compensation for weather delays" also needs one
-    of its qualifier's words (weather, delays)."""
-
-    things: frozenset[str]
-    predicate: str
-    qualifier: frozenset[str]
-    of_predicate: bool = False
-    every: bool = False  # all of ``things`` must be stated ("snow loads", not just "snow")
-
-    def stated_in(self, words: set[str], answer: set[str] | None = None) -> set[str]:
-        """The words of an affirmative sentence that state what was denied (empty: it does not).
-
-        With ``answer`` (all the answer's words), a predicate denial may find its subject there when
-        the sentence names it by a pronoun ("it expires after 12 months").
-        """
-        said = words & self.things
-        if self.every and said != self.things:
-            return set()
-        if not said and self.of_predicate and answer is not None and words & _PRONOUNS:
-            said = answer & self.things
-        if not said or (self.predicate and self.predicate not in words):
-            return set()
-        if self.qualifier and not words & self.qualifier:
-            return set()
-        return said | ({self.predicate} if self.predicate else set())
-
-
-def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
-    """Things the reference denies that an answer sentence without any negation or limit states."""
-    clauses = _clauses(match_tokens(reference))
-    stated = {word for clause in clauses if not _NEGATING & set(clause) for word in clause}
-    affirmed = stated | set(match_tokens(question))
-    denying = [clause for clause in clauses if _NEGATING & set(clause)]
-    denials = [_denial(clause, affirmed, stated) for clause in denying]
-    denials += [_object_denial(clause, affirmed) for clause in denying]
-    everything = set(match_tokens(answer)) | set(match_tokens(question))  # "do they expire?" "they do"
-    for sentence in _SENTENCE.split(clean(answer)):
-        tokens = match_tokens(sentence)
-        words = set(tokens)
-        if not words or words & _ONLY:
-            continue
-        for denial in denials:
-            if denial is None or words & _LIMITS and not denial.of_predicate:
-                continue
-            if denial.every and words & _AVOIDING:  # "keep it off uneven ground" agrees
-                continue
-            # a condition does not soften a denied predicate ("it transfers if you sell it"), and only a
-            # negation before the predicate denies it ("they expire after 2 years if you don't use them")
-            said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in words else tokens
-            if _NEGATING & set(said_before if denial.of_predicate else tokens):
-                continue
-            said = denial.stated_in(words, everything)
-            if said:
-                return [f"states '{', '.join(sorted(said))}', which the reference denies"]
-    return []
-
-
-def _clauses(words: list[str]) -> list[list[str]]:
-    clauses: list[list[str]] = [[]]
-    for word in words:
-        if word in {BOUNDARY, "but", "however", "although", "while", "except", "so", "because"}:
-            clauses.append([])
-        else:
-            clauses[-1].append(word)
-    return [clause for clause in clauses if clause]
-
-
-def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial | None:
-    """Read one denying clause; None when what it denies is already said plainly elsewhere.
-
-    ``affirmed``: the question's words and the reference's affirmative clauses; ``stated``: only the latter
-    (asking "do they expire?" does not make expiring something the reference affirms).
-    """
-    at = next(i for i, word in enumerate(clause) if word in _NEGATING)
-    rest = clause[at + 1 :]
-    if clause[at] == "not":
-        # "X are not covered": the subject's last words, and the verb after the negation
-        subject: list[str] = []
-        for word in reversed(clause[:at]):
-            if word in {"that", "which", "who", "if", "when"} and subject:
-                break
-            if _is_content(word):
-                subject.append(word)
-        things = set(subject[:3])
-        predicate = next((w for w in rest if _is_content(w) and w not in _LIGHT_VERBS), "")
-        qualifier: set[str] = set()
-    else:
-        # "no cash compensation": the thing right after; "no compensation for delays": and what it is for
-        head = [w for w in rest[:2] if _is_content(w) and w not in _NOT_A_THING]
-        things, predicate = set(head[:1]), ""
-        preposition = next((i for i, w in enumerate(rest) if w in _SCOPING), None)
-        scope = [w for w in rest[preposition + 1 :] if _is_content(w)] if preposition is not None else []
-        qualifier = set(scope[:1])
-    if things - affirmed:
-        return _Denial(frozenset(things - affirmed), predicate, frozenset(qualifier))
-    # "opened ones that are not defective": a relative clause restricts the subject, it claims nothing
-    relative = _RELATIVE & set(clause[max(0, at - 2) : at])
-    if things and predicate and predicate not in stated and not relative:
-        # "store credit never expires", "the warranty is not transferable": the subject is said
-        # elsewhere, what is denied is the predicate; the answer may name the subject by a pronoun
-        return _Denial(frozenset(things), predicate, frozenset(), of_predicate=True)
-    return None
-
-
-def _object_denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
-    """What "is not designed for snow loads" denies: the object after the verb, when it is new and has two
-    or more words ("rated for moderate snow loads" states it)."""
-    at = next(i for i, word in enumerate(clause) if word in _NEGATING)
-    if clause[at] != "not":
-        return None
-    rest = clause[at + 1 :]
-    scope = next((i for i, word in enumerate(rest[:4]) if word in _SCOPING), None)
-    if scope is None or not any(_is_content(word) for word in rest[:scope]):
-        return None
-    phrase: list[str] = []
-    for word in rest[scope + 1 :]:
-        if not _is_content(word):
-            if phrase:
-                break
-            continue
-        phrase.append(word)
-    obj = set(phrase[:3])
-    if len(obj) < 2 or obj <= affirmed:
-        return None
-    return _Denial(frozenset(obj), "", frozenset(), every=True)
-
-
-def _is_content(word: str) -> bool:
-    return word.isalpha() and len(word) > 2 and word not in STOPWORDS and word not in _NEGATING
-
-
 def _denies(sentence: str) -> bool:
-    return bool(set(match_tokens(sentence)) & _NEGATING)
+    return bool(set(match_tokens(sentence)) & NEGATING)
+
+
+def _negated(words: Sequence[str], match: FactMatch) -> bool:
+    """Negated before ("not 30 days"), or a fact in words denied right after it ("sesame isn't one")."""
+    following = words[match.end] if match.end < len(words) else ""
+    said = match_tokens(match.fact)
+    plain = all(word.isalpha() for word in said) and not NEGATING & set(said)  # not "no viruses"
+    return negated_at(words, match.start) or plain and following == "not"
 
 
 def _negated_later(fact: Fact, answer: str) -> bool:
     """A sentence of the answer denies the fact it states elsewhere ("3 years. ... it isn't 3 years")."""
-    for sentence in _SENTENCE.split(clean(answer)):
+    for sentence in SENTENCE.split(clean(answer)):
         tokens = Tokenised.of(sentence)
         match = find_fact(fact, tokens)
-        if match is not None and negated_at(tokens.words, match.start):
+        if match is not None and _negated(tokens.words, match):
             return True
     return False
 
@@ -293,7 +149,7 @@ def _negated_later(fact: Fact, answer: str) -> bool:
 def _sentences_with(answer: str, fact: str) -> list[str]:
     wanted = [w for w in match_tokens(fact) if w != BOUNDARY]
     found = []
-    for sentence in _SENTENCE.split(clean(answer)):
+    for sentence in SENTENCE.split(clean(answer)):
         words = match_tokens(sentence)
         if any(words[i : i + len(wanted)] == wanted for i in range(len(words))):
             found.append(sentence)

@@ -3,7 +3,10 @@
 "$19.95 per order" is not "$19.95 per item", and "2 pm Pacific" is not "2 pm Eastern": the value
 agrees with the reference, the thing it is per or the zone it is in does not. Only qualifiers both
 texts state are compared; an answer that leaves one out does not conflict. A thing named two ways
-("per $1" and "per dollar", "per lb" and "per pound") is one thing.
+("per $1" and "per dollar", "per lb" and "per pound", "per passenger" and "per person", "each way"
+and "per direction", "per booking" and "per order") is one thing; "in total" is per order, so not per
+person; every thing named after a value counts ("each way per traveller"), and the thing the
+reference prices ("box shipping is $6.99 per week") may be what the answer counts per.
 """
 
 from collections.abc import Sequence
@@ -27,7 +30,13 @@ _SAME = {
     **dict.fromkeys(["euro", "euros"], "eur"),
     **dict.fromkeys(["pound", "pounds", "lbs"], "lb"),
     **dict.fromkeys(["kilo", "kilos", "kilogram", "kilograms"], "kg"),
-}
+    # one person named as the shop's kind of customer: "per passenger" is "per person", "per guest"
+    **dict.fromkeys(["person", "people", "passenger", "traveller", "traveler", "guest", "head", "adult",
+                     "individual", "customer", "member", "attendee", "participant", "pax"], "person"),
+    **dict.fromkeys(["way", "direction", "leg"], "direction"),  # "each way" is "per direction"
+    **dict.fromkeys(["order", "booking", "purchase", "reservation", "basket", "cart", "total"], "order"),
+}  # fmt: skip
+_TOTAL = frozenset(["total", "altogether", "combined", "overall"])
 _REACH = 6  # words after the quantity that may still qualify it
 
 
@@ -40,7 +49,9 @@ def qualifier_conflicts(
         theirs_per, theirs_zone = _qualifiers(source, quantity)
         if mine_zone and theirs_zone and mine_zone != theirs_zone:
             return [f"gives the time in {mine_zone} time where the reference says {theirs_zone}"]
-        if mine_per and theirs_per and not mine_per & theirs_per:
+        # "box shipping is $6.99 per week": the box the reference prices is what "per box" names
+        theirs_all = _canonical(theirs_per | _named_before(source, quantity))
+        if mine_per and theirs_per and not _canonical(mine_per) & theirs_all:
             said, meant = sorted(mine_per)[0], sorted(theirs_per)[0]
             return [f"counts it per {said} where the reference counts per {meant}"]
     return []
@@ -57,14 +68,38 @@ def _qualifiers(words: Sequence[str], quantity: Quantity) -> tuple[set[str], str
     if quantity.dimension == "clock":
         zone = next((_ZONES[word] for word in after[:2] if word in _ZONES), None)
     # "per order", "each", "every"; "a" only right after the unit ("$5 a month")
-    per = next((i for i, word in enumerate(after) if word in _PER or word == "a" and i <= 1), None)
-    if per is None:
-        return set(), zone
-    nouns: list[str] = []  # the run of words naming the thing: "per freight item", "per item in your cart"
-    for word in after[per + 1 :]:
+    markers = [i for i, word in enumerate(after) if word in _PER or word == "a" and i <= 1]
+    nouns: set[str] = set()
+    for per in markers:  # "each way per traveller": per direction and per person
+        nouns |= _named(after[per + 1 :])
+    if _TOTAL & set(after[:3]):
+        nouns.add("total")  # "€90 total", "in total": for the whole order, not per person or item
+    return nouns, zone
+
+
+def _canonical(words: set[str]) -> set[str]:
+    return {_SAME.get(word, word) for word in words}
+
+
+def _named_before(words: Sequence[str], quantity: Quantity) -> set[str]:
+    """The words of the quantity's own clause before it ("box shipping is ...")."""
+    before: set[str] = set()
+    for word in reversed(words[max(0, quantity.position - _REACH) : quantity.position]):
+        if word == BOUNDARY:
+            break
+        before.add(word)
+    return before - STOPWORDS
+
+
+def _named(words: Sequence[str]) -> set[str]:
+    """The run of words naming the thing: "per freight item", "per item in your cart"."""
+    nouns: set[str] = set()
+    for word in words:
+        if word in _PER:
+            break
         if not word.isalpha() or word in STOPWORDS:
             if nouns:
                 break
             continue
-        nouns.append(_SAME.get(word, word))
-    return set(nouns), zone
+        nouns.add(word)
+    return nouns

@@ -131,7 +131,8 @@ def _elided(before: Quantity, words: list[str], index: int) -> bool:
     if before.dimension in {"count", "number", "clock"} or index - before.position > 6:
         return False
     following = words[index + 1] if index + 1 < len(words) else ""
-    return following in _NOT_UNITS | {"|", ""} and "." not in words[before.position : index]
+    # "one of our depots" counts depots, it is no distance
+    return following in (_NOT_UNITS - {"of"}) | {"|", ""} and "." not in words[before.position : index]
 
 
 def _unit_after(words: list[str], index: int) -> tuple[str, bool]:

@@ -1,9 +1,11 @@
 """Text normalisation shared by the metrics: one canonical spelling for what people write many ways.
 
 ``normalise`` turns "Five to seven business days", "5–7 biz days" and "5 to 7 working days" into the
-same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd`` ("12 quid" into ``12 gbp``),
-"15 percent" into ``15 percent``, "2pm" into ``14:00``, "two-year" into ``2 year``, "two more years"
-into ``2 year`` and "can’t" into ``can not``.
+same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd`` (also "six dollars and
+ninety-nine cents" into ``6.99 usd``, "a fifty-euro voucher" into ``50 eur``, "12 quid" and "twenty
+pounds a month" into gbp), "$38 a month" into ``38 usd per month``, "15 percent" into ``15 percent``,
+"2pm" into ``14:00``, "two-year" into ``2 year``, "two more years" into ``2 year``, "the last week"
+into ``1 week`` and "can’t" into ``can not``.
 """
 
 import re
@@ -182,8 +184,14 @@ def stem(token: str) -> str:
 def _number_words(text: str) -> str:
     text = re.sub(r"\ba couple(?: of)?\b", "2", text)
     text = re.sub(r"\ba dozen\b", "12", text)
-    text = re.sub(rf"\b(?:a|an|one|the first|the 1st) (?=(?:{_TIME_UNITS}|{_COUNTED_UNITS})\b)", "1 ", text)
-    return _NUMBER_RUN.sub(lambda match: _spell_out(match.group(0)), text)
+    text = _NUMBER_RUN.sub(lambda match: _spell_out(match.group(0)), text)
+    # "$38 a month", "six pounds a day" are rates ("per month"), not "38 usd 1 month"
+    text = re.sub(rf"(\d(?: ?[a-z]+)? )an? (?=(?:{_TIME_UNITS}|night)\b)", r"\1per ", text)
+    return re.sub(
+        rf"\b(?:a|an|one|the (?:first|1st|last|past|next)) (?=(?:{_TIME_UNITS}|{_COUNTED_UNITS})\b)",
+        "1 ",
+        text,
+    )
 
 
 def _spell_out(phrase: str) -> str:
@@ -234,16 +242,22 @@ def _money(text: str) -> str:
     amount = r"(\d+(?:\.\d+)?)"
     text = re.sub(rf"(?:us ?\$|\$) ?{amount}", r"\1 usd", text)
     text = re.sub(rf"\b(?:usd|us dollars?) ?{amount}", r"\1 usd", text)
-    text = re.sub(rf"{amount} ?(?:usd|us dollars?|dollars?|bucks)\b", r"\1 usd", text)
+    text = re.sub(rf"{amount}[ -]?(?:usd|us dollars?|dollars?|bucks)\b", r"\1 usd", text)
     text = re.sub(
-        rf"(?:€|\beur ){amount}|{amount} ?(?:€|eur\b|euros?\b)",
+        rf"(?:€|\beur ){amount}|{amount}[ -]?(?:€|eur\b|euros?\b)",
         lambda m: f"{m.group(1) or m.group(2)} eur",
         text,
     )
+    # "twenty pounds a month" is a price: pounds in weight are not paid per month
+    text = re.sub(rf"{amount} pounds? (?=per (?:day|week|month|year)\b)", r"\1 gbp ", text)
     text = re.sub(
         rf"(?:£|\bgbp ){amount}|{amount} ?(?:gbp|quid|pounds? sterling)\b",
         lambda m: f"{m.group(1) or m.group(2)} gbp",
         text,
+    )
+    # "six dollars and ninety-nine cents" is 6.99 usd; cents alone are dollars' cents
+    text = re.sub(
+        r"\b(\d+) (usd|eur) and (\d{1,2}) cents?\b", lambda m: f"{m[1]}.{int(m[3]):02d} {m[2]}", text
     )
     text = re.sub(r"\b(\d{1,2}) cents?\b", lambda m: f"0.{int(m.group(1)):02d} usd", text)
     return re.sub(r"(\d+(?:\.\d+)?) usd usd\b", r"\1 usd", text)

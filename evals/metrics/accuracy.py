@@ -3,13 +3,17 @@
 Applies to cases with ``expected: answer``. Score 1 when the answer states every required fact (any
 alternative of an any-of fact, in any common wording: ``_text.normalise``), contradicts neither the
 reference nor the facts (a conflicting number, a negated fact, an unsupported universal claim:
-``_contradiction``), is not a refusal or "I don't know", and its cosine similarity (all-MiniLM-L6-v2)
+``_contradiction``), is not a refusal or "I don't know" (a decline that conveys every required fact
+outside its own clauses, "I can't advise on visas; please ask the embassy", answers), and its cosine
+similarity (all-MiniLM-L6-v2)
 to the reference answer or to the question, whichever is higher, reaches ``similarity_threshold``.
 Verdicts within ``judge_margin`` of the threshold, that rest on a contradiction heuristic, or that
 miss a fact although the answer is close to the reference and states no conflicting value
 (similarity 0.6 or more: perhaps a paraphrase the matcher missed) are marked unsure for the judge.
 It cannot see: a wrong claim with no number, negation or universal word that the reference does not
-contradict, or a correct fact worded so differently that neither the matcher nor similarity finds it.
+contradict (an extra condition, fee or exception: "only if you drop it at a depot", "minus a €25
+service fee"), or a correct fact worded so differently that neither the matcher nor similarity finds
+it ("what they actually weigh" for "actual weight").
 A failed request scores 0.
 """
 
@@ -42,7 +46,7 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
         return verdict("accuracy", False, shown, unsure=close_to_reference and not conflicts)
     if conflicts:
         return verdict("accuracy", False, f"contradicts the reference: {'; '.join(conflicts)}", unsure=True)
-    if analyse(text).says_no:
+    if _says_no(case, text):
         return verdict("accuracy", False, "declines or does not know instead of answering")
     if similarity is None:
         return verdict("accuracy", True, "facts present, no reference to compare with", unsure=True)
@@ -60,3 +64,16 @@ def _closeness(question: str, reference: str, text: str, context: ScoringContext
     if not reference:
         return None
     return max(context.similarity.similarity(reference, text), context.similarity.similarity(question, text))
+
+
+def _says_no(case: CaseSpec, text: str) -> bool:
+    """Declines or does not know, and conveys no required fact outside the decline.
+
+    "I can't advise on visas; please check with the embassy" answers when the facts ask for the embassy.
+    """
+    stance = analyse(text)
+    if not stance.says_no:
+        return False
+    beside = " ".join(c.text for c in stance.clauses if c.kind not in {"refusal", "decline", "dont_know"})
+    _, missing = match_facts(case.required_facts, Tokenised.of(beside))
+    return not case.required_facts or bool(missing)

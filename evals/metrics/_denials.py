@@ -1,0 +1,346 @@
+"""Denials: what an answer states that the reference denies, or denies that the reference states.
+
+Each named in the reason: a thing the reference denies ("no cash compensation", "loss and theft are
+not covered": the thing and the denied verb; "no compensation for weather delays": also what it is
+for; each of "no closing fee and no notice period"; "Basic fares include none") stated in an answer
+sentence that neither denies nor limits anything ("only", "unless", "if"), and a denial below or
+above a value ("parcels under 2 kg are not covered") is restated, not contradicted, by a sentence
+that gives a value; a predicate denied of a subject the reference names ("store credit never
+expires") stated of it, also by a pronoun or under a condition ("it expires after a year if unused";
+a relative clause such as "ones that are not defective" denies nothing); what a thing is said not
+to be for ("not designed for snow loads", two words or more) stated plainly, unless the sentence
+says to avoid it; what the reference says is not required ("does not have to be the account
+holder") said to be required ("must", "have to", "need"); something the reference prices and never
+calls free said to be free, in a clause that names nothing the reference and question do not; and
+what the reference says a subject does ("resetting your password unlocks it") denied of that
+subject, unless the answer's clause limits it or names an object the reference does not; and what
+the reference says the thing is not ("It is not dishwasher-safe", "splash resistant, not waterproof")
+said of it after "is" or "are" in a clause that denies nothing; and open when the reference says
+closed ("closed Sunday and on public holidays" / "also open Sundays 10-4"). What it
+cannot see: a denial worded without a negation ("is excluded", "fails to"), or one stated back in
+other words ("waived" for "charged even when", "the whole stay" for "the first night").
+"""
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from evals.metrics._facts import STOPWORDS
+from evals.metrics._polarity import NEGATING, SENTENCE
+from evals.metrics._quantities import UNITS, quantities
+from evals.metrics._text import BOUNDARY, clean, match_tokens
+
+# a sentence that limits or conditions what it says ("can only be returned if defective") claims little
+_LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
+_ONLY = frozenset(["only", "unless", "except"])
+_MONEY = frozenset(["usd", "eur", "gbp"])
+# "free", "included" (in the price): no charge of its own; "waived" is often under a condition
+_NO_CHARGE = frozenset(["free", "includ", "include"])
+_COPULA = frozenset(["is", "are", "be", "was", "were"])
+_MUST = frozenset(["must", "need", "requir", "necessary", "mandatory", "obligatory"])
+_ASIDES = frozenset(["too", "also", "well", "even", "still", "just", "always", "either"])
+_BOUNDING = frozenset(["under", "below", "over", "above", "less", "more", "fewer", "least", "than"])
+_AVOIDING = frozenset(["avoid", "off", "away", "instead", "rather", "clear"])
+_RELATIVE = frozenset(["that", "which", "who"])
+_PRONOUNS = frozenset(["it", "they", "this", "that", "these", "those"])
+_LIGHT_VERBS = frozenset(["need", "have", "get", "able", "allowed", "possible", "usually", "always"])
+_SCOPING = frozenset(["for", "on", "in", "to", "when", "if", "with", "during", "under", "over", "from"])
+# words that follow "no" without naming the thing denied ("no need", "no problem")
+_NOT_A_THING = frozenset(["need", "problem", "worry", "way", "matter", "doubt", "longer", "more", "less",
+                          "one", "later", "sooner", "idea", "thank", "thanks"])  # fmt: skip
+
+
+def denial_conflicts(question: str, reference: str, answer: str) -> list[str]:
+    """Reasons the answer states what the reference denies, or denies what it states (empty: none)."""
+    reasons = _denied_claims(question, reference, answer)
+    reasons += _free_claims(question, reference, answer)
+    reasons += _lifted_requirements(reference, answer)
+    reasons += _denied_affirmations(reference, answer)
+    reasons += _denied_attributes(reference, answer)
+    reasons += _open_when_closed(reference, answer)
+    return reasons
+
+
+@dataclass(frozen=True)
+class _Denial:
+    """What a reference clause denies: "loss and theft are not covered" -> things {loss, theft}, predicate
+    cover; "no cash compensation" -> things {cash}; "no compensation for weather delays" also needs one
+    of its qualifier's words (weather, delays)."""
+
+    things: frozenset[str]
+    predicate: str
+    qualifier: frozenset[str]
+    of_predicate: bool = False
+    every: bool = False  # all of ``things`` must be stated ("snow loads", not just "snow")
+    bounded: bool = False  # denied below or above a value ("baskets under $35 can't be checked out")
+
+    def stated_in(self, words: set[str], answer: set[str] | None = None) -> set[str]:
+        """The words of an affirmative sentence that state what was denied (empty: it does not).
+
+        With ``answer`` (all the answer's words), a predicate denial may find its subject there when
+        the sentence names it by a pronoun ("it expires after 12 months").
+        """
+        said = words & self.things
+        if self.every and said != self.things:
+            return set()
+        if not said and self.of_predicate and answer is not None and words & _PRONOUNS:
+            said = answer & self.things
+        if not said or (self.predicate and self.predicate not in words):
+            return set()
+        if self.qualifier and not words & self.qualifier:
+            return set()
+        return said | ({self.predicate} if self.predicate else set())
+
+
+def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
+    """Things the reference denies that an answer sentence without any negation or limit states."""
+    clauses = _clauses(match_tokens(reference))
+    stated = {word for clause in clauses if not NEGATING & set(clause) for word in clause}
+    affirmed = stated | set(match_tokens(question))
+    denying = [part for clause in clauses if NEGATING & set(clause) for part in _each_denial(clause)]
+    denials = [_denial(clause, affirmed, stated) for clause in denying]
+    denials += [_object_denial(clause, affirmed) for clause in denying]
+    everything = set(match_tokens(answer)) | set(match_tokens(question))  # "do they expire?" "they do"
+    for sentence in SENTENCE.split(clean(answer)):
+        tokens = match_tokens(sentence)
+        words = set(tokens)
+        if not words or words & _ONLY:
+            continue
+        for denial in denials:
+            if denial is None or words & _LIMITS and not denial.of_predicate:
+                continue
+            if denial.every and words & _AVOIDING:  # "keep it off uneven ground" agrees
+                continue
+            if denial.bounded and any(word[0].isdigit() for word in tokens):
+                continue  # "it needs at least $35 before you can check out" restates the limit
+            # a condition does not soften a denied predicate ("it transfers if you sell it"), and only a
+            # negation before the predicate denies it ("they expire after 2 years if you don't use them")
+            said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in words else tokens
+            if NEGATING & set(said_before if denial.of_predicate else tokens):
+                continue
+            said = denial.stated_in(words, everything)
+            if said:
+                return [f"states '{', '.join(sorted(said))}', which the reference denies"]
+    return []
+
+
+def _clauses(words: list[str]) -> list[list[str]]:
+    clauses: list[list[str]] = [[]]
+    for word in words:
+        if word in {BOUNDARY, "but", "however", "although", "while", "except", "so", "because"}:
+            clauses.append([])
+        else:
+            clauses[-1].append(word)
+    return [clause for clause in clauses if clause]
+
+
+def _each_denial(clause: list[str]) -> list[list[str]]:
+    """ "no cancellation fee and no notice period", "never expire and have no fees": one part per denial
+    joined by "and", "or"."""
+    parts: list[list[str]] = [[]]
+    for index, word in enumerate(clause):
+        joined = {"and", "or", "nor"} & set(clause[max(0, index - 2) : index])
+        if word in NEGATING and joined and NEGATING & set(parts[-1]):
+            parts.append([])
+        parts[-1].append(word)
+    return parts
+
+
+def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial | None:
+    """Read one denying clause; None when what it denies is already said plainly elsewhere.
+
+    ``affirmed``: the question's words and the reference's affirmative clauses; ``stated``: only the latter
+    (asking "do they expire?" does not make expiring something the reference affirms).
+    """
+    at = next(i for i, word in enumerate(clause) if word in NEGATING)
+    rest = clause[at + 1 :]
+    # "baskets under $35 can't ...": the denial holds below (or above) a value
+    bounded = any(word in _BOUNDING and clause[i + 1][0].isdigit() for i, word in enumerate(clause[: at - 1]))
+    before = [word for word in clause[:at] if _is_content(word)]
+    qualifier: set[str] = set()
+    if clause[at] in {"none", "nothing"} and len(before) > 1 and not any(_is_content(w) for w in rest):
+        # "Basic fares include none": the subject, and the verb before the denial
+        things, predicate = set(before[-4:-1]), before[-1]
+    elif clause[at] == "not":
+        # "X are not covered": the subject's last words, and the verb after the negation
+        subject: list[str] = []
+        for word in reversed(clause[:at]):
+            if word in {"that", "which", "who", "if", "when"} and subject:
+                break
+            if _is_content(word):
+                subject.append(word)
+        things = set(subject[:3])
+        predicate = next((w for w in rest if _is_content(w) and w not in _LIGHT_VERBS), "")
+    else:
+        # "no cash compensation": the thing right after; "no compensation for delays": and what it is for
+        head = [w for w in rest[:2] if _is_content(w) and w not in _NOT_A_THING]
+        things, predicate = set(head[:1]), ""
+        preposition = next((i for i, w in enumerate(rest) if w in _SCOPING), None)
+        scope = [w for w in rest[preposition + 1 :] if _is_content(w)] if preposition is not None else []
+        qualifier = set(scope[:1])
+    if things - affirmed:
+        return _Denial(frozenset(things - affirmed), predicate, frozenset(qualifier), bounded=bounded)
+    # "opened ones that are not defective": a relative clause restricts the subject, it claims nothing
+    relative = _RELATIVE & set(clause[max(0, at - 2) : at])
+    if things and predicate and predicate not in stated and not relative:
+        # "store credit never expires", "the warranty is not transferable": the subject is said
+        # elsewhere, what is denied is the predicate; the answer may name the subject by a pronoun
+        return _Denial(frozenset(things), predicate, frozenset(), of_predicate=True, bounded=bounded)
+    return None
+
+
+def _object_denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
+    """What "is not designed for snow loads" denies: the object after the verb, when it is new and has two
+    or more words ("rated for moderate snow loads" states it)."""
+    at = next(i for i, word in enumerate(clause) if word in NEGATING)
+    if clause[at] != "not":
+        return None
+    rest = clause[at + 1 :]
+    scope = next((i for i, word in enumerate(rest[:4]) if word in _SCOPING), None)
+    if scope is None or not any(_is_content(word) for word in rest[:scope]):
+        return None
+    phrase: list[str] = []
+    for word in rest[scope + 1 :]:
+        if not _is_content(word):
+            if phrase:
+                break
+            continue
+        phrase.append(word)
+    obj = set(phrase[:3])
+    if len(obj) < 2 or obj <= affirmed:
+        return None
+    return _Denial(frozenset(obj), "", frozenset(), every=True)
+
+
+def _is_content(word: str) -> bool:
+    return word.isalpha() and len(word) > 2 and word not in STOPWORDS and word not in NEGATING
+
+
+def _free_claims(question: str, reference: str, answer: str) -> list[str]:
+    """Something the reference prices and never calls free ("redelivery costs $5.99") said to be free
+    or included ("shipping included" where shipping is $6.99 on top).
+
+    Only in a sentence that neither denies anything nor names a thing the reference and question do not
+    ("Flex fares change for free" may be true of a fare the reference does not price).
+    """
+    known = set(match_tokens(reference))
+    if known & (_NO_CHARGE | {"waiv"}) or not any(q.dimension in _MONEY for q in quantities(reference)):
+        return []
+    named = known | set(match_tokens(question))
+    for sentence in SENTENCE.split(clean(answer)):
+        for clause in _clauses(match_tokens(sentence)):
+            words = set(clause)
+            if not words & _NO_CHARGE or words & NEGATING:
+                continue
+            content = {w for w in words if _is_content(w) and w not in UNITS}
+            if not content - named - _LIMITS - _ASIDES - _NO_CHARGE:
+                return [f"calls '{' '.join(clause)}' free where the reference prices it"]
+    return []
+
+
+def _lifted_requirements(reference: str, answer: str) -> list[str]:
+    """What the reference says is not required ("does not have to be the account holder") said to be."""
+    lifted = [_required(clause) for clause in _clauses(match_tokens(reference)) if NEGATING & set(clause)]
+    for sentence in SENTENCE.split(clean(answer)):
+        tokens = match_tokens(sentence)
+        words = set(tokens)
+        if words & NEGATING or not _obliges(tokens):
+            continue
+        for thing in lifted:
+            if thing and thing <= words:
+                return [f"requires '{' '.join(sorted(thing))}', which the reference says is not required"]
+    return []
+
+
+def _obliges(tokens: Sequence[str]) -> bool:
+    return bool(_MUST & set(tokens)) or any(a in {"have", "has"} and b == "to" for a, b in pairwise(tokens))
+
+
+def _required(clause: list[str]) -> frozenset[str]:
+    """The thing a denying clause says is not required: what follows "not have to" or "not need"."""
+    at = next(i for i, word in enumerate(clause) if word in NEGATING)
+    rest = clause[at + 1 :]
+    if not _obliges(rest[:2]):
+        return frozenset()
+    thing: list[str] = []
+    for word in rest[1:]:
+        if word == BOUNDARY:
+            break
+        if _is_content(word) and word not in _MUST:
+            thing.append(word)
+    return frozenset(thing[:3]) if len(thing) > 1 else frozenset()
+
+
+def _denied_affirmations(reference: str, answer: str) -> list[str]:
+    """What the reference says a subject does ("resetting your password unlocks it") denied of it."""
+    clauses = _clauses(match_tokens(reference))
+    affirming = [set(clause) for clause in clauses if not NEGATING & set(clause)]
+    denied = {word for clause in clauses if NEGATING & set(clause) for word in clause}
+    for clause in _clauses(match_tokens(answer)):
+        if "not" not in clause or set(clause) & _LIMITS:
+            continue
+        at = clause.index("not")
+        subject = {word for word in clause[:at] if _is_content(word) and not word.endswith("ly")}
+        predicate = next((w for w in clause[at + 1 :] if _is_content(w) and w not in _LIGHT_VERBS), "")
+        if not subject or not predicate or predicate in denied:
+            continue
+        # "it doesn't block direct debits" speaks of something the reference does not name
+        said = clause[clause.index(predicate) + 1 :]
+        objects = {word for word in said if _is_content(word) and not word.endswith("ly")}
+        if any(predicate in words and subject | objects <= words for words in affirming):
+            return [f"denies '{' '.join(sorted(subject))} {predicate}', which the reference affirms"]
+    return []
+
+
+def _denied_attributes(reference: str, answer: str) -> list[str]:
+    """What the reference says the thing is not ("It is not dishwasher-safe", "splash resistant, not
+    waterproof") said of it ("it's dishwasher-safe as well"), after "is" or "are" in a clause that
+    denies nothing."""
+    words = match_tokens(reference)
+    clauses = _clauses(words)
+    stated = {word for clause in clauses if not NEGATING & set(clause) for word in clause}
+    denied = []
+    for clause in clauses:
+        if "not" in clause and not any(_is_content(w) for w in clause[: clause.index("not")]):
+            phrase = [w for w in clause[clause.index("not") + 1 :][:2] if _is_content(w)]
+            if phrase and phrase[0] not in _LIGHT_VERBS and not set(phrase) <= stated:
+                denied.append(phrase)
+    for clause in _parts(match_tokens(answer)):
+        if NEGATING & set(clause):
+            continue
+        for phrase in denied:
+            at = next((i for i in range(len(clause)) if clause[i : i + len(phrase)] == phrase), None)
+            if at is not None and _COPULA & set(clause[max(0, at - 2) : at]):
+                return [f"says it is '{' '.join(phrase)}', which the reference denies"]
+    return []
+
+
+def _parts(words: list[str]) -> list[list[str]]:
+    """Word runs between punctuation."""
+    parts: list[list[str]] = [[]]
+    for word in words:
+        if word == BOUNDARY:
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    return [part for part in parts if part]
+
+
+def _open_when_closed(reference: str, answer: str) -> list[str]:
+    """Open when the reference says closed ("closed Sunday" / "also open Sundays 10-4")."""
+    closed: list[set[str]] = []
+    for clause in _parts(match_tokens(reference)):
+        if "clos" in clause:  # "closed Sunday and on public holidays": each of them
+            after = " ".join(clause[clause.index("clos") + 1 :])
+            for part in re.split(r"\b(?:and|or)\b", after):
+                named = {w for w in part.split() if _is_content(w)}
+                closed += [named] if named else []
+    for clause in _parts(match_tokens(answer)):
+        words = set(clause)
+        if "open" not in words or "clos" in words or NEGATING & words:
+            continue
+        for when in closed:
+            if when <= words:
+                return [f"says it is open {' '.join(sorted(when))}, which the reference says is closed"]
+    return []
