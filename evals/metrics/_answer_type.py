@@ -24,9 +24,19 @@ _MEASURE = {"mass", "volume", "energy", "power", "light", "length", "charge", "t
 _HOW_MUCH_MONEY = (
     r"\bhow much\b(?![^?.]{0,40}\b(?:(?<!what )time|longer|weigh\w*|hold|holds|carry|power|capacity|space"
     r"|room)\b)"
+    # "how much data on Lite?", "how much alcohol can I order?": an amount of the thing named, not a price
+    r"(?!\s+(?!(?:is|are|does|do|did|will|would|should|could|can|was|were|for|to|it|extra|more|of|a|an|the"
+    r"|money|cash|refund|credit|deposit|discount|fees?|tax|tip|interest|postage|shipping|delivery)\b)[a-z]+"
+    r"\s+(?:can|could|do|does|is|are|on|in|per|with|will|would|should|may|might|at|fits?|comes?)\b)"
 )
 _WANTS = [
-    (re.compile(rf"{_HOW_MUCH_MONEY}|\b(?:cost|price|fee|charge)s?\b"), _MONEY),
+    # the plainest cost verbs of a few other languages too: "Wie viel kostet ...?", "¿Cuánto cuesta?"
+    (
+        re.compile(
+            rf"{_HOW_MUCH_MONEY}|\b(?:cost|price|fee|charge)s?\b|\b(?:kostet|kosten|cuestan?|co[uû]tent?)\b"
+        ),
+        _MONEY,
+    ),
     (re.compile(r"\bhow much\b[^?.]{0,40}\bweigh"), {"mass"}),
     (
         re.compile(
@@ -39,8 +49,17 @@ _WANTS = [
         re.compile(r"\bhow (?:bright|heavy|big|large|tall|powerful)\b|\b(?:weight|capacity|limit|runtime)\b"),
         _MEASURE,
     ),
-    # "how long is the KY-310T?" asks for a length as well as a duration
-    (re.compile(r"\bhow (?:long|wide|tall|high|deep|far)\b"), {"length"}),
+    # "how long is the KY-310T?" asks for a length as well as a duration; "what size is it?" for lengths
+    (re.compile(r"\bhow (?:long|wide|tall|high|deep|far)\b|\b(?:size|dimensions)\b"), {"length"}),
+    # a deadline or a window asks for a time; "phone hours??", "what are your hours" for times of day
+    (
+        re.compile(
+            r"\b(?:deadline|time limit|cut-?off)\b|\bhours\s*\?"
+            r"|\bwhat (?:are|is) (?:the |your )?[\w -]{0,20}hours\b"
+        ),
+        _DURATION,
+    ),
+    (re.compile(r"\bwhere (?:do|can|should|would|will|is|are)\b"), {"place"}),
 ]
 # only the unambiguous asks: "when" may ask for a condition, "how big" for an amount
 _ASKS = [
@@ -67,6 +86,25 @@ _ECHO = re.compile(
     r"(?: not)?"
 )
 _FREE = re.compile(r"\bfree\b|\bno (?:charge|cost|fee)\b")
+# a duration in words: "within a week or two", "a couple of days"
+_SOME_TIME = re.compile(
+    r"\b(?:a|an|one|a few|a couple of|couple of)\s+"
+    r"(?:days?|weeks?|months?|years?|hours?|minutes?|fortnight)\b"
+)
+# "55 x 40 x 23 cm", "21.5 x 15.5 x 9 in": a size given as its dimensions
+_SIZE = re.compile(r"\d(?:[\d.,]*)\s*(?:[a-z]{1,2}\s*)?[x×]\s*\d")
+# a place or a way through menus: "under My Trips → your booking", "in the app, under Account"
+_PLACE = re.compile(
+    r"[→»>]|^(?:it is |it |they are |you will find (?:it|them) )?(?:under|in|on|at|inside|via)\b"
+    r"|^(?:go|head) to\b"
+)
+# a restricted or conditional yes or no: "Only on Flex fares", "They do if the account is idle"
+_CONDITIONAL = re.compile(r" (?:if|when|unless|as long as|provided|once|only|but|after|before|within)\b")
+_ONLY = re.compile(r"^only (?:if|on|with|for|when|in|after|before|within|up to|by|until|through)\b")
+_WH = re.compile(r"\b(?:what|when|where|which|who|whom|whose|why|how)\b")
+_AUXILIARY = re.compile(
+    r"^\W*(?:can|could|do|does|did|is|are|was|were|will|would|should|may|am|have|has|must)\b"
+)
 
 
 def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answer: str) -> bool | None:
@@ -82,7 +120,9 @@ def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answ
         return True
     wanted = _asked_kinds(question)
     polar = is_polar(question)
-    if polar and _starts_with_polarity(answer):
+    if (polar or asks_yes_or_no(question)) and _starts_with_polarity(answer):
+        return True
+    if _counts_what_was_asked(question, answer):
         return True
     known = [q for q in Tokenised.of(reference).quantities if q.dimension != "number"]
     known += [q for fact in facts for a in alternatives(fact) for q in Tokenised.of(a).quantities]
@@ -93,6 +133,29 @@ def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answ
     return _states_wanted_kind(answer, answer_tokens, wanted, known)
 
 
+def asks_yes_or_no(question: str) -> bool:
+    """A yes/no question, also one asked at the end ("..., is that from you?") or elliptically
+    ("Allowed in cabin?"): a question part that opens with an auxiliary, or has no wh-word and asks
+    for no quantity ("Replacement card cost?" asks a price)."""
+    plain = expand_contractions(question)
+    asked = [part for part in re.findall(r"[^.!?]*\?", plain) if part.strip(" ?")]
+    if not asked:
+        return False
+    parts = re.split(r"[,;:\u2014\u2013]|\s-\s", asked[-1])
+    if any(_AUXILIARY.match(part.strip()) for part in parts):
+        return True
+    return not _WH.search(asked[-1]) and not _asked_kinds(asked[-1])
+
+
+def _counts_what_was_asked(question: str, answer: str) -> bool:
+    """ "How many miles ...?" answered "25,000 miles": a number of the very thing asked about."""
+    asked = re.search(r"\bhow many ([a-z]{3,})", expand_contractions(question))
+    if asked is None:
+        return False
+    stem = re.escape(asked.group(1)[:4])
+    return bool(re.search(rf"\d[\d,.]*\s*(?:[a-z]+\s)?{stem}", answer.lower()))
+
+
 def states_other_kind(question: str, answer: str) -> bool:
     """The question asks for one kind of quantity and the answer gives only another kind.
 
@@ -100,7 +163,10 @@ def states_other_kind(question: str, answer: str) -> bool:
     only prices: the answer addresses a different question.
     """
     wanted = _asked_kinds(question, strict=True)
-    stated = {q.dimension for q in Tokenised.of(answer).quantities} - {"number", "count", "clock"}
+    # the question's own figure repeated back ("a 30 kg bag can't be checked in") answers nothing else
+    asked = {(q.low, q.high, q.unit) for q in Tokenised.of(question).quantities}
+    stated = {q.dimension for q in Tokenised.of(answer).quantities if (q.low, q.high, q.unit) not in asked}
+    stated -= {"number", "count", "clock"}
     if not wanted or not stated or stated & wanted:
         return False
     if wanted & {"count", "number"}:
@@ -143,7 +209,14 @@ def _asked_kinds(question: str, *, strict: bool = False) -> set[str]:
 def _states_wanted_kind(
     answer: str, answer_tokens: Tokenised, wanted: set[str], known: list[Quantity]
 ) -> bool:
-    if wanted & _MONEY and _FREE.search(expand_contractions(answer)):
+    plain = expand_contractions(answer).lower()
+    if wanted & _MONEY and _FREE.search(plain):
+        return True
+    if wanted & _DURATION and _SOME_TIME.search(plain):
+        return True
+    if "length" in wanted and _SIZE.search(plain):
+        return True
+    if "place" in wanted and _PLACE.search(plain.strip(" *-\"'")):
         return True
     for stated in answer_tokens.quantities:
         if stated.dimension not in wanted:
@@ -160,4 +233,6 @@ def _starts_with_polarity(answer: str) -> bool:
     if not clauses:
         return False
     first = clauses[0].plain
-    return bool(_POLARITY.search(first) or _ECHO.fullmatch(first)) or clauses[0].kind == "refusal"
+    echo = _ECHO.match(first)
+    echoed = echo is not None and (echo.end() == len(first) or bool(_CONDITIONAL.match(first[echo.end() :])))
+    return bool(_POLARITY.search(first) or _ONLY.match(first) or echoed) or clauses[0].kind == "refusal"

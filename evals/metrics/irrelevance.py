@@ -28,7 +28,7 @@ from evals.metrics._answer_type import shows_answer_type, states_other_dimension
 from evals.metrics._facts import Tokenised, content_words
 from evals.metrics._polarity import is_polar
 from evals.metrics._quantities import UNITS
-from evals.metrics._refusal import Stance, analyse
+from evals.metrics._refusal import Clause, Stance, analyse
 from evals.metrics._text import expand_contractions, match_tokens
 from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
 from evals.sets.format import CaseSpec
@@ -44,6 +44,11 @@ _ASKING = frozenset(
 _UNIT_WORDS = frozenset([*UNITS, "business", "calendar", "working"])
 _TURN = re.compile(r"^(?:but|however|though|although|that said|still|what i can (?:say|tell you))\b")
 _OFFER = re.compile(r"(?<!what )\b(?:i|we) (?:can|could|would|will|am happy to|would be happy to)\b")
+_BARE_NO = re.compile(r"(?:no|nope|nah|no thanks|no way)")
+_INSTEAD = re.compile(r"\binstead\b")
+# what the user can do with their own account or plan: "though, you can do it for up to 8 weeks"
+_YOUR_OPTIONS = re.compile(r"^you (?:can|could|may|might)(?! not)\b")
+_PITCH = re.compile(r"^(?:do you |would you )?(?:want|like) (?:me|us) to\b|^shall (?:i|we)\b")
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
 
 
@@ -59,9 +64,11 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
 
 
 def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> MetricResult:
-    if analyse(text).says_no:
-        return verdict("irrelevance", True, "declines, refuses or does not know instead of answering")
     question, reference = case.prompt_text(), case.reference_answer or ""
+    # "I can't see your account, but our window is 30 days": a refusal that still answers
+    states = re.search(r"\d", text) and shows_answer_type(question, reference, case.required_facts, text)
+    if analyse(text).says_no and not states:
+        return verdict("irrelevance", True, "declines, refuses or does not know instead of answering")
     if states_other_kind(question, text):
         return verdict(
             "irrelevance", True, "answers a different question: gives another kind of quantity", unsure=True
@@ -72,8 +79,9 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
     shaped = shows_answer_type(question, reference, case.required_facts, text)
     if shaped and len(content_words(match_tokens(text))) <= _TERSE:
         return verdict("irrelevance", False, "a terse answer of the expected shape")
-    if shaped and not is_polar(question) and not _names_the_topic(question, reference, text):
-        # a price or a duration of something else ("the label costs $6.95" for express shipping)
+    if shaped and reference and not is_polar(question) and not _names_the_topic(question, reference, text):
+        # a price or a duration of something else ("the label costs $6.95" for express shipping); with no
+        # reference the question alone names the topic, and a terse one shares few words with an answer
         shaped = False
     relevance = context.similarity.similarity(question, text)
     if reference:
@@ -117,7 +125,11 @@ def _echo(question: str, reference: str, text: str) -> str | None:
 
 def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> MetricResult:
     stance = analyse(text)
-    closeness = [(context.similarity.similarity(question, c.text), c.text) for c in stance.content]
+    if all(_BARE_NO.fullmatch(c.plain) for c in stance.clauses):
+        return verdict("irrelevance", False, "declines the out-of-scope question with a plain no")
+    # an alternative offered instead, or a question back ("Need anything for movie-night snacks?"), offers
+    engaging = [c for c in stance.content if not _offers(c) and not _leads_to_offer(stance, c)]
+    closeness = [(context.similarity.similarity(question, c.text), c.text) for c in engaging]
     best, clause = max(closeness, default=(0.0, ""))
     distance = best - context.engagement_threshold
     if not stance.declined:
@@ -135,9 +147,23 @@ def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> Me
     return verdict("irrelevance", False, "declines the out-of-scope question", unsure=unsure)
 
 
+def _leads_to_offer(stance: Stance, clause: Clause) -> bool:
+    """A remark that leads into an offer ("but broccoli is on offer — want me to add some?") pitches."""
+    index = stance.clauses.index(clause)
+    following = stance.clauses[index + 1 : index + 2]
+    return bool(following) and _offers(following[0]) and bool(_PITCH.search(following[0].plain))
+
+
+def _offers(clause: Clause) -> bool:
+    return clause.text.rstrip(" *_)").endswith("?") or bool(_INSTEAD.search(clause.plain))
+
+
 def _turns_to_answer(stance: Stance) -> str | None:
     """A clause after the decline that turns ("but typically ...") to state a measured value."""
     for clause in stance.after_refusal:
+        rest = _TURN.sub("", clause.plain).strip(" ,")
+        if _YOUR_OPTIONS.match(rest) or _leads_to_offer(stance, clause):
+            continue
         measured = [q for q in Tokenised.of(clause.text).quantities if q.dimension not in {"number", "count"}]
         # or turns to say something of its own ("but you can't go wrong with Ratatouille"), not an offer
         said = len(content_words(match_tokens(clause.text))) >= 2 and not _OFFER.search(clause.plain)
