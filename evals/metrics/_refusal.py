@@ -69,7 +69,8 @@ _REFUSAL = re.compile(
     r"|am allowed to|are allowed to) (?:share|give|provide|disclose|hand out|send)\b"
     # the same in a few other languages: "lo siento, no puedo", "das kann ich nicht", "je ne peux pas"
     r"|\bno (?:puedo|podemos|me es posible)\b|\b(?:ich|wir) (?:kann|darf|können|dürfen) (?:\w+ )?nicht\b"
-    r"|\b(?:kann|darf) ich (?:\w+ ){0,3}nicht\b|\bje ne (?:peux|suis pas en mesure|vais pas|fais pas)\b"
+    r"|\b(?:kann|darf|gebe|teile|nenne|verrate) ich (?:\w+ ){0,3}nicht\b"
+    r"|\bje ne (?:peux|suis pas en mesure|vais pas|fais pas)\b"
     r"|\bnon (?:posso|possiamo)\b"
 )
 _WE_POLICY = re.compile(  # "we can't ship to PO boxes" is an answer, not a refusal
