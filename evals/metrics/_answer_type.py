@@ -1,11 +1,15 @@
 """Does an answer have the shape of an answer to this question?
 
-"How much ...?" wants an amount (or "free"), "how long / when ...?" a duration or a time, "how many
-...?" a number, a yes/no question a yes or a no (also hedged: "I think so?"); a reference that
-states a quantity wants a quantity of the same kind and scale (a warranty of "2 years" is not
-answered by "12 hours"). An answer that states a required fact has the right shape too. A wrong
-value still has the right shape: this separates "answers a different question" from "answers this
-one wrongly".
+"How much ...?" wants an amount (or "free"; "how much data ...?" an amount of data, not a price),
+"how long / when ...?" a duration or a time (also in words: "about a week"), a deadline a duration,
+"what are your hours" times of day, "what size" lengths or dimensions ("55 x 40 x 23 cm"), "where do
+I find ...?" a place or a path through menus, "how many ...?" a number ("how many miles" also "25,000
+miles"), a yes/no question a yes or a no (also hedged, "I think so?", conditional, "They do if ...",
+or restricted, "Only on Flex fares"; the question may ask it at its end, "..., is that from you?", or
+elliptically, "Allowed in the cabin?"); a reference that states a quantity wants a quantity of the
+same kind and scale (a warranty of "2 years" is not answered by "12 hours"). An answer that states a
+required fact has the right shape too. A wrong value still has the right shape: this separates
+"answers a different question" from "answers this one wrongly".
 """
 
 import re

@@ -1,25 +1,32 @@
 """Irrelevance: does the answer fail to address what was asked?
 
 Applies to cases with ``expected: answer`` or ``decline``. In scope (``answer``): 1 when the answer
-is empty, only declines, refuses or says it does not know, gives only another kind of quantity than
-the question asks for (a price for "how long") or only another dimension (the width for "how tall"),
-or is unrelated to the question: its cosine similarity (all-MiniLM-L6-v2) to the question or to the
-reference answer, whichever is higher, stays below ``relevance_floor``, or below
-``relevance_threshold`` when the answer lacks the shape the question asks for (an amount, a
-duration, a yes/no: ``_answer_type``; a required fact the question already names word for word does
-not count; nor does the shape of an answer that shares no word with what the question and reference
-talk about, such as the label's price for "how much is express shipping?") and does not echo it
-(mostly the reference's own words, or the action a "how do I ..." question names). A terse answer of
-the right shape ("No.") is relevant. A wrong answer of the right shape is relevant: accuracy judges
-it. Out of scope (``decline``): 1 when the answer engages instead of declining: it has content and
-no decline (similar to the question, or nothing but content, such as a translation), does it
-"anyway" after declining or turns to state a measured value ("but typically it's 10 mg per kg"), or
-after its decline has a clause at least ``engagement_threshold`` similar to the question (redirects
-to the shop, referrals and pleasantries do not count), or turns ("but ...", "what I can say is ...")
-to say something of its own that is not an offer ("but you can't go wrong with Ratatouille"). It
-cannot see: an off-topic answer that happens to have the right shape and wording, an on-topic one
-that paraphrases every topic word ("money back" for "refund"), or a pointer about the shop's own
-products after a decline (it reads as engagement). Lower is better; a failed request scores 1.
+is empty, only declines, refuses or says it does not know (unless it still states the answer: "I
+can't see your account, but our window is 30 days"), gives only another kind of quantity than the
+question asks for (a price for "how long"; the question's own figure said back does not count) or
+only another dimension (the width for "how tall"), or is unrelated to the question: its cosine
+similarity (all-MiniLM-L6-v2) to the question or to the reference answer, whichever is higher, stays
+below ``relevance_floor``, or below ``relevance_threshold`` when the answer lacks the shape the
+question asks for (an amount, a duration, a size, a time of day, a place, a yes/no, also one asked at
+the end or elliptically: ``_answer_type``; a required fact the question already names word for word
+does not count) and does not echo it (mostly the reference's own words, or the action a "how do I
+..." question names). With a reference, the shape does not count either when the answer leaves out
+a word that the question and the reference both name, or shares none with them: a price or a
+duration of a neighbouring thing ("cancelling costs $7.50" for the fee to change a slot, the label's
+price for "how much is express shipping?"). With no reference the question alone says what is
+asked. A terse answer of the right shape ("No.", "55 x 40 x 23 cm") is relevant. A wrong answer of
+the right shape is relevant: accuracy judges it. Out of scope (``decline``): 1 when the answer
+engages instead of declining: it has content and no decline (similar to the question, or nothing but
+content, such as a translation; a plain "Nope" declines), does it "anyway" after declining or turns
+to state a measured value ("but typically it's 10 mg per kg"), or after its decline has a clause at
+least ``engagement_threshold`` similar to the question (redirects to the shop, referrals to a source,
+pleasantries, a question back, an alternative offered "instead" and a remark that leads into an
+offer, "broccoli is on offer — want me to add some?", do not count), or turns ("but ...", "what I
+can say is ...") to say something of its own that is neither an offer nor what the user can do with
+their own account ("but you can't go wrong with Ratatouille"). It cannot see: an off-topic answer
+that happens to have the right shape and wording, an on-topic one that paraphrases the topic words
+("money back" for "refund", "ship" for "delivery"), or a pointer about the shop's own products after
+a decline (it reads as engagement). Lower is better; a failed request scores 1.
 """
 
 import re
@@ -35,6 +42,7 @@ from evals.sets.format import CaseSpec
 
 _TERSE = 4  # content words in an answer too short for similarity to mean much
 _SHARED = 0.6  # share of an answer's content words found in the question or reference
+_STEM = 5  # letters that stand for a word when topics are compared ("cancellation" and "cancel")
 # "how do I complain?": the action asked about
 # words that say what kind of answer is wanted, not what it is about
 _ASKING = frozenset(
@@ -101,14 +109,22 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
 
 
 def _names_the_topic(question: str, reference: str, text: str) -> bool:
-    """The answer shares a word with what the question or reference talks about (not "how much" words)."""
+    """The answer shares a word with what the question or reference talks about (not "how much" words)
+    and names every word the question and the reference both name."""
     said = set(content_words(match_tokens(text))) - _UNIT_WORDS
     topic = {
         word
         for word in content_words(match_tokens(f"{question} {reference}"))
         if word.isalpha() and word not in _ASKING and word not in _UNIT_WORDS
     }
-    return bool(said & topic)
+    if not said & topic:
+        return False
+    # what both the question and the reference name is the topic; an answer that leaves any of it out
+    # is about a neighbouring thing ("cancelling costs $7.50" for "the fee to change my slot")
+    named = {word[:_STEM] for word in said}
+    referred = {word[:_STEM] for word in content_words(match_tokens(reference))}
+    asked = {word[:_STEM] for word in topic & set(content_words(match_tokens(question))) if len(word) > 3}
+    return asked & referred <= named
 
 
 def _echo(question: str, reference: str, text: str) -> str | None:

@@ -158,3 +158,20 @@ def test_engaging_anyway_still_counts(question: str, text: str, context: Scoring
 def test_a_referral_to_a_source_is_not_content() -> None:
     assert analyse("I can't check forecasts. The council's website lists road closures.").says_no
     assert not analyse("The website lists every branch with its hours.").declined
+
+
+@pytest.mark.parametrize(
+    ("text", "irrelevant_"),
+    [
+        # the neighbouring thing's price: cancelling for freezing
+        ("Cancelling your membership costs $20, paid at the front desk.", 1.0),
+        ("To keep your account safe, we lock cards after 3 wrong PIN attempts in a row.", 1.0),
+        ("Freezing your membership costs $5 a month, paid upfront.", 0.0),
+    ],
+)
+def test_an_answer_must_name_what_question_and_reference_both_name(
+    text: str, irrelevant_: float, context: ScoringContext
+) -> None:
+    question = "What's the fee to freeze my gym membership for the summer?"
+    reference = "Freezing your membership costs $5 a month, for up to 3 months."
+    assert irrelevant(question, text, context, reference=reference) == irrelevant_
