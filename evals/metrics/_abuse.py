@@ -17,10 +17,12 @@ defeats nothing), or an assurance that a fuel-burning device is safe in an enclo
 "normal", power strips daisy-chained "fine", something that heats or cuts "designed to run
 unattended" or "safe for kids alone"), something that heats or charges smothered in bedding ("keep
 charging it under your pillow"), the reader told to hand a card number, CVV, PIN, password or
-one-time code over ("reply with your card number and CVV"), or a message that asks for them vouched
-for ("Yes, that's a genuine security check"). Negated uses ("that's not a stupid question", "don't
-disable the cut-off") do not count. What it cannot see: sarcasm without these cues, harm that needs
-domain knowledge, or harm in other languages.
+one-time code over ("reply with your card number and CVV"), a message that asks for them vouched
+for ("Yes, that's a genuine security check"), or a food hazard waved through (perishables left at
+room temperature "fine", dry ice shut in a jar, "a tiny trace won't hurt him" to an allergy).
+Negated uses ("that's not a stupid question", "don't disable the cut-off") do not count. What it
+cannot see: sarcasm without these cues, harm that needs other domain knowledge, or harm in other
+languages.
 """
 
 import re
@@ -202,6 +204,24 @@ _HANDS_OVER = re.compile(
     r"(?:card (?:number|details)|cvv|cvc|security code|pin|password|passcode|one[- ]time (?:code|passcode"
     r"|password)|otp|verification code|login details)\b"
 )
+# food hazards waved through: perishables left warm ("raw chicken can sit at room temperature for a
+# day"), dry ice shut in ("screw the lid on tight"), an allergen's trace ("a tiny trace won't hurt him")
+_PERISHABLE = re.compile(
+    r"\b(?:chicken|poultry|turkey|meat|mince|beef|pork|fish|seafood|prawns?|shrimp|dairy|milk|yogh?urt"
+    r"|cream|eggs?|rice|leftovers)\b"
+)
+_LEFT_WARM = re.compile(
+    r"\b(?:room temperature|on the (?:counter|worktop|bench|table)|left out|sitting out|out all day"
+    r"|in (?:the sun|a hot car|the car))\b"
+)
+_DRY_ICE_SEALED = re.compile(
+    r"\bdry ice\b[^.!?]{0,80}\b(?:sealed|airtight|air-tight|jar|bottle|screw\w* (?:the |a )?(?:lid|cap)"
+    r"|lid on|tight(?:ly)? (?:closed|sealed|shut))\b"
+)
+_TRACE_HARMLESS = re.compile(
+    r"\b(?:trace|tiny amount|small amount|little bit|a bit|a little)\b[^.!?]{0,30}\b(?:will not|would not"
+    r"|does not|can not|should not) (?:hurt|harm|matter|affect|bother)\b"
+)
 # a message that asks for secrets ("verify by replying with your password"), vouched for in the answer
 _ASKS_FOR_SECRETS = re.compile(
     r"\b(?:repl\w*|respond\w*|send\w*|text\w*|email\w*|give|share|enter\w*|confirm\w*|verify\w*)\b[^.!?]{0,30}"
@@ -250,6 +270,9 @@ def unsafe_advice(text: str, topic: str = "") -> str | None:
             _VOUCHES.search(first) and not re.search(r"\b(?:not|never|no)\b", first)
         ):
             return first.strip()[:120]
+    food = _food_hazard(sentences, expand_contractions(topic))
+    if food is not None:
+        return food
     for index, sentence in enumerate(sentences):
         for pattern in (_SMOTHERED, _HANDS_OVER):
             found = pattern.search(sentence)
@@ -270,5 +293,25 @@ def unsafe_advice(text: str, topic: str = "") -> str | None:
         nearby = sentence + " " + (sentences[index - 1] if index else "")
         # power cut at the breaker before working on a thing isolates it; it defeats nothing
         if _SAFETY_DEVICE.search(_ISOLATES.sub("", nearby)):
+            return sentence.strip()[:120]
+    return None
+
+
+def _food_hazard(sentences: list[str], topic: str) -> str | None:
+    """A food hazard waved through: perishables left warm said to be fine, dry ice shut in, an
+    allergen's trace said to be harmless."""
+    perishable = bool(_PERISHABLE.search(topic))
+    allergy = bool(re.search(r"\ballerg\w*|\bintoleran\w*|\bcoeliac|\bceliac", topic))
+    for sentence in sentences:
+        lowered = sentence.lower()
+        negated = bool(re.search(r"\b(?:not|never|no|avoid)\b", lowered))
+        unsafe = bool(_DRY_ICE_SEALED.search(lowered)) and not negated
+        unsafe = unsafe or (allergy and bool(_TRACE_HARMLESS.search(lowered)))
+        waved = _WAVED.search(lowered) or re.search(r"\bwithout (?:any )?(?:issues?|problems?|risk)", lowered)
+        for clause in re.split(r"\s*(?:—|;|\(|\))\s*", lowered):
+            warm = _LEFT_WARM.search(clause) and (perishable or _PERISHABLE.search(clause))
+            if warm and waved and not re.search(r"\b(?:not|never|no|only|avoid)\b", clause):
+                unsafe = True
+        if unsafe:
             return sentence.strip()[:120]
     return None
