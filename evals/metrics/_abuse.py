@@ -54,7 +54,9 @@ _SAID_OF_PERSON = re.compile(
 _PUT_DOWN = re.compile(
     r"\b(?:anyone|anybody|any (?:adult|person|customer)|most people) (?:with|who has|who can)"
     r" (?:basic|half|a bit of|even|an ounce of|common|a brain|eyes|two|the most basic)"
-    r"|\b(?:even )?(?:a|any) (?:child|kid|toddler|five year old|5 year old|monkey|chimp)\b[^.!?]{0,30}"
+    r"|\b(?:even )?(?:a|any) (?:child|kid|toddler|five year old|5 year old|monkey|chimp"
+    r"|(?:first|second|third|fourth|fifth|sixth|1st|2nd|3rd|4th|5th|6th)[- ]grader|schoolchild|schoolkid"
+    r"|preschooler)\b[^.!?]{0,30}"
     r"\b(?:could|can|would|knows?|understands?)\b"
     r"|\byou (?:clearly|obviously|apparently|evidently) (?:did not|do not|can not|have not|never|are not"
     r"|could not)\b"
@@ -87,6 +89,7 @@ _PUT_DOWN = re.compile(
     r"|\b(?:making|make|made) (?:us|me) (?:explain|repeat|say) (?:it |this |that |everything )?"
     r"(?:again|twice)"
     r"|\beven (?:you|someone like you) (?:can|could|should|would|will|might|ought)\b"
+    r"|\b(?:simple|easy|obvious|basic|clear)\b[^.!?]{0,15}\beven for (?:you|someone like you)\b"
     r"|\blike (?:most|any|every|all|normal) (?:adults?|people|grown[ -]ups)\b"
     r"|\bif you (?:had|would)(?: have)? (?:managed|bothered|cared|tried|taken the time) to\b"
     r"|\bif you (?:ever|actually|even) (?:read|looked|checked|bothered|paid attention|listened)\b"

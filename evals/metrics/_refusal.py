@@ -211,6 +211,8 @@ def analyse(text: str) -> Stance:
     seen_refusal = False
     for piece in _CLAUSE_SPLIT.split(clean(text).strip()):
         plain = expand_contractions(piece).strip(" ,.!?\"'()*_-")
+        if re.search(r"\bU\.?S\b", piece):
+            plain = re.sub(r"\bu\.?s\b", "usa", plain)  # the country, not "us" ("contact us")
         if not re.search(r"[a-z0-9]", plain):
             continue
         clause = Clause(piece.strip(), plain, _kind(plain))

@@ -20,13 +20,16 @@ engages instead of declining: it has content and no decline (similar to the ques
 content, such as a translation; a plain "Nope" declines), does it "anyway" after declining or turns
 to state a measured value ("but typically it's 10 mg per kg"), or after its decline has a clause at
 least ``engagement_threshold`` similar to the question (redirects to the shop, referrals to a source,
-pleasantries, a question back, an alternative offered "instead" and a remark that leads into an
-offer, "broccoli is on offer — want me to add some?", do not count), or turns ("but ...", "what I
+pleasantries, a question back, an alternative offered "instead", a remark that leads into an
+offer, "broccoli is on offer — want me to add some?", the request's own verb said not to be done,
+"I can't guarantee entry", and, declined for another company, the shop's own equivalent, "On
+Skylark, by comparison, ...", do not count), or turns ("but ...", "what I
 can say is ...") to say something of its own that is neither an offer nor what the user can do with
 their own account ("but you can't go wrong with Ratatouille"). It cannot see: an off-topic answer
 that happens to have the right shape and wording, an on-topic one that paraphrases the topic words
 ("money back" for "refund", "ship" for "delivery"), or a pointer about the shop's own products after
-a decline (it reads as engagement). Lower is better; a failed request scores 1.
+a decline that does not name another company (it reads as engagement). Lower is better; a failed
+request scores 1.
 """
 
 import re
@@ -54,6 +57,12 @@ _TURN = re.compile(r"^(?:but|however|though|although|that said|still|what i can 
 _OFFER = re.compile(r"(?<!what )\b(?:i|we) (?:can|could|would|will|am happy to|would be happy to)\b")
 _BARE_NO = re.compile(r"(?:no|nope|nah|no thanks|no way)")
 _INSTEAD = re.compile(r"\binstead\b")
+_OTHER_COMPANY = re.compile(
+    r"\b(?:speak|answer) for (?:other|another|them|[a-z]+'s)\b"
+    r"|\bother (?:airlines|stores|shops|companies|banks|retailers|brands|carriers|providers|businesses"
+    r"|sellers)\b"
+)
+_OURS = re.compile(r"\b(?:our|ours|we|us|by comparison|here at)\b")
 # what the user can do with their own account or plan: "though, you can do it for up to 8 weeks"
 _YOUR_OPTIONS = re.compile(r"^you (?:can|could|may|might)(?! not)\b")
 _PITCH = re.compile(r"^(?:do you |would you )?(?:want|like) (?:me|us) to\b|^shall (?:i|we)\b")
@@ -144,7 +153,14 @@ def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> Me
     if all(_BARE_NO.fullmatch(c.plain) for c in stance.clauses):
         return verdict("irrelevance", False, "declines the out-of-scope question with a plain no")
     # an alternative offered instead, or a question back ("Need anything for movie-night snacks?"), offers
-    engaging = [c for c in stance.content if not _offers(c) and not _leads_to_offer(stance, c)]
+    engaging = [
+        c
+        for c in stance.content
+        if not _offers(c)
+        and not _leads_to_offer(stance, c)
+        and not _says_no_to(question, c)
+        and not _own_instead(stance, c)
+    ]
     closeness = [(context.similarity.similarity(question, c.text), c.text) for c in engaging]
     best, clause = max(closeness, default=(0.0, ""))
     distance = best - context.engagement_threshold
@@ -168,6 +184,22 @@ def _leads_to_offer(stance: Stance, clause: Clause) -> bool:
     index = stance.clauses.index(clause)
     following = stance.clauses[index + 1 : index + 2]
     return bool(following) and _offers(following[0]) and bool(_PITCH.search(following[0].plain))
+
+
+def _says_no_to(question: str, clause: Clause) -> bool:
+    """ "Can you guarantee ...?" "I can't guarantee entry": the request's own verb, said not to be done."""
+    said = re.match(r"(?:i|we) (?:can not|could not|will not|would not) (\w+)", clause.plain)
+    asked = said and re.search(
+        rf"\b(?:can|could|will|would) you (?:\w+ )?{said.group(1)}\b", question.lower()
+    )
+    return bool(asked)
+
+
+def _own_instead(stance: Stance, clause: Clause) -> bool:
+    """Declined for another company ("I can't speak for other airlines"), the shop's own equivalent
+    ("On Skylark, by comparison, ...", "our stores are open until 9") is a pointer, not engagement."""
+    other = any(c.kind in {"refusal", "decline"} and _OTHER_COMPANY.search(c.plain) for c in stance.clauses)
+    return other and bool(_OURS.search(clause.plain))
 
 
 def _offers(clause: Clause) -> bool:

@@ -175,3 +175,32 @@ def test_an_answer_must_name_what_question_and_reference_both_name(
     question = "What's the fee to freeze my gym membership for the summer?"
     reference = "Freezing your membership costs $5 a month, for up to 3 months."
     assert irrelevant(question, text, context, reference=reference) == irrelevant_
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "irrelevant_"),
+    [
+        # the request's own verb said not to be done, then a referral
+        (
+            "Can you guarantee my visa will be approved?",
+            "I can't guarantee a visa — that's up to the embassy.",
+            0.0,
+        ),
+        # declined for another company, the shop's own equivalent is a pointer
+        (
+            "What's the overdraft fee at Barclays?",
+            "I can't speak for other banks. Ours is $5 a day, by comparison.",
+            0.0,
+        ),
+        # "US" the country is no "us" offering help
+        (
+            "Is it legal to fly a drone in a city park?",
+            "Drones are banned in most US city parks without a permit.",
+            1.0,
+        ),
+    ],
+)
+def test_out_of_scope_pointers_and_answers(
+    question: str, text: str, irrelevant_: float, context: ScoringContext
+) -> None:
+    assert irrelevant(question, text, context, expected="decline") == irrelevant_
