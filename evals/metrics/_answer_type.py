@@ -1,15 +1,15 @@
 """Does an answer have the shape of an answer to this question?
 
 "How much ...?" wants an amount (or "free"; "how much data ...?" an amount of data, not a price),
-"how long / when ...?" a duration or a time (also in words: "about a week"), a deadline a duration,
-"what are your hours" times of day, "what size" lengths or dimensions ("55 x 40 x 23 cm"), "where do
-I find ...?" a place or a path through menus, "how many ...?" a number ("how many miles" also "25,000
-miles"), a yes/no question a yes or a no (also hedged, "I think so?", conditional, "They do if ...",
-or restricted, "Only on Flex fares"; the question may ask it at its end, "..., is that from you?", or
-elliptically, "Allowed in the cabin?"); a reference that states a quantity wants a quantity of the
-same kind and scale (a warranty of "2 years" is not answered by "12 hours"). An answer that states a
-required fact has the right shape too. A wrong value still has the right shape: this separates
-"answers a different question" from "answers this one wrongly".
+"how long / when ...?" a duration or a time, a deadline a duration, "what are your hours" times of
+day, "what size" lengths or dimensions ("55 x 40 x 23 cm"), "where do I find ...?" a place or a path
+through menus, "how many ...?" a number ("how many miles" also "25,000 miles"), a yes/no question a
+yes or a no (also hedged, "I think so?", conditional, "They do if ...", or restricted, "Only on Flex
+fares"; the question may ask it at its end, "..., is that from you?", or elliptically, "Allowed in
+the cabin?"); a reference that states a quantity wants a quantity of the same kind and scale (a
+warranty of "2 years" is not answered by "12 hours"). An answer that states a required fact has the
+right shape too. A wrong value still has the right shape: this separates "answers a different
+question" from "answers this one wrongly".
 """
 
 import re
@@ -90,11 +90,6 @@ _ECHO = re.compile(
     r"(?: not)?"
 )
 _FREE = re.compile(r"\bfree\b|\bno (?:charge|cost|fee)\b")
-# a duration in words: "within a week or two", "a couple of days"
-_SOME_TIME = re.compile(
-    r"\b(?:a|an|one|a few|a couple of|couple of)\s+"
-    r"(?:days?|weeks?|months?|years?|hours?|minutes?|fortnight)\b"
-)
 # "55 x 40 x 23 cm", "21.5 x 15.5 x 9 in": a size given as its dimensions
 _SIZE = re.compile(r"\d(?:[\d.,]*)\s*(?:[a-z]{1,2}\s*)?[x×]\s*\d")
 # a place or a way through menus: "under My Trips → your booking", "in the app, under Account"
@@ -215,8 +210,6 @@ def _states_wanted_kind(
 ) -> bool:
     plain = expand_contractions(answer).lower()
     if wanted & _MONEY and _FREE.search(plain):
-        return True
-    if wanted & _DURATION and _SOME_TIME.search(plain):
         return True
     if "length" in wanted and _SIZE.search(plain):
         return True

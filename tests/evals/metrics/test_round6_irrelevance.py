@@ -77,10 +77,6 @@ def test_how_much_of_a_thing_asks_for_an_amount_not_a_price() -> None:
     assert states_other_kind("How much does the basic plan cost?", "About 20 minutes.")
 
 
-def test_a_duration_in_words_is_a_duration() -> None:
-    assert shows_answer_type("How long does a card replacement take?", "", [], "About a week.")
-
-
 def test_a_refusal_that_still_states_the_answer_is_relevant(context: ScoringContext) -> None:
     question = "I can't log in — what's the late fee again?"
     text = "I can't see your account from here, but our standard late fee is $15."
