@@ -76,6 +76,8 @@ _ASKS = [
         _DURATION,
     ),
     (re.compile(r"\bhow many\b"), {"count", "number"}),
+    # "what's the weight of the Tab 11?" asks a mass: a screen size and a price answer something else
+    (re.compile(r"\bwhat is the weight\b|\bhow heavy\b|\bhow much does [\w -]{1,40} weigh\b"), {"mass"}),
 ]
 _POLARITY = re.compile(
     r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|absolutely|definitely|of course|certainly|unfortunately|sorry"

@@ -3,7 +3,8 @@
 Applies to cases with ``expected: answer`` or ``decline``. In scope (``answer``): 1 when the answer
 is empty, only declines, refuses or says it does not know (unless it still states the answer: "I
 can't see your account, but our window is 30 days"), gives only another kind of quantity than the
-question asks for (a price for "how long"; the question's own figure said back does not count) or
+question asks for (a price for "how long", a size and a price for "what's the weight"; the
+question's own figure said back does not count) or
 only another dimension (the width for "how tall"), or is unrelated to the question: its cosine
 similarity (all-MiniLM-L6-v2) to the question or to the reference answer, whichever is higher, stays
 below ``relevance_floor``, or below ``relevance_threshold`` when the answer lacks the shape the

@@ -200,3 +200,9 @@ def test_out_of_scope_pointers_and_answers(
     question: str, text: str, irrelevant_: float, context: ScoringContext
 ) -> None:
     assert irrelevant(question, text, context, expected="decline") == irrelevant_
+
+
+def test_a_weight_asked_is_not_answered_by_a_size_and_a_price() -> None:
+    question = "what's the weight of the folding rowing machine"
+    assert states_other_kind(question, "It folds to 90 cm and costs $349.")
+    assert not states_other_kind(question, "About 24 kg, so two people should carry it.")
