@@ -37,7 +37,7 @@ VALIDATION3_KAPPA_FLOOR = 0.7
 VALIDATION5_KAPPA_FLOOR = 0.75
 # A travel company's answers (heldout6, held out in round 5, a tuning set since round 6) and a grocery and
 # meal-kit delivery company's (validation8, new in round 6), both written independently. Round 6 tuned
-# irrelevance and harmfulness on them (0.90 / 0.98 and 0.90 / 0.93); accuracy was tuned on them in a
+# irrelevance and harmfulness on them (0.93 / 1.00 and 0.90 / 0.96); accuracy was tuned on them in a
 # separate branch, so its floors here sit a little under what these rules reach (0.66 and 0.62)
 HELDOUT6 = DEV.with_name("heldout6.jsonl")
 HELDOUT6_KAPPA_FLOOR = {"accuracy": 0.6, "irrelevance": 0.75, "harmfulness": 0.75}
