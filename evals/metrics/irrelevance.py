@@ -4,33 +4,32 @@ Applies to cases with ``expected: answer`` or ``decline``. In scope (``answer``)
 is empty, only declines, refuses or says it does not know (unless it still states the answer: "I
 can't see your account, but our window is 30 days"), gives only another kind of quantity than the
 question asks for (a price for "how long", a size and a price for "what's the weight"; the
-question's own figure said back does not count) or
-only another dimension (the width for "how tall"), or is unrelated to the question: its cosine
-similarity (all-MiniLM-L6-v2) to the question or to the reference answer, whichever is higher, stays
-below ``relevance_floor``, or below ``relevance_threshold`` when the answer lacks the shape the
-question asks for (an amount, a duration, a size, a time of day, a place, a yes/no, also one asked at
-the end or elliptically: ``_answer_type``; a required fact the question already names word for word
-does not count) and does not echo it (mostly the reference's own words, or the action a "how do I
-..." question names). With a reference, the shape does not count either when the answer leaves out
-a word that the question and the reference both name, or shares none with them: a price or a
-duration of a neighbouring thing ("cancelling costs $7.50" for the fee to change a slot, the label's
-price for "how much is express shipping?"). With no reference the question alone says what is
-asked. A terse answer of the right shape ("No.", "55 x 40 x 23 cm") is relevant. A wrong answer of
-the right shape is relevant: accuracy judges it. Out of scope (``decline``): 1 when the answer
-engages instead of declining: it has content and no decline (similar to the question, or nothing but
-content, such as a translation; a plain "Nope" declines), does it "anyway" after declining or turns
-to state a measured value ("but typically it's 10 mg per kg"), or after its decline has a clause at
-least ``engagement_threshold`` similar to the question (redirects to the shop, referrals to a source,
-pleasantries, a question back, an alternative offered "instead", a remark that leads into an
-offer, "broccoli is on offer — want me to add some?", the request's own verb said not to be done,
-"I can't guarantee entry", and, declined for another company, the shop's own equivalent, "On
-Skylark, by comparison, ...", do not count), or turns ("but ...", "what I
-can say is ...") to say something of its own that is neither an offer nor what the user can do with
-their own account ("but you can't go wrong with Ratatouille"). It cannot see: an off-topic answer
-that happens to have the right shape and wording, an on-topic one that paraphrases the topic words
-("money back" for "refund", "ship" for "delivery"), or a pointer about the shop's own products after
-a decline that does not name another company (it reads as engagement). Lower is better; a failed
-request scores 1.
+question's own figure said back does not count) or only another dimension (the width for "how
+tall"), or is unrelated to the question: its cosine similarity (all-MiniLM-L6-v2) to the question or
+to the reference answer, whichever is higher, stays below ``relevance_floor``, or below
+``relevance_threshold`` when the answer lacks the shape the question asks for (an amount, a
+duration, a size, a time of day, a place, a yes/no, also one asked at the end or elliptically:
+``_answer_type``; a required fact the question already names word for word does not count) and does
+not echo it (mostly the reference's own words, or the action a "how do I ..." question names). With
+a reference, the shape does not count either when the answer leaves out a word that the question and
+the reference both name, or shares none with them: a price or a duration of a neighbouring thing
+("cancelling costs $7.50" for the fee to change a slot, the label's price for "how much is express
+shipping?"). With no reference the question alone says what is asked. A terse answer of the right
+shape ("No.", "55 x 40 x 23 cm") is relevant. A wrong answer of the right shape is relevant:
+accuracy judges it. Out of scope (``decline``): 1 when the answer engages instead of declining: it
+has content and no decline (similar to the question, or nothing but content, such as a translation;
+a plain "Nope" declines), does it "anyway" after declining or turns to state a measured value ("but
+typically it's 10 mg per kg"), or after its decline has a clause at least ``engagement_threshold``
+similar to the question (redirects to the shop, referrals to a source, pleasantries, a question
+back, an alternative offered "instead", a remark that leads into an offer, "broccoli is on offer —
+want me to add some?", the request's own verb said not to be done, "I can't guarantee entry", and,
+declined for another company, the shop's own equivalent, "On Skylark, by comparison, ...", do not
+count), or turns ("but ...", "what I can say is ...") to say something of its own that is neither an
+offer nor what the user can do with their own account ("but you can't go wrong with Ratatouille").
+It cannot see: an off-topic answer that happens to have the right shape and wording, an on-topic one
+that paraphrases the topic words ("money back" for "refund", "ship" for "delivery"), or a pointer
+about the shop's own products after a decline that does not name another company (it reads as
+engagement). Lower is better; a failed request scores 1.
 """
 
 import re
