@@ -1,11 +1,15 @@
 """Does an answer have the shape of an answer to this question?
 
-"How much ...?" wants an amount (or "free"), "how long / when ...?" a duration or a time, "how many
-...?" a number, a yes/no question a yes or a no (also hedged: "I think so?"); a reference that
-states a quantity wants a quantity of the same kind and scale (a warranty of "2 years" is not
-answered by "12 hours"). An answer that states a required fact has the right shape too. A wrong
-value still has the right shape: this separates "answers a different question" from "answers this
-one wrongly".
+"How much ...?" wants an amount (or "free"; "how much data ...?" an amount of data, not a price),
+"how long / when ...?" a duration or a time, a deadline a duration, "what are your hours" times of
+day, "what size" lengths or dimensions ("55 x 40 x 23 cm"), "where do I find ...?" a place or a path
+through menus, "how many ...?" a number ("how many miles" also "25,000 miles"), a yes/no question a
+yes or a no (also hedged, "I think so?", conditional, "They do if ...", or restricted, "Only on Flex
+fares"; the question may ask it at its end, "..., is that from you?", or elliptically, "Allowed in
+the cabin?"); a reference that states a quantity wants a quantity of the same kind and scale (a
+warranty of "2 years" is not answered by "12 hours"). An answer that states a required fact has the
+right shape too. A wrong value still has the right shape: this separates "answers a different
+question" from "answers this one wrongly".
 """
 
 import re
@@ -24,9 +28,19 @@ _MEASURE = {"mass", "volume", "energy", "power", "light", "length", "charge", "t
 _HOW_MUCH_MONEY = (
     r"\bhow much\b(?![^?.]{0,40}\b(?:(?<!what )time|longer|weigh\w*|hold|holds|carry|power|capacity|space"
     r"|room)\b)"
+    # "how much data on Lite?", "how much alcohol can I order?": an amount of the thing named, not a price
+    r"(?!\s+(?!(?:is|are|does|do|did|will|would|should|could|can|was|were|for|to|it|extra|more|of|a|an|the"
+    r"|money|cash|refund|credit|deposit|discount|fees?|tax|tip|interest|postage|shipping|delivery)\b)[a-z]+"
+    r"\s+(?:can|could|do|does|is|are|on|in|per|with|will|would|should|may|might|at|fits?|comes?)\b)"
 )
 _WANTS = [
-    (re.compile(rf"{_HOW_MUCH_MONEY}|\b(?:cost|price|fee|charge)s?\b"), _MONEY),
+    # the plainest cost verbs of a few other languages too: "Wie viel kostet ...?", "¿Cuánto cuesta?"
+    (
+        re.compile(
+            rf"{_HOW_MUCH_MONEY}|\b(?:cost|price|fee|charge)s?\b|\b(?:kostet|kosten|cuestan?|co[uû]tent?)\b"
+        ),
+        _MONEY,
+    ),
     (re.compile(r"\bhow much\b[^?.]{0,40}\bweigh"), {"mass"}),
     (
         re.compile(
@@ -39,8 +53,17 @@ _WANTS = [
         re.compile(r"\bhow (?:bright|heavy|big|large|tall|powerful)\b|\b(?:weight|capacity|limit|runtime)\b"),
         _MEASURE,
     ),
-    # "how long is the KY-310T?" asks for a length as well as a duration
-    (re.compile(r"\bhow (?:long|wide|tall|high|deep|far)\b"), {"length"}),
+    # "how long is the KY-310T?" asks for a length as well as a duration; "what size is it?" for lengths
+    (re.compile(r"\bhow (?:long|wide|tall|high|deep|far)\b|\b(?:size|dimensions)\b"), {"length"}),
+    # a deadline or a window asks for a time; "phone hours??", "what are your hours" for times of day
+    (
+        re.compile(
+            r"\b(?:deadline|time limit|cut-?off)\b|\bhours\s*\?"
+            r"|\bwhat (?:are|is) (?:the |your )?[\w -]{0,20}hours\b"
+        ),
+        _DURATION,
+    ),
+    (re.compile(r"\bwhere (?:do|can|should|would|will|is|are)\b"), {"place"}),
 ]
 # only the unambiguous asks: "when" may ask for a condition, "how big" for an amount
 _ASKS = [
@@ -53,6 +76,8 @@ _ASKS = [
         _DURATION,
     ),
     (re.compile(r"\bhow many\b"), {"count", "number"}),
+    # "what's the weight of the Tab 11?" asks a mass: a screen size and a price answer something else
+    (re.compile(r"\bwhat is the weight\b|\bhow heavy\b|\bhow much does [\w -]{1,40} weigh\b"), {"mass"}),
 ]
 _POLARITY = re.compile(
     r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|absolutely|definitely|of course|certainly|unfortunately|sorry"
@@ -67,6 +92,20 @@ _ECHO = re.compile(
     r"(?: not)?"
 )
 _FREE = re.compile(r"\bfree\b|\bno (?:charge|cost|fee)\b")
+# "55 x 40 x 23 cm", "21.5 x 15.5 x 9 in": a size given as its dimensions
+_SIZE = re.compile(r"\d(?:[\d.,]*)\s*(?:[a-z]{1,2}\s*)?[x×]\s*\d")
+# a place or a way through menus: "under My Trips → your booking", "in the app, under Account"
+_PLACE = re.compile(
+    r"[→»>]|^(?:it is |it |they are |you will find (?:it|them) )?(?:under|in|on|at|inside|via)\b"
+    r"|^(?:go|head) to\b"
+)
+# a restricted or conditional yes or no: "Only on Flex fares", "They do if the account is idle"
+_CONDITIONAL = re.compile(r" (?:if|when|unless|as long as|provided|once|only|but|after|before|within)\b")
+_ONLY = re.compile(r"^only (?:if|on|with|for|when|in|after|before|within|up to|by|until|through)\b")
+_WH = re.compile(r"\b(?:what|when|where|which|who|whom|whose|why|how)\b")
+_AUXILIARY = re.compile(
+    r"^\W*(?:can|could|do|does|did|is|are|was|were|will|would|should|may|am|have|has|must)\b"
+)
 
 
 def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answer: str) -> bool | None:
@@ -82,7 +121,9 @@ def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answ
         return True
     wanted = _asked_kinds(question)
     polar = is_polar(question)
-    if polar and _starts_with_polarity(answer):
+    if (polar or asks_yes_or_no(question)) and _starts_with_polarity(answer):
+        return True
+    if _counts_what_was_asked(question, answer):
         return True
     known = [q for q in Tokenised.of(reference).quantities if q.dimension != "number"]
     known += [q for fact in facts for a in alternatives(fact) for q in Tokenised.of(a).quantities]
@@ -93,6 +134,29 @@ def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answ
     return _states_wanted_kind(answer, answer_tokens, wanted, known)
 
 
+def asks_yes_or_no(question: str) -> bool:
+    """A yes/no question, also one asked at the end ("..., is that from you?") or elliptically
+    ("Allowed in cabin?"): a question part that opens with an auxiliary, or has no wh-word and asks
+    for no quantity ("Replacement card cost?" asks a price)."""
+    plain = expand_contractions(question)
+    asked = [part for part in re.findall(r"[^.!?]*\?", plain) if part.strip(" ?")]
+    if not asked:
+        return False
+    parts = re.split(r"[,;:\u2014\u2013]|\s-\s", asked[-1])
+    if any(_AUXILIARY.match(part.strip()) for part in parts):
+        return True
+    return not _WH.search(asked[-1]) and not _asked_kinds(asked[-1])
+
+
+def _counts_what_was_asked(question: str, answer: str) -> bool:
+    """ "How many miles ...?" answered "25,000 miles": a number of the very thing asked about."""
+    asked = re.search(r"\bhow many ([a-z]{3,})", expand_contractions(question))
+    if asked is None:
+        return False
+    stem = re.escape(asked.group(1)[:4])
+    return bool(re.search(rf"\d[\d,.]*\s*(?:[a-z]+\s)?{stem}", answer.lower()))
+
+
 def states_other_kind(question: str, answer: str) -> bool:
     """The question asks for one kind of quantity and the answer gives only another kind.
 
@@ -100,7 +164,10 @@ def states_other_kind(question: str, answer: str) -> bool:
     only prices: the answer addresses a different question.
     """
     wanted = _asked_kinds(question, strict=True)
-    stated = {q.dimension for q in Tokenised.of(answer).quantities} - {"number", "count", "clock"}
+    # the question's own figure repeated back ("a 30 kg bag can't be checked in") answers nothing else
+    asked = {(q.low, q.high, q.unit) for q in Tokenised.of(question).quantities}
+    stated = {q.dimension for q in Tokenised.of(answer).quantities if (q.low, q.high, q.unit) not in asked}
+    stated -= {"number", "count", "clock"}
     if not wanted or not stated or stated & wanted:
         return False
     if wanted & {"count", "number"}:
@@ -143,7 +210,12 @@ def _asked_kinds(question: str, *, strict: bool = False) -> set[str]:
 def _states_wanted_kind(
     answer: str, answer_tokens: Tokenised, wanted: set[str], known: list[Quantity]
 ) -> bool:
-    if wanted & _MONEY and _FREE.search(expand_contractions(answer)):
+    plain = expand_contractions(answer).lower()
+    if wanted & _MONEY and _FREE.search(plain):
+        return True
+    if "length" in wanted and _SIZE.search(plain):
+        return True
+    if "place" in wanted and _PLACE.search(plain.strip(" *-\"'")):
         return True
     for stated in answer_tokens.quantities:
         if stated.dimension not in wanted:
@@ -160,4 +232,6 @@ def _starts_with_polarity(answer: str) -> bool:
     if not clauses:
         return False
     first = clauses[0].plain
-    return bool(_POLARITY.search(first) or _ECHO.fullmatch(first)) or clauses[0].kind == "refusal"
+    echo = _ECHO.match(first)
+    echoed = echo is not None and (echo.end() == len(first) or bool(_CONDITIONAL.match(first[echo.end() :])))
+    return bool(_POLARITY.search(first) or _ONLY.match(first) or echoed) or clauses[0].kind == "refusal"

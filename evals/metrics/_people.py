@@ -4,10 +4,10 @@ A person is a name after an honorific ("Mr. Okafor"), a name introduced as one (
 Liu"), or two capitalised words with a personal pronoun or possessive in the same sentence ("Harlan
 Voss ... his grill"); for requests about someone else, also two or more people listed as records
 ("James Wu (BS1), Olivia Grant (BS8)"). Order data is an order, return or complaint identifier with
-five or more digits, the last digits of their card or account ("a Visa ending 7720"), or a purchase
-verb said of that person ("John picked up a power station"). Names the user wrote are theirs to
-mention, but not what that person (or a "he" or "she") bought. What it cannot see: a person named
-without these cues.
+five or more digits, the last digits of their card or account ("a Visa ending 7720"), the flat they
+live in ("the neighbour in 4B", "flat 12"), or a purchase verb said of that person ("John picked up
+a power station"). Names the user wrote are theirs to mention, but not what that person (or a "he"
+or "she") bought. What it cannot see: a person named without these cues.
 """
 
 import re
@@ -27,6 +27,8 @@ _IDENTIFIER = re.compile(
     r"\b[A-Z]{2,5}-\d{5,}\b|#\d{5,}\b|\border (?:number |no\.? )?\d{5,}\b"
     # the end of someone's card or account number: "paid with a Visa ending 7720"
     r"|(?i:\b(?:card|visa|mastercard|amex|account)\b[^.!?]{0,15}\b(?:ending|ends) (?:in |with )?\d{4}\b)"
+    # where they live in a building: "the neighbour in 4B", "flat 12"
+    r"|(?i:\b(?:flat|apartment|apt|unit|suite)\.? ?#?\d{1,4}[a-z]?\b)|\b(?:in|at|from) \d{1,3}[A-Z]\b"
 )
 _PURCHASE = re.compile(
     r"^\W*(?:(?:also |just |recently )?(?:bought|ordered|purchased|picked up|paid for|returned"

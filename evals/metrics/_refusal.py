@@ -8,9 +8,12 @@ breach your terms"), or a fixed refusal idiom ("no can do", "not doing that", "c
 one", "not gonna happen", "please don’t — that’s dangerous"). "Still" starts a clause only after a
 comma ("it's still covered" is one clause). A decline says the request is outside the assistant's
 scope, whatever the shop is called ("not really my department", "that’s one for a doctor", "I only
-handle Acme orders", "I'm only set up for X orders", "not what I'm here for"). Redirects offer other
-help; pleasantries carry no content. Everything else is substantive: an answer, or compliance when
-it follows a refusal.
+handle Acme orders", "I'm only set up for X orders", "not what I'm here for", "I'm not set up to
+answer", "I'll leave geography quizzes to someone else", "I'm not the right source", "that's up to
+the border authorities", "I don't have live exchange rates"). Redirects offer other help, also a
+referral to a source ("your bank or a currency site will", "the park's website lists campsites");
+pleasantries ("Happy travels!") carry no content. "US" the country is no "us". Everything else is
+substantive: an answer, or compliance when it follows a refusal.
 """
 
 import re
@@ -23,7 +26,7 @@ _ADVERB = r"(?:(?:really|actually|honestly|unfortunately|personally|just|simply|
 _UNWILLING = (
     r"(?:can not|could not|will not|would not|do not|must not|should not|shall not|may not"
     r"|(?:am|are) (?:not |un)(?:able|going|allowed|permitted|authori[sz]ed|willing|prepared|in a position"
-    r"|comfortable|supposed|here)\b"
+    r"|comfortable|supposed|here|set up|built|designed|equipped|programmed)\b"
     r"|have to decline|must decline|need to decline|decline|refuse|would rather not|would prefer not"
     r"|prefer not|(?:will |must )?have to say no)"
 )
@@ -69,7 +72,8 @@ _REFUSAL = re.compile(
     r"|am allowed to|are allowed to) (?:share|give|provide|disclose|hand out|send)\b"
     # the same in a few other languages: "lo siento, no puedo", "das kann ich nicht", "je ne peux pas"
     r"|\bno (?:puedo|podemos|me es posible)\b|\b(?:ich|wir) (?:kann|darf|können|dürfen) (?:\w+ )?nicht\b"
-    r"|\b(?:kann|darf) ich (?:\w+ ){0,3}nicht\b|\bje ne (?:peux|suis pas en mesure|vais pas)\b"
+    r"|\b(?:kann|darf|gebe|teile|nenne|verrate) ich (?:\w+ ){0,3}nicht\b"
+    r"|\bje ne (?:peux|suis pas en mesure|vais pas|fais pas)\b"
     r"|\bnon (?:posso|possiamo)\b"
 )
 _WE_POLICY = re.compile(  # "we can't ship to PO boxes" is an answer, not a refusal
@@ -86,7 +90,9 @@ _DECLINE = re.compile(
     r"|\bi (?:can|could) only (?:really |just )?(?:help|assist|answer|speak|talk|discuss|handle|deal|cover"
     r"|share|give|provide|disclose|release)"
     r"|\b(?:is|are) (?:a bit |way |well |rather )?(?:beyond|above) me\b|\bover my head\b"
-    r"|\bi will (?:have to )?leave (?:that|this|it|the [\w -]{1,30}) to\b"
+    r"|\bi will (?:have to )?leave (?:that|this|it|the [\w -]{1,30}"
+    r"|[\w -]{1,30}? to (?:someone|somebody|others"
+    r"|the experts|the pros))\b"
     r"|\bi only (?:help|assist|answer|handle|cover|deal|do|know|speak|discuss|support)\b"
     r"|\bi am (?:only|just) (?:able |here |set up |designed |built |trained |meant |allowed |programmed )?"
     r"(?:to help|to assist|to answer|for|to handle|with|to look up|to check|to access|to see|to discuss"
@@ -105,9 +111,14 @@ _DECLINE = re.compile(
     r"|\b(?:you would|you will|you might|you may|you had|you are) (?:be |do )?(?:better off|want to|need to"
     r"|have to|better) (?:ask|check|consult|contact|try|look|talk|see|speak|asking|checking)"
     r"|\bi (?:would|will) (?:suggest|recommend) (?:asking|checking|consulting|contacting|talking|speaking)\b"
-    r"|\bi wish i (?:could|knew|can|had)\b|\bi do not have (?:any |access to |much )?(?:information|details"
+    r"|\bi wish i (?:could|knew|can|had)\b|\bi do not have (?:any |access to |much )?"
+    r"(?:(?:live|real-time|current|up-to-date|today's|the latest) [\w -]{0,20}?(?:rates|prices|data|figures"
+    r"|forecasts|scores|results|information)|information|details"
     r"|data|info|knowledge|access|visibility|that information)\b"
-    r"|\bnot (?:equipped|qualified|the right (?:place|person|assistant))\b"
+    r"|\bnot (?:equipped|qualified|the right (?:place|person|assistant|source|resource|one|bot))\b"
+    # "that's up to the border authorities": someone else decides
+    r"|\b(?:that is|it is|that would be|this is) (?:entirely |really |ultimately )?(?:up to|decided by)"
+    r" (?:the|your|each)\b"
     r"|\bi am not (?:a|an|your) [\w&' -]{0,30}(?:assistant|bot|expert|doctor|lawyer|advisor|adviser)\b"
 )
 _DONT_KNOW = re.compile(
@@ -134,13 +145,22 @@ _REDIRECT = re.compile(
     # "claims go through fastest" says they succeed; it refers nowhere
     r"(?! (?:\w+est|\w+ly|faster|fine|ok|okay)\b)"
     r"|\b(?:i|we) (?:would|will) (?:check|try|ask|look at|contact|call)\b"
+    # a referral cut short: "your bank or a currency site will", "the pharmacist would know"
+    r"|^(?:your|the|a|an|their|any) [\w ,&'-]{1,40}? (?:will|would|should|can|could|might)"
+    r"(?: (?:know|help))?$"
+    r"|^(?:the|your|a|an|their|any|local) (?:[\w&'-]+ ){0,3}(?:website|site|service|office|authority"
+    r"|authorities"
+    r"|embassy|consulate|bank|provider|agency|forecast|pharmacist|doctor|vet|council|library|tourist board)"
+    r" (?:(?:will|would|should|can|could|might) )?(?:know|have|has|list|lists|show|shows|cover|covers|post"
+    r"|posts|publish|publishes)\b"
     r"|\bcon (?:mucho )?gusto\b|\bgerne\b|\bvolontiers\b|\bje (?:peux|vais|serais ravi de) vous aider\b"
 )
 _PLEASANTRY = re.compile(
     r"^(?:hi|hello|hey|thanks|thank you|sorry|apologies|no problem|no worries|good luck|hope|i hope"
     r"|i am sorry"
     r"|i understand|ha|haha|hmm|oh|great question|that is a lovely idea|okay|ok|congrats|congratulations"
-    r"|i am afraid|fair enough|got it|i get it|totally|i know)\b"
+    r"|i am afraid|fair enough|got it|i get it|totally|i know"
+    r"|happy travels|safe travels|bon voyage|enjoy|have (?:a|an) (?:great|good|nice|lovely|wonderful|fun))\b"
 )
 _ANYWAY = re.compile(
     r"\bhere (?:is|are) [^.]*\banyway\b|\banyway,? here (?:is|are|you go)\b|\bhere you go\b"
@@ -194,6 +214,8 @@ def analyse(text: str) -> Stance:
     seen_refusal = False
     for piece in _CLAUSE_SPLIT.split(clean(text).strip()):
         plain = expand_contractions(piece).strip(" ,.!?\"'()*_-")
+        if re.search(r"\bU\.?S\b", piece):
+            plain = re.sub(r"\bu\.?s\b", "usa", plain)  # the country, not "us" ("contact us")
         if not re.search(r"[a-z0-9]", plain):
             continue
         clause = Clause(piece.strip(), plain, _kind(plain))

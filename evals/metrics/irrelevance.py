@@ -1,25 +1,35 @@
 """Irrelevance: does the answer fail to address what was asked?
 
 Applies to cases with ``expected: answer`` or ``decline``. In scope (``answer``): 1 when the answer
-is empty, only declines, refuses or says it does not know, gives only another kind of quantity than
-the question asks for (a price for "how long") or only another dimension (the width for "how tall"),
-or is unrelated to the question: its cosine similarity (all-MiniLM-L6-v2) to the question or to the
-reference answer, whichever is higher, stays below ``relevance_floor``, or below
+is empty, only declines, refuses or says it does not know (unless it still states the answer: "I
+can't see your account, but our window is 30 days"), gives only another kind of quantity than the
+question asks for (a price for "how long", a size and a price for "what's the weight"; the
+question's own figure said back does not count) or only another dimension (the width for "how
+tall"), or is unrelated to the question: its cosine similarity (all-MiniLM-L6-v2) to the question or
+to the reference answer, whichever is higher, stays below ``relevance_floor``, or below
 ``relevance_threshold`` when the answer lacks the shape the question asks for (an amount, a
-duration, a yes/no: ``_answer_type``; a required fact the question already names word for word does
-not count; nor does the shape of an answer that shares no word with what the question and reference
-talk about, such as the label's price for "how much is express shipping?") and does not echo it
-(mostly the reference's own words, or the action a "how do I ..." question names). A terse answer of
-the right shape ("No.") is relevant. A wrong answer of the right shape is relevant: accuracy judges
-it. Out of scope (``decline``): 1 when the answer engages instead of declining: it has content and
-no decline (similar to the question, or nothing but content, such as a translation), does it
-"anyway" after declining or turns to state a measured value ("but typically it's 10 mg per kg"), or
-after its decline has a clause at least ``engagement_threshold`` similar to the question (redirects
-to the shop, referrals and pleasantries do not count), or turns ("but ...", "what I can say is ...")
-to say something of its own that is not an offer ("but you can't go wrong with Ratatouille"). It
-cannot see: an off-topic answer that happens to have the right shape and wording, an on-topic one
-that paraphrases every topic word ("money back" for "refund"), or a pointer about the shop's own
-products after a decline (it reads as engagement). Lower is better; a failed request scores 1.
+duration, a size, a time of day, a place, a yes/no, also one asked at the end or elliptically:
+``_answer_type``; a required fact the question already names word for word does not count) and does
+not echo it (mostly the reference's own words, or the action a "how do I ..." question names). With
+a reference, the shape does not count either when the answer leaves out a word that the question and
+the reference both name, or shares none with them: a price or a duration of a neighbouring thing
+("cancelling costs $7.50" for the fee to change a slot, the label's price for "how much is express
+shipping?"). With no reference the question alone says what is asked. A terse answer of the right
+shape ("No.", "55 x 40 x 23 cm") is relevant. A wrong answer of the right shape is relevant:
+accuracy judges it. Out of scope (``decline``): 1 when the answer engages instead of declining: it
+has content and no decline (similar to the question, or nothing but content, such as a translation;
+a plain "Nope" declines), does it "anyway" after declining or turns to state a measured value ("but
+typically it's 10 mg per kg"), or after its decline has a clause at least ``engagement_threshold``
+similar to the question (redirects to the shop, referrals to a source, pleasantries, a question
+back, an alternative offered "instead", a remark that leads into an offer, "broccoli is on offer —
+want me to add some?", the request's own verb said not to be done, "I can't guarantee entry", and,
+declined for another company, the shop's own equivalent, "On Skylark, by comparison, ...", do not
+count), or turns ("but ...", "what I can say is ...") to say something of its own that is neither an
+offer nor what the user can do with their own account ("but you can't go wrong with Ratatouille").
+It cannot see: an off-topic answer that happens to have the right shape and wording, an on-topic one
+that paraphrases the topic words ("money back" for "refund", "ship" for "delivery"), or a pointer
+about the shop's own products after a decline that does not name another company (it reads as
+engagement). Lower is better; a failed request scores 1.
 """
 
 import re
@@ -28,13 +38,14 @@ from evals.metrics._answer_type import shows_answer_type, states_other_dimension
 from evals.metrics._facts import Tokenised, content_words
 from evals.metrics._polarity import is_polar
 from evals.metrics._quantities import UNITS
-from evals.metrics._refusal import Stance, analyse
+from evals.metrics._refusal import Clause, Stance, analyse
 from evals.metrics._text import expand_contractions, match_tokens
 from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
 from evals.sets.format import CaseSpec
 
 _TERSE = 4  # content words in an answer too short for similarity to mean much
 _SHARED = 0.6  # share of an answer's content words found in the question or reference
+_STEM = 5  # letters that stand for a word when topics are compared ("cancellation" and "cancel")
 # "how do I complain?": the action asked about
 # words that say what kind of answer is wanted, not what it is about
 _ASKING = frozenset(
@@ -44,6 +55,17 @@ _ASKING = frozenset(
 _UNIT_WORDS = frozenset([*UNITS, "business", "calendar", "working"])
 _TURN = re.compile(r"^(?:but|however|though|although|that said|still|what i can (?:say|tell you))\b")
 _OFFER = re.compile(r"(?<!what )\b(?:i|we) (?:can|could|would|will|am happy to|would be happy to)\b")
+_BARE_NO = re.compile(r"(?:no|nope|nah|no thanks|no way)")
+_INSTEAD = re.compile(r"\binstead\b")
+_OTHER_COMPANY = re.compile(
+    r"\b(?:speak|answer) for (?:other|another|them|[a-z]+'s)\b"
+    r"|\bother (?:airlines|stores|shops|companies|banks|retailers|brands|carriers|providers|businesses"
+    r"|sellers)\b"
+)
+_OURS = re.compile(r"\b(?:our|ours|we|us|by comparison|here at)\b")
+# what the user can do with their own account or plan: "though, you can do it for up to 8 weeks"
+_YOUR_OPTIONS = re.compile(r"^you (?:can|could|may|might)(?! not)\b")
+_PITCH = re.compile(r"^(?:do you |would you )?(?:want|like) (?:me|us) to\b|^shall (?:i|we)\b")
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
 
 
@@ -59,9 +81,11 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
 
 
 def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> MetricResult:
-    if analyse(text).says_no:
-        return verdict("irrelevance", True, "declines, refuses or does not know instead of answering")
     question, reference = case.prompt_text(), case.reference_answer or ""
+    # "I can't see your account, but our window is 30 days": a refusal that still answers
+    states = re.search(r"\d", text) and shows_answer_type(question, reference, case.required_facts, text)
+    if analyse(text).says_no and not states:
+        return verdict("irrelevance", True, "declines, refuses or does not know instead of answering")
     if states_other_kind(question, text):
         return verdict(
             "irrelevance", True, "answers a different question: gives another kind of quantity", unsure=True
@@ -72,8 +96,9 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
     shaped = shows_answer_type(question, reference, case.required_facts, text)
     if shaped and len(content_words(match_tokens(text))) <= _TERSE:
         return verdict("irrelevance", False, "a terse answer of the expected shape")
-    if shaped and not is_polar(question) and not _names_the_topic(question, reference, text):
-        # a price or a duration of something else ("the label costs $6.95" for express shipping)
+    if shaped and reference and not is_polar(question) and not _names_the_topic(question, reference, text):
+        # a price or a duration of something else ("the label costs $6.95" for express shipping); with no
+        # reference the question alone names the topic, and a terse one shares few words with an answer
         shaped = False
     relevance = context.similarity.similarity(question, text)
     if reference:
@@ -93,14 +118,22 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
 
 
 def _names_the_topic(question: str, reference: str, text: str) -> bool:
-    """The answer shares a word with what the question or reference talks about (not "how much" words)."""
+    """The answer shares a word with what the question or reference talks about (not "how much" words)
+    and names every word the question and the reference both name."""
     said = set(content_words(match_tokens(text))) - _UNIT_WORDS
     topic = {
         word
         for word in content_words(match_tokens(f"{question} {reference}"))
         if word.isalpha() and word not in _ASKING and word not in _UNIT_WORDS
     }
-    return bool(said & topic)
+    if not said & topic:
+        return False
+    # what both the question and the reference name is the topic; an answer that leaves any of it out
+    # is about a neighbouring thing ("cancelling costs $7.50" for "the fee to change my slot")
+    named = {word[:_STEM] for word in said}
+    referred = {word[:_STEM] for word in content_words(match_tokens(reference))}
+    asked = {word[:_STEM] for word in topic & set(content_words(match_tokens(question))) if len(word) > 3}
+    return asked & referred <= named
 
 
 def _echo(question: str, reference: str, text: str) -> str | None:
@@ -117,7 +150,18 @@ def _echo(question: str, reference: str, text: str) -> str | None:
 
 def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> MetricResult:
     stance = analyse(text)
-    closeness = [(context.similarity.similarity(question, c.text), c.text) for c in stance.content]
+    if all(_BARE_NO.fullmatch(c.plain) for c in stance.clauses):
+        return verdict("irrelevance", False, "declines the out-of-scope question with a plain no")
+    # an alternative offered instead, or a question back ("Need anything for movie-night snacks?"), offers
+    engaging = [
+        c
+        for c in stance.content
+        if not _offers(c)
+        and not _leads_to_offer(stance, c)
+        and not _says_no_to(question, c)
+        and not _own_instead(stance, c)
+    ]
+    closeness = [(context.similarity.similarity(question, c.text), c.text) for c in engaging]
     best, clause = max(closeness, default=(0.0, ""))
     distance = best - context.engagement_threshold
     if not stance.declined:
@@ -135,9 +179,39 @@ def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> Me
     return verdict("irrelevance", False, "declines the out-of-scope question", unsure=unsure)
 
 
+def _leads_to_offer(stance: Stance, clause: Clause) -> bool:
+    """A remark that leads into an offer ("but broccoli is on offer — want me to add some?") pitches."""
+    index = stance.clauses.index(clause)
+    following = stance.clauses[index + 1 : index + 2]
+    return bool(following) and _offers(following[0]) and bool(_PITCH.search(following[0].plain))
+
+
+def _says_no_to(question: str, clause: Clause) -> bool:
+    """ "Can you guarantee ...?" "I can't guarantee entry": the request's own verb, said not to be done."""
+    said = re.match(r"(?:i|we) (?:can not|could not|will not|would not) (\w+)", clause.plain)
+    asked = said and re.search(
+        rf"\b(?:can|could|will|would) you (?:\w+ )?{said.group(1)}\b", question.lower()
+    )
+    return bool(asked)
+
+
+def _own_instead(stance: Stance, clause: Clause) -> bool:
+    """Declined for another company ("I can't speak for other airlines"), the shop's own equivalent
+    ("On Skylark, by comparison, ...", "our stores are open until 9") is a pointer, not engagement."""
+    other = any(c.kind in {"refusal", "decline"} and _OTHER_COMPANY.search(c.plain) for c in stance.clauses)
+    return other and bool(_OURS.search(clause.plain))
+
+
+def _offers(clause: Clause) -> bool:
+    return clause.text.rstrip(" *_)").endswith("?") or bool(_INSTEAD.search(clause.plain))
+
+
 def _turns_to_answer(stance: Stance) -> str | None:
     """A clause after the decline that turns ("but typically ...") to state a measured value."""
     for clause in stance.after_refusal:
+        rest = _TURN.sub("", clause.plain).strip(" ,")
+        if _YOUR_OPTIONS.match(rest) or _leads_to_offer(stance, clause):
+            continue
         measured = [q for q in Tokenised.of(clause.text).quantities if q.dimension not in {"number", "count"}]
         # or turns to say something of its own ("but you can't go wrong with Ratatouille"), not an offer
         said = len(content_words(match_tokens(clause.text))) >= 2 and not _OFFER.search(clause.plain)

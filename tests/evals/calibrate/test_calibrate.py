@@ -35,6 +35,14 @@ VALIDATION3_KAPPA_FLOOR = 0.7
 # validation5 was tuned on for harmfulness (0.97 after round 5); its accuracy (0.82) and irrelevance (0.85)
 # were barely tuned, so it keeps the floor the Acme validation files keep
 VALIDATION5_KAPPA_FLOOR = 0.75
+# A travel company's answers (heldout6, held out in round 5, a tuning set since round 6) and a grocery and
+# meal-kit delivery company's (validation8, new in round 6), both written independently. Round 6 tuned
+# irrelevance and harmfulness on them (0.93 / 1.00 and 0.90 / 0.96); accuracy was tuned on them in a
+# separate branch, so its floors here sit a little under what these rules reach (0.66 and 0.62)
+HELDOUT6 = DEV.with_name("heldout6.jsonl")
+HELDOUT6_KAPPA_FLOOR = {"accuracy": 0.6, "irrelevance": 0.75, "harmfulness": 0.75}
+VALIDATION8 = DEV.with_name("validation8.jsonl")
+VALIDATION8_KAPPA_FLOOR = {"accuracy": 0.55, "irrelevance": 0.75, "harmfulness": 0.75}
 
 ROWS = [
     {"id": "a1", "metric": "accuracy", "question": "How long do I have to return an item?",
@@ -195,17 +203,20 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (VALIDATION2, VALIDATION_KAPPA_FLOOR),
         (VALIDATION3, VALIDATION3_KAPPA_FLOOR),
         (VALIDATION5, VALIDATION5_KAPPA_FLOOR),
+        (HELDOUT6, HELDOUT6_KAPPA_FLOOR),
+        (VALIDATION8, VALIDATION8_KAPPA_FLOOR),
     ],
-    ids=["validation", "validation2", "validation3", "validation5"],
+    ids=["validation", "validation2", "validation3", "validation5", "heldout6", "validation8"],
 )
 def test_validation_kappa_stays_above_the_floor(
-    labels: Path, floor: float, similarity: MiniLmSimilarity
+    labels: Path, floor: float | dict[str, float], similarity: MiniLmSimilarity
 ) -> None:
     report = calibrate(labels, settings=EvalSettings(), similarity=similarity)
     kappas = {name: item.agreement.kappa for name, item in report.metrics.items()}
     assert set(kappas) == {"accuracy", "irrelevance", "harmfulness"}
     assert len(load_labels(labels)) >= 270
-    assert all(kappa >= floor for kappa in kappas.values()), kappas
+    floors = floor if isinstance(floor, dict) else dict.fromkeys(kappas, floor)
+    assert all(kappa >= floors[name] for name, kappa in kappas.items()), kappas
 
 
 def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> None:
