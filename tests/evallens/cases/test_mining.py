@@ -30,7 +30,7 @@ def test_mining_finds_exactly_the_bad_production_traces(
     found = {frozenset(c.trace_ids): c for c in report.candidates}
     expected = [
         traffic.duplicates, [traffic.feedback], [traffic.degraded], [traffic.refusal], [traffic.uncited],
-        [traffic.slow], [traffic.no_question],
+        [traffic.slow],
     ]  # fmt: skip
     assert set(found) == {frozenset(ids) for ids in expected}
     duplicates = found[frozenset(traffic.duplicates)]
@@ -47,9 +47,9 @@ def test_mining_finds_exactly_the_bad_production_traces(
     assert found[frozenset([traffic.refusal])].reasons == ["refusal"]
     assert found[frozenset([traffic.uncited])].reasons == ["no_citations"]
     assert found[frozenset([traffic.slow])].reasons == ["latency_outlier"]
-    assert found[frozenset([traffic.no_question])].question is None
-    # 25 ordinary + 12 other production requests; eval traffic and feedback spans are not requests
-    assert report.num_traces == 25 + 12
+    # 25 ordinary + 11 other production requests; eval traffic, feedback spans and a request that
+    # carries no question (it answered no user) are not production
+    assert report.num_traces == 25 + 11
     assert report.num_already_in_sets == 1  # the failed question that rr-001 already covers
 
 
@@ -57,7 +57,7 @@ def test_the_window_and_the_limit(sessions: sessionmaker[Session], traffic: Traf
     with sessions() as session:
         week = mine(session, since=timedelta(days=7), limit=50)
         top = mine(session, since=timedelta(days=7), limit=2)
-    assert len(week.candidates) == 8  # the failure three days ago joins
+    assert len(week.candidates) == 7  # the failure three days ago joins
     assert [c.trace_id for c in top.candidates] == [c.trace_id for c in week.candidates[:2]]
 
 
@@ -130,7 +130,7 @@ def test_cli_mine_json(database_url: str, traffic: Traffic) -> None:
     assert report["candidates"][0]["trace_ids"] == traffic.duplicates[::-1]
     table = run_cli("cases", "mine", "--since", "1d", database_url=database_url)
     assert table.returncode == 0, table.stderr
-    assert "37 production traces" in table.stdout and "7 candidates" in table.stdout, table.stdout
+    assert "36 production traces" in table.stdout and "6 candidates" in table.stdout, table.stdout
     assert "[EMAIL]" in table.stdout and "jane.doe" not in table.stdout
     bad = run_cli("cases", "mine", "--since", "week", database_url=database_url)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0, bad.stderr
