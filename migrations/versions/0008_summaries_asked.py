@@ -38,8 +38,8 @@ ASKED = (
 )
 PRODUCTION = "asked AND eval_run_id IS NULL AND rated_trace_id IS NULL AND latency_ms IS NOT NULL"
 COVERED = [
-    "trace_id", "end_time", "latency_ms", "cost_usd", "error", "degraded", "timeout", "guarded", "rag", "cited",
-    "refusal_hint", "own_feedback",
+    "trace_id", "end_time", "latency_ms", "cost_usd", "error", "degraded", "timeout", "guarded", "rag",
+    "cited", "refusal_hint", "own_feedback",
 ]  # fmt: skip
 
 
@@ -64,16 +64,16 @@ def _fold(source: str, with_asked: bool) -> str:
     statements = base._fold(source)
     if not with_asked:
         return str(statements)
-    statements = _replace_once(
-        statements, f"({base.SUMMARY_COLUMNS})", f"({base.SUMMARY_COLUMNS}, asked)"
-    )
+    statements = _replace_once(statements, f"({base.SUMMARY_COLUMNS})", f"({base.SUMMARY_COLUMNS}, asked)")
     statements = _replace_once(
         statements,
         f"{base.SUMMARY_VALUES} FROM {source}",
         f"{base.SUMMARY_VALUES.rstrip()},\n  {ASKED.format(source=source)}\nFROM {source}",
     )
     return _replace_once(
-        statements, f"SET {base.SUMMARY_MERGE};", f"SET {base.SUMMARY_MERGE}, asked = s.asked OR excluded.asked;"
+        statements,
+        f"SET {base.SUMMARY_MERGE};",
+        f"SET {base.SUMMARY_MERGE}, asked = s.asked OR excluded.asked;",
     )
 
 
@@ -106,7 +106,8 @@ def upgrade() -> None:
     op.execute(
         "CREATE FUNCTION evallens_mark_asked() RETURNS trigger LANGUAGE plpgsql AS $mark$\nBEGIN\n"
         "UPDATE trace_summaries s SET asked = true FROM (SELECT DISTINCT project, trace_id FROM new_content"
-        " WHERE direction = 'input') a WHERE s.project = a.project AND s.trace_id = a.trace_id AND NOT s.asked;\n"
+        " WHERE direction = 'input') a WHERE s.project = a.project AND s.trace_id = a.trace_id"
+        " AND NOT s.asked;\n"
         "RETURN NULL;\nEND\n$mark$"
     )
     op.execute(

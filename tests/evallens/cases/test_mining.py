@@ -58,7 +58,9 @@ def test_mining_finds_exactly_the_bad_production_traces(
     assert report.num_already_in_sets == 1  # the failed question that rr-001 already covers
 
 
-def test_production_is_traffic_that_answered_a_user(sessions: sessionmaker[Session], traffic: Traffic) -> None:
+def test_production_is_traffic_that_answered_a_user(
+    sessions: sessionmaker[Session], traffic: Traffic
+) -> None:
     with sessions.begin() as session:
         before = mine(session, since=timedelta(days=1), limit=50)
         uploads = [

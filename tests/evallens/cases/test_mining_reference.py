@@ -116,7 +116,9 @@ def reference(session: Session, settings: CasesSettings, since: datetime) -> tup
         ):  # fmt: skip
             production[trace_id] = (found, max(roots), every)
     latencies = [latency for _, latency, _ in production.values()]
-    costs = {t: sum(s["cost_usd"] for s in f if s["cost_usd"] is not None) for t, (f, _, _) in production.items()}
+    costs = {
+        t: sum(s["cost_usd"] for s in f if s["cost_usd"] is not None) for t, (f, _, _) in production.items()
+    }
     enough = len(production) >= settings.cases_min_traces_for_outliers
     latency_p50, latency_p95 = np.percentile(latencies, [50, 95])
     cost_p50, cost_p95 = np.percentile(list(costs.values()), [50, 95])
@@ -131,13 +133,19 @@ def reference(session: Session, settings: CasesSettings, since: datetime) -> tup
         feedback_score = min((s for s in (own, rated[0]) if s is not None), default=None)
         facts.append(
             TraceFacts(
-                trace_id=trace_id, start_time=first["start_time"], latency_ms=latency, cost_usd=costs[trace_id],
-                error=any(s["status_code"] == 2 for s in found), degraded=bool(every.get(attr.DEGRADED)),
-                timeout=bool(every.get(attr.TIMEOUT)), guarded=guarded,
+                trace_id=trace_id,
+                start_time=first["start_time"],
+                latency_ms=latency,
+                cost_usd=costs[trace_id],
+                error=any(s["status_code"] == 2 for s in found),
+                degraded=bool(every.get(attr.DEGRADED)),
+                timeout=bool(every.get(attr.TIMEOUT)),
+                guarded=guarded,
                 no_citations=not chunks and not documents and not guarded,
                 latency_outlier=enough and latency > max(latency_p95, 2 * latency_p50),
                 cost_outlier=enough and costs[trace_id] > max(cost_p95, 2 * cost_p50),
-                feedback_score=feedback_score, feedback_comment=rated[1],
+                feedback_score=feedback_score,
+                feedback_comment=rated[1],
                 question_values=(every.get(attr.GEN_AI_INPUT_MESSAGES), None, events[trace_id].get("input")),
                 answer_values=(every.get(attr.GEN_AI_OUTPUT_MESSAGES), None, events[trace_id].get("output")),
             )  # fmt: skip
@@ -146,7 +154,11 @@ def reference(session: Session, settings: CasesSettings, since: datetime) -> tup
     judged = [judge(item, refuses_or_declines) for item in facts]
     bad = [item for item in judged if item is not None and item.facts.trace_id not in known_traces]
     clusters, num_known = collapse(
-        bad, known_questions, topic_embed, settings.cases_duplicate_similarity, settings.cases_max_embedded_questions
+        bad,
+        known_questions,
+        topic_embed,
+        settings.cases_duplicate_similarity,
+        settings.cases_max_embedded_questions,
     )
     return len(production), len(bad), num_known, [_candidate(cluster) for cluster in clusters]
 
@@ -172,7 +184,11 @@ def test_mining_equals_the_documented_algorithm_on_every_span(
             session, settings, readers, project="default", since=timedelta(days=1), limit=limit, now=now
         )
         num_traces, num_bad, num_known, candidates = reference(session, settings, report.since)
-    assert (report.num_traces, report.num_flagged, report.num_already_in_sets) == (num_traces, num_bad, num_known)
+    assert (report.num_traces, report.num_flagged, report.num_already_in_sets) == (
+        num_traces,
+        num_bad,
+        num_known,
+    )
     assert [shown(candidate) for candidate in report.candidates] == [shown(c) for c in candidates[:limit]]
     assert len(candidates) > 4  # the limit of 4 cuts the list
     assert any(c.count > 1 for c in candidates) and num_known > 0  # merging and known questions at work

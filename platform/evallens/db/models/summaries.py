@@ -49,8 +49,18 @@ class TraceSummary(Base):
             "project",
             "start_time",
             postgresql_include=[
-                "trace_id", "end_time", "latency_ms", "cost_usd", "error", "degraded", "timeout", "guarded", "rag",
-                "cited", "refusal_hint", "own_feedback",
+                "trace_id",
+                "end_time",
+                "latency_ms",
+                "cost_usd",
+                "error",
+                "degraded",
+                "timeout",
+                "guarded",
+                "rag",
+                "cited",
+                "refusal_hint",
+                "own_feedback",
             ],  # fmt: skip
             postgresql_where=text(
                 "asked AND eval_run_id IS NULL AND rated_trace_id IS NULL AND latency_ms IS NOT NULL"
