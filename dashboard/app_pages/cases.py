@@ -52,7 +52,8 @@ st.dataframe(
     },
 )
 st.caption(
-    f"{report.num_traces} production traces in the window, {report.num_flagged} flagged, "
+    f"{report.num_traces} production traces (requests that asked a question) in the window,"
+    f" {report.num_flagged} flagged, "
     f"{report.num_already_in_sets} already in a set, {len(report.candidates)} candidates."
 )
 

@@ -33,9 +33,10 @@ def random_attributes(rng: random.Random, root: bool) -> dict[str, Any]:
         (attr.FEEDBACK_COMMENT, rng.choice(["wrong", "meh"])),
         (attr.FEEDBACK_TARGET_TRACE_ID, "f" * 32),
         (attr.GEN_AI_OUTPUT_MESSAGES, rng.choice(["Sorry, I cannot help", "Here you go"])),
+        (attr.INPUT_VALUE, "where is my parcel?"),  # asked on any span, or on none (migration 0008)
     ]
     picked = dict(rng.sample(choices, rng.randint(0, 4)))
-    if root:
+    if root and rng.random() < 0.6:
         picked[attr.GEN_AI_INPUT_MESSAGES] = "where is my order?"
     return picked
 

@@ -173,8 +173,7 @@ def test_bad_production_cases_are_mined_promoted_reviewed_and_replayed(live: Sta
     flagged = {c["question"] for c in candidates if "negative_feedback" in c["reasons"]}
     assert len(flagged) == len(disliked)
     assert "I was charged twice, my email is [EMAIL], fix it" in flagged
-    # near-duplicates collapsed (a trace without a question, such as a slow knowledge-base upload, is
-    # listed on its own)
+    # near-duplicates collapsed (knowledge-base uploads, which ask nothing, are not production traffic)
     asked = [c["question"] for c in candidates if c["question"] is not None]
     assert asked and len(set(asked)) == len(asked)
     with live.engine.connect() as connection:

@@ -13,7 +13,12 @@ from evallens.durations import parse_duration
 from evallens.errors import EvallensError
 from evallens.settings import CasesSettings
 from evals.readers import minilm_embed, mining_readers, refuses_or_declines
-from tests.evallens.cases.traffic import DUPLICATES, Traffic
+from tests.evallens.cases.traffic import (
+    DUPLICATES,
+    Traffic,
+    document_upload,
+    request_with_content_events,
+)
 from tests.evals.conftest import run_cli
 
 
@@ -30,7 +35,7 @@ def test_mining_finds_exactly_the_bad_production_traces(
     found = {frozenset(c.trace_ids): c for c in report.candidates}
     expected = [
         traffic.duplicates, [traffic.feedback], [traffic.degraded], [traffic.refusal], [traffic.uncited],
-        [traffic.slow], [traffic.no_question],
+        [traffic.slow],
     ]  # fmt: skip
     assert set(found) == {frozenset(ids) for ids in expected}
     duplicates = found[frozenset(traffic.duplicates)]
@@ -47,17 +52,45 @@ def test_mining_finds_exactly_the_bad_production_traces(
     assert found[frozenset([traffic.refusal])].reasons == ["refusal"]
     assert found[frozenset([traffic.uncited])].reasons == ["no_citations"]
     assert found[frozenset([traffic.slow])].reasons == ["latency_outlier"]
-    assert found[frozenset([traffic.no_question])].question is None
-    # 25 ordinary + 12 other production requests; eval traffic and feedback spans are not requests
-    assert report.num_traces == 25 + 12
+    # 25 ordinary + 11 other production requests; eval traffic, feedback spans and a request that
+    # carries no question (it answered no user) are not production
+    assert report.num_traces == 25 + 11
     assert report.num_already_in_sets == 1  # the failed question that rr-001 already covers
+
+
+def test_production_is_traffic_that_answered_a_user(
+    sessions: sessionmaker[Session], traffic: Traffic
+) -> None:
+    with sessions.begin() as session:
+        before = mine(session, since=timedelta(days=1), limit=50)
+        uploads = [
+            document_upload(session, traffic.now - timedelta(minutes=minute), latency_ms=30_000.0, error=True)
+            for minute in (30, 29)
+        ]
+        # questions sent as log events only, before and after their spans, on failed requests
+        early = request_with_content_events(
+            session, traffic.now - timedelta(minutes=4), "Can I gift wrap my order?", events_first=True
+        )
+        late = request_with_content_events(
+            session, traffic.now - timedelta(minutes=3), "Do you deliver on Sundays?", events_first=False
+        )
+    with sessions() as session:
+        after = mine(session, since=timedelta(days=1), limit=50)
+    listed = {trace_id for candidate in after.candidates for trace_id in candidate.trace_ids}
+    assert not listed & set(uploads)  # failed and slow uploads are no user's bad case
+    assert after.num_traces == before.num_traces + 2  # the two chat requests, not the uploads
+    asked = {c.trace_id: c.question for c in after.candidates if c.trace_id in (early, late)}
+    assert asked == {early: "Can I gift wrap my order?", late: "Do you deliver on Sundays?"}
+    # the uploads' 30 s took no part in the latency percentiles: the same requests are slow outliers
+    slow = [c.trace_id for c in after.candidates if "latency_outlier" in c.reasons]
+    assert slow == [c.trace_id for c in before.candidates if "latency_outlier" in c.reasons] == [traffic.slow]
 
 
 def test_the_window_and_the_limit(sessions: sessionmaker[Session], traffic: Traffic) -> None:
     with sessions() as session:
         week = mine(session, since=timedelta(days=7), limit=50)
         top = mine(session, since=timedelta(days=7), limit=2)
-    assert len(week.candidates) == 8  # the failure three days ago joins
+    assert len(week.candidates) == 7  # the failure three days ago joins
     assert [c.trace_id for c in top.candidates] == [c.trace_id for c in week.candidates[:2]]
 
 
@@ -130,7 +163,7 @@ def test_cli_mine_json(database_url: str, traffic: Traffic) -> None:
     assert report["candidates"][0]["trace_ids"] == traffic.duplicates[::-1]
     table = run_cli("cases", "mine", "--since", "1d", database_url=database_url)
     assert table.returncode == 0, table.stderr
-    assert "37 production traces" in table.stdout and "7 candidates" in table.stdout, table.stdout
+    assert "36 production traces" in table.stdout and "6 candidates" in table.stdout, table.stdout
     assert "[EMAIL]" in table.stdout and "jane.doe" not in table.stdout
     bad = run_cli("cases", "mine", "--since", "week", database_url=database_url)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0, bad.stderr

@@ -6,9 +6,10 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from evallens.db.models import Span
+from evallens.db.models import GenAIContent, Span
 from evallens.db.partitions import create_span_partitions
 from evallens.telemetry import attributes as attr
 
@@ -181,3 +182,75 @@ def seed_traffic(session: Session) -> Traffic:
     request(session, now - timedelta(days=3), "Is there a store in Berlin?", None, error=True)
     session.flush()
     return t
+
+
+def document_upload(session: Session, start: datetime, *, latency_ms: float, error: bool) -> str:
+    """A knowledge-base upload as the reference service traces it: one ``documents.upsert`` span."""
+    trace_id = _hex(32)
+    session.add(
+        Span(
+            trace_id=trace_id,
+            span_id=_hex(16),
+            parent_span_id=None,
+            name="documents.upsert",
+            kind=1,
+            start_time=start,
+            end_time=start + timedelta(milliseconds=latency_ms),
+            duration_ms=latency_ms,
+            status_code=2 if error else 1,
+            events=[],
+            resource={attr.SERVICE_NAME: "evallens-service"},
+            attributes={attr.KB_DOCUMENT_ID: "returns-policy", attr.KB_NUM_CHUNKS_EMBEDDED: 12},
+        )  # fmt: skip
+    )
+    session.flush()
+    return trace_id
+
+
+def content_events(session: Session, trace_id: str, span_id: str, at: datetime, question: str) -> None:
+    """The question and a good answer of a chat span sent as GenAI content log events."""
+    for direction, role, text in (("input", "user", question), ("output", "assistant", GOOD_ANSWER)):
+        session.execute(
+            insert(GenAIContent).values(
+                project="default",
+                trace_id=trace_id,
+                span_id=span_id,
+                time=at,
+                event_name=f"gen_ai.{role}.message",
+                direction=direction,
+                messages=[{"role": role, "content": text}],
+                digest=f"{direction}-{trace_id}",
+            )  # fmt: skip
+        )
+    session.flush()
+
+
+def request_with_content_events(
+    session: Session, start: datetime, question: str, *, events_first: bool
+) -> str:
+    """A failed chat request whose question and answer arrive only as content log events, before or
+    after its spans."""
+    trace_id = f"{next(_ids):x}".rjust(32, "c")
+    root_id = _hex(16)
+    if events_first:
+        content_events(session, trace_id, root_id, start, question)
+    session.add(
+        Span(
+            trace_id=trace_id,
+            span_id=root_id,
+            parent_span_id=None,
+            name="chat gpt-4o",
+            kind=3,
+            start_time=start,
+            end_time=start + timedelta(milliseconds=300),
+            duration_ms=300.0,
+            status_code=2,
+            events=[],
+            resource={attr.SERVICE_NAME: "shop-bot"},
+            attributes={attr.GEN_AI_REQUEST_MODEL: "gpt-4o"},
+        )  # fmt: skip
+    )
+    session.flush()
+    if not events_first:
+        content_events(session, trace_id, root_id, start, question)
+    return trace_id

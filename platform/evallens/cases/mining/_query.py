@@ -1,10 +1,13 @@
 """Two SQL passes over a window's trace summaries: its count and percentiles, then per-trace facts of
 traces that may be bad with their question and answer text from their spans.
 
-Production means no span of the trace carries an eval run id; feedback spans (those naming a target
-trace) are joined onto the trace they rate and are never candidates themselves. Chat content that
-clients sent as log events (``genai_content``) is joined onto its trace: the messages of the
-trace's earliest span that has any.
+Production means a trace that answered a user: it carries a user question (``asked``: a span with
+``gen_ai.input.messages`` or ``input.value``, or a GenAI content log event of direction input; migration
+0008), a root span, and no eval run id on any span. Knowledge-base uploads and other traffic without a
+question are not production. Feedback spans (those naming a target trace) are joined onto the trace
+they rate and are never candidates themselves. Chat content that clients sent as log events
+(``genai_content``) is joined onto its trace: the messages of the trace's earliest span that has any.
+Both passes read the partial index ``ix_trace_summaries_production`` alone (an index-only scan).
 """
 
 from dataclasses import dataclass
@@ -36,19 +39,24 @@ def _first(name: str) -> str:
 # Per-trace facts come from ``trace_summaries`` (kept by the spans trigger, migration 0006, which also
 # folds the loose refusal pattern into ``refusal_hint``); spans are read only for the flagged traces' text.
 PRODUCTION = (
-    "project = :p AND start_time >= :since AND eval_run_id IS NULL AND rated_trace_id IS NULL"
+    "project = :p AND start_time >= :since AND asked AND eval_run_id IS NULL AND rated_trace_id IS NULL"
     " AND latency_ms IS NOT NULL"
 )
 # The window's count and percentiles first, in a scan of two columns: the flagged query then reads
-# the summaries once, with no copy of the window kept for a second pass.
+# the summaries once, with no copy of the window kept for a second pass. Asking for the rows in the
+# index's order makes the planner read the production index alone (its pages are a fraction of the
+# table's) where it would otherwise scan the table for a window holding most rows.
 LIMITS_SQL = f"""
 SELECT count(*) AS num_traces,
   percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50,
   percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS latency_p95,
   percentile_cont(0.5) WITHIN GROUP (ORDER BY cost_usd) AS cost_p50,
   percentile_cont(0.95) WITHIN GROUP (ORDER BY cost_usd) AS cost_p95
-FROM trace_summaries WHERE {PRODUCTION}
+FROM (SELECT latency_ms, cost_usd FROM trace_summaries WHERE {PRODUCTION} ORDER BY project, start_time) w
 """
+# The percentiles sort two numbers per production trace of the window: in memory up to a few million
+# (PostgreSQL's default 4 MB spills a 30-day window to disk). Local to the caller's transaction.
+SORT_MEMORY_SQL = "SELECT set_config('work_mem', '64MB', true)"
 # The text of the flagged traces comes from their spans in the same statement. Each trace's spans lie
 # between its summary's start and end: bounding the lookup by them lets PostgreSQL open only that
 # day's partition per trace, however wide the window.
@@ -128,6 +136,7 @@ def flagged_traces(
 ) -> tuple[list[TraceFacts], int]:
     """Production traces since ``since`` with any sign of trouble, newest first; and how many were seen."""
     params = {**PARAMS, "p": project, "since": since, "min_traces": min_traces, "max_traces": max_traces}
+    session.execute(text(SORT_MEMORY_SQL))
     limits = session.execute(text(LIMITS_SQL), params).mappings().one()
     num_traces = int(limits["num_traces"])
     rows = session.execute(text(FLAGGED_SQL), {**params, **limits}).mappings().all()

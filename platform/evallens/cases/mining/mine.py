@@ -1,16 +1,18 @@
 """Rank and deduplicate bad production traces into candidate cases (``mine_cases``)."""
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from evallens.cases._redact import redact
 from evallens.cases.mining._query import flagged_traces
-from evallens.cases.mining.dedupe import Cluster, Embed, collapse
+from evallens.cases.mining.dedupe import Cluster, Embed, collapse, normalize
 from evallens.cases.mining.signals import judge
 from evallens.db.models import EvalCase, EvalSet
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
@@ -69,7 +71,11 @@ def mine_cases(
     """Candidate bad cases from ``project``'s production traffic in the last ``since``, worst ``limit``
     first (questions and answers redacted)."""
     start = (now or datetime.now(UTC)) - since
-    with phase(progress, "reading production traces"):
+    with phase(progress, "reading production traces"), ThreadPoolExecutor(1) as pool:
+        known_traces, known_questions = known_cases(session, project)
+        # the sets' questions are embedded on another core while PostgreSQL reads the window
+        known_texts = sorted({normalize(question) for question in known_questions})
+        known_vectors = pool.submit(readers.embed, known_texts) if known_texts else None
         facts, num_traces = flagged_traces(
             session,
             project,
@@ -77,7 +83,7 @@ def mine_cases(
             min_traces=settings.cases_min_traces_for_outliers,
             max_traces=settings.cases_max_traces,
         )
-        known_traces, known_questions = known_cases(session, project)
+        embed = _embedding_ahead(readers.embed, known_texts, known_vectors)
     judged = []
     with phase(progress, f"judging {len(facts)} flagged traces", len(facts)):
         for item in facts:
@@ -88,7 +94,7 @@ def mine_cases(
         clusters, num_known = collapse(
             bad,
             known_questions,
-            readers.embed,
+            embed,
             settings.cases_duplicate_similarity,
             settings.cases_max_embedded_questions,
         )
@@ -118,6 +124,18 @@ def known_cases(session: Session, project: str) -> tuple[set[str], list[str]]:
     traces = {trace_id for trace_id, _, _ in rows if trace_id}
     questions = [question or question_from_attribute(messages) or "" for _, question, messages in rows]
     return traces, [question for question in questions if question]
+
+
+def _embedding_ahead(embed: Embed, texts: list[str], vectors: "Future[np.ndarray] | None") -> Embed:
+    """``embed``, answering ``texts`` with ``vectors`` (embedded ahead) and embedding only the others."""
+    ahead = dict(zip(texts, vectors.result(), strict=True)) if vectors is not None else {}
+
+    def embed_rest(wanted: list[str]) -> np.ndarray:
+        rest = [text for text in wanted if text not in ahead]
+        found = dict(zip(rest, embed(rest), strict=True)) if rest else {}
+        return np.stack([ahead[text] if text in ahead else found[text] for text in wanted])
+
+    return embed_rest
 
 
 def _candidate(cluster: Cluster) -> Candidate:

@@ -43,6 +43,29 @@ class TraceSummary(Base):
             "rated_trace_id",
             postgresql_where=text("rated_trace_id IS NOT NULL"),
         ),
+        # production traffic as bad-case mining reads it, with every column it reads (migration 0008)
+        Index(
+            "ix_trace_summaries_production",
+            "project",
+            "start_time",
+            postgresql_include=[
+                "trace_id",
+                "end_time",
+                "latency_ms",
+                "cost_usd",
+                "error",
+                "degraded",
+                "timeout",
+                "guarded",
+                "rag",
+                "cited",
+                "refusal_hint",
+                "own_feedback",
+            ],  # fmt: skip
+            postgresql_where=text(
+                "asked AND eval_run_id IS NULL AND rated_trace_id IS NULL AND latency_ms IS NOT NULL"
+            ),
+        ),
     )
 
     project: Mapped[str] = mapped_column(Text, primary_key=True)
@@ -68,6 +91,7 @@ class TraceSummary(Base):
     cited: Mapped[bool] = mapped_column(Boolean, comment="a span names cited documents")
     cache_hit: Mapped[bool] = mapped_column(Boolean, comment="answered from the exact or semantic cache")
     refusal_hint: Mapped[bool] = mapped_column(Boolean, comment="an answer loosely looks like a refusal")
+    asked: Mapped[bool] = mapped_column(Boolean, comment="a span or content event carries a user question")
     own_feedback: Mapped[float | None] = mapped_column(DOUBLE_PRECISION, comment="lowest score on the trace")
     rated_trace_id: Mapped[str | None] = mapped_column(Text, comment="the trace this feedback trace rates")
     rating: Mapped[float | None] = mapped_column(DOUBLE_PRECISION, comment="lowest score given to it")
