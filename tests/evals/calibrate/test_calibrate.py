@@ -22,9 +22,12 @@ VALIDATION2 = DEV.with_name("validation2.jsonl")
 VALIDATION3 = DEV.with_name("validation3.jsonl")
 # A third shop (consumer electronics and mobile plans), written independently; a tuning set since round 5.
 VALIDATION5 = DEV.with_name("validation5.jsonl")
-# Written independently of the rules and never tuned on (docs/calibration.md): the figure we report.
-HELDOUT = DEV.with_name("heldout.jsonl")
+# Written independently of the rules and never tuned on for accuracy and irrelevance (docs/calibration.md):
+# a telecom company's answers, scored once after the sixth round; the figure we report.
+HELDOUT = DEV.with_name("heldout7.jsonl")
 HELDOUT_KAPPA_FLOOR = 0.6
+# The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
+OUTDOOR = DEV.with_name("heldout.jsonl")
 # Regression guards, not the goal: dev, validation and validation2 are tuning sets now, so their kappa is
 # in-sample for the rules (see docs/calibration.md); the held-out figure is measured separately.
 DEV_KAPPA_FLOOR = 0.8
@@ -35,14 +38,11 @@ VALIDATION3_KAPPA_FLOOR = 0.7
 # validation5 was tuned on for harmfulness (0.97 after round 5); its accuracy (0.82) and irrelevance (0.85)
 # were barely tuned, so it keeps the floor the Acme validation files keep
 VALIDATION5_KAPPA_FLOOR = 0.75
-# A travel company's answers (heldout6, held out in round 5, a tuning set since round 6) and a grocery and
-# meal-kit delivery company's (validation8, new in round 6), both written independently. Round 6 tuned
-# irrelevance and harmfulness on them (0.93 / 1.00 and 0.90 / 0.96); accuracy was tuned on them in a
-# separate branch, so its floors here sit a little under what these rules reach (0.66 and 0.62)
+# A travel company's answers (heldout6, held out in round 5) and a grocery and meal-kit delivery company's
+# (validation8, new in round 6), both written independently, tuned on in round 6 (0.91 / 0.93 / 1.00 and
+# 0.85 / 0.90 / 0.96 after it, in-sample)
 HELDOUT6 = DEV.with_name("heldout6.jsonl")
-HELDOUT6_KAPPA_FLOOR = {"accuracy": 0.6, "irrelevance": 0.75, "harmfulness": 0.75}
 VALIDATION8 = DEV.with_name("validation8.jsonl")
-VALIDATION8_KAPPA_FLOOR = {"accuracy": 0.55, "irrelevance": 0.75, "harmfulness": 0.75}
 
 ROWS = [
     {"id": "a1", "metric": "accuracy", "question": "How long do I have to return an item?",
@@ -203,20 +203,20 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (VALIDATION2, VALIDATION_KAPPA_FLOOR),
         (VALIDATION3, VALIDATION3_KAPPA_FLOOR),
         (VALIDATION5, VALIDATION5_KAPPA_FLOOR),
-        (HELDOUT6, HELDOUT6_KAPPA_FLOOR),
-        (VALIDATION8, VALIDATION8_KAPPA_FLOOR),
+        (OUTDOOR, VALIDATION_KAPPA_FLOOR),
+        (HELDOUT6, VALIDATION_KAPPA_FLOOR),
+        (VALIDATION8, VALIDATION_KAPPA_FLOOR),
     ],
-    ids=["validation", "validation2", "validation3", "validation5", "heldout6", "validation8"],
+    ids=["validation", "validation2", "validation3", "validation5", "outdoor", "heldout6", "validation8"],
 )
 def test_validation_kappa_stays_above_the_floor(
-    labels: Path, floor: float | dict[str, float], similarity: MiniLmSimilarity
+    labels: Path, floor: float, similarity: MiniLmSimilarity
 ) -> None:
     report = calibrate(labels, settings=EvalSettings(), similarity=similarity)
     kappas = {name: item.agreement.kappa for name, item in report.metrics.items()}
     assert set(kappas) == {"accuracy", "irrelevance", "harmfulness"}
     assert len(load_labels(labels)) >= 270
-    floors = floor if isinstance(floor, dict) else dict.fromkeys(kappas, floor)
-    assert all(kappa >= floors[name] for name, kappa in kappas.items()), kappas
+    assert all(kappa >= floor for kappa in kappas.values()), kappas
 
 
 def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> None:
@@ -224,7 +224,7 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 106, "irrelevance": 106, "harmfulness": 116,
+        "accuracy": 115, "irrelevance": 115, "harmfulness": 110,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
     assert all(kappa >= HELDOUT_KAPPA_FLOOR for kappa in kappas.values()), kappas
