@@ -63,6 +63,11 @@ _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "p
     **dict.fromkeys(["delivery", "deliver", "arrival", "arrive", "arriv", "receipt", "receiv"], "delivery"),
     **dict.fromkeys(["order", "ordering", "purchase", "purchas", "bought", "plac", "checkout"], "order"),
     **dict.fromkeys(["dispatch", "ship", "shipp"], "dispatch"),
+    **dict.fromkeys(["transaction"], "order"),
+    # when the customer noticed a fault or a charge is a later event than the purchase itself
+    **dict.fromkeys(
+        ["notice", "notic", "noticing", "discover", "discovering", "spott", "spotting"], "discovery"
+    ),
 }
 _UNIVERSAL = re.compile(
     r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
@@ -173,7 +178,13 @@ def _quantity_conflicts(
         if stated.dimension == "number" or negated_at(answer.words, stated.position):
             continue
         if any((q.low, q.high) == (stated.low, stated.high) for q in bare):
-            continue  # the very number a fact asks for ("800" miles earned on a 400 euro booking)
+            # the very number a fact asks for ("800" miles earned on a 400 euro booking), though it may
+            # still be counted from another event ("120 days from when you noticed it")
+            same = [
+                (q, source) for q, source in known if q.dimension == stated.dimension and _agrees(stated, q)
+            ]
+            reasons += _anchor_conflicts(stated, answer.words, same)
+            continue
         if _conditional_at(answer.words, stated.position):
             continue
         rivals = [

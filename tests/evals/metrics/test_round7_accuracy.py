@@ -97,3 +97,10 @@ def test_a_condition_the_reference_never_sets() -> None:
     assert (
         contradictions("You can freeze a membership for up to 90 days.", [], "For as long as 90 days.") == []
     )
+
+
+def test_a_bare_number_counted_from_a_later_event() -> None:
+    reference = "Warranty claims must be made within 24 months of the purchase date."
+    facts: list[Fact] = [["24"]]
+    assert contradictions(reference, facts, "24 months from when you first notice the fault.") != []
+    assert contradictions(reference, facts, "24 months from the purchase, even if you notice it later.") == []
