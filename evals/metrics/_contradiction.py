@@ -99,6 +99,7 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     reasons += _weekend_claims(reference, answer_tokens)
     reasons += _choice_conflicts(reference, answer)
     reasons += _added_conditions(reference, answer, question)
+    reasons += _extended_scope(reference, answer, question)
     return reasons
 
 
@@ -106,6 +107,30 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
 _CONDITION = re.compile(
     r"(?<!for )\b(?:only (?:if|when|for|on)|as long as|provided(?: that)?)\b([^.;:!?\u2014()]*)"
 )
+
+
+# "it covers debit card purchases as well": a rule stretched to something else ("too" ending a clause)
+_EXTENDED = re.compile(r"([^.;:!?,\u2014]*)\b(?:too|as well)\s*(?=[.;:!?,)]|$)")
+_COVERS = ("cover", "appl", "includ", "availab", "eligib", "accept", "qualif", "valid")
+
+
+def _extended_scope(reference: str, answer: str, question: str) -> list[str]:
+    """A rule (covers, applies, included, available) said to hold "too" for something the reference
+    and the question never name ("and that applies to cash withdrawals too")."""
+    known = {_stem_loose(w) for w in [*match_tokens(reference), *match_tokens(question)]}
+    reasons = []
+    for found in _EXTENDED.finditer(expand_contractions(answer)):
+        words = match_tokens(found[1])
+        if not any(w.startswith(_COVERS) for w in words):
+            continue
+        new = {
+            w
+            for w in words
+            if w.isalpha() and len(w) > 2 and w not in STOPWORDS and _stem_loose(w) not in known
+        }
+        if new - {w for w in words if w.startswith(_COVERS)}:
+            reasons.append(f"extends it to what the reference does not name: '{found[0].strip()}'")
+    return reasons
 
 
 def _added_conditions(reference: str, answer: str, question: str) -> list[str]:

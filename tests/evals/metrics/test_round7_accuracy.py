@@ -104,3 +104,11 @@ def test_a_bare_number_counted_from_a_later_event() -> None:
     facts: list[Fact] = [["24"]]
     assert contradictions(reference, facts, "24 months from when you first notice the fault.") != []
     assert contradictions(reference, facts, "24 months from the purchase, even if you notice it later.") == []
+
+
+def test_a_rule_stretched_to_something_the_reference_never_names() -> None:
+    reference = "The off-peak membership gives gym access before 4 pm on weekdays."
+    assert contradictions(reference, [], "Gym access before 4 pm, and it covers the swimming pool too.") != []
+    # an extra feature is no rule stretched, nor is a rule restated for what the reference names
+    assert contradictions(reference, [], "Gym access before 4 pm, with a free towel as well.") == []
+    assert contradictions(reference, [], "Before 4 pm on weekdays, and that applies to gym access too.") == []
