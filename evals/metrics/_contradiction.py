@@ -19,9 +19,12 @@ if-clause, or "every day" where the reference says "7 days a week"; "no limit" a
 like" are backed by "unlimited", "instantly" by "instant"). The other of two values picked ("whichever
 is lower" where the reference takes the greater). A condition none of whose words the reference or the
 question uses ("but only if the amount is under £100", "as long as they are unused"; not "unless",
-which often names a fair exception, nor "for as long as 56 days"). What it cannot see: wrong claims
-with no number, negation, universal word or "only if" in them, such as an extra country in a list, an
-extra fee or exception, or a value attributed to the wrong product.
+which often names a fair exception, nor "for as long as 56 days"). A rule (covers, applies, included,
+available) said to hold "too" or "as well" for something neither names ("and that applies to cash
+withdrawals too"). The number a bare fact asks for is no conflict, but may still be counted from
+another event ("120 days from when you noticed it" for "of the transaction date"). What it cannot
+see: wrong claims with no number, negation, universal word, "only if" or "too" in them, such as an
+extra country in a list, an extra fee or exception, or a value attributed to the wrong product.
 """
 
 import re
