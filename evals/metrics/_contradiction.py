@@ -15,9 +15,16 @@ actually, correction: $3 is the fee for changing. Cancelling costs $7.50"). Pola
 denies stated, or what it states denied. And an unqualified universal claim ("always",
 "permanently", "for everyone", "no matter what") the reference does not make (not one the user asked
 with, a denied one, one in an instruction, an option, "you can always pay cash", one inside an
-if-clause, or "every day" where the reference says "7 days a week"). What it cannot see: wrong
-claims with no number, negation or universal word in them, such as an extra country in a list, an
-extra condition or fee, or a value attributed to the wrong product.
+if-clause, or "every day" where the reference says "7 days a week"; "no limit" and "as many as you
+like" are backed by "unlimited", "instantly" by "instant"). The other of two values picked ("whichever
+is lower" where the reference takes the greater). A condition none of whose words the reference or the
+question uses ("but only if the amount is under £100", "as long as they are unused"; not "unless",
+which often names a fair exception, nor "for as long as 56 days"). A rule (covers, applies, included,
+available) said to hold "too" or "as well" for something neither names ("and that applies to cash
+withdrawals too"). The number a bare fact asks for is no conflict, but may still be counted from
+another event ("120 days from when you noticed it" for "of the transaction date"). What it cannot
+see: wrong claims with no number, negation, universal word, "only if" or "too" in them, such as an
+extra country in a list, an extra fee or exception, or a value attributed to the wrong product.
 """
 
 import re
@@ -59,11 +66,21 @@ _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "p
     **dict.fromkeys(["delivery", "deliver", "arrival", "arrive", "arriv", "receipt", "receiv"], "delivery"),
     **dict.fromkeys(["order", "ordering", "purchase", "purchas", "bought", "plac", "checkout"], "order"),
     **dict.fromkeys(["dispatch", "ship", "shipp"], "dispatch"),
+    **dict.fromkeys(["transaction"], "order"),
+    # when the customer noticed a fault or a charge is a later event than the purchase itself
+    **dict.fromkeys(
+        ["notice", "notic", "noticing", "discover", "discovering", "spott", "spotting"], "discovery"
+    ),
 }
 _UNIVERSAL = re.compile(
     r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
     r"|instant(?:ly)?|no matter|regardless|guaranteed|any ?time|24/7|no questions asked|without exception"
-    r"|whatever you|everyone|everybody)\b"
+    r"|whatever (?:you|they)|everyone|everybody|no limit"
+    r"|as (?:many|much|often)(?: \w+){0,2} as you (?:like|want|wish))\b"
+)
+# one claim in many words: "no limit" says what "unlimited" or "as often as you like" says
+_LIMITLESS = re.compile(
+    r"\b(?:unlimited|no (?:limit|cap|maximum)|as (?:many|much|often)\b[^.]{0,20}\bas you)"
 )
 # "you can always add cash" offers an option; "if you use it every day" supposes, it claims nothing
 _NOT_A_CLAIM = re.compile(r"\b(?:can|could|may) (?:also )?$|\b(?:if|whenever|unless|in case)\b[^,;:\u2014]*$")
@@ -83,7 +100,82 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     reasons += denial_conflicts(question, reference, answer)
     reasons += _universal_claims(reference, answer, question)
     reasons += _weekend_claims(reference, answer_tokens)
+    reasons += _choice_conflicts(reference, answer)
+    reasons += _added_conditions(reference, answer, question)
+    reasons += _extended_scope(reference, answer, question)
     return reasons
+
+
+# "only if you drop it at a depot": a condition the answer sets; "for as long as 56 days" is a duration
+_CONDITION = re.compile(
+    r"(?<!for )\b(?:only (?:if|when|for|on)|as long as|provided(?: that)?)\b([^.;:!?\u2014()]*)"
+)
+
+
+# "it covers debit card purchases as well": a rule stretched to something else ("too" ending a clause)
+_EXTENDED = re.compile(r"([^.;:!?,\u2014]*)\b(?:too|as well)\s*(?=[.;:!?,)]|$)")
+_COVERS = ("cover", "appl", "includ", "availab", "eligib", "accept", "qualif", "valid")
+
+
+def _extended_scope(reference: str, answer: str, question: str) -> list[str]:
+    """A rule (covers, applies, included, available) said to hold "too" for something the reference
+    and the question never name ("and that applies to cash withdrawals too")."""
+    known = {_stem_loose(w) for w in [*match_tokens(reference), *match_tokens(question)]}
+    reasons = []
+    for found in _EXTENDED.finditer(expand_contractions(answer)):
+        words = match_tokens(found[1])
+        if not any(w.startswith(_COVERS) for w in words):
+            continue
+        new = {
+            w
+            for w in words
+            if w.isalpha() and len(w) > 2 and w not in STOPWORDS and _stem_loose(w) not in known
+        }
+        if new - {w for w in words if w.startswith(_COVERS)}:
+            reasons.append(f"extends it to what the reference does not name: '{found[0].strip()}'")
+    return reasons
+
+
+def _added_conditions(reference: str, answer: str, question: str) -> list[str]:
+    """A condition or exception whose every word is new to the reference and the question
+    ("but only if the amount is under £100", "unless you tell us before you travel")."""
+    known = {_stem_loose(w) for w in [*match_tokens(reference), *match_tokens(question)]}
+    reasons = []
+    for found in _CONDITION.finditer(expand_contractions(answer)):
+        said = {
+            _stem_loose(w)
+            for w in match_tokens(found[1])
+            if w.isalpha() and len(w) > 2 and w not in STOPWORDS
+        }
+        if said and not said & known:
+            reasons.append(f"adds a condition the reference does not set: '{found[0].strip()}'")
+    return reasons
+
+
+def _stem_loose(word: str) -> str:
+    return word[:5]
+
+
+_SIDES = {
+    **dict.fromkeys(["greater", "higher", "larger", "bigger"], "higher"),
+    **dict.fromkeys(["lower", "lesser", "smaller"], "lower"),
+    **dict.fromkeys(["later", "latest"], "later"),
+    **dict.fromkeys(["earlier", "earliest", "sooner"], "earlier"),
+}
+_OPPOSITE = {"higher": "lower", "lower": "higher", "later": "earlier", "earlier": "later"}
+_CHOICE = re.compile(rf"\b(?:the ({'|'.join(_SIDES)}) of|whichever (?:is|comes) ({'|'.join(_SIDES)}))\b")
+
+
+def _choice_conflicts(reference: str, answer: str) -> list[str]:
+    """The other of two values picked ("whichever is lower of £25 or 1%" where the reference takes the
+    greater)."""
+    theirs = {_SIDES[m[1] or m[2]] for m in _CHOICE.finditer(clean(reference).lower())}
+    mine = {_SIDES[m[1] or m[2]] for m in _CHOICE.finditer(re.sub(r"[*_]", "", clean(answer).lower()))}
+    return [
+        f"takes the {side} of the values where the reference takes the {_OPPOSITE[side]}"
+        for side in sorted(mine)
+        if _OPPOSITE[side] in theirs and side not in theirs
+    ]
 
 
 def _weekend_claims(reference: str, answer: Tokenised) -> list[str]:
@@ -114,7 +206,13 @@ def _quantity_conflicts(
         if stated.dimension == "number" or negated_at(answer.words, stated.position):
             continue
         if any((q.low, q.high) == (stated.low, stated.high) for q in bare):
-            continue  # the very number a fact asks for ("800" miles earned on a 400 euro booking)
+            # the very number a fact asks for ("800" miles earned on a 400 euro booking), though it may
+            # still be counted from another event ("120 days from when you noticed it")
+            same = [
+                (q, source) for q, source in known if q.dimension == stated.dimension and _agrees(stated, q)
+            ]
+            reasons += _anchor_conflicts(stated, answer.words, same)
+            continue
         if _conditional_at(answer.words, stated.position):
             continue
         rivals = [
@@ -331,7 +429,7 @@ def _conditional_at(words: list[str], start: int) -> bool:
 
 def _universal_claims(reference: str, answer: str, question: str = "") -> list[str]:
     # the user's own word ("do I get everything back?") answered is not a claim of the answer's
-    reference_words = set(match_tokens(reference)) | set(match_tokens(question))
+    reference_words = {w.removesuffix("ly") for w in [*match_tokens(reference), *match_tokens(question)]}
     # "never expires" already says "forever": a universal about time backs the others about time
     timeless = bool(_TIMELESS.search(clean(reference).lower()))
     reasons = []
@@ -347,7 +445,10 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
                 continue
             if claim == "every day" and _DAILY.search(normalise(reference)):
                 continue  # "every day" is "7 days a week"
-            if not set(match_tokens(claim)) <= reference_words:
+            if _LIMITLESS.match(claim) and _LIMITLESS.search(clean(reference).lower()):
+                continue
+            # "instantly" is what an "instant" freeze does
+            if not {w.removesuffix("ly") for w in match_tokens(claim)} <= reference_words:
                 reasons.append(f"claims '{claim}', which the reference does not say")
     return reasons
 

@@ -6,12 +6,13 @@ states with the same value in any unit ("two weeks" for "14 days"), when its wor
 their endings dropped ("pre-authorise" for "pre-authorised"), when all of its content words appear
 close together ("date of delivery" for "delivery date"; never for a fact with a number, which
 needs that number), or, for a denial such as "no viruses", when one clause names its words and
-denies something ("viruses are NOT filtered out"). One single value states one fact: "36 inches"
+denies something ("viruses are NOT filtered out"). "Pounds" are sterling where a sterling fact is
+wanted and the reference weighs nothing. One single value states one fact: "36 inches"
 (91 cm) is not also a depth of "91 cm"; a range may state two ("from $50 to $1,500").
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from evals.metrics._quantities import Quantity, quantities_in
@@ -142,13 +143,21 @@ def _find_alternative(alternative: str, answer: Tokenised, reference: Tokenised 
     if len(fact.quantities) == 1 and fact.quantities[0].dimension not in {"number"}:
         wanted = fact.quantities[0]
         ranges = [q for q in (reference.quantities if reference else []) if _ends_range(q, wanted)]
-        for stated in answer.quantities:
+        for stated in _pounds_as_money(answer.quantities, wanted, reference):
             if stated.same_value(wanted) or any(stated.same_value(known) for known in ranges):
                 return FactMatch(alternative, stated.position, stated.position + 2)
     loose = _find_words([_loose(w) for w in needle], [_loose(w) for w in haystack])
     if loose is not None:  # "we pre-authorise your card" for "pre-authorised"
         return FactMatch(alternative, loose, loose + len(needle))
     return _find_words_nearby(alternative, needle, haystack) or _find_denied(alternative, needle, haystack)
+
+
+def _pounds_as_money(stated: list[Quantity], wanted: Quantity, reference: Tokenised | None) -> list[Quantity]:
+    """The answer's quantities, its "pounds" read as sterling where a sterling fact is wanted and the
+    reference weighs nothing ("between twenty-five and three hundred pounds" a month for £25-£300)."""
+    if wanted.unit != "gbp" or reference is None or any(q.dimension == "mass" for q in reference.quantities):
+        return stated
+    return [replace(q, unit="gbp", dimension="gbp") if q.unit == "lb" else q for q in stated]
 
 
 def _loose(word: str) -> str:

@@ -6,7 +6,9 @@ texts state are compared; an answer that leaves one out does not conflict. A thi
 ("per $1" and "per dollar", "per lb" and "per pound", "per passenger" and "per person", "each way"
 and "per direction", "per booking" and "per order") is one thing; "in total" is per order, so not per
 person; every thing named after a value counts ("each way per traveller"), and the thing the
-reference prices ("box shipping is $6.99 per week") may be what the answer counts per.
+reference prices ("box shipping is $6.99 per week") may be what the answer counts per. "Each time"
+is per whatever event the reference counts ("£1.50 each time" for "per ATM withdrawal"), but not per
+hour, day, week, month or year.
 """
 
 from collections.abc import Sequence
@@ -36,6 +38,8 @@ _SAME = {
     **dict.fromkeys(["way", "direction", "leg"], "direction"),  # "each way" is "per direction"
     **dict.fromkeys(["order", "booking", "purchase", "reservation", "basket", "cart", "total"], "order"),
 }  # fmt: skip
+_OCCASIONS = frozenset(["time", "times", "occasion", "occasions"])
+_PERIODS = frozenset(["hour", "day", "week", "month", "year", "night"])
 _TOTAL = frozenset(["total", "altogether", "combined", "overall"])
 _REACH = 6  # words after the quantity that may still qualify it
 
@@ -51,6 +55,8 @@ def qualifier_conflicts(
             return [f"gives the time in {mine_zone} time where the reference says {theirs_zone}"]
         # "box shipping is $6.99 per week": the box the reference prices is what "per box" names
         theirs_all = _canonical(theirs_per | _named_before(source, quantity))
+        if _per_occasion(mine_per) and not _PERIODS & theirs_all:
+            continue  # "£1.50 each time" is per withdrawal, per use or per visit, not per month
         if mine_per and theirs_per and not _canonical(mine_per) & theirs_all:
             said, meant = sorted(mine_per)[0], sorted(theirs_per)[0]
             return [f"counts it per {said} where the reference counts per {meant}"]
@@ -75,6 +81,11 @@ def _qualifiers(words: Sequence[str], quantity: Quantity) -> tuple[set[str], str
     if _TOTAL & set(after[:3]):
         nouns.add("total")  # "€90 total", "in total": for the whole order, not per person or item
     return nouns, zone
+
+
+def _per_occasion(nouns: set[str]) -> bool:
+    """ "each time", "every time": once per whatever event the value is charged for, not per period."""
+    return bool(nouns) and nouns <= _OCCASIONS
 
 
 def _canonical(words: set[str]) -> set[str]:

@@ -2,7 +2,8 @@
 
 "2 week" equals "14 day", "1.5 year" equals "18 month", "150 kg" equals "330 lb" (to 1%); "5-7
 business day" equals "5-7 day". Months and days are never converted: "a month" is not "30 days".
-"""
+Days are calendar days when "calendar" follows, also said again ("about 7 days, calendar days"); a
+range's ends count alone ("100-5000" is no seven-digit identifier)."""
 
 import re
 from dataclasses import dataclass
@@ -116,7 +117,7 @@ def quantities_in(words: list[str]) -> list[Quantity]:
         high = sign * float(number.group(2)) if number.group(2) else low
         unit, business = _unit_after(words, index)
         dimension = UNITS[unit][0] if unit in UNITS else ("count" if unit else "number")
-        calendar = index + 1 < len(words) and words[index + 1] == "calendar"
+        calendar = _calendar_after(words, index)
         before = found[-1] if found else None
         if not unit and before is not None and _elided(before, words, index):
             # "12 hours on high, 48 on low": the unit said once holds for the next number
@@ -124,6 +125,12 @@ def quantities_in(words: list[str]) -> list[Quantity]:
             business, calendar = before.business, before.calendar
         found.append(Quantity(low, high, unit, dimension, index, business, calendar))
     return found
+
+
+def _calendar_after(words: list[str], index: int) -> bool:
+    """ "7 calendar days", or the kind of day said again right after: "about 7 days — calendar days"."""
+    after = words[index + 1 : index + 5]
+    return after[:1] == ["calendar"] or after[:1] == ["day"] and after[1:4] == ["|", "calendar", "day"]
 
 
 def _elided(before: Quantity, words: list[str], index: int) -> bool:
@@ -151,6 +158,7 @@ def _unit_after(words: list[str], index: int) -> tuple[str, bool]:
 
 def _looks_like_an_identifier(word: str, words: list[str], index: int) -> bool:
     """Phone numbers, order numbers and years are not quantities a fact is about."""
-    digits = sum(char.isdigit() for char in word)
+    # each end of a range counts alone: "100-5000" is a range of pounds, not a phone number
+    digits = max(sum(char.isdigit() for char in part) for part in word.split("-"))
     previous = words[index - 1] if index else ""
     return digits >= 7 or word.count("-") > 1 or previous in {"tier", "zone", "step", "#", "no"}

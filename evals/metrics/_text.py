@@ -4,8 +4,9 @@
 same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd`` (also "six dollars and
 ninety-nine cents" into ``6.99 usd``, "a fifty-euro voucher" into ``50 eur``, "12 quid" and "twenty
 pounds a month" into gbp), "$38 a month" into ``38 usd per month``, "15 percent" into ``15 percent``,
-"2pm" into ``14:00``, "two-year" into ``2 year``, "two more years" into ``2 year``, "the last week"
-into ``1 week`` and "can’t" into ``can not``.
+"2pm" into ``14:00``, "Sat 9-1" into ``saturday 9-1``, "two-year" into ``2 year``, "two more years"
+into ``2 year``, "the last week" into ``1 week``, "the next working day" into ``1 business day`` and
+"can’t" into ``can not``.
 """
 
 import re
@@ -121,6 +122,14 @@ def expand_contractions(text: str) -> str:
     return lowered
 
 
+_DAYS = {
+    "mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday", "thu": "thursday",
+    "thur": "thursday", "thurs": "thursday", "fri": "friday", "sat": "saturday", "sun": "sunday",
+}  # fmt: skip
+_DAY = "|".join(_DAYS)
+# "Sat 9:00-13:00", "Mon-Fri": a short day name only where hours or another day follow ("we sat down" stays)
+_DAY_ABBREVIATION = re.compile(rf"\b({_DAY})\b\.?(?=:? ?\d|(?: ?(?:-|—|to|/|&|and|,) ?)(?:{_DAY})\b)")
+_DAY_AFTER_DAY = re.compile(rf"(?<=day)( ?(?:-|—|to|/|&|and|,) ?)({_DAY})\b\.?")
 _MORE_OF = re.compile(r"(?<=\d) (?:more|extra|additional|further) (?=(?:year|month|week|day|hour)s?\b)")
 
 
@@ -137,6 +146,8 @@ def normalise(text: str) -> str:
     text = _money(text)
     text = re.sub(r"(\d+(?:\.\d+)?) ?(?:%|percent\b|per cent\b|pct\b)", r"\1 percent", text)
     text = _clock_times(text)
+    text = _DAY_ABBREVIATION.sub(lambda m: _DAYS[m[1]], text)
+    text = _DAY_AFTER_DAY.sub(lambda m: m[1] + _DAYS[m[2]], text)
     text = _ranges(text)
     text = re.sub(r"(?<=\d)-(?=[a-z])", " ", text)  # "5-year" -> "5 year"
     text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)  # "interest-free" -> "interest free"
@@ -187,6 +198,8 @@ def _number_words(text: str) -> str:
     text = _NUMBER_RUN.sub(lambda match: _spell_out(match.group(0)), text)
     # "$38 a month", "six pounds a day" are rates ("per month"), not "38 usd 1 month"
     text = re.sub(rf"(\d(?: ?[a-z]+)? )an? (?=(?:{_TIME_UNITS}|night)\b)", r"\1per ", text)
+    # "the next working day" is one working day away; "next week" is a date, not a week long
+    text = re.sub(r"\b(?:the )?(?:next|following) (?=(?:working|business|biz|work) days?\b)", "1 ", text)
     return re.sub(
         rf"\b(?:a|an|one|the (?:first|1st|last|past|next)) (?=(?:{_TIME_UNITS}|{_COUNTED_UNITS})\b)",
         "1 ",

@@ -10,10 +10,11 @@ to the reference answer or to the question, whichever is higher, reaches ``simil
 Verdicts within ``judge_margin`` of the threshold, that rest on a contradiction heuristic, or that
 miss a fact although the answer is close to the reference and states no conflicting value
 (similarity 0.6 or more: perhaps a paraphrase the matcher missed) are marked unsure for the judge.
-It cannot see: a wrong claim with no number, negation or universal word that the reference does not
-contradict (an extra condition, fee or exception: "only if you drop it at a depot", "minus a €25
-service fee"), or a correct fact worded so differently that neither the matcher nor similarity finds
-it ("what they actually weigh" for "actual weight").
+It cannot see: a wrong claim with no number, negation, universal word or new "only if" condition that
+the reference does not contradict (an extra fee or exception: "minus a €25 service fee", "unless you
+tell us before you travel"; a condition worded with the reference's own words), or a correct fact
+worded so differently that neither the matcher nor similarity finds it ("what they actually weigh"
+for "actual weight").
 A failed request scores 0.
 """
 
