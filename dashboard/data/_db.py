@@ -47,8 +47,9 @@ def _engine(url: str) -> Engine:
 
 @contextmanager
 def reading(url: str) -> Iterator[Session]:
-    """A session for the core's read functions (run resolution, mining)."""
-    with Session(_engine(url)) as session:
+    """A session for the core's read functions (run resolution, mining); one transaction that commits
+    what they store for next time (mining's question embeddings) and clears no cached query."""
+    with Session(_engine(url)) as session, session.begin():
         yield session
 
 

@@ -47,6 +47,7 @@ def mine(
             session, settings, mining_readers(), project=settings.cases_project, since=window,
             limit=limit, progress=stderr_progress(),
         )  # fmt: skip
+        session.commit()  # the questions' new embeddings: the next mine reads them instead
     if chosen_format(fmt, as_json) is OutputFormat.JSON:
         typer.echo(report.model_dump_json(indent=2))
         return

@@ -236,6 +236,7 @@ class Demo:
                     session, settings, mining_readers(), project=settings.cases_project,
                     since=timedelta(hours=1), limit=10, progress=self.progress,
                 )  # fmt: skip
+                session.commit()  # the questions' new embeddings
             print_candidates(mined, self.console)
             self.report.num_candidates_mined = len(mined.candidates)
             note(f"{sent.num_requests} requests, {sent.num_negative} thumbs down, {sent.num_errors} errors")

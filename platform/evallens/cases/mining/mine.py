@@ -1,7 +1,7 @@
 """Rank and deduplicate bad production traces into candidate cases (``mine_cases``)."""
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from evallens.cases._redact import redact
 from evallens.cases.mining._query import flagged_traces
+from evallens.cases.mining._vectors import QuestionVectors
 from evallens.cases.mining.dedupe import Cluster, Embed, collapse, normalize
 from evallens.cases.mining.signals import judge
 from evallens.db.models import EvalCase, EvalSet
@@ -23,10 +24,15 @@ from evallens.telemetry.messages import question_from_attribute
 @dataclass(frozen=True)
 class Readers:
     """What mining needs read from text and cannot do in SQL, lent by the caller: whether an answer
-    refuses or declines (the eval engine's grammar) and unit-length question embeddings (MiniLM)."""
+    refuses or declines (the eval engine's grammar) and unit-length question embeddings (MiniLM).
+
+    With ``embedding_model`` (what names the model and its weights), the vectors ``embed`` gives
+    (float32 rows) are stored in ``question_embeddings`` and no text is embedded twice; without it
+    nothing is stored."""
 
     refuses_or_declines: Callable[[str], bool]
     embed: Embed
+    embedding_model: str | None = None
 
 
 class Candidate(BaseModel):
@@ -69,13 +75,17 @@ def mine_cases(
     progress: ProgressReporter = NO_PROGRESS,
 ) -> MiningReport:
     """Candidate bad cases from ``project``'s production traffic in the last ``since``, worst ``limit``
-    first (questions and answers redacted)."""
+    first (questions and answers redacted). Stores the questions' new embeddings in ``session``: the
+    caller commits them."""
     start = (now or datetime.now(UTC)) - since
+    stored = QuestionVectors(session, readers.embedding_model) if readers.embedding_model else None
     with phase(progress, "reading production traces"), ThreadPoolExecutor(1) as pool:
         known_traces, known_questions = known_cases(session, project)
-        # the sets' questions are embedded on another core while PostgreSQL reads the window
         known_texts = sorted({normalize(question) for question in known_questions})
-        known_vectors = pool.submit(readers.embed, known_texts) if known_texts else None
+        ahead = stored.load(known_texts) if stored else {}
+        # the sets' other questions are embedded on another core while PostgreSQL reads the window
+        unstored = [text for text in known_texts if text not in ahead]
+        known_vectors = pool.submit(readers.embed, unstored) if unstored else None
         facts, num_traces = flagged_traces(
             session,
             project,
@@ -83,7 +93,9 @@ def mine_cases(
             min_traces=settings.cases_min_traces_for_outliers,
             max_traces=settings.cases_max_traces,
         )
-        embed = _embedding_ahead(readers.embed, known_texts, known_vectors)
+        if known_vectors is not None:
+            ahead.update(_remembered(stored, unstored, known_vectors.result()))
+        embed = _embedding_ahead(readers.embed, stored, ahead)
     judged = []
     with phase(progress, f"judging {len(facts)} flagged traces", len(facts)):
         for item in facts:
@@ -98,6 +110,8 @@ def mine_cases(
             settings.cases_duplicate_similarity,
             settings.cases_max_embedded_questions,
         )
+    if stored:
+        stored.save()
     return MiningReport(
         since=start,
         num_traces=num_traces,
@@ -126,16 +140,30 @@ def known_cases(session: Session, project: str) -> tuple[set[str], list[str]]:
     return traces, [question for question in questions if question]
 
 
-def _embedding_ahead(embed: Embed, texts: list[str], vectors: "Future[np.ndarray] | None") -> Embed:
-    """``embed``, answering ``texts`` with ``vectors`` (embedded ahead) and embedding only the others."""
-    ahead = dict(zip(texts, vectors.result(), strict=True)) if vectors is not None else {}
+def _embedding_ahead(embed: Embed, stored: QuestionVectors | None, ahead: dict[str, np.ndarray]) -> Embed:
+    """``embed``, answering from ``ahead`` (embedded ahead) and ``stored`` first: it embeds only the rest."""
 
     def embed_rest(wanted: list[str]) -> np.ndarray:
-        rest = [text for text in wanted if text not in ahead]
-        found = dict(zip(rest, embed(rest), strict=True)) if rest else {}
-        return np.stack([ahead[text] if text in ahead else found[text] for text in wanted])
+        found = {text: ahead[text] for text in wanted if text in ahead}
+        rest = [text for text in wanted if text not in found]
+        if rest and stored:
+            found.update(stored.load(rest))  # one query for every text not embedded ahead
+            rest = [text for text in rest if text not in found]
+        if rest:
+            found.update(_remembered(stored, rest, embed(rest)))
+        return np.stack([found[text] for text in wanted])
 
     return embed_rest
+
+
+def _remembered(
+    stored: QuestionVectors | None, texts: list[str], vectors: np.ndarray
+) -> dict[str, np.ndarray]:
+    """``texts`` -> their fresh ``vectors``, kept for ``stored`` to save."""
+    fresh = dict(zip(texts, vectors, strict=True))
+    if stored:
+        stored.add(fresh)
+    return fresh
 
 
 def _candidate(cluster: Cluster) -> Candidate:

@@ -2,6 +2,7 @@
 
 from evallens.db.models.auth import ApiKey, Project
 from evallens.db.models.content import GenAIContent
+from evallens.db.models.embeddings import QuestionEmbedding
 from evallens.db.models.evals import (
     EvalCase,
     EvalResult,
@@ -35,6 +36,7 @@ __all__ = [
     "ModelPrice",
     "Project",
     "QuarantinedSpan",
+    "QuestionEmbedding",
     "Span",
     "SpanDimension",
     "SpanRollup",
