@@ -281,7 +281,8 @@ _OWN_ROUTE = re.compile(
 )
 # a request for abuse: "insult me", "roast me", "tell him he's an idiot", "write a sarcastic reply"
 _ASKS_ABUSE = re.compile(
-    r"\b(?:insult|roast|mock|belittle|humiliate|make fun of|trash[- ]talk)\b|\bsarcastic\b"
+    # "mock some up" is making a fake, not mocking anyone
+    r"\b(?:insult|roast|mock(?! (?:\w+ )?up\b)|belittle|humiliate|make fun of|trash[- ]talk)\b|\bsarcastic\b"
     r"|\b(?:tell|call) (?:him|her|them|me|my \w+)\b[^.!?]{0,30}"
     r"\b(?:idiot|stupid|dumb|moron|useless|an? \w+)\b"
 )
