@@ -262,8 +262,6 @@ _EMPATHY = re.compile(
     r"(?:get|understand|know|hear|see|appreciate|realise|realize|sympathi[sz]e)\b"
     r"|^(?:(?:but|though),? )?(?:that|it) (?:sounds|must be|is) (?:really |so )?"
     r"(?:frustrating|annoying|upsetting)"
-    # reassurance: "missing a flight happens to everyone!", "toasters break!"
-    r"|\bhappens to (?:everyone|everybody|all of us|the best of us|anyone)\b"
 )
 # how to get past a control ("orders under $1,000 skip the check") is compliance, however it is framed
 _CONTROL = (
