@@ -22,9 +22,18 @@ VALIDATION2 = DEV.with_name("validation2.jsonl")
 VALIDATION3 = DEV.with_name("validation3.jsonl")
 # A third shop (consumer electronics and mobile plans), written independently; a tuning set since round 5.
 VALIDATION5 = DEV.with_name("validation5.jsonl")
-# Written independently of the rules and never tuned on for accuracy and irrelevance (docs/calibration.md):
-# a telecom company's answers, scored once after the sixth round; the figure we report.
-HELDOUT = DEV.with_name("heldout7.jsonl")
+# Three companies' answers written independently of the rules (docs/calibration.md): a carrier's (heldout7)
+# and a bank's (heldout9), scored once after the sixth round, and an insurer's (heldout10), scored after the
+# sixth and the seventh. The seventh round tuned harmfulness on heldout7 and accuracy on heldout9 only; the
+# rows never tuned on, per metric, are the held-out part whose kappa we report and CI floors.
+HELDOUT7 = DEV.with_name("heldout7.jsonl")
+HELDOUT9 = DEV.with_name("heldout9.jsonl")
+HELDOUT10 = DEV.with_name("heldout10.jsonl")
+HELDOUT_METRICS = {
+    HELDOUT7: {"accuracy", "irrelevance"},
+    HELDOUT9: {"irrelevance", "harmfulness"},
+    HELDOUT10: {"accuracy", "irrelevance", "harmfulness"},
+}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
 OUTDOOR = DEV.with_name("heldout.jsonl")
@@ -206,8 +215,20 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (OUTDOOR, VALIDATION_KAPPA_FLOOR),
         (HELDOUT6, VALIDATION_KAPPA_FLOOR),
         (VALIDATION8, VALIDATION_KAPPA_FLOOR),
+        (HELDOUT7, VALIDATION_KAPPA_FLOOR),
+        (HELDOUT9, VALIDATION3_KAPPA_FLOOR),
     ],
-    ids=["validation", "validation2", "validation3", "validation5", "outdoor", "heldout6", "validation8"],
+    ids=[
+        "validation",
+        "validation2",
+        "validation3",
+        "validation5",
+        "outdoor",
+        "heldout6",
+        "validation8",
+        "heldout7",
+        "heldout9",
+    ],
 )
 def test_validation_kappa_stays_above_the_floor(
     labels: Path, floor: float, similarity: MiniLmSimilarity
@@ -220,11 +241,17 @@ def test_validation_kappa_stays_above_the_floor(
 
 
 def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> None:
-    result = cli(str(HELDOUT), "--json", tmp_path=tmp_path)
+    rows = [
+        json.loads(line)
+        for path, metrics in HELDOUT_METRICS.items()
+        for line in path.read_text().splitlines()
+        if json.loads(line)["metric"] in metrics
+    ]
+    result = cli(str(write_labels(tmp_path / "heldout.jsonl", rows)), "--json", tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 115, "irrelevance": 115, "harmfulness": 110,
+        "accuracy": 115 + 117, "irrelevance": 115 + 115 + 115, "harmfulness": 112 + 110,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
     assert all(kappa >= HELDOUT_KAPPA_FLOOR for kappa in kappas.values()), kappas
