@@ -4,15 +4,18 @@ through the service, bare (caches and retrieval off), + the answer caches, + ret
     python bench/service_overhead.py [--requests 32] [--concurrency 8] [--max-tokens 32] [--rounds 3]
                                      [--model PATH] [--rows engine,bare,caches,retrieval] [--profile PATH]
 
-One vLLM engine serves every row. The engine row calls it in this process; each service row is an app
-around that same engine under uvicorn, driven over HTTP/SSE by a client in a separate process (so the
-client's CPU is not the service's). Every path is warmed before it is measured, and ``/readyz`` is
-200 before the first request. Rows run interleaved for ``--rounds`` rounds, each round on fresh
-prompts; the figures are medians over rounds and each service row's ratio is to the engine in the
-same round. Prompt lengths are long-tailed (log-normal), as real traffic is; every request produces
-exactly ``--max-tokens`` tokens (``ignore_eos``, so no answer is ever cached) so every path does the
-same generation work. The retrieval row also retrieves context from a knowledge base (the acme
-docs, an embedded PostgreSQL) and puts it in the prompt, so its engine has longer prompts to read.
+One vLLM engine serves every row. The engine row calls it in this process; each service row is an
+app around that same engine under uvicorn, driven over HTTP/SSE by a client in a separate process
+(so the client's CPU is not the service's). Every path is warmed before it is measured, and
+``/readyz`` is 200 before the first request. Rows run interleaved for ``--rounds`` rounds, each
+round on fresh prompts, starting with a different row each round; every row of a round gets prompts
+of the same lengths but its own words (identical prompts would let later rows reuse the earlier
+rows' prefill through the engine's prefix cache); the figures are medians over rounds and each
+service row's ratio is to the engine in the same round. Prompt lengths are long-tailed (log-normal),
+as real traffic is; every request produces exactly ``--max-tokens`` tokens (``ignore_eos``, so no
+answer is ever cached) so every path does the same generation work. The retrieval row also retrieves
+context from a knowledge base (the acme docs, an embedded PostgreSQL) and puts it in the prompt, so
+its engine has longer prompts to read.
 """
 
 import argparse
@@ -60,10 +63,15 @@ class Sample:
     output_tokens: int
 
 
-def prompts(num: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    lengths = [min(int(rng.lognormvariate(3.0, 1.0)) + 3, 600) for _ in range(num)]
-    return [" ".join(rng.choice(WORDS) for _ in range(length)) for length in lengths]
+def prompts(num: int, seed: int, row: str) -> list[str]:
+    """``num`` prompts whose lengths depend on ``seed`` only and whose words also depend on ``row``.
+
+    Every row of a round gets the same lengths but its own words: with identical prompts the engine's
+    prefix cache would serve each later row's prefill from the earlier rows' work.
+    """
+    lengths_rng, words_rng = random.Random(seed), random.Random(f"{seed}:{row}")
+    lengths = [min(int(lengths_rng.lognormvariate(3.0, 1.0)) + 3, 600) for _ in range(num)]
+    return [" ".join(words_rng.choice(WORDS) for _ in range(length)) for length in lengths]
 
 
 def figures(samples: list[Sample], wall_s: float) -> dict[str, float]:
@@ -118,13 +126,14 @@ async def run_client(args: argparse.Namespace) -> None:
     async with httpx.AsyncClient(base_url=args.client, timeout=600, limits=limits) as client:
         while (await client.get("/readyz")).status_code != 200:
             await asyncio.sleep(0.2)
-        await client_batch(client, prompts(args.concurrency, args.seed + 10_000), args)  # warm-up
-        samples, wall_s = await client_batch(client, prompts(args.requests, args.seed), args)
+        warm_up = prompts(args.concurrency, args.seed + 10_000, args.row)
+        await client_batch(client, warm_up, args)
+        samples, wall_s = await client_batch(client, prompts(args.requests, args.seed, args.row), args)
     print(json.dumps({"samples": [asdict(s) for s in samples], "wall_s": wall_s}))
 
 
-async def through_service(url: str, seed: int, args: argparse.Namespace) -> dict[str, float]:
-    command = [sys.executable, __file__, "--client", url, "--seed", str(seed)]
+async def through_service(url: str, row: str, seed: int, args: argparse.Namespace) -> dict[str, float]:
+    command = [sys.executable, __file__, "--client", url, "--row", row, "--seed", str(seed)]
     command += ["--requests", str(args.requests), "--concurrency", str(args.concurrency)]
     command += ["--max-tokens", str(args.max_tokens)]
     process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
@@ -224,7 +233,7 @@ async def main(args: argparse.Namespace) -> None:
     )  # fmt: skip
     engine = VllmEngine(vllm_options(settings))
     await engine.start()
-    await direct(engine, settings, prompts(args.concurrency, 10_000), args)  # warm-up
+    await direct(engine, settings, prompts(args.concurrency, 10_000, "engine"), args)  # warm-up
     with knowledge_base(args) as database_url:
         servers = {}
         for row in args.rows:
@@ -238,14 +247,17 @@ async def main(args: argparse.Namespace) -> None:
         results: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
         for round_index in range(args.rounds):
             seed = args.seed + round_index
-            for row in args.rows:
+            # each round starts with the next row, so no row always runs first
+            shift = round_index % len(args.rows)
+            for row in args.rows[shift:] + args.rows[:shift]:
                 profile = cProfile.Profile() if args.profile and row == "bare" else None
                 if profile is not None:
                     profile.enable()
                 if row == "engine":
-                    figures_ = figures(*await direct(engine, settings, prompts(args.requests, seed), args))
+                    texts = prompts(args.requests, seed, row)
+                    figures_ = figures(*await direct(engine, settings, texts, args))
                 else:
-                    figures_ = await through_service(servers[row][0], seed, args)
+                    figures_ = await through_service(servers[row][0], row, seed, args)
                 if profile is not None:
                     profile.disable()
                     profile.dump_stats(f"{args.profile}.{round_index + 1}")
@@ -277,6 +289,7 @@ def parse_args() -> argparse.Namespace:
         "--profile", default=None, help="cProfile this process (the service) during each bare row: PATH.N"
     )
     parser.add_argument("--client", default=None, help=argparse.SUPPRESS)  # the client process' URL
+    parser.add_argument("--row", default="bare", help=argparse.SUPPRESS)  # the client's row
     args = parser.parse_args()
     if unknown := set(args.rows) - set(ROWS):
         parser.error(f"unknown rows {sorted(unknown)}; known: {', '.join(ROWS)}")
