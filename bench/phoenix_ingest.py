@@ -44,7 +44,7 @@ def phoenix_python(venv: Path) -> Path:
     try:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
         subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", f"arize-phoenix=={PHOENIX_VERSION}"],
+            [str(python), "-m", "pip", "install", "-q", f"arize-phoenix[pg]=={PHOENIX_VERSION}"],
             check=True,
             capture_output=True,
             timeout=1200,
@@ -57,7 +57,9 @@ def phoenix_python(venv: Path) -> Path:
 
 
 def _has_phoenix(python: Path) -> bool:
-    return subprocess.run([str(python), "-c", "import phoenix"], capture_output=True).returncode == 0
+    """Phoenix and its PostgreSQL driver (the ``pg`` extra) import in that venv."""
+    check = [str(python), "-c", "import phoenix, asyncpg"]
+    return subprocess.run(check, capture_output=True).returncode == 0
 
 
 def phoenix_rate(payloads: list[bytes], num_clients: int, venv: Path, postgres: bool) -> float:
