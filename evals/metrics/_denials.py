@@ -38,6 +38,7 @@ _MONEY = frozenset(["usd", "eur", "gbp"])
 # "free", "included" (in the price): no charge of its own; "waived" is often under a condition
 _NO_CHARGE = frozenset(["free", "includ", "include"])
 _COPULA = frozenset(["is", "are", "be", "was", "were"])
+_ELLIPTIC = frozenset([*_COPULA, "do", "does", "can", "will", "would", "has", "have"])
 _MUST = frozenset(["must", "need", "requir", "necessary", "mandatory", "obligatory"])
 _ASIDES = frozenset(["too", "also", "well", "even", "still", "just", "always", "either"])
 _BOUNDING = frozenset(["under", "below", "over", "above", "less", "more", "fewer", "least", "than"])
@@ -56,6 +57,7 @@ def denial_conflicts(question: str, reference: str, answer: str) -> list[str]:
     reasons = _denied_claims(question, reference, answer)
     reasons += _free_claims(question, reference, answer)
     reasons += _lifted_requirements(reference, answer)
+    reasons += _dropped_requirements(reference, answer)
     reasons += _denied_affirmations(reference, answer)
     reasons += _denied_attributes(reference, answer)
     reasons += _open_when_closed(reference, answer)
@@ -102,9 +104,16 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
     denials = [_denial(clause, affirmed, stated) for clause in denying]
     denials += [_object_denial(clause, affirmed) for clause in denying]
     everything = set(match_tokens(answer)) | set(match_tokens(question))  # "do they expire?" "they do"
+    previous: list[str] = []
     for sentence in SENTENCE.split(clean(answer)):
         tokens = match_tokens(sentence)
         words = set(tokens)
+        if tokens and tokens[-1] == BOUNDARY:
+            tokens = tokens[:-1]
+        if tokens and tokens[-1] in _ELLIPTIC and not NEGATING & words:
+            # "fences aren't covered, but gates are": the verb left out is the sentence before's
+            words |= {w for w in previous if _is_content(w)}
+        previous = tokens
         if not words or words & _ONLY:
             continue
         for denial in denials:
@@ -116,7 +125,7 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
                 continue  # "it needs at least $35 before you can check out" restates the limit
             # a condition does not soften a denied predicate ("it transfers if you sell it"), and only a
             # negation before the predicate denies it ("they expire after 2 years if you don't use them")
-            said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in words else tokens
+            said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in tokens else tokens
             if NEGATING & set(said_before if denial.of_predicate else tokens):
                 continue
             said = denial.stated_in(words, everything)
@@ -218,14 +227,16 @@ def _is_content(word: str) -> bool:
 
 
 def _free_claims(question: str, reference: str, answer: str) -> list[str]:
-    """Something the reference prices and never calls free ("redelivery costs $5.99") said to be free
+    """Something the reference prices and never calls free, nor £0 ("redelivery costs $5.99"), said to be free
     or included ("shipping included" where shipping is $6.99 on top).
 
     Only in a sentence that neither denies anything nor names a thing the reference and question do not
     ("Flex fares change for free" may be true of a fare the reference does not price).
     """
     known = set(match_tokens(reference))
-    if known & (_NO_CHARGE | {"waiv"}) or not any(q.dimension in _MONEY for q in quantities(reference)):
+    prices = [q for q in quantities(reference) if q.dimension in _MONEY]
+    # "repairs have a £0 excess" calls repairs free in a number
+    if known & (_NO_CHARGE | {"waiv"}) or not prices or any(q.high == 0 for q in prices):
         return []
     named = known | set(match_tokens(question))
     for sentence in SENTENCE.split(clean(answer)):
@@ -270,6 +281,34 @@ def _required(clause: list[str]) -> frozenset[str]:
         if _is_content(word) and word not in _MUST:
             thing.append(word)
     return frozenset(thing[:3]) if len(thing) > 1 else frozenset()
+
+
+# "give us the receipt", "return the form": an instruction opens with a verb and its object
+_OBJECT_OPENERS = frozenset(["us", "the", "your", "a", "an", "any", "it", "them", "all", "every", "me"])
+_UNNEEDED = re.compile(r"\b(?:not (?:need|have to|requir|necessary)|no need)\b")
+
+
+def _dropped_requirements(reference: str, answer: str) -> list[str]:
+    """What the reference asks for ("give us the crime reference number", "you must show photo ID")
+    said not to be needed ("you don't need a crime reference number")."""
+    asked: list[set[str]] = []
+    for part in re.split(r"\band\b", " ".join(match_tokens(reference))):
+        for clause in _clauses(part.split()):
+            if NEGATING & set(clause) or len(clause) < 3:
+                continue
+            instructs = _is_content(clause[0]) and clause[1] in _OBJECT_OPENERS
+            if instructs or _obliges(clause):
+                asked.append({w for w in clause if _is_content(w) and w not in _MUST})
+    for clause in _clauses(match_tokens(answer)):
+        found = _UNNEEDED.search(" ".join(clause))
+        if found is None or _ONLY & set(clause):
+            continue
+        after = " ".join(clause)[found.end() :].split()
+        thing = {w for w in after[:6] if _is_content(w) and w not in _MUST | _LIGHT_VERBS}
+        named = list(dict.fromkeys(w for w in after if w in thing))[:3]
+        if named and any(set(named) <= words for words in asked):
+            return [f"says '{' '.join(named)}' is not needed, which the reference asks for"]
+    return []
 
 
 def _denied_affirmations(reference: str, answer: str) -> list[str]:
