@@ -75,7 +75,8 @@ _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "p
 _UNIVERSAL = re.compile(
     r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
     r"|instant(?:ly)?|no matter|regardless|guaranteed|any ?time|24/7|no questions asked|without exception"
-    r"|whatever (?:you|they)|everyone|everybody|no limit"
+    r"|whatever (?:you|they)|everyone|everybody|no limit|(?:every|any|all) (?:types?|kinds?|sorts?) of"
+    r"|(?:of|at) any (?:age|size|length|weight|value|amount)"
     r"|as (?:many|much|often)(?: \w+){0,2} as you (?:like|want|wish))\b"
 )
 # one claim in many words: "no limit" says what "unlimited" or "as often as you like" says
@@ -197,7 +198,15 @@ def _quantity_conflicts(
     sources = [Tokenised.of(reference)] + [Tokenised.of(a) for fact in facts for a in alternatives(fact)]
     known = [(q, source) for source in sources for q in source.quantities if q.dimension != "number"]
     told = set(match_tokens(reference)) | set(question.words)
-    asked_for = [q for source in sources[1:] for q in source.quantities]  # the values the facts ask for
+    # the values the facts ask for and the answer does not give in any of their wordings ("90 days" gives
+    # "three months" too)
+    asked_for = [
+        q
+        for fact in facts
+        if not _gives(answer, fact)
+        for a in alternatives(fact)
+        for q in Tokenised.of(a).quantities
+    ]
     bare = [
         q for fact in facts if _bare(fact) for a in alternatives(fact) for q in Tokenised.of(a).quantities
     ]
@@ -246,6 +255,7 @@ def _quantity_conflicts(
             continue  # "between 23 and 32 kg there's a fee": the band beyond a 23 kg limit
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
         about_same |= _restates(answer.words, stated, agreeing, told) or _converts(stated, agreeing)
+        about_same |= len(rivals) > 1 and _listed_with(answer, stated, agreeing)
         if about_same or not agreeing or (bound is not None and bound.claimed):
             expected = rivals[0][0]
             reasons.append(f"says {_show(stated, bound)} where the reference says {_show(expected)}")
@@ -350,6 +360,12 @@ def _other_currency(stated: Quantity, known: list[Quantity], asked: list[Quantit
     return []
 
 
+def _gives(answer: Tokenised, fact: Fact) -> bool:
+    """The answer states one of the fact's values."""
+    wanted = [q for a in alternatives(fact) for q in Tokenised.of(a).quantities]
+    return any(stated.same_value(q) for stated in answer.quantities for q in wanted)
+
+
 def _bare(fact: Fact) -> bool:
     """A fact that is a number with no unit in every wording ("800", "eight hundred")."""
     found = [q for a in alternatives(fact) for q in Tokenised.of(a).quantities]
@@ -380,6 +396,27 @@ def _restates(words: list[str], stated: Quantity, agreeing: list[Quantity], told
         return False
     theirs = set().union(*(_context(words, other.position) for other in agreeing))
     return not mine - told - theirs
+
+
+_LIST_GLUE = frozenset([BOUNDARY, "or", "and"])
+
+
+def _listed_with(answer: Tokenised, stated: Quantity, agreeing: list[Quantity]) -> bool:
+    """One more value in a list of the reference's values ("£0, £100, £250, £500 or £1,000" where the
+    reference offers the first four): a list runs from value to value with only commas, "and", "or"."""
+    chain = [stated]
+    values = sorted(answer.quantities, key=lambda q: q.position)
+    at = values.index(stated)
+    for step in (-1, 1):
+        index = at
+        while 0 <= index + step < len(values):
+            near, far = sorted((values[index], values[index + step]), key=lambda q: q.position)
+            between = answer.words[near.position + 1 : far.position]
+            if far.dimension != stated.dimension or not set(between) <= _LIST_GLUE | _UNIT_WORDS:
+                break
+            index += step
+            chain.append(values[index])
+    return sum(1 for q in chain if q in agreeing) >= 2
 
 
 def _converts(stated: Quantity, agreeing: list[Quantity]) -> bool:
