@@ -115,16 +115,20 @@ _CONDITION = re.compile(
 
 # "it covers debit card purchases as well": a rule stretched to something else ("too" ending a clause)
 _EXTENDED = re.compile(r"([^.;:!?,\u2014]*)\b(?:too|as well)\s*(?=[.;:!?,)]|$)")
-_COVERS = ("cover", "appl", "includ", "availab", "eligib", "accept", "qualif", "valid")
+_COVERS = ("cover", "appl", "includ", "avail", "eligib", "accept", "qualif", "valid")
+# "it also covers accidental damage", "PO boxes are also eligible": the same stretch said with "also"
+_ALSO = re.compile(rf"[^.;:!?,\u2014]*\balso\b(?: \w+){{0,2}}? (?:{'|'.join(_COVERS)})\w*[^.;:!?,\u2014]*")
 
 
 def _extended_scope(reference: str, answer: str, question: str) -> list[str]:
-    """A rule (covers, applies, included, available) said to hold "too" for something the reference
-    and the question never name ("and that applies to cash withdrawals too")."""
+    """A rule (covers, applies, included, available) said to hold "too" or "also" for something the
+    reference and the question never name ("and that applies to cash withdrawals too", "it also covers
+    accidental damage")."""
     known = {_stem_loose(w) for w in [*match_tokens(reference), *match_tokens(question)]}
     reasons = []
-    for found in _EXTENDED.finditer(expand_contractions(answer)):
-        words = match_tokens(found[1])
+    plain = expand_contractions(answer)
+    for found in [*_EXTENDED.finditer(plain), *_ALSO.finditer(plain.lower())]:
+        words = match_tokens(found[1] if found.re is _EXTENDED else found[0])
         if not any(w.startswith(_COVERS) for w in words):
             continue
         new = {

@@ -56,6 +56,7 @@ def denial_conflicts(question: str, reference: str, answer: str) -> list[str]:
     """Reasons the answer states what the reference denies, or denies what it states (empty: none)."""
     reasons = _denied_claims(question, reference, answer)
     reasons += _free_claims(question, reference, answer)
+    reasons += _new_waivers(question, reference, answer)
     reasons += _lifted_requirements(reference, answer)
     reasons += _dropped_requirements(reference, answer)
     reasons += _denied_affirmations(reference, answer)
@@ -247,6 +248,27 @@ def _free_claims(question: str, reference: str, answer: str) -> list[str]:
             content = {w for w in words if _is_content(w) and w not in UNITS}
             if not content - named - _LIMITS - _ASIDES - _NO_CHARGE:
                 return [f"calls '{' '.join(clause)}' free where the reference prices it"]
+    return []
+
+
+def _new_waivers(question: str, reference: str, answer: str) -> list[str]:
+    """A charge the reference makes without any exception ("$89 flat") said to be waived in a sentence
+    that names something the reference and question do not ("waived if you also book installation")."""
+    known = set(match_tokens(reference))
+    prices = [q for q in quantities(reference) if q.dimension in _MONEY and q.high > 0]
+    # an exception the reference makes ("unless defective", "that are not defective") may be the waiver
+    # in other words; "non-sterling" names a kind of fee, it makes no exception
+    excepting = set(match_tokens(re.sub(r"(?i)\bnon-", "", reference))) & (NEGATING | {"unless", "except"})
+    if not prices or excepting or known & {"waiv", "waive"}:
+        return []
+    named = known | set(match_tokens(question))
+    for sentence in SENTENCE.split(clean(answer)):
+        words = set(match_tokens(sentence))
+        if not any(w.startswith("waiv") for w in words) or words & NEGATING:
+            continue
+        new = {w for w in words if _is_content(w) and not w.startswith("waiv")} - named - _ASIDES - _LIMITS
+        if new:
+            return [f"waives the charge when {', '.join(sorted(new))}, which the reference does not say"]
     return []
 
 

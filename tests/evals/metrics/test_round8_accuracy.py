@@ -133,3 +133,33 @@ def test_a_redirect_that_gives_the_value_answers(context: ScoringContext) -> Non
     assert "declines" not in scored.reason
     declined = accuracy.score(stolen, Answer("You will need to contact the police about that."), context)
     assert declined.score == 0.0
+
+
+@pytest.mark.parametrize(
+    ("reference", "text", "conflicts"),
+    [
+        # a gym's joining fee, waived in the answer on a condition the reference never sets
+        ("The joining fee is £25.", "It's £25, but it's waived if you join with a friend.", True),
+        ("The joining fee is £25.", "It's £25, and it isn't waived for anyone.", False),
+        # an airline's exception in other words ("unless the flight is cancelled") may be the waiver
+        ("The rebooking fee is €40 unless we cancelled the flight.",
+         "€40, waived when the airline called the flight off.", False),
+    ],
+)  # fmt: skip
+def test_a_charge_waived_on_a_condition_the_reference_never_sets(
+    reference: str, text: str, conflicts: bool
+) -> None:
+    assert bool(contradictions(reference, [], text, "How much is it?")) is conflicts
+
+
+@pytest.mark.parametrize(
+    ("text", "conflicts"),
+    [
+        ("Three years, and it also covers accidental damage.", True),
+        ("Three years, and it also covers labour.", False),
+        ("Seat upgrades are also available to children.", True),
+    ],
+)
+def test_a_rule_stretched_with_also(text: str, conflicts: bool) -> None:
+    reference = "Kettles come with a 3-year warranty covering parts and labour; seat upgrades are for adults."
+    assert bool(contradictions(reference, [], text, "How long is the warranty?")) is conflicts
