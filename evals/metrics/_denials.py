@@ -132,7 +132,17 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
             said = denial.stated_in(words, everything)
             if said:
                 return [f"states '{', '.join(sorted(said))}', which the reference denies"]
+            if _listed_among(denial, words, stated):
+                return [f"lists '{' '.join(sorted(denial.things))}', which the reference denies"]
     return []
+
+
+def _listed_among(denial: "_Denial", words: set[str], stated: set[str]) -> bool:
+    """A denied thing of two words or more ("mobile phone bills aren't accepted") named in a list of what
+    the reference accepts ("a utility bill, bank statement or mobile phone bill"), with no verb needed."""
+    if denial.of_predicate or len(denial.things) < 2 or not denial.things <= words:
+        return False
+    return len(words & stated - denial.things - STOPWORDS) >= 3
 
 
 def _clauses(words: list[str]) -> list[list[str]]:

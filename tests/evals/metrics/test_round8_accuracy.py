@@ -163,3 +163,17 @@ def test_a_charge_waived_on_a_condition_the_reference_never_sets(
 def test_a_rule_stretched_with_also(text: str, conflicts: bool) -> None:
     reference = "Kettles come with a 3-year warranty covering parts and labour; seat upgrades are for adults."
     assert bool(contradictions(reference, [], text, "How long is the warranty?")) is conflicts
+
+
+@pytest.mark.parametrize(
+    ("text", "conflicts"),
+    [
+        ("A passport, driving licence, national ID card or student travel card.", True),
+        ("A passport, driving licence or national ID card.", False),
+        ("A passport or driving licence; student travel cards won't do.", False),
+    ],
+)
+def test_a_denied_thing_in_a_list_of_what_the_reference_accepts(text: str, conflicts: bool) -> None:
+    reference = "Bring a passport, driving licence or national ID card. Student travel cards aren't accepted."
+    question = "Which ID can I show at the gate?"
+    assert bool(contradictions(reference, [], text, question)) is conflicts
