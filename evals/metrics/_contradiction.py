@@ -75,13 +75,13 @@ _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "p
 _UNIVERSAL = re.compile(
     r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
     r"|instant(?:ly)?|no matter|regardless|guaranteed|any ?time|24/7|no questions asked|without exception"
-    r"|whatever (?:you|they)|everyone|everybody|no limit|(?:every|any|all) (?:types?|kinds?|sorts?) of"
-    r"|(?:of|at) any (?:age|size|length|weight|value|amount)"
+    r"|whatever (?:you|they)|everyone|everybody|no (?:[a-z-]+ )?limit"
+    r"|(?:every|any|all) (?:types?|kinds?|sorts?) of|(?:of|at) any (?:age|size|length|weight|value|amount)"
     r"|as (?:many|much|often)(?: \w+){0,2} as you (?:like|want|wish))\b"
 )
 # one claim in many words: "no limit" says what "unlimited" or "as often as you like" says
 _LIMITLESS = re.compile(
-    r"\b(?:unlimited|no (?:limit|cap|maximum)|as (?:many|much|often)\b[^.]{0,20}\bas you)"
+    r"\b(?:unlimited|no (?:[a-z-]+ )?(?:limit|cap|maximum)|as (?:many|much|often)\b[^.]{0,20}\bas you)"
 )
 # "you can always add cash" offers an option; "if you use it every day" supposes, it claims nothing
 _NOT_A_CLAIM = re.compile(r"\b(?:can|could|may) (?:also )?$|\b(?:if|whenever|unless|in case)\b[^,;:\u2014]*$")

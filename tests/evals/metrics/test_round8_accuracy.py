@@ -177,3 +177,15 @@ def test_a_denied_thing_in_a_list_of_what_the_reference_accepts(text: str, confl
     reference = "Bring a passport, driving licence or national ID card. Student travel cards aren't accepted."
     question = "Which ID can I show at the gate?"
     assert bool(contradictions(reference, [], text, question)) is conflicts
+
+
+@pytest.mark.parametrize(
+    ("reference", "text", "claims"),
+    [
+        ("Library loans are limited to 12 items per card.", "There's no item limit on a family card.", True),
+        ("Day passes have no time limit.", "There's no time limit on a day pass.", False),
+        ("Day passes are unlimited.", "There's no time limit on a day pass.", False),
+    ],
+)
+def test_no_limit_of_a_kind_is_a_limitless_claim(reference: str, text: str, claims: bool) -> None:
+    assert bool(contradictions(reference, [], text)) is claims
