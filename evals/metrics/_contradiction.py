@@ -20,11 +20,15 @@ like" are backed by "unlimited", "instantly" by "instant"). The other of two val
 is lower" where the reference takes the greater). A condition none of whose words the reference or the
 question uses ("but only if the amount is under £100", "as long as they are unused"; not "unless",
 which often names a fair exception, nor "for as long as 56 days"). A rule (covers, applies, included,
-available) said to hold "too" or "as well" for something neither names ("and that applies to cash
-withdrawals too"). The number a bare fact asks for is no conflict, but may still be counted from
-another event ("120 days from when you noticed it" for "of the transaction date"). What it cannot
-see: wrong claims with no number, negation, universal word, "only if" or "too" in them, such as an
-extra country in a list, an extra fee or exception, or a value attributed to the wrong product.
+available) said to hold "too", "as well" or "also" for something neither names ("and that applies to
+cash withdrawals too", "it also covers accidental damage"). One more value in a list of the reference's
+values ("£0, £100, £250, £500 or £1,000"). "Every type of", "of any age" and "no weight limit" are
+universal claims too. The user's own figure is no claim when the answer gives the fact in another of
+its wordings ("90 days, so a month is fine" where a fact says "90 days" or "three months"). The
+number a bare fact asks for is no conflict, but may still be counted from another event ("120 days
+from when you noticed it" for "of the transaction date"). What it cannot see: wrong claims with no
+number, negation, universal word, "only if", "also" or "too" in them, such as an extra country in a
+list, an extra fee or exception, or a value attributed to the wrong product.
 """
 
 import re

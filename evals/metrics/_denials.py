@@ -16,7 +16,12 @@ what the reference says a subject does ("resetting your password unlocks it") de
 subject, unless the answer's clause limits it or names an object the reference does not; and what
 the reference says the thing is not ("It is not dishwasher-safe", "splash resistant, not waterproof")
 said of it after "is" or "are" in a clause that denies nothing; and open when the reference says
-closed ("closed Sunday and on public holidays" / "also open Sundays 10-4"). What it
+closed ("closed Sunday and on public holidays" / "also open Sundays 10-4"); what the reference asks
+for ("give us the crime reference number", "you must give a meter reading") said not to be needed; a
+denied thing affirmed with its verb left out ("fences aren't covered, but gates are") or named in a
+list of what the reference accepts; and a charge the reference makes without any exception said to
+be waived in a sentence that names something it does not ("waived if you book installation"). A £0
+price backs "free". What it
 cannot see: a denial worded without a negation ("is excluded", "fails to"), or one stated back in
 other words ("waived" for "charged even when", "the whole stay" for "the first night").
 """

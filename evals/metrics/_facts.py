@@ -7,7 +7,9 @@ their endings dropped ("pre-authorise" for "pre-authorised"), when all of its co
 close together ("date of delivery" for "delivery date"; never for a fact with a number, which
 needs that number), or, for a denial such as "no viruses", when one clause names its words and
 denies something ("viruses are NOT filtered out"). "Pounds" are sterling where a sterling fact is
-wanted and the reference weighs nothing. One single value states one fact: "36 inches"
+wanted and the reference weighs nothing. ``match_facts`` also finds a fact in looser words: a
+possessive, "cancelled" for "cancel", a word the fact cut short of the reference's ("third part"), a
+bare number at the end of the reference's own range. One single value states one fact: "36 inches"
 (91 cm) is not also a depth of "91 cm"; a range may state two ("from $50 to $1,500").
 """
 

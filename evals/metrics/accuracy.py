@@ -3,8 +3,10 @@
 Applies to cases with ``expected: answer``. Score 1 when the answer states every required fact (any
 alternative of an any-of fact, in any common wording: ``_text.normalise``), contradicts neither the
 reference nor the facts (a conflicting number, a negated fact, an unsupported universal claim:
-``_contradiction``), is not a refusal or "I don't know" (a decline that conveys every required fact
-outside its own clauses, "I can't advise on visas; please ask the embassy", answers), and its cosine
+``_contradiction``), does not take a fact back (said last before a self-correction, "two years — wait,
+let me correct that: ...", and not again after it), is not a refusal or "I don't know" (a decline that
+conveys every required fact outside its own clauses, "I can't advise on visas; please ask the embassy",
+or gives a value a fact asks for, "contact the police within a day", answers), and its cosine
 similarity (all-MiniLM-L6-v2)
 to the reference answer or to the question, whichever is higher, reaches ``similarity_threshold``.
 Verdicts within ``judge_margin`` of the threshold, that rest on a contradiction heuristic, or that
