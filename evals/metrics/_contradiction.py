@@ -28,11 +28,14 @@ its wordings ("90 days, so a month is fine" where a fact says "90 days" or "thre
 number a bare fact asks for is no conflict, but may still be counted from another event ("120 days
 from when you noticed it" for "of the transaction date"). What it cannot see: wrong claims with no
 number, negation, universal word, "only if", "also" or "too" in them, such as an extra country in a
-list, an extra fee or exception, or a value attributed to the wrong product.
+list, an extra fee or exception, or a value attributed to the wrong product unless the answer gives
+two of the reference's values the other way round ("Comfort: -7 °C. Limit: -1 °C." for "comfort -1 °C,
+limit -7 °C"), each with the words of the other and none of its own.
 """
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from evals.metrics._denials import denial_conflicts
@@ -44,6 +47,7 @@ from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_toke
 from evals.sets.format import Fact
 
 _CONTEXT = 4  # meaningful words either side of a quantity that say what it is about
+_LABEL_WORDS = 3  # words either side of a value that name it, for values given the other way round
 _MAX_SCALE = 30.0  # quantities further apart than this are about different things
 _CONVERSION_REACH = 6  # words between a value and the same value said in another unit
 _ROUNDING = 0.1  # "1.4 kg, about 3 lb" rounds (3.09 lb); "150 kg, about 230 lb" is wrong
@@ -108,7 +112,52 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     reasons += _choice_conflicts(reference, answer)
     reasons += _added_conditions(reference, answer, question)
     reasons += _extended_scope(reference, answer, question)
+    reasons += _swapped_values(Tokenised.of(reference), answer_tokens)
     return reasons
+
+
+def _swapped_values(reference: Tokenised, answer: Tokenised) -> list[str]:
+    """Two of the reference's values given the other way round ("the blender is rated 1,700 W, the air
+    fryer 1,500 W" where the reference rates the air fryer 1,700 W): each said with the words of the
+    other, and with none of its own."""
+    known = [q for q in reference.quantities if q.dimension != "number"]
+    stated = [q for q in answer.quantities if q.dimension != "number"]
+    for first, second in itertools.combinations(stated, 2):
+        if first.dimension != second.dimension or first.same_value(second):
+            continue
+        theirs = [[q for q in known if _agrees(mine, q)] for mine in (first, second)]
+        if any(len(found) != 1 for found in theirs) or theirs[0][0].same_value(theirs[1][0]):
+            continue
+        said = [_label(answer.words, q.position) for q in (first, second)]
+        meant = [_label(reference.words, found[0].position) for found in theirs]
+        own = [meant[0] - meant[1], meant[1] - meant[0]]
+        if all(said[i] & own[1 - i] and not said[i] & own[i] for i in (0, 1)):
+            return [f"gives {_show(first)} and {_show(second)} the other way round"]
+    return []
+
+
+def _label(words: list[str], position: int) -> set[str]:
+    """The words that name what a value is: a few after it in its clause, and a few before it, across
+    one colon or comma when nothing comes first ("Comfort: -7 °C")."""
+    after = list(itertools.takewhile(lambda word: word != BOUNDARY, words[position + 1 :]))
+    return _naming(reversed(words[:position])) | _naming(after)
+
+
+def _naming(words: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    crossed = False
+    for word in words:
+        if word == BOUNDARY:
+            if found or crossed:
+                break
+            crossed = True
+            continue
+        word = word.removesuffix("'s")
+        if word.isalpha() and len(word) > 2 and word not in STOPWORDS and word not in _UNIT_WORDS:
+            found.add(word)
+            if len(found) == _LABEL_WORDS:
+                break
+    return found
 
 
 # "only if you drop it at a depot": a condition the answer sets; "for as long as 56 days" is a duration

@@ -189,3 +189,17 @@ def test_a_denied_thing_in_a_list_of_what_the_reference_accepts(text: str, confl
 )
 def test_no_limit_of_a_kind_is_a_limitless_claim(reference: str, text: str, claims: bool) -> None:
     assert bool(contradictions(reference, [], text)) is claims
+
+
+@pytest.mark.parametrize(
+    ("text", "swapped"),
+    [
+        ("The toaster is the hungrier at 2,200 W; the kettle is rated 900 W.", True),
+        ("Kettle: 900 W. Toaster: 2,200 W.", True),
+        ("The toaster draws 900 W and the kettle 2,200 W.", False),
+        ("2,200 W for the kettle against 900 W for the toaster.", False),
+    ],
+)
+def test_two_values_given_the_other_way_round(text: str, swapped: bool) -> None:
+    reference = "The utility's test kettle is rated 2,200 W, more than the toaster's 900 W."
+    assert bool(contradictions(reference, [], text)) is swapped
