@@ -21,7 +21,8 @@ is lower" where the reference takes the greater). A condition none of whose word
 question uses ("but only if the amount is under £100", "as long as they are unused"; not "unless",
 which often names a fair exception, nor "for as long as 56 days"). A rule (covers, applies, included,
 available) said to hold "too", "as well" or "also" for something neither names ("and that applies to
-cash withdrawals too", "it also covers accidental damage"). One more value in a list of the reference's
+cash withdrawals too", "it also covers accidental damage"), or a requirement added with "also" ("a
+doctor's note is also required"). One more value in a list of the reference's
 values ("£0, £100, £250, £500 or £1,000"). "Every type of", "of any age" and "no weight limit" are
 universal claims too. The user's own figure is no claim when the answer gives the fact in another of
 its wordings ("90 days, so a month is fine" where a fact says "90 days" or "three months"). The
@@ -170,7 +171,10 @@ _CONDITION = re.compile(
 _EXTENDED = re.compile(r"([^.;:!?,\u2014]*)\b(?:too|as well)\s*(?=[.;:!?,)]|$)")
 _COVERS = ("cover", "appl", "includ", "avail", "eligib", "accept", "qualif", "valid")
 # "it also covers accidental damage", "PO boxes are also eligible": the same stretch said with "also"
-_ALSO = re.compile(rf"[^.;:!?,\u2014]*\balso\b(?: \w+){{0,2}}? (?:{'|'.join(_COVERS)})\w*[^.;:!?,\u2014]*")
+_REQUIRES = ("requir", "mandator", "compulsor", "need")
+_ALSO = re.compile(
+    rf"[^.;:!?,\u2014]*\balso\b(?: \w+){{0,2}}? (?:{'|'.join(_COVERS + _REQUIRES)})\w*[^.;:!?,\u2014]*"
+)
 
 
 def _extended_scope(reference: str, answer: str, question: str) -> list[str]:
@@ -182,14 +186,14 @@ def _extended_scope(reference: str, answer: str, question: str) -> list[str]:
     plain = expand_contractions(answer)
     for found in [*_EXTENDED.finditer(plain), *_ALSO.finditer(plain.lower())]:
         words = match_tokens(found[1] if found.re is _EXTENDED else found[0])
-        if not any(w.startswith(_COVERS) for w in words):
+        if not any(w.startswith(_COVERS + _REQUIRES) for w in words):
             continue
         new = {
             w
             for w in words
             if w.isalpha() and len(w) > 2 and w not in STOPWORDS and _stem_loose(w) not in known
         }
-        if new - {w for w in words if w.startswith(_COVERS)}:
+        if new - {w for w in words if w.startswith(_COVERS + _REQUIRES)}:
             reasons.append(f"extends it to what the reference does not name: '{found[0].strip()}'")
     return reasons
 

@@ -203,3 +203,16 @@ def test_no_limit_of_a_kind_is_a_limitless_claim(reference: str, text: str, clai
 def test_two_values_given_the_other_way_round(text: str, swapped: bool) -> None:
     reference = "The utility's test kettle is rated 2,200 W, more than the toaster's 900 W."
     assert bool(contradictions(reference, [], text)) is swapped
+
+
+@pytest.mark.parametrize(
+    ("text", "conflicts"),
+    [
+        ("Bring photo ID; a doctor's note is also required.", True),
+        ("Bring your ID. You also need proof of address.", False),
+        ("Bring photo ID and proof of address.", False),
+    ],
+)
+def test_a_requirement_added_with_also(text: str, conflicts: bool) -> None:
+    reference = "To join the gym, bring photo ID and proof of address."
+    assert bool(contradictions(reference, [], text, "What do I need to join?")) is conflicts
