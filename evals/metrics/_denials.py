@@ -331,7 +331,8 @@ def _dropped_requirements(reference: str, answer: str) -> list[str]:
     asked: list[set[str]] = []
     for part in re.split(r"\band\b", " ".join(match_tokens(reference))):
         for clause in _clauses(part.split()):
-            if NEGATING & set(clause) or len(clause) < 3:
+            # "if you need help, call us" supposes a need; it asks for nothing
+            if NEGATING & set(clause) or len(clause) < 3 or {"if", "unless"} & set(clause):
                 continue
             instructs = _is_content(clause[0]) and clause[1] in _OBJECT_OPENERS
             if instructs or _obliges(clause):

@@ -47,6 +47,7 @@ def test_a_fact_taken_back_by_a_self_correction(context: ScoringContext) -> None
          "There's no need to give a meter reading when you move.", True),
         ("You must give us a meter reading when you move out.",
          "You don't need to be home; just give us a meter reading.", False),
+        ("If you need a meter reading, call us.", "You don't need to call us.", False),
     ],
 )  # fmt: skip
 def test_what_the_reference_asks_for_is_not_needed(reference: str, text: str, conflicts: bool) -> None:
