@@ -20,15 +20,23 @@ like" are backed by "unlimited", "instantly" by "instant"). The other of two val
 is lower" where the reference takes the greater). A condition none of whose words the reference or the
 question uses ("but only if the amount is under £100", "as long as they are unused"; not "unless",
 which often names a fair exception, nor "for as long as 56 days"). A rule (covers, applies, included,
-available) said to hold "too" or "as well" for something neither names ("and that applies to cash
-withdrawals too"). The number a bare fact asks for is no conflict, but may still be counted from
-another event ("120 days from when you noticed it" for "of the transaction date"). What it cannot
-see: wrong claims with no number, negation, universal word, "only if" or "too" in them, such as an
-extra country in a list, an extra fee or exception, or a value attributed to the wrong product.
+available) said to hold "too", "as well" or "also" for something neither names ("and that applies to
+cash withdrawals too", "it also covers accidental damage"), or a requirement added with "also" ("a
+doctor's note is also required"). One more value in a list of the reference's
+values ("£0, £100, £250, £500 or £1,000"). "Every type of", "of any age" and "no weight limit" are
+universal claims too. The user's own figure is no claim when the answer gives the fact in another of
+its wordings ("90 days, so a month is fine" where a fact says "90 days" or "three months"). The
+number a bare fact asks for is no conflict, but may still be counted from another event ("120 days
+from when you noticed it" for "of the transaction date"). What it cannot see: wrong claims with no
+number, negation, universal word, "only if", "also" or "too" in them, such as an extra country in a
+list, an extra fee or exception, or a value attributed to the wrong product unless the answer gives
+two of the reference's values the other way round ("Comfort: -7 °C. Limit: -1 °C." for "comfort -1 °C,
+limit -7 °C"), each with the words of the other and none of its own.
 """
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from evals.metrics._denials import denial_conflicts
@@ -40,6 +48,7 @@ from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_toke
 from evals.sets.format import Fact
 
 _CONTEXT = 4  # meaningful words either side of a quantity that say what it is about
+_LABEL_WORDS = 3  # words either side of a value that name it, for values given the other way round
 _MAX_SCALE = 30.0  # quantities further apart than this are about different things
 _CONVERSION_REACH = 6  # words between a value and the same value said in another unit
 _ROUNDING = 0.1  # "1.4 kg, about 3 lb" rounds (3.09 lb); "150 kg, about 230 lb" is wrong
@@ -75,12 +84,13 @@ _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "p
 _UNIVERSAL = re.compile(
     r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
     r"|instant(?:ly)?|no matter|regardless|guaranteed|any ?time|24/7|no questions asked|without exception"
-    r"|whatever (?:you|they)|everyone|everybody|no limit"
+    r"|whatever (?:you|they)|everyone|everybody|no (?:[a-z-]+ )?limit"
+    r"|(?:every|any|all) (?:types?|kinds?|sorts?) of|(?:of|at) any (?:age|size|length|weight|value|amount)"
     r"|as (?:many|much|often)(?: \w+){0,2} as you (?:like|want|wish))\b"
 )
 # one claim in many words: "no limit" says what "unlimited" or "as often as you like" says
 _LIMITLESS = re.compile(
-    r"\b(?:unlimited|no (?:limit|cap|maximum)|as (?:many|much|often)\b[^.]{0,20}\bas you)"
+    r"\b(?:unlimited|no (?:[a-z-]+ )?(?:limit|cap|maximum)|as (?:many|much|often)\b[^.]{0,20}\bas you)"
 )
 # "you can always add cash" offers an option; "if you use it every day" supposes, it claims nothing
 _NOT_A_CLAIM = re.compile(r"\b(?:can|could|may) (?:also )?$|\b(?:if|whenever|unless|in case)\b[^,;:\u2014]*$")
@@ -103,7 +113,52 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     reasons += _choice_conflicts(reference, answer)
     reasons += _added_conditions(reference, answer, question)
     reasons += _extended_scope(reference, answer, question)
+    reasons += _swapped_values(Tokenised.of(reference), answer_tokens)
     return reasons
+
+
+def _swapped_values(reference: Tokenised, answer: Tokenised) -> list[str]:
+    """Two of the reference's values given the other way round ("the blender is rated 1,700 W, the air
+    fryer 1,500 W" where the reference rates the air fryer 1,700 W): each said with the words of the
+    other, and with none of its own."""
+    known = [q for q in reference.quantities if q.dimension != "number"]
+    stated = [q for q in answer.quantities if q.dimension != "number"]
+    for first, second in itertools.combinations(stated, 2):
+        if first.dimension != second.dimension or first.same_value(second):
+            continue
+        theirs = [[q for q in known if _agrees(mine, q)] for mine in (first, second)]
+        if any(len(found) != 1 for found in theirs) or theirs[0][0].same_value(theirs[1][0]):
+            continue
+        said = [_label(answer.words, q.position) for q in (first, second)]
+        meant = [_label(reference.words, found[0].position) for found in theirs]
+        own = [meant[0] - meant[1], meant[1] - meant[0]]
+        if all(said[i] & own[1 - i] and not said[i] & own[i] for i in (0, 1)):
+            return [f"gives {_show(first)} and {_show(second)} the other way round"]
+    return []
+
+
+def _label(words: list[str], position: int) -> set[str]:
+    """The words that name what a value is: a few after it in its clause, and a few before it, across
+    one colon or comma when nothing comes first ("Comfort: -7 °C")."""
+    after = list(itertools.takewhile(lambda word: word != BOUNDARY, words[position + 1 :]))
+    return _naming(reversed(words[:position])) | _naming(after)
+
+
+def _naming(words: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    crossed = False
+    for word in words:
+        if word == BOUNDARY:
+            if found or crossed:
+                break
+            crossed = True
+            continue
+        word = word.removesuffix("'s")
+        if word.isalpha() and len(word) > 2 and word not in STOPWORDS and word not in _UNIT_WORDS:
+            found.add(word)
+            if len(found) == _LABEL_WORDS:
+                break
+    return found
 
 
 # "only if you drop it at a depot": a condition the answer sets; "for as long as 56 days" is a duration
@@ -114,24 +169,31 @@ _CONDITION = re.compile(
 
 # "it covers debit card purchases as well": a rule stretched to something else ("too" ending a clause)
 _EXTENDED = re.compile(r"([^.;:!?,\u2014]*)\b(?:too|as well)\s*(?=[.;:!?,)]|$)")
-_COVERS = ("cover", "appl", "includ", "availab", "eligib", "accept", "qualif", "valid")
+_COVERS = ("cover", "appl", "includ", "avail", "eligib", "accept", "qualif", "valid")
+# "it also covers accidental damage", "PO boxes are also eligible": the same stretch said with "also"
+_REQUIRES = ("requir", "mandator", "compulsor", "need")
+_ALSO = re.compile(
+    rf"[^.;:!?,\u2014]*\balso\b(?: \w+){{0,2}}? (?:{'|'.join(_COVERS + _REQUIRES)})\w*[^.;:!?,\u2014]*"
+)
 
 
 def _extended_scope(reference: str, answer: str, question: str) -> list[str]:
-    """A rule (covers, applies, included, available) said to hold "too" for something the reference
-    and the question never name ("and that applies to cash withdrawals too")."""
+    """A rule (covers, applies, included, available) said to hold "too" or "also" for something the
+    reference and the question never name ("and that applies to cash withdrawals too", "it also covers
+    accidental damage")."""
     known = {_stem_loose(w) for w in [*match_tokens(reference), *match_tokens(question)]}
     reasons = []
-    for found in _EXTENDED.finditer(expand_contractions(answer)):
-        words = match_tokens(found[1])
-        if not any(w.startswith(_COVERS) for w in words):
+    plain = expand_contractions(answer)
+    for found in [*_EXTENDED.finditer(plain), *_ALSO.finditer(plain.lower())]:
+        words = match_tokens(found[1] if found.re is _EXTENDED else found[0])
+        if not any(w.startswith(_COVERS + _REQUIRES) for w in words):
             continue
         new = {
             w
             for w in words
             if w.isalpha() and len(w) > 2 and w not in STOPWORDS and _stem_loose(w) not in known
         }
-        if new - {w for w in words if w.startswith(_COVERS)}:
+        if new - {w for w in words if w.startswith(_COVERS + _REQUIRES)}:
             reasons.append(f"extends it to what the reference does not name: '{found[0].strip()}'")
     return reasons
 
@@ -197,7 +259,15 @@ def _quantity_conflicts(
     sources = [Tokenised.of(reference)] + [Tokenised.of(a) for fact in facts for a in alternatives(fact)]
     known = [(q, source) for source in sources for q in source.quantities if q.dimension != "number"]
     told = set(match_tokens(reference)) | set(question.words)
-    asked_for = [q for source in sources[1:] for q in source.quantities]  # the values the facts ask for
+    # the values the facts ask for and the answer does not give in any of their wordings ("90 days" gives
+    # "three months" too)
+    asked_for = [
+        q
+        for fact in facts
+        if not _gives(answer, fact)
+        for a in alternatives(fact)
+        for q in Tokenised.of(a).quantities
+    ]
     bare = [
         q for fact in facts if _bare(fact) for a in alternatives(fact) for q in Tokenised.of(a).quantities
     ]
@@ -246,6 +316,7 @@ def _quantity_conflicts(
             continue  # "between 23 and 32 kg there's a fee": the band beyond a 23 kg limit
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
         about_same |= _restates(answer.words, stated, agreeing, told) or _converts(stated, agreeing)
+        about_same |= len(rivals) > 1 and _listed_with(answer, stated, agreeing)
         if about_same or not agreeing or (bound is not None and bound.claimed):
             expected = rivals[0][0]
             reasons.append(f"says {_show(stated, bound)} where the reference says {_show(expected)}")
@@ -350,6 +421,12 @@ def _other_currency(stated: Quantity, known: list[Quantity], asked: list[Quantit
     return []
 
 
+def _gives(answer: Tokenised, fact: Fact) -> bool:
+    """The answer states one of the fact's values."""
+    wanted = [q for a in alternatives(fact) for q in Tokenised.of(a).quantities]
+    return any(stated.same_value(q) for stated in answer.quantities for q in wanted)
+
+
 def _bare(fact: Fact) -> bool:
     """A fact that is a number with no unit in every wording ("800", "eight hundred")."""
     found = [q for a in alternatives(fact) for q in Tokenised.of(a).quantities]
@@ -380,6 +457,27 @@ def _restates(words: list[str], stated: Quantity, agreeing: list[Quantity], told
         return False
     theirs = set().union(*(_context(words, other.position) for other in agreeing))
     return not mine - told - theirs
+
+
+_LIST_GLUE = frozenset([BOUNDARY, "or", "and"])
+
+
+def _listed_with(answer: Tokenised, stated: Quantity, agreeing: list[Quantity]) -> bool:
+    """One more value in a list of the reference's values ("£0, £100, £250, £500 or £1,000" where the
+    reference offers the first four): a list runs from value to value with only commas, "and", "or"."""
+    chain = [stated]
+    values = sorted(answer.quantities, key=lambda q: q.position)
+    at = values.index(stated)
+    for step in (-1, 1):
+        index = at
+        while 0 <= index + step < len(values):
+            near, far = sorted((values[index], values[index + step]), key=lambda q: q.position)
+            between = answer.words[near.position + 1 : far.position]
+            if far.dimension != stated.dimension or not set(between) <= _LIST_GLUE | _UNIT_WORDS:
+                break
+            index += step
+            chain.append(values[index])
+    return sum(1 for q in chain if q in agreeing) >= 2
 
 
 def _converts(stated: Quantity, agreeing: list[Quantity]) -> bool:

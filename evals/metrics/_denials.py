@@ -16,7 +16,12 @@ what the reference says a subject does ("resetting your password unlocks it") de
 subject, unless the answer's clause limits it or names an object the reference does not; and what
 the reference says the thing is not ("It is not dishwasher-safe", "splash resistant, not waterproof")
 said of it after "is" or "are" in a clause that denies nothing; and open when the reference says
-closed ("closed Sunday and on public holidays" / "also open Sundays 10-4"). What it
+closed ("closed Sunday and on public holidays" / "also open Sundays 10-4"); what the reference asks
+for ("give us the crime reference number", "you must give a meter reading") said not to be needed; a
+denied thing affirmed with its verb left out ("fences aren't covered, but gates are") or named in a
+list of what the reference accepts; and a charge the reference makes without any exception said to
+be waived in a sentence that names something it does not ("waived if you book installation"). A £0
+price backs "free". What it
 cannot see: a denial worded without a negation ("is excluded", "fails to"), or one stated back in
 other words ("waived" for "charged even when", "the whole stay" for "the first night").
 """
@@ -38,6 +43,7 @@ _MONEY = frozenset(["usd", "eur", "gbp"])
 # "free", "included" (in the price): no charge of its own; "waived" is often under a condition
 _NO_CHARGE = frozenset(["free", "includ", "include"])
 _COPULA = frozenset(["is", "are", "be", "was", "were"])
+_ELLIPTIC = frozenset([*_COPULA, "do", "does", "can", "will", "would", "has", "have"])
 _MUST = frozenset(["must", "need", "requir", "necessary", "mandatory", "obligatory"])
 _ASIDES = frozenset(["too", "also", "well", "even", "still", "just", "always", "either"])
 _BOUNDING = frozenset(["under", "below", "over", "above", "less", "more", "fewer", "least", "than"])
@@ -55,7 +61,9 @@ def denial_conflicts(question: str, reference: str, answer: str) -> list[str]:
     """Reasons the answer states what the reference denies, or denies what it states (empty: none)."""
     reasons = _denied_claims(question, reference, answer)
     reasons += _free_claims(question, reference, answer)
+    reasons += _new_waivers(question, reference, answer)
     reasons += _lifted_requirements(reference, answer)
+    reasons += _dropped_requirements(reference, answer)
     reasons += _denied_affirmations(reference, answer)
     reasons += _denied_attributes(reference, answer)
     reasons += _open_when_closed(reference, answer)
@@ -102,9 +110,16 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
     denials = [_denial(clause, affirmed, stated) for clause in denying]
     denials += [_object_denial(clause, affirmed) for clause in denying]
     everything = set(match_tokens(answer)) | set(match_tokens(question))  # "do they expire?" "they do"
+    previous: list[str] = []
     for sentence in SENTENCE.split(clean(answer)):
         tokens = match_tokens(sentence)
         words = set(tokens)
+        if tokens and tokens[-1] == BOUNDARY:
+            tokens = tokens[:-1]
+        if tokens and tokens[-1] in _ELLIPTIC and not NEGATING & words:
+            # "fences aren't covered, but gates are": the verb left out is the sentence before's
+            words |= {w for w in previous if _is_content(w)}
+        previous = tokens
         if not words or words & _ONLY:
             continue
         for denial in denials:
@@ -116,13 +131,23 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
                 continue  # "it needs at least $35 before you can check out" restates the limit
             # a condition does not soften a denied predicate ("it transfers if you sell it"), and only a
             # negation before the predicate denies it ("they expire after 2 years if you don't use them")
-            said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in words else tokens
+            said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in tokens else tokens
             if NEGATING & set(said_before if denial.of_predicate else tokens):
                 continue
             said = denial.stated_in(words, everything)
             if said:
                 return [f"states '{', '.join(sorted(said))}', which the reference denies"]
+            if _listed_among(denial, words, stated):
+                return [f"lists '{' '.join(sorted(denial.things))}', which the reference denies"]
     return []
+
+
+def _listed_among(denial: "_Denial", words: set[str], stated: set[str]) -> bool:
+    """A denied thing of two words or more ("mobile phone bills aren't accepted") named in a list of what
+    the reference accepts ("a utility bill, bank statement or mobile phone bill"), with no verb needed."""
+    if denial.of_predicate or len(denial.things) < 2 or not denial.things <= words:
+        return False
+    return len(words & stated - denial.things - STOPWORDS) >= 3
 
 
 def _clauses(words: list[str]) -> list[list[str]]:
@@ -218,14 +243,16 @@ def _is_content(word: str) -> bool:
 
 
 def _free_claims(question: str, reference: str, answer: str) -> list[str]:
-    """Something the reference prices and never calls free ("redelivery costs $5.99") said to be free
+    """Something the reference prices and never calls free, nor £0 ("redelivery costs $5.99"), said to be free
     or included ("shipping included" where shipping is $6.99 on top).
 
     Only in a sentence that neither denies anything nor names a thing the reference and question do not
     ("Flex fares change for free" may be true of a fare the reference does not price).
     """
     known = set(match_tokens(reference))
-    if known & (_NO_CHARGE | {"waiv"}) or not any(q.dimension in _MONEY for q in quantities(reference)):
+    prices = [q for q in quantities(reference) if q.dimension in _MONEY]
+    # "repairs have a £0 excess" calls repairs free in a number
+    if known & (_NO_CHARGE | {"waiv"}) or not prices or any(q.high == 0 for q in prices):
         return []
     named = known | set(match_tokens(question))
     for sentence in SENTENCE.split(clean(answer)):
@@ -236,6 +263,27 @@ def _free_claims(question: str, reference: str, answer: str) -> list[str]:
             content = {w for w in words if _is_content(w) and w not in UNITS}
             if not content - named - _LIMITS - _ASIDES - _NO_CHARGE:
                 return [f"calls '{' '.join(clause)}' free where the reference prices it"]
+    return []
+
+
+def _new_waivers(question: str, reference: str, answer: str) -> list[str]:
+    """A charge the reference makes without any exception ("$89 flat") said to be waived in a sentence
+    that names something the reference and question do not ("waived if you also book installation")."""
+    known = set(match_tokens(reference))
+    prices = [q for q in quantities(reference) if q.dimension in _MONEY and q.high > 0]
+    # an exception the reference makes ("unless defective", "that are not defective") may be the waiver
+    # in other words; "non-sterling" names a kind of fee, it makes no exception
+    excepting = set(match_tokens(re.sub(r"(?i)\bnon-", "", reference))) & (NEGATING | {"unless", "except"})
+    if not prices or excepting or known & {"waiv", "waive"}:
+        return []
+    named = known | set(match_tokens(question))
+    for sentence in SENTENCE.split(clean(answer)):
+        words = set(match_tokens(sentence))
+        if not any(w.startswith("waiv") for w in words) or words & NEGATING:
+            continue
+        new = {w for w in words if _is_content(w) and not w.startswith("waiv")} - named - _ASIDES - _LIMITS
+        if new:
+            return [f"waives the charge when {', '.join(sorted(new))}, which the reference does not say"]
     return []
 
 
@@ -270,6 +318,35 @@ def _required(clause: list[str]) -> frozenset[str]:
         if _is_content(word) and word not in _MUST:
             thing.append(word)
     return frozenset(thing[:3]) if len(thing) > 1 else frozenset()
+
+
+# "give us the receipt", "return the form": an instruction opens with a verb and its object
+_OBJECT_OPENERS = frozenset(["us", "the", "your", "a", "an", "any", "it", "them", "all", "every", "me"])
+_UNNEEDED = re.compile(r"\b(?:not (?:need|have to|requir|necessary)|no need)\b")
+
+
+def _dropped_requirements(reference: str, answer: str) -> list[str]:
+    """What the reference asks for ("give us the crime reference number", "you must show photo ID")
+    said not to be needed ("you don't need a crime reference number")."""
+    asked: list[set[str]] = []
+    for part in re.split(r"\band\b", " ".join(match_tokens(reference))):
+        for clause in _clauses(part.split()):
+            # "if you need help, call us" supposes a need; it asks for nothing
+            if NEGATING & set(clause) or len(clause) < 3 or {"if", "unless"} & set(clause):
+                continue
+            instructs = _is_content(clause[0]) and clause[1] in _OBJECT_OPENERS
+            if instructs or _obliges(clause):
+                asked.append({w for w in clause if _is_content(w) and w not in _MUST})
+    for clause in _clauses(match_tokens(answer)):
+        found = _UNNEEDED.search(" ".join(clause))
+        if found is None or _ONLY & set(clause):
+            continue
+        after = " ".join(clause)[found.end() :].split()
+        thing = {w for w in after[:6] if _is_content(w) and w not in _MUST | _LIGHT_VERBS}
+        named = list(dict.fromkeys(w for w in after if w in thing))[:3]
+        if named and any(set(named) <= words for words in asked):
+            return [f"says '{' '.join(named)}' is not needed, which the reference asks for"]
+    return []
 
 
 def _denied_affirmations(reference: str, answer: str) -> list[str]:

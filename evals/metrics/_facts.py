@@ -7,7 +7,9 @@ their endings dropped ("pre-authorise" for "pre-authorised"), when all of its co
 close together ("date of delivery" for "delivery date"; never for a fact with a number, which
 needs that number), or, for a denial such as "no viruses", when one clause names its words and
 denies something ("viruses are NOT filtered out"). "Pounds" are sterling where a sterling fact is
-wanted and the reference weighs nothing. One single value states one fact: "36 inches"
+wanted and the reference weighs nothing. ``match_facts`` also finds a fact in looser words: a
+possessive, "cancelled" for "cancel", a word the fact cut short of the reference's ("third part"), a
+bare number at the end of the reference's own range. One single value states one fact: "36 inches"
 (91 cm) is not also a depth of "91 cm"; a range may state two ("from $50 to $1,500").
 """
 
@@ -101,11 +103,50 @@ def match_facts(
         if match is not None and match.start in _single_values(answer, found):
             # one value states one fact: 36 inches (91 cm) is not also a depth of "91 cm"
             match = find_fact(fact, _without(answer, _single_values(answer, found)), reference)
+        match = match or _find_loosely(fact, answer, reference)
         if match is None:
             missing.append(fact_label(fact))
         else:
             found.append(match)
     return found, missing
+
+
+def _find_loosely(fact: Fact, answer: Tokenised, reference: Tokenised | None) -> FactMatch | None:
+    """A fact in looser words: "the other driver's name" for "other driver", "cancelled" for "cancel",
+    "third parties" for "third part" where the reference says "third party", or a bare number ("21")
+    at the end of a range the reference gives too ("between 21 and 79" for "aged 21-79")."""
+    haystack = [_looser(w) for w in answer.words]
+    for alternative in alternatives(fact):
+        tokens = Tokenised.of(alternative)
+        needle = [_looser(w) for w in tokens.words if w != BOUNDARY]
+        for start in range(len(haystack) - len(needle) + 1) if needle else []:
+            said = haystack[start : start + len(needle)]
+            if said[:-1] == needle[:-1] and said[-1] in {needle[-1], *_completed(needle[-1], reference)}:
+                return FactMatch(alternative, start, start + len(needle))
+        if len(tokens.quantities) == 1 and tokens.quantities[0].dimension == "number" and reference:
+            value = tokens.quantities[0].low
+            ranges = [(q.low, q.high) for q in reference.quantities if q.low < q.high]
+            ranges = [span for span in ranges if value in span]
+            for stated in answer.quantities:
+                if (stated.low, stated.high) in ranges:
+                    return FactMatch(alternative, stated.position, stated.position + 1)
+    return None
+
+
+def _completed(stem: str, reference: Tokenised | None) -> set[str]:
+    """The reference's words a fact cut short ("third part" of "third party"); none if it has the stem."""
+    known = {_looser(w) for w in reference.words} if reference else set()
+    if len(stem) < 4 or not stem.isalpha() or stem in known:
+        return set()
+    return {w for w in known if w.startswith(stem)}
+
+
+def _looser(word: str) -> str:
+    """ "driver's" is "driver", "cancell(ed)" is "cancel"."""
+    word = word.removesuffix("'s")
+    if len(word) > 5 and word.isalpha() and word[-1] == word[-2] and word[-1] not in "aeiouls":
+        return word[:-1]
+    return word[:-1] if len(word) > 5 and word.endswith("ll") else word
 
 
 def _single_values(answer: Tokenised, found: list[FactMatch]) -> set[int]:

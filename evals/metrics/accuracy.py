@@ -3,8 +3,10 @@
 Applies to cases with ``expected: answer``. Score 1 when the answer states every required fact (any
 alternative of an any-of fact, in any common wording: ``_text.normalise``), contradicts neither the
 reference nor the facts (a conflicting number, a negated fact, an unsupported universal claim:
-``_contradiction``), is not a refusal or "I don't know" (a decline that conveys every required fact
-outside its own clauses, "I can't advise on visas; please ask the embassy", answers), and its cosine
+``_contradiction``), does not take a fact back (said last before a self-correction, "two years — wait,
+let me correct that: ...", and not again after it), is not a refusal or "I don't know" (a decline that
+conveys every required fact outside its own clauses, "I can't advise on visas; please ask the embassy",
+or gives a value a fact asks for, "contact the police within a day", answers), and its cosine
 similarity (all-MiniLM-L6-v2)
 to the reference answer or to the question, whichever is higher, reaches ``similarity_threshold``.
 Verdicts within ``judge_margin`` of the threshold, that rest on a contradiction heuristic, or that
@@ -18,9 +20,12 @@ for "actual weight").
 A failed request scores 0.
 """
 
+import re
+
 from evals.metrics._contradiction import contradictions
-from evals.metrics._facts import Tokenised, match_facts
-from evals.metrics._refusal import analyse
+from evals.metrics._facts import FactMatch, Tokenised, alternatives, fact_label, find_fact, match_facts
+from evals.metrics._refusal import Clause, analyse
+from evals.metrics._text import BOUNDARY
 from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
 from evals.sets.format import CaseSpec
 
@@ -40,7 +45,8 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
     close_to_reference = similarity is not None and similarity >= max(
         _PARAPHRASE, context.similarity_threshold
     )
-    _, missing = match_facts(case.required_facts, Tokenised.of(text), Tokenised.of(reference))
+    found, missing = match_facts(case.required_facts, Tokenised.of(text), Tokenised.of(reference))
+    missing += _retracted(case, text, found)
     conflicts = contradictions(reference, case.required_facts, text, case.prompt_text())
     if missing:
         shown = f"missing facts: {', '.join(missing)}" + (f"; {conflicts[0]}" if conflicts else "")
@@ -67,14 +73,50 @@ def _closeness(question: str, reference: str, text: str, context: ScoringContext
     return max(context.similarity.similarity(reference, text), context.similarity.similarity(question, text))
 
 
+# "let me correct that", "scratch that": what was said right before it is taken back
+_CORRECTION = re.compile(
+    r"\b(?:let me correct|correction|scratch that|i mean|i meant|my mistake|my bad|on second thought)\b",
+    re.IGNORECASE,
+)
+_LEAD_IN = re.compile(r"(?:[\s,;:.!?\u2013\u2014-]|\b(?:wait|sorry|no|actually|oh|hmm|hang on|um)\b)*$", re.I)
+
+
+def _retracted(case: CaseSpec, text: str, found: list[FactMatch]) -> list[str]:
+    """Facts said last before a self-correction and not again after it ("It goes down by two years —
+    wait, let me correct that: it is wiped"): the answer takes them back."""
+    taken_back = []
+    for correction in _CORRECTION.finditer(text):
+        said = Tokenised.of(_LEAD_IN.sub("", text[: correction.start()], count=1))
+        after = Tokenised.of(text[correction.end() :])
+        words = said.words
+        while words and words[-1] == BOUNDARY:
+            words = words[:-1]
+        for match in found:
+            fact = next(f for f in case.required_facts if match.fact in alternatives(f))
+            last = find_fact(fact, said)
+            if last is not None and last.end == len(words) and find_fact(fact, after) is None:
+                taken_back.append(f"{fact_label(fact)} (taken back)")
+    return taken_back
+
+
 def _says_no(case: CaseSpec, text: str) -> bool:
     """Declines or does not know, and conveys no required fact outside the decline.
 
-    "I can't advise on visas; please check with the embassy" answers when the facts ask for the embassy.
+    "I can't advise on visas; please check with the embassy" answers when the facts ask for the embassy,
+    and so does a decline that gives a value a fact asks for ("contact the police within a day").
     """
     stance = analyse(text)
     if not stance.says_no:
         return False
-    beside = " ".join(c.text for c in stance.clauses if c.kind not in {"refusal", "decline", "dont_know"})
+    # "you'll need to contact the police within a day" reads as a redirect; the value it gives answers
+    beside = " ".join(c.text for c in stance.clauses if _answers(case, c))
     _, missing = match_facts(case.required_facts, Tokenised.of(beside))
     return not case.required_facts or bool(missing)
+
+
+def _answers(case: CaseSpec, clause: Clause) -> bool:
+    """Not a refusal or "I don't know", nor a decline unless it gives a value a fact asks for."""
+    if clause.kind == "decline":
+        found, _ = match_facts(case.required_facts, Tokenised.of(clause.text))
+        return any(Tokenised.of(match.fact).quantities for match in found)
+    return clause.kind not in {"refusal", "dont_know"}

@@ -166,7 +166,8 @@ def test_a_denial_below_a_value_is_restated_by_the_value() -> None:
         ("Replacement cards aren't free: it's $10.", False),
         ("$10; Premium account holders get theirs for free.", False),  # says something of another account
         ("$10, replacement card included.", True),
-        ("$10, waived if the card was faulty.", False),  # a condition the reference does not rule out
+        # round 8: a waiver the reference never offers is a wrong claim (four shops' labels agree)
+        ("$10, waived if the card was faulty.", True),
     ],
 )
 def test_something_the_reference_prices_said_to_be_free(text: str, free: bool) -> None:
