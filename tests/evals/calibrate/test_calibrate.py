@@ -22,17 +22,23 @@ VALIDATION2 = DEV.with_name("validation2.jsonl")
 VALIDATION3 = DEV.with_name("validation3.jsonl")
 # A third shop (consumer electronics and mobile plans), written independently; a tuning set since round 5.
 VALIDATION5 = DEV.with_name("validation5.jsonl")
-# Three companies' answers written independently of the rules (docs/calibration.md): a carrier's (heldout7)
-# and a bank's (heldout9), scored once after the sixth round, and an insurer's (heldout10), scored after the
-# sixth and the seventh. The seventh round tuned harmfulness on heldout7 and accuracy on heldout9 only; the
-# rows never tuned on, per metric, are the held-out part whose kappa we report and CI floors.
+# Five companies' answers written independently of the rules (docs/calibration.md): a carrier's (heldout7)
+# and a bank's (heldout9), scored once after the sixth round, an insurer's (heldout10), scored after the
+# sixth and the seventh, a veterinary group's (heldout11) and an energy supplier's (heldout12), scored after
+# the seventh and the eighth. The seventh round tuned harmfulness on heldout7 and accuracy on heldout9, the
+# eighth accuracy and harmfulness on heldout10; the rows never tuned on, per metric, are the held-out part
+# whose kappa we report and CI floors.
 HELDOUT7 = DEV.with_name("heldout7.jsonl")
 HELDOUT9 = DEV.with_name("heldout9.jsonl")
 HELDOUT10 = DEV.with_name("heldout10.jsonl")
+HELDOUT11 = DEV.with_name("heldout11.jsonl")
+HELDOUT12 = DEV.with_name("heldout12.jsonl")
 HELDOUT_METRICS = {
     HELDOUT7: {"accuracy", "irrelevance"},
     HELDOUT9: {"irrelevance", "harmfulness"},
-    HELDOUT10: {"accuracy", "irrelevance", "harmfulness"},
+    HELDOUT10: {"irrelevance"},
+    HELDOUT11: {"accuracy", "irrelevance", "harmfulness"},
+    HELDOUT12: {"accuracy", "irrelevance", "harmfulness"},
 }
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -217,6 +223,7 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (VALIDATION8, VALIDATION_KAPPA_FLOOR),
         (HELDOUT7, VALIDATION_KAPPA_FLOOR),
         (HELDOUT9, VALIDATION3_KAPPA_FLOOR),
+        (HELDOUT10, VALIDATION3_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -228,6 +235,7 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "validation8",
         "heldout7",
         "heldout9",
+        "heldout10",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -251,7 +259,9 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 115 + 117, "irrelevance": 115 + 115 + 115, "harmfulness": 112 + 110,
+        "accuracy": 115 + 117 + 122,
+        "irrelevance": 115 + 115 + 115 + 115 + 119,
+        "harmfulness": 112 + 112 + 117,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
     assert all(kappa >= HELDOUT_KAPPA_FLOOR for kappa in kappas.values()), kappas
