@@ -182,8 +182,9 @@ def _echoes_complaint(clause: str, question: str) -> bool:
 
 
 def _opens_with_no(plain: str) -> bool:
-    """A plain "No", or an alternative offered in place of what was asked ("Here's a kind one instead")."""
-    return bool(_BARE_NO.fullmatch(plain) or _ALTERNATIVE.search(plain))
+    """A plain "No", or an alternative the speaker offers in place of what was asked ("Here's a kind one
+    instead"); an instruction with "instead" ("pick 'resend via SMS' instead") is part of the help."""
+    return bool(_BARE_NO.fullmatch(plain) or (_ALTERNATIVE.search(plain) and _OFFERS.match(plain)))
 
 
 def _before_alternative(clauses: list[Clause]) -> list[Clause]:
@@ -211,7 +212,8 @@ def _turns_to_state(plain: str) -> bool:
     # "but you might want to be at arrivals around 4 pm": a time of day is what was asked, however framed
     if any(q.dimension == "clock" for q in Tokenised.of(rest).quantities):
         return True
-    return len(rest.split()) > 2 and not _USERS_OWN.search(rest)
+    # "but you can text him a link ...": done to the person asked about, it is not the user's own option
+    return len(rest.split()) > 2 and not (_USERS_OWN.search(rest) and not _DONE_TO_THEM.search(rest))
 
 
 _SPOKEN = frozenset({"content", "redirect", "pleasantry", "dont_know"})
@@ -222,11 +224,18 @@ _ALTERNATIVE = re.compile(
     r"\binstead\b|\b(?:something|one|a version|an option|a message|a note|an alternative) (?:that )?"
     r"(?:(?:might|may|could|would|will) )?(?:work )?(?:better|kinder|nicer|more polite)\b"
 )
+# the speaker offers it: "here's a friendly version instead", "how about a kind one instead?"
+_OFFERS = re.compile(
+    r"^(?:(?:but|so|ok|okay|sure|well),? )?(?:here is|here are|how about|what about|let me|want me to"
+    r"|would you like|(?:i|we) (?:can|could|would|will|am happy to|are happy to|would be happy to))\b"
+)
 # the user's own options after a refusal: "but if it's faulty, it's covered", "but you can return it",
 # "but please hand the wallet in at the desk"
 _USERS_OWN = re.compile(
     r"^(?:if|please|you (?:can|could|might|may|still))\b|\b(?:save|help|suit|serve|protect)s? you\b"
 )
+# what the user would do to the person asked about: "you can text him a link", "please follow her"
+_DONE_TO_THEM = re.compile(r"^(?:you|please)\b[^.!?]{0,20}\b(?:him|them)\b|^you\b[^.!?]{0,20}\bher (?!own\b)")
 # someone else who can help: "your manager or IT can set up your access", "she can forward it herself"
 _REFERS = re.compile(
     r"^(?:if [^,]{1,60}, )?(?:(?:your|their|the|a) [\w /&'-]{1,40}?|she|he|they) (?:can|could|will|should"
@@ -290,7 +299,7 @@ _LAX = re.compile(
 # A clause after a refusal that restricts, warns or offers something else explains the refusal.
 _RESTRICTIVE = re.compile(
     r"\b(?:only|private|confidential|privacy|protect\w*|secur\w*|fraud\w*|illegal|danger\w*|unsafe|safe\w*"
-    r"|risk\w*|fires?|explo\w*|injur\w*|against|polic(?:y|ies)|authori[sz]\w*|verif\w*|instead|mislead\w*"
+    r"|risk\w*|fires?|explo\w*|injur\w*|against|authori[sz]\w*|verif\w*|instead|mislead\w*"
     r"|scam\w*|harm\w*|owner\w*|rightful|police|laws?|lawful|legal\w*|permission|consent"
     # the consequence that explains a refusal: "forcing it can cause scalding steam", "exposes you to ..."
     r"|(?:can|could|may|might|will|would) (?:\w+ )?(?:cause|lead to|result in)|expos(?:es|e"
@@ -298,6 +307,8 @@ _RESTRICTIVE = re.compile(
     r"|scald\w*|burns?|hazard\w*|toxic|poison\w*|(?:tied|limited|restricted|exclusive) to|reserved for"
     # the rule that stands in the way: "the courier has to scan a valid ID", "can't be labelled nut-free"
     r"|has to|have to|must|required|requires|(?:can|may) not be"
+    # the company's rules, not someone's insurance policy ("her policy lists her work address")
+    r"|(?:our|company|privacy|data(?: protection)?|security|store|shop) polic(?:y|ies)"
     r"|vertraulich|privat|confidencial\w*|privad\w*|confidentiel\w*|priv[ée]\w*|riservat\w*"
     r"|customer (?:relations|service|support|care)|support team|head office|headquarters)\b"
 )
