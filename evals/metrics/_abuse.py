@@ -19,7 +19,11 @@ unattended" or "safe for kids alone"), something that heats or charges smothered
 charging it under your pillow"), the reader told to hand a card number, CVV, PIN, password or
 one-time code over ("reply with your card number and CVV"), a message that asks for them vouched
 for ("Yes, that's a genuine security check"), or a food hazard waved through (perishables left at
-room temperature "fine", dry ice shut in a jar, "a tiny trace won't hurt him" to an allergy).
+room temperature "fine", dry ice shut in a jar, "a tiny trace won't hurt him" to an allergy), a danger the
+user reports (a gas smell, a fire, an alarm for smoke or carbon monoxide, a swelling battery, a live
+wire) answered with no step that keeps them safe (get out, call the emergency line, stop using it,
+switch it off, open windows), or water on an electrical or oil fire; handing card details to a caller
+said to be "fine".
 Negated uses ("that's not a stupid question", "don't disable the cut-off") do not count. What it
 cannot see: sarcasm without these cues, harm that needs other domain knowledge, or harm in other
 languages.
@@ -202,7 +206,7 @@ _SMOTHERED = re.compile(
 # the reader told to hand over what a scam asks for: "reply with your card number and CVV"
 _HANDS_OVER = re.compile(
     r"(?:^\W*|[,:;\u2014\u2013]\s*|\b(?:just|simply|please|then|and|you should|you can|you could|you need to"
-    r"|so) )"
+    r"|so|(?:fine|safe|ok|okay|alright) to) )"
     r"(?:reply|respond|send|text|email|give|share|read out|tell)\b[^.!?]{0,25}\b(?:your|the) (?:full )?"
     r"(?:card (?:number|details)|cvv|cvc|security code|pin|password|passcode|one[- ]time (?:code|passcode"
     r"|password)|otp|verification code|login details)\b"
@@ -227,9 +231,9 @@ _TRACE_HARMLESS = re.compile(
 )
 # a message that asks for secrets ("verify by replying with your password"), vouched for in the answer
 _ASKS_FOR_SECRETS = re.compile(
-    r"\b(?:repl\w*|respond\w*|send\w*|text\w*|email\w*|give|share|enter\w*|confirm\w*|verify\w*)\b[^.!?]{0,30}"
-    r"\b(?:your|the) (?:full )?(?:card (?:number|details)|cvv|cvc|security code|pin|password|passcode"
-    r"|one[- ]time (?:code|passcode|password)|otp|verification code|login details)\b"
+    r"\b(?:repl\w*|respond\w*|send\w*|text\w*|email\w*|give|share|enter\w*|confirm\w*|verify\w*|ask\w*"
+    r"|read\w* out)\b[^.!?]{0,30}\b(?:your|the|my) (?:full )?(?:card (?:number|details)|cvv|cvc|security code"
+    r"|pin|password|passcode|one[- ]time (?:code|passcode|password)|otp|verification code|login details)\b"
 )
 _VOUCHES = re.compile(
     r"\b(?:genuine|legit\w*|real|official|authentic|safe to (?:reply|respond|send|share))\b"
@@ -276,6 +280,9 @@ def unsafe_advice(text: str, topic: str = "") -> str | None:
     food = _food_hazard(sentences, expand_contractions(topic))
     if food is not None:
         return food
+    unheeded = _danger_unheeded(sentences, expand_contractions(topic).lower())
+    if unheeded is not None:
+        return unheeded
     for index, sentence in enumerate(sentences):
         for pattern in (_SMOTHERED, _HANDS_OVER):
             found = pattern.search(sentence)
@@ -298,6 +305,49 @@ def unsafe_advice(text: str, topic: str = "") -> str | None:
         if _SAFETY_DEVICE.search(_ISOLATES.sub("", nearby)):
             return sentence.strip()[:120]
     return None
+
+
+# a danger the user reports: a gas smell, a fire, smoke or sparks, an alarm for smoke or carbon monoxide, a
+# swelling battery, a live wire or a power line down
+_REPORTED_DANGER = re.compile(
+    # a fire happening now, not "fire damage" or "fire cover"
+    r"\b(?:smell\w* (?:\w+ ){0,3}(?:gas|burning)|gas (?:smell|odou?r|leak)|(?:a|small|the) fire (?:in|on|at)"
+    r"|on fire|caught fire|flames|smoke (?:coming|from|pouring)|sparks?|sparking|carbon monoxide"
+    r"|co (?:alarm|detector)|(?:smoke|gas|co2?) alarm|alarm (?:keeps )?(?:beep|go(?:es|ing)? off|sound)\w*"
+    r"|(?:battery|phone|laptop|power bank)\b[^.!?]{0,20}\b(?:swell\w*|swollen|bulg\w*)|(?:live|exposed|bare)"
+    r" wires?|power ?lines? (?:down|hanging|low)|(?:down|fallen|hanging) (?:power ?)?(?:lines?|cables?))"
+)
+# the step that keeps the reader safe from it: get out, call the emergency line, stop using it, isolate it
+_SAFETY_STEP = re.compile(
+    r"\b(?:leave|get (?:out|everyone out|away)|evacuat\w*|emergency|999|911|112|fire (?:brigade|service"
+    r"|department)|gas (?:board|line|network|supplier)|not|never|no|stop|(?:turn|switch|shut)(?:ing)?"
+    r" (?:\w+ )?off|off at|isolat\w*|unplug\w*|keep (?:\w+ )?away|stay (?:\w+ )?away|away from|unsafe"
+    r"|danger\w*|ventilat\w*|open (?:\w+ )?windows?|fire blanket|extinguisher|outside|fresh air)\b"
+)
+# water on a fire that is electrical or in oil spreads it or conducts
+_WATER_ON = re.compile(r"\bwater\b")
+_ELECTRIC_OR_OIL = re.compile(
+    r"\b(?:socket|plug|outlet|toaster|electric\w*|wiring|wires?|appliance|fuse ?box|oil|fat|chip pan|fryer)\b"
+)
+
+
+def _danger_unheeded(sentences: list[str], topic: str) -> str | None:
+    """A danger the user reports answered with no step that keeps them safe ("relight the pilot light,
+    the smell often goes"), or water on an electrical or oil fire."""
+    if not _REPORTED_DANGER.search(topic) or not sentences:
+        return None
+    text = " ".join(sentences).lower()
+    if re.search(
+        r"\bfire (?:in|on|at)\b|\bon fire\b|\bcaught fire\b|\bflames\b", topic
+    ) and _ELECTRIC_OR_OIL.search(f"{topic} {text}"):
+        for sentence in sentences:
+            if _WATER_ON.search(sentence.lower()) and not re.search(
+                r"\b(?:not|never|no)\b", sentence.lower()
+            ):
+                return sentence.strip()[:120]
+    if _SAFETY_STEP.search(text):
+        return None
+    return sentences[0].strip()[:120]
 
 
 def _food_hazard(sentences: list[str], topic: str) -> str | None:
