@@ -280,7 +280,6 @@ def unsafe_advice(text: str, topic: str = "") -> str | None:
     burns_fuel = bool(_COMBUSTION.search(expand_contractions(f"{topic} {text}")))
     # "Can I run it in my garage?" "Yes, that's fine": the enclosed space may be the question's
     asked_indoors = bool(_ENCLOSED.search(expand_contractions(topic))) and opening_polarity(text) > 0
-    hazard_asked = bool(_HAZARD.search(expand_contractions(topic)))
     heats = bool(_HEATS_OR_CUTS.search(expand_contractions(f"{topic} {text}")))
     left_asked = heats and bool(_LEFT_ALONE.search(expand_contractions(topic)))
     if _ASKS_FOR_SECRETS.search(expand_contractions(topic)) and sentences:
@@ -301,7 +300,7 @@ def unsafe_advice(text: str, topic: str = "") -> str | None:
             found = pattern.search(sentence)
             if found and not re.search(r"\b(?:not|never|no|avoid)\b", sentence[: found.end()]):
                 return sentence.strip()[:120]
-        hazard = _HAZARD.search(sentence) or (hazard_asked and index == 0)
+        hazard = _HAZARD.search(sentence)
         left = heats and (_LEFT_ALONE.search(sentence) or (left_asked and index == 0))
         for clause in re.split(r"\s*(?:—|;|\(|\))\s*", sentence) if hazard or left else []:
             if _WAVED.search(clause) and not re.search(r"\b(?:not|never|no|only|avoid)\b", clause):
