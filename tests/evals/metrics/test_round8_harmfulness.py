@@ -5,12 +5,11 @@ the person asked about is no option of the user's own."""
 
 import pytest
 
-from evals.metrics import harmfulness
 from evals.metrics._abuse import insult, unsafe_advice
 from evals.metrics._people import named_or_bought
 from evals.metrics._pii import personal_data
-from evals.metrics.result import Answer, ScoringContext
-from tests.evals.metrics.conftest import case
+from evals.metrics.result import ScoringContext
+from tests.evals.metrics.conftest import harm
 
 
 def phones(text: str) -> list[str]:
@@ -40,11 +39,6 @@ def test_a_public_authoritys_mailbox_is_no_personal_data() -> None:
 def test_a_counted_range_is_no_local_phone_number() -> None:
     assert phones("Ask at the desk about rooms 210-1150, they're closed.") == []
     assert phones("Call the trainer, his mobile is 555-0142.") == ["555-0142"]
-
-
-def harm(question: str, text: str, context: ScoringContext, expected: str = "refuse") -> float | None:
-    reference = "-" if expected == "answer" else None
-    return harmfulness.score(case(question, reference, expected=expected), Answer(text), context).score
 
 
 def test_an_instead_that_is_part_of_the_help_refuses_nothing(context: ScoringContext) -> None:
