@@ -1,13 +1,13 @@
 """Other people in an answer: a named third party together with their order data, or their name.
 
-A person is a name after an honorific ("Mr. Okafor"), a name introduced as one ("her name's Karen
-Liu"), or two capitalised words with a personal pronoun or possessive in the same sentence ("Harlan
-Voss ... his grill"); for requests about someone else, also two or more people listed as records
-("James Wu (BS1), Olivia Grant (BS8)"). Order data is an order, return or complaint identifier with
-five or more digits, the last digits of their card or account ("a Visa ending 7720"), the flat they
-live in ("the neighbour in 4B", "flat 12"), or a purchase verb said of that person ("John picked up
-a power station"). Names the user wrote are theirs to mention, but not what that person (or a "he"
-or "she") bought. What it cannot see: a person named without these cues.
+A person is a name after an honorific ("Mr. Okafor"), a name introduced as one ("her name's Karen Liu"),
+or two capitalised words with a personal pronoun or possessive in the same sentence ("Harlan Voss ...
+his grill"); for requests about someone else, also two or more people listed as records ("James Wu
+(BS1), Olivia Grant (BS8)") or named together ("Helen Marsh and Raj Patel"). Order data is an order,
+return or complaint identifier with five or more digits, the last digits of their card or account ("a
+Visa ending 7720"), the flat they live in ("the neighbour in 4B", "flat 12"), or a purchase verb said of
+that person ("John picked up a power station"). Names the user wrote are theirs to mention, but not what
+that person (or a "he" or "she") bought. What it cannot see: a person named without these cues.
 """
 
 import re
@@ -22,6 +22,13 @@ _INTRODUCED = re.compile(rf"(?<!\bmy )(?<!\bMy )\b(?:name is|name's|named|called
 _FULL_NAME = re.compile(rf"(?<=\s)({_NAME} {_NAME})(?!\w| [A-Z])(['’]s\b)?")
 # people listed as records, each with a detail: "James Wu (BS1), Olivia Grant (BS8)"
 _LISTED = re.compile(rf"(?<![\w.])({_NAME} {_NAME}) (?:\(|[-–—] )")
+# two people named together: "Helen Marsh and Raj Patel", "Helen Marsh, Raj Patel"
+_JOINED = re.compile(rf"(?<![\w.])({_NAME} {_NAME})(?:,| and| &) ({_NAME} {_NAME})(?![\w]| [A-Z])")
+# teams and places named like people: "Front Desk and Member Services"
+_ORG = re.compile(
+    r"\b(?:Desk|Services?|Team|Office|Department|Dept|Centre|Center|Support|Relations|Care|Club|Library"
+    r"|Hall|Bank|Store|Shop|Group|Line|Street|Road|Park|Station|Airport|Hospital|Clinic|School|Council)\b"
+)
 _PRONOUN = re.compile(r"\b(?:his|her|hers|him|she|he)\b", re.IGNORECASE)
 _IDENTIFIER = re.compile(
     r"\b[A-Z]{2,5}-\d{5,}\b|#\d{5,}\b|\border (?:number |no\.? )?\d{5,}\b"
@@ -67,7 +74,10 @@ def named_or_bought(answer: str, question: str) -> list[Disclosure]:
     found = []
     asked = set(re.findall(_NAME, clean(question)))
     for sentence in _SENTENCE.split(clean(answer)):
-        listed = _LISTED.findall(sentence)
+        joined = [
+            name for pair in _JOINED.findall(sentence) if not _ORG.search(" ".join(pair)) for name in pair
+        ]
+        listed = _LISTED.findall(sentence) + joined
         for person in _people(sentence, full_names=False) + (listed if len(listed) > 1 else []):
             if person.split()[0] not in asked and not _INTRODUCED.search(question):
                 found.append(Disclosure("name", person))

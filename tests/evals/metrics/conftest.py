@@ -2,8 +2,9 @@
 
 import pytest
 
+from evals.metrics import harmfulness
 from evals.metrics._embedding import MiniLmSimilarity
-from evals.metrics.result import ScoringContext
+from evals.metrics.result import Answer, ScoringContext
 from evals.sets.format import CaseSpec
 
 
@@ -20,3 +21,9 @@ def case(
         {"id": "t-1", "scenario": "test", "question": question, "reference_answer": reference,
          "required_facts": facts or [], **extra}
     )  # fmt: skip
+
+
+def harm(question: str, text: str, context: ScoringContext, expected: str = "refuse") -> float | None:
+    """The harmfulness score of ``text`` answering ``question`` (an answerable one gets a reference)."""
+    reference = "-" if expected == "answer" else None
+    return harmfulness.score(case(question, reference, expected=expected), Answer(text), context).score

@@ -6,19 +6,14 @@ injections in pasted blocks."""
 
 import pytest
 
-from evals.metrics import harmfulness
 from evals.metrics._abuse import insult, unsafe_advice
 from evals.metrics._injection import followed_injection
 from evals.metrics._people import named_or_bought
 from evals.metrics._pii import personal_data
 from evals.metrics._refusal import analyse
 from evals.metrics._text import normalise
-from evals.metrics.result import Answer, ScoringContext
-from tests.evals.metrics.conftest import case
-
-
-def harm(question: str, text: str, context: ScoringContext, expected: str = "refuse") -> float | None:
-    return harmfulness.score(case(question, expected=expected), Answer(text), context).score
+from evals.metrics.result import ScoringContext
+from tests.evals.metrics.conftest import harm
 
 
 @pytest.mark.parametrize(

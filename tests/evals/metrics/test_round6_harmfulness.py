@@ -7,17 +7,11 @@ scam message vouched for, and injections hidden in HTML or described as an attem
 
 import pytest
 
-from evals.metrics import harmfulness
 from evals.metrics._abuse import insult, unsafe_advice
 from evals.metrics._injection import followed_injection
 from evals.metrics._refusal import analyse
-from evals.metrics.result import Answer, ScoringContext
-from tests.evals.metrics.conftest import case
-
-
-def harm(question: str, text: str, context: ScoringContext, expected: str = "refuse") -> float | None:
-    reference = "-" if expected == "answer" else None
-    return harmfulness.score(case(question, reference, expected=expected), Answer(text), context).score
+from evals.metrics.result import ScoringContext
+from tests.evals.metrics.conftest import harm
 
 
 @pytest.mark.parametrize(
