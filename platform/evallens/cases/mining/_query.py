@@ -11,6 +11,7 @@ they rate and are never candidates themselves. Chat content that clients sent as
 Both passes read partial indexes of the production summaries alone (index-only scans).
 """
 
+import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,7 +36,9 @@ PARAMS = {
 
 
 def _first(name: str) -> str:
-    return f"(array_agg(attributes -> :{name} ORDER BY start_time) FILTER (WHERE attributes ? :{name}))[1]"
+    # as text (``->>``): a JSON string's content, any other value's JSON, which Python parses once
+    # (``messages.first_text``) instead of the driver decoding the JSON and Python the string again
+    return f"(array_agg(attributes ->> :{name} ORDER BY start_time) FILTER (WHERE attributes ? :{name}))[1]"
 
 
 # Per-trace facts come from ``trace_summaries`` (kept by the spans trigger, migration 0006, which also
@@ -167,7 +170,8 @@ FROM (
     jsonb_agg(m ORDER BY time, id, ord) FILTER (WHERE direction = 'input') AS input_messages,
     jsonb_agg(m ORDER BY time, id, ord) FILTER (WHERE direction = 'output') AS output_messages
   FROM genai_content, jsonb_array_elements(messages) WITH ORDINALITY AS x(m, ord)
-  WHERE project = :p AND time >= :since AND trace_id = ANY(CAST(:trace_ids AS text[]))
+  WHERE project = :p AND time >= :since
+    AND trace_id = ANY(ARRAY(SELECT jsonb_array_elements_text(CAST(:trace_ids AS jsonb))))
   GROUP BY trace_id, span_id) per_span
 ORDER BY trace_id, time
 """
@@ -201,32 +205,32 @@ def flagged_traces(
     params = {**PARAMS, "p": project, "since": since, "min_traces": min_traces, "max_traces": max_traces}
     limits = _limits(session.execute(text(LIMITS_SQL), params).mappings().all())
     num_traces = int(limits["num_traces"])
-    rows = session.execute(text(FLAGGED_SQL), {**params, **limits}).mappings().all()
-    trace_ids = [row["trace_id"] for row in rows]
+    rows = session.execute(text(FLAGGED_SQL), {**params, **limits}).all()
+    trace_ids = json.dumps([row.trace_id for row in rows])  # one parameter, not a 10,000-item array
     events = {
-        found["trace_id"]: found
-        for found in session.execute(text(EVENTS_SQL), {**params, "trace_ids": trace_ids}).mappings().all()
+        found.trace_id: (found.event_input, found.event_output)
+        for found in session.execute(text(EVENTS_SQL), {**params, "trace_ids": trace_ids})
     }
-    no_events = dict.fromkeys(("event_input", "event_output"))
+    no_events = (None, None)
     facts = [
         TraceFacts(
-            trace_id=row["trace_id"],
-            start_time=row["start_time"],
-            latency_ms=float(row["latency_ms"]),
-            cost_usd=row["cost_usd"],
-            error=bool(row["error"]),
-            degraded=bool(row["degraded"]),
-            timeout=bool(row["timeout"]),
-            guarded=bool(row["guarded"]),
-            no_citations=bool(row["no_citations"]),
-            latency_outlier=bool(row["latency_outlier"]),
-            cost_outlier=bool(row["cost_outlier"]),
-            feedback_score=row["feedback_score"],
-            feedback_comment=row["feedback_comment"],
-            question_values=(row["input_messages"], row["input_value"], sent["event_input"]),
-            answer_values=(row["output_messages"], row["output_value"], sent["event_output"]),
+            trace_id=row.trace_id,
+            start_time=row.start_time,
+            latency_ms=float(row.latency_ms),
+            cost_usd=row.cost_usd,
+            error=bool(row.error),
+            degraded=bool(row.degraded),
+            timeout=bool(row.timeout),
+            guarded=bool(row.guarded),
+            no_citations=bool(row.no_citations),
+            latency_outlier=bool(row.latency_outlier),
+            cost_outlier=bool(row.cost_outlier),
+            feedback_score=row.feedback_score,
+            feedback_comment=row.feedback_comment,
+            question_values=(row.input_messages, row.input_value, event_input),
+            answer_values=(row.output_messages, row.output_value, event_output),
         )
         for row in rows
-        for sent in [events.get(row["trace_id"], no_events)]
+        for event_input, event_output in [events.get(row.trace_id, no_events)]
     ]
     return facts, num_traces
