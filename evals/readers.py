@@ -4,6 +4,7 @@
 runs: ``evallens cases mine``, the demo and the dashboard's Cases page.
 """
 
+import atexit
 import gc
 import threading
 from collections import OrderedDict
@@ -31,6 +32,7 @@ def _minilm() -> Any:
     # which build ~100,000 objects each). Frozen, a full collection costs tens of milliseconds.
     gc.collect()
     gc.freeze()
+    atexit.register(gc.unfreeze)  # so that exit frees them as before (native bindings warn otherwise)
     return model
 
 
