@@ -7,7 +7,8 @@ ingest pays. It prints cold (uncached) time per page and window (24 h, 7 d, 30 d
 from the 24 h to the 30 d window, and, for several sizes, from the first size to each other. The Cases
 page is timed three ways: its very first view (``question_embeddings`` emptied: every question
 embedded), a cold view (new process: no query cache, no embeddings in memory, those PostgreSQL stored),
-and again in the same process after the query cache expired.
+and again in the same process after the query cache expired. With ``--keep DIR`` one size is seeded
+into DIR once and kept; later runs with the same DIR migrate it and time the pages against that data.
 """
 
 import argparse
