@@ -7,7 +7,8 @@ ingest pays. It prints cold (uncached) time per page and window (24 h, 7 d, 30 d
 from the 24 h to the 30 d window, and, for several sizes, from the first size to each other. The Cases
 page is timed three ways: its very first view (``question_embeddings`` emptied: every question
 embedded), a cold view (new process: no query cache, no embeddings in memory, those PostgreSQL stored),
-and again in the same process after the query cache expired.
+and again in the same process after the query cache expired. With ``--keep DIR`` one size is seeded
+into DIR once and kept; later runs with the same DIR migrate it and time the pages against that data.
 """
 
 import argparse
@@ -339,20 +340,30 @@ def measure(url: str, readers: Readers) -> dict[tuple[str, str], float]:
     return found
 
 
-def bench_size(num_spans: int, num_runs: int, readers: Readers) -> dict[tuple[str, str], float]:
-    """Seed ``num_spans`` spans and ``num_runs`` runs into a fresh embedded server and time every page."""
+def bench_size(
+    num_spans: int, num_runs: int, readers: Readers, keep: Path | None = None
+) -> dict[tuple[str, str], float]:
+    """Seed ``num_spans`` spans and ``num_runs`` runs into a fresh embedded server and time every page;
+    with ``keep``, in that directory, kept afterwards, and seeded only when it holds no data yet."""
     with tempfile.TemporaryDirectory(prefix="evallens-bench-") as scratch:
-        server = start_embedded(Path(scratch) / "pgdata")
+        pgdata = (keep or Path(scratch)) / "pgdata"
+        seeded = (pgdata / "PG_VERSION").exists()
+        server = start_embedded(pgdata)
         try:
             ensure_database(embedded_url(server, "postgres"), "bench")
             url = embedded_url(server, "bench")
-            upgrade(url)
             started = time.perf_counter()
-            seed(url, num_spans, num_runs)
-            print(
-                f"\n== {num_spans:,} spans over {DAYS} days, {num_runs} runs x {NUM_CASES} cases"
-                f" (seeded in {time.perf_counter() - started:.0f} s)"
-            )
+            upgrade(url)  # on a kept directory, this runs (and times) the migrations written since
+            if seeded:
+                print(f"\n== reusing {pgdata} (migrated in {time.perf_counter() - started:.0f} s)")
+            else:
+                seed(url, num_spans, num_runs)
+                print(
+                    f"\n== {num_spans:,} spans over {DAYS} days, {num_runs} runs x {NUM_CASES} cases"
+                    f" (seeded in {time.perf_counter() - started:.0f} s)"
+                )
+            if keep and not seeded:
+                return {}  # seeding only: measure on the next run, against the same data
             return measure(url, readers)
         finally:
             server.cleanup()
@@ -362,16 +373,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--spans", type=int, nargs="+", default=[1_000_000], help="one or more sizes")
     parser.add_argument("--runs", type=int, nargs="+", default=[50], help="one or more numbers of runs")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="a directory for one size's server, kept afterwards: the first run seeds it (and times nothing),"
+        " later runs migrate it and time the pages against the same data (delete it when done)",
+    )
     arguments = parser.parse_args()
+    if arguments.keep and len(arguments.spans) * len(arguments.runs) > 1:
+        parser.error("--keep takes one size: one --spans and one --runs")
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     readers = mining_readers()  # MiniLM loads once per dashboard process, before any page: so here
     readers.embed(["load the model before seeding, so that loading it evicts nothing the queries read"])
     results = {
-        (spans, runs): bench_size(spans, runs, readers)
+        (spans, runs): bench_size(spans, runs, readers, arguments.keep)
         for spans in arguments.spans
         for runs in arguments.runs
     }
-    if len(results) > 1:
+    if len(results) > 1 and all(results.values()):
         (first, base), *others = results.items()
         print(f"\ngrowth against {first[0]:,} spans, {first[1]} runs (same page and window):")
         for (spans, runs), found in others:

@@ -4,6 +4,8 @@
 runs: ``evallens cases mine``, the demo and the dashboard's Cases page.
 """
 
+import atexit
+import gc
 import threading
 from collections import OrderedDict
 from functools import cache
@@ -24,7 +26,14 @@ def refuses_or_declines(answer: str) -> bool:
 
 @cache
 def _minilm() -> Any:
-    return load_minilm()  # once per process: a dashboard mines on every page view
+    model = load_minilm()  # once per process: a dashboard mines on every page view
+    # The model's half a million Python objects live as long as the process; left to the cyclic
+    # collector, each full collection walks them all (0.5 s on a 2-core box, every few Cases views,
+    # which build ~100,000 objects each). Frozen, a full collection costs tens of milliseconds.
+    gc.collect()
+    gc.freeze()
+    atexit.register(gc.unfreeze)  # so that exit frees them as before (native bindings warn otherwise)
+    return model
 
 
 class _Vectors:

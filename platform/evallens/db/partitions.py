@@ -7,7 +7,12 @@ from sqlalchemy import Connection, text
 
 PARTITION_PREFIX = "spans_p"
 # What the spans trigger folds spans into (migration 0006), and the column each is dated by.
-SUMMARIES_BY_START = {"trace_summaries": "start_time", "span_rollups": "day", "span_dimensions": "day"}
+SUMMARIES_BY_START = {
+    "trace_summaries": "start_time",
+    "production_histograms": "hour",
+    "span_rollups": "day",
+    "span_dimensions": "day",
+}
 _PARTITION_NAME = re.compile(rf"^{PARTITION_PREFIX}(\d{{8}})$")
 
 

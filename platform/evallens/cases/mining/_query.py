@@ -1,5 +1,6 @@
-"""Two SQL passes over a window's trace summaries: its count and percentiles, then per-trace facts of
-traces that may be bad with their question and answer text from their spans.
+"""Two SQL passes: the window's count and exact latency and cost percentiles, from hourly histograms
+and the few summaries of the buckets the percentiles fall in (migration 0010); then per-trace facts of
+traces that may be bad, from their summaries, with their question and answer text from their spans.
 
 Production means a trace that answered a user: it carries a user question (``asked``: a span with
 ``gen_ai.input.messages`` or ``input.value``, or a GenAI content log event of direction input; migration
@@ -7,9 +8,11 @@ Production means a trace that answered a user: it carries a user question (``ask
 question are not production. Feedback spans (those naming a target trace) are joined onto the trace
 they rate and are never candidates themselves. Chat content that clients sent as log events
 (``genai_content``) is joined onto its trace: the messages of the trace's earliest span that has any.
-Both passes read the partial index ``ix_trace_summaries_production`` alone (an index-only scan).
+Both passes read partial indexes of the production summaries alone (index-only scans).
 """
 
+import json
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,30 +36,93 @@ PARAMS = {
 
 
 def _first(name: str) -> str:
-    return f"(array_agg(attributes -> :{name} ORDER BY start_time) FILTER (WHERE attributes ? :{name}))[1]"
+    # as text (``->>``): a JSON string's content, any other value's JSON, which Python parses once
+    # (``messages.first_text``) instead of the driver decoding the JSON and Python the string again
+    return f"(array_agg(attributes ->> :{name} ORDER BY start_time) FILTER (WHERE attributes ? :{name}))[1]"
 
 
 # Per-trace facts come from ``trace_summaries`` (kept by the spans trigger, migration 0006, which also
 # folds the loose refusal pattern into ``refusal_hint``); spans are read only for the flagged traces' text.
-PRODUCTION = (
-    "project = :p AND start_time >= :since AND asked AND eval_run_id IS NULL AND rated_trace_id IS NULL"
-    " AND latency_ms IS NOT NULL"
+PRODUCTION_TRACE = "asked AND eval_run_id IS NULL AND rated_trace_id IS NULL AND latency_ms IS NOT NULL"
+PRODUCTION = f"project = :p AND start_time >= :since AND {PRODUCTION_TRACE}"
+MEASURES = ("latency_ms", "cost_usd")
+QUANTILES = (0.5, 0.95)
+HOUR = "date_trunc('hour', CAST(:since AS timestamptz), 'UTC')"
+
+
+def _ranked(measure: str) -> str:
+    """The window's production count for ``measure`` and the values at the ranks its percentiles need.
+
+    The counts per bucket come from ``production_histograms`` (migration 0010) from the window's first
+    hour on, less the traces of that hour before the window; a rank's value is read from its bucket's
+    traces alone (``ix_trace_summaries_production_<measure>``). Buckets never cross values: they grow
+    with the value, so the value at a rank is the one percentile_cont would pick from a full sort."""
+    bucket = f"evallens_log_bucket({measure})"
+    ranks = ", ".join(
+        f"({function}({q} * CAST(total - 1 AS float8)))" for q in QUANTILES for function in ("floor", "ceil")
+    )
+    return f"""
+{measure}_counts AS (
+  SELECT bucket, sum(num) AS n FROM (
+    SELECT bucket, num_traces AS num FROM production_histograms
+    WHERE project = :p AND measure = '{measure}' AND hour >= {HOUR}
+    UNION ALL
+    SELECT {bucket}, -1 FROM trace_summaries
+    WHERE project = :p AND {PRODUCTION_TRACE} AND {measure} IS NOT NULL AND start_time >= {HOUR}
+      AND start_time < :since) c
+  GROUP BY bucket HAVING sum(num) > 0),
+{measure}_cum AS (
+  SELECT bucket, n, sum(n) OVER (ORDER BY bucket) - n AS below, sum(n) OVER () AS total
+  FROM {measure}_counts),
+{measure}_ranks AS (
+  SELECT DISTINCT CAST(r AS bigint) AS r FROM (SELECT total FROM {measure}_cum LIMIT 1) t,
+    LATERAL (VALUES {ranks}) AS x (r)),
+{measure}_values AS (
+  SELECT r, v.value FROM {measure}_ranks JOIN {measure}_cum ON r >= below AND r < below + n
+  CROSS JOIN LATERAL (
+    SELECT {measure} AS value FROM trace_summaries
+    WHERE {PRODUCTION} AND {measure} IS NOT NULL AND {bucket} = {measure}_cum.bucket
+    ORDER BY {measure} OFFSET r - below LIMIT 1) v)"""
+
+
+# The window's production count and, per measure, the values at the ranks its exact percentiles need,
+# in one statement (one snapshot): (measure, total, rank, value) rows, a measure with no rank once.
+LIMITS_SQL = (
+    "WITH"
+    + ",".join(_ranked(measure) for measure in MEASURES)
+    + "\n"
+    + "\nUNION ALL\n".join(
+        f"SELECT '{measure}' AS measure, t.total, v.r, v.value FROM"
+        f" (SELECT coalesce(sum(n), 0) AS total FROM {measure}_counts) t LEFT JOIN {measure}_values v ON true"
+        for measure in MEASURES
+    )
 )
-# The window's count and percentiles first, in a scan of two columns: the flagged query then reads
-# the summaries once, with no copy of the window kept for a second pass. Asking for the rows in the
-# index's order makes the planner read the production index alone (its pages are a fraction of the
-# table's) where it would otherwise scan the table for a window holding most rows.
-LIMITS_SQL = f"""
-SELECT count(*) AS num_traces,
-  percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50,
-  percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS latency_p95,
-  percentile_cont(0.5) WITHIN GROUP (ORDER BY cost_usd) AS cost_p50,
-  percentile_cont(0.95) WITHIN GROUP (ORDER BY cost_usd) AS cost_p95
-FROM (SELECT latency_ms, cost_usd FROM trace_summaries WHERE {PRODUCTION} ORDER BY project, start_time) w
-"""
-# The percentiles sort two numbers per production trace of the window: in memory up to a few million
-# (PostgreSQL's default 4 MB spills a 30-day window to disk). Local to the caller's transaction.
-SORT_MEMORY_SQL = "SELECT set_config('work_mem', '64MB', true)"
+
+
+def _limits(rows: Any) -> dict[str, Any]:
+    """``num_traces`` and ``<measure>_p50`` / ``_p95`` as percentile_cont gives them (None when empty)."""
+    found: dict[str, Any] = {}
+    for measure in MEASURES:
+        mine = [row for row in rows if row["measure"] == measure]
+        total = int(mine[0]["total"])
+        values = {int(row["r"]): float(row["value"]) for row in mine if row["r"] is not None}
+        name = measure.removesuffix("_ms").removesuffix("_usd")
+        for q in QUANTILES:
+            found[f"{name}_p{round(q * 100)}"] = _interpolated(values, q, total) if total else None
+        if measure == "latency_ms":
+            found["num_traces"] = total
+    return found
+
+
+def _interpolated(values: dict[int, float], q: float, total: int) -> float:
+    """percentile_cont's arithmetic (PostgreSQL's ``float8_lerp``) on the values at its two ranks."""
+    position = q * (total - 1)
+    first, second = math.floor(position), math.ceil(position)
+    if first == second:
+        return values[first]
+    return values[first] + (values[second] - values[first]) * (position - first)
+
+
 # The text of the flagged traces comes from their spans in the same statement. Each trace's spans lie
 # between its summary's start and end: bounding the lookup by them lets PostgreSQL open only that
 # day's partition per trace, however wide the window.
@@ -104,7 +170,8 @@ FROM (
     jsonb_agg(m ORDER BY time, id, ord) FILTER (WHERE direction = 'input') AS input_messages,
     jsonb_agg(m ORDER BY time, id, ord) FILTER (WHERE direction = 'output') AS output_messages
   FROM genai_content, jsonb_array_elements(messages) WITH ORDINALITY AS x(m, ord)
-  WHERE project = :p AND time >= :since AND trace_id = ANY(CAST(:trace_ids AS text[]))
+  WHERE project = :p AND time >= :since
+    AND trace_id = ANY(ARRAY(SELECT jsonb_array_elements_text(CAST(:trace_ids AS jsonb))))
   GROUP BY trace_id, span_id) per_span
 ORDER BY trace_id, time
 """
@@ -136,35 +203,34 @@ def flagged_traces(
 ) -> tuple[list[TraceFacts], int]:
     """Production traces since ``since`` with any sign of trouble, newest first; and how many were seen."""
     params = {**PARAMS, "p": project, "since": since, "min_traces": min_traces, "max_traces": max_traces}
-    session.execute(text(SORT_MEMORY_SQL))
-    limits = session.execute(text(LIMITS_SQL), params).mappings().one()
+    limits = _limits(session.execute(text(LIMITS_SQL), params).mappings().all())
     num_traces = int(limits["num_traces"])
-    rows = session.execute(text(FLAGGED_SQL), {**params, **limits}).mappings().all()
-    trace_ids = [row["trace_id"] for row in rows]
+    rows = session.execute(text(FLAGGED_SQL), {**params, **limits}).all()
+    trace_ids = json.dumps([row.trace_id for row in rows])  # one parameter, not a 10,000-item array
     events = {
-        found["trace_id"]: found
-        for found in session.execute(text(EVENTS_SQL), {**params, "trace_ids": trace_ids}).mappings().all()
+        found.trace_id: (found.event_input, found.event_output)
+        for found in session.execute(text(EVENTS_SQL), {**params, "trace_ids": trace_ids})
     }
-    no_events = dict.fromkeys(("event_input", "event_output"))
+    no_events = (None, None)
     facts = [
         TraceFacts(
-            trace_id=row["trace_id"],
-            start_time=row["start_time"],
-            latency_ms=float(row["latency_ms"]),
-            cost_usd=row["cost_usd"],
-            error=bool(row["error"]),
-            degraded=bool(row["degraded"]),
-            timeout=bool(row["timeout"]),
-            guarded=bool(row["guarded"]),
-            no_citations=bool(row["no_citations"]),
-            latency_outlier=bool(row["latency_outlier"]),
-            cost_outlier=bool(row["cost_outlier"]),
-            feedback_score=row["feedback_score"],
-            feedback_comment=row["feedback_comment"],
-            question_values=(row["input_messages"], row["input_value"], sent["event_input"]),
-            answer_values=(row["output_messages"], row["output_value"], sent["event_output"]),
+            trace_id=row.trace_id,
+            start_time=row.start_time,
+            latency_ms=float(row.latency_ms),
+            cost_usd=row.cost_usd,
+            error=bool(row.error),
+            degraded=bool(row.degraded),
+            timeout=bool(row.timeout),
+            guarded=bool(row.guarded),
+            no_citations=bool(row.no_citations),
+            latency_outlier=bool(row.latency_outlier),
+            cost_outlier=bool(row.cost_outlier),
+            feedback_score=row.feedback_score,
+            feedback_comment=row.feedback_comment,
+            question_values=(row.input_messages, row.input_value, event_input),
+            answer_values=(row.output_messages, row.output_value, event_output),
         )
         for row in rows
-        for sent in [events.get(row["trace_id"], no_events)]
+        for event_input, event_output in [events.get(row.trace_id, no_events)]
     ]
     return facts, num_traces

@@ -16,7 +16,7 @@ from evallens.db.models.knowledge import Chunk, Document
 from evallens.db.models.metrics import MetricRollup, MetricSample
 from evallens.db.models.prices import ModelPrice
 from evallens.db.models.quarantine import QuarantinedSpan
-from evallens.db.models.summaries import SpanDimension, SpanRollup, TraceSummary
+from evallens.db.models.summaries import ProductionHistogram, SpanDimension, SpanRollup, TraceSummary
 from evallens.db.models.traces import Span
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "MetricRollup",
     "MetricSample",
     "ModelPrice",
+    "ProductionHistogram",
     "Project",
     "QuarantinedSpan",
     "QuestionEmbedding",

@@ -10,7 +10,21 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from evallens.db.base import Base
 
-__all__ = ["SpanDimension", "SpanRollup", "TraceSummary"]
+__all__ = ["ProductionHistogram", "SpanDimension", "SpanRollup", "TraceSummary"]
+
+PRODUCTION = "asked AND eval_run_id IS NULL AND rated_trace_id IS NULL AND latency_ms IS NOT NULL"
+
+
+def _by_bucket(measure: str) -> Index:
+    """Production summaries by ``measure``'s histogram bucket, then start (migration 0010)."""
+    return Index(
+        f"ix_trace_summaries_production_{measure}",
+        "project",
+        text(f"evallens_log_bucket({measure})"),
+        "start_time",
+        postgresql_include=[measure],
+        postgresql_where=text(f"{PRODUCTION} AND {measure} IS NOT NULL"),
+    )
 
 
 class TraceSummary(Base):
@@ -62,10 +76,10 @@ class TraceSummary(Base):
                 "refusal_hint",
                 "own_feedback",
             ],  # fmt: skip
-            postgresql_where=text(
-                "asked AND eval_run_id IS NULL AND rated_trace_id IS NULL AND latency_ms IS NOT NULL"
-            ),
+            postgresql_where=text(PRODUCTION),
         ),
+        _by_bucket("latency_ms"),
+        _by_bucket("cost_usd"),
     )
 
     project: Mapped[str] = mapped_column(Text, primary_key=True)
@@ -124,3 +138,18 @@ class SpanDimension(Base):
     day: Mapped[date] = mapped_column(Date, primary_key=True)
     kind: Mapped[str] = mapped_column(Text, primary_key=True, comment="model | tenant | feature | eval_run")
     value: Mapped[str] = mapped_column(Text, primary_key=True)
+
+
+class ProductionHistogram(Base):
+    """Production traces (as mining counts them) per UTC hour of their start and log-spaced bucket of
+    latency or cost; kept by triggers on ``trace_summaries`` (migration 0010)."""
+
+    __tablename__ = "production_histograms"
+
+    project: Mapped[str] = mapped_column(Text, primary_key=True)
+    measure: Mapped[str] = mapped_column(Text, primary_key=True, comment="latency_ms or cost_usd")
+    hour: Mapped[datetime] = mapped_column(
+        TIMESTAMP(timezone=True), primary_key=True, comment="the UTC hour the traces start in"
+    )
+    bucket: Mapped[int] = mapped_column(Integer, primary_key=True, comment="evallens_log_bucket(value)")
+    num_traces: Mapped[int] = mapped_column(BigInteger)
