@@ -7,8 +7,10 @@ question's or facts' sums in the same currency, or follows from them by simple a
 them added or subtracted (£250 + £200 = "£450 in total"), one times a number they give or a small
 count (€90 per passenger, "€180 for the two of you"; £6 a day, "£42 a week"), or a percentage they
 give of one ("10% of £799, so £719.10 back"). Only currencies the reference or question prices in
-are read, so "£1.50 per withdrawal" where the reference prices nothing is not this check's. What it
-cannot see: a wrong sum that happens to be one of these results, or a new charge in another currency.
+are read. Where they price nothing at all, one sum the answer gives is a charge the reference does not
+make ("full refund, minus a €25 service fee"; "but the £1.50 per withdrawal still applies"); two or
+more are read as a worked example ("£210 becomes £231"). What it cannot see: a wrong sum that happens
+to be one of these results, a new charge in another currency, or a worked example that is wrong.
 """
 
 from collections.abc import Iterable, Sequence
@@ -26,12 +28,15 @@ _CENT = 0.011
 
 def new_prices(question: str, reference: str, facts: Sequence[Fact], answer: str) -> list[str]:
     """The answer's sums of money (in a currency the reference or question prices in) that neither
-    of them nor the facts give or imply by simple arithmetic, as "£15"."""
+    of them nor the facts give or imply by simple arithmetic, as "15 gbp"; where they price nothing,
+    the answer's one sum."""
     known = quantities(reference) + quantities(question)
     known += [q for fact in facts for text in alternatives(fact) for q in quantities(text)]
     currencies = {q.unit for q in known if q.unit in _MONEY}
     if not currencies:
-        return []
+        # the reference makes no charge: one sum is a charge of the answer's own, several an example
+        sums = list(dict.fromkeys(f"{q.low:g} {q.unit}" for q in quantities(answer) if q.unit in _MONEY))
+        return sums if len(sums) == 1 else []
     counts = [*_values(q for q in known if q.unit not in _MONEY), *_SMALL_COUNTS]
     new = []
     for currency in sorted(currencies):

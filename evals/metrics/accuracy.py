@@ -4,19 +4,20 @@ Applies to cases with ``expected: answer``. Score 1 when the answer states every
 alternative of an any-of fact, in any common wording: ``_text.normalise``), contradicts neither the
 reference nor the facts (a conflicting number, a negated fact, an unsupported universal claim:
 ``_contradiction``), gives no sum of money the reference, question and facts neither give nor imply by
-simple arithmetic ("£12 a month, but it goes up to £15 after the first year": ``_prices``), does not
-take a fact back (said last before a self-correction, "two years — wait, let me correct that: ...", and
-not again after it), is not a refusal or "I don't know" (a decline that conveys every required fact
-outside its own clauses, "I can't advise on visas; please ask the embassy", or gives a value a fact asks
-for, "contact the police within a day", answers), and its cosine similarity (all-MiniLM-L6-v2) to the
-reference answer or to the question, whichever is higher, reaches ``similarity_threshold``. Verdicts
-within ``judge_margin`` of the threshold, that rest on a contradiction heuristic, or that miss a fact
-although the answer is close to the reference and states no conflicting value (similarity 0.6 or more:
-perhaps a paraphrase the matcher missed) are marked unsure for the judge. It cannot see: a wrong claim
-with no number, negation, universal word or new "only if" condition that the reference does not
-contradict (an extra fee or exception: "minus a €25 service fee", "unless you tell us before you
-travel"; a condition worded with the reference's own words), or a correct fact worded so differently
-that neither the matcher nor similarity finds it ("what they actually weigh" for "actual weight").
+simple arithmetic, nor one sum where they price nothing ("£12 a month, but it goes up to £15 after the
+first year": ``_prices``), does not take a fact back (said last before a self-correction, "two years —
+wait, let me correct that: ...", and not again after it), is not a refusal or "I don't know" (a decline
+that conveys every required fact outside its own clauses, "I can't advise on visas; please ask the
+embassy", or gives a value a fact asks for, "contact the police within a day", answers), and its cosine
+similarity (all-MiniLM-L6-v2) to the reference answer or to the question, whichever is higher, reaches
+``similarity_threshold``. Verdicts within ``judge_margin`` of the threshold, that rest on a
+contradiction heuristic, or that miss a fact although the answer is close to the reference and states no
+conflicting value (similarity 0.6 or more: perhaps a paraphrase the matcher missed) are marked unsure
+for the judge. It cannot see: a wrong claim with no number, negation, universal word or new "only if"
+condition that the reference does not contradict (an extra fee or exception: "minus a €25 service fee",
+"unless you tell us before you travel"; a condition worded with the reference's own words), or a correct
+fact worded so differently that neither the matcher nor similarity finds it ("what they actually weigh"
+for "actual weight").
 A failed request scores 0.
 """
 

@@ -1,7 +1,7 @@
 """Round-10 accuracy mechanism, tested in other shops' words (a gym, a library, an airline, a utility):
 a sum of money the reference never gives nor implies (``_prices``), and its near misses: a sum the
 reference's own figures add up to, multiply to or take a percentage of, a price taken back by a
-self-correction, and a sum where the reference prices nothing."""
+self-correction; where the reference prices nothing, one sum but not a worked example of two."""
 
 import pytest
 
@@ -35,9 +35,11 @@ from tests.evals.metrics.conftest import case
         ("How much is the standing charge with the direct debit discount?",
          "The standing charge is £40 a quarter, with 10% off for direct debit.",
          "10% off £40, so you'd pay £36 a quarter.", []),
-        # a price where the reference prices nothing is not this check's
+        # a utility that prices nothing: one sum is a charge of the answer's own, two a worked example
         ("How long is a meter reading valid?", "A meter reading is valid for 14 days.",
-         "14 days; after that a new reading costs £5.", []),
+         "14 days; after that a new reading costs £5.", ["5 gbp"]),
+        ("How much cashback do I get on the green tariff?", "The green tariff gives 5% cashback.",
+         "5% cashback, so a £200 bill gives you £10 back.", []),
     ],
 )  # fmt: skip
 def test_a_price_the_reference_does_not_give(
