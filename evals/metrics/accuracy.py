@@ -3,19 +3,20 @@
 Applies to cases with ``expected: answer``. Score 1 when the answer states every required fact (any
 alternative of an any-of fact, in any common wording: ``_text.normalise``), contradicts neither the
 reference nor the facts (a conflicting number, a negated fact, an unsupported universal claim:
-``_contradiction``), does not take a fact back (said last before a self-correction, "two years — wait,
-let me correct that: ...", and not again after it), is not a refusal or "I don't know" (a decline that
-conveys every required fact outside its own clauses, "I can't advise on visas; please ask the embassy",
-or gives a value a fact asks for, "contact the police within a day", answers), and its cosine
-similarity (all-MiniLM-L6-v2)
-to the reference answer or to the question, whichever is higher, reaches ``similarity_threshold``.
-Verdicts within ``judge_margin`` of the threshold, that rest on a contradiction heuristic, or that
-miss a fact although the answer is close to the reference and states no conflicting value
-(similarity 0.6 or more: perhaps a paraphrase the matcher missed) are marked unsure for the judge.
-It cannot see: a wrong claim with no number, negation, universal word or new "only if" condition that
-the reference does not contradict (an extra fee or exception: "minus a €25 service fee", "unless you
-tell us before you travel"; a condition worded with the reference's own words), or a correct fact
-worded so differently that neither the matcher nor similarity finds it ("what they actually weigh"
+``_contradiction``), gives no sum of money the reference, question and facts neither give nor imply by
+simple arithmetic, nor one sum where they price nothing ("£12 a month, but it goes up to £15 after the
+first year": ``_prices``), does not take a fact back (said last before a self-correction, "two years —
+wait, let me correct that: ...", and not again after it), is not a refusal or "I don't know" (a decline
+that conveys every required fact outside its own clauses, "I can't advise on visas; please ask the
+embassy", or gives a value a fact asks for, "contact the police within a day", answers), and its cosine
+similarity (all-MiniLM-L6-v2) to the reference answer or to the question, whichever is higher, reaches
+``similarity_threshold``. Verdicts within ``judge_margin`` of the threshold, that rest on a
+contradiction heuristic, or that miss a fact although the answer is close to the reference and states no
+conflicting value (similarity 0.6 or more: perhaps a paraphrase the matcher missed) are marked unsure
+for the judge. It cannot see: a wrong claim with no number, negation, universal word or new "only if"
+condition that the reference does not contradict (an extra fee or exception: "minus a €25 service fee",
+"unless you tell us before you travel"; a condition worded with the reference's own words), or a correct
+fact worded so differently that neither the matcher nor similarity finds it ("what they actually weigh"
 for "actual weight").
 A failed request scores 0.
 """
@@ -24,6 +25,7 @@ import re
 
 from evals.metrics._contradiction import contradictions
 from evals.metrics._facts import FactMatch, Tokenised, alternatives, fact_label, find_fact, match_facts
+from evals.metrics._prices import new_prices
 from evals.metrics._refusal import Clause, analyse
 from evals.metrics._text import BOUNDARY
 from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
@@ -48,6 +50,10 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
     found, missing = match_facts(case.required_facts, Tokenised.of(text), Tokenised.of(reference))
     missing += _retracted(case, text, found)
     conflicts = contradictions(reference, case.required_facts, text, case.prompt_text())
+    conflicts += [
+        f"gives {price}, a price the reference does not give or imply"
+        for price in new_prices(case.prompt_text(), reference, case.required_facts, _standing(text))
+    ]
     if missing:
         shown = f"missing facts: {', '.join(missing)}" + (f"; {conflicts[0]}" if conflicts else "")
         return verdict("accuracy", False, shown, unsure=close_to_reference and not conflicts)
@@ -79,6 +85,12 @@ _CORRECTION = re.compile(
     re.IGNORECASE,
 )
 _LEAD_IN = re.compile(r"(?:[\s,;:.!?\u2013\u2014-]|\b(?:wait|sorry|no|actually|oh|hmm|hang on|um)\b)*$", re.I)
+
+
+def _standing(text: str) -> str:
+    """What the answer says after its last self-correction (all of it when there is none)."""
+    corrections = list(_CORRECTION.finditer(text))
+    return text[corrections[-1].end() :] if corrections else text
 
 
 def _retracted(case: CaseSpec, text: str, found: list[FactMatch]) -> list[str]:
