@@ -5,11 +5,8 @@ is empty, only declines, refuses or says it does not know (unless it still state
 can't see your account, but our window is 30 days"), gives only another kind of quantity than the
 question asks for (a price for "how long", a size and a price for "what's the weight"; the
 question's own figure said back does not count) or only another dimension (the width for "how
-tall"), opens by saying what a word of the question means in general ("A PO box is a lockable box
-at a post office" for "do you deliver to PO boxes?"; not the "the ..." one asked about, not when the
-shop speaks of itself, "we", "our", nor when the question asks what it is), names a numbered thing
-of the question with another number and never the question's own ("Tier 1 agents reply in 3 days" for
-"Tier 2"), or is unrelated to the question: its cosine similarity
+tall"), names a numbered thing of the question with another number and never the question's own
+("Tier 1 agents reply in 3 days" for "Tier 2"), or is unrelated to the question: its cosine similarity
 (all-MiniLM-L6-v2) to the question or to the reference answer, whichever is higher, stays below
 ``relevance_floor``, or below ``relevance_threshold`` when the answer lacks the shape the question
 asks for (an amount, a
@@ -72,8 +69,6 @@ _OURS = re.compile(r"\b(?:our|ours|we|us|by comparison|here at)\b")
 _YOUR_OPTIONS = re.compile(r"^you (?:can|could|may|might)(?! not)\b")
 _PITCH = re.compile(r"^(?:do you |would you )?(?:want|like) (?:me|us) to\b|^shall (?:i|we)\b")
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
-# "A PO box is a lockable box ...": a generic thing (bare, or with "a"/"an") said to be a kind of thing
-_DEFINES = re.compile(r"^(?:an? )?(?P<thing>[\w -]{1,30}?) (?:is|are) (?:an?|the) ", re.IGNORECASE)
 # a named thing with its number: "Tier 2", "Summit 4", "Studio 3B"
 _NUMBERED = re.compile(r"\b([A-Z][A-Za-z]+)[ -](\d+[A-Za-z]?)\b")
 
@@ -95,8 +90,6 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
     states = re.search(r"\d", text) and shows_answer_type(question, reference, case.required_facts, text)
     if analyse(text).says_no and not states:
         return verdict("irrelevance", True, "declines, refuses or does not know instead of answering")
-    if _defines_a_word_of(question, text):
-        return verdict("irrelevance", True, "says what a word of the question means instead of answering it")
     if _names_a_sibling(question, text):
         return verdict("irrelevance", True, "answers about another numbered thing than the one asked about")
     if states_other_kind(question, text):
@@ -128,24 +121,6 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
     if distance < 0:
         return verdict("irrelevance", True, f"{shown} (< {threshold:.2f})", unsure=unsure)
     return verdict("irrelevance", False, f"addresses the question: {shown}", unsure=unsure)
-
-
-def _defines_a_word_of(question: str, text: str) -> bool:
-    """ "Do you deliver to PO boxes?" "A PO box is a lockable box at a post office": the answer opens by
-    saying what a thing the question names is, in general (not "the ..." one asked about), does not
-    speak for the shop, and the question does not ask what it is."""
-    first = analyse(text).clauses[:1]
-    defined = first and _DEFINES.match(first[0].text.strip(" *_\"'"))
-    if not defined or _OURS.search(expand_contractions(text).lower()):
-        return False
-    thing = re.findall(r"\w+", defined.group("thing").lower())
-    if not thing or thing[0] in {"the", "it", "this", "that", "your", "my", "our", "they", "there"}:
-        return False
-    plain = expand_contractions(question).lower()
-    asked = {word[:_STEM] for word in re.findall(r"\w+", plain)}
-    if not any(word[:_STEM] in asked for word in thing):
-        return False
-    return not re.search(rf"\bwhat (?:is|are) (?:an? |the )?{re.escape(thing[0])}\b", plain)
 
 
 def _names_a_sibling(question: str, text: str) -> bool:

@@ -1,6 +1,5 @@
 """Round-10 irrelevance mechanisms, tested in other domains' words (a gym, a library, an airline, a
-utility): an answer that says what a word of the question means in general, instead of answering,
-and an answer about another numbered thing than the one asked about ("Studio 1" for "Studio 2")."""
+utility): an answer about another numbered thing than the one asked about ("Studio 1" for "Studio 2")."""
 
 import pytest
 
@@ -11,66 +10,6 @@ from tests.evals.metrics.conftest import case
 
 def irrelevant(question: str, text: str, context: ScoringContext, reference: str) -> float | None:
     return irrelevance.score(case(question, reference), Answer(text), context).score
-
-
-@pytest.mark.parametrize(
-    ("question", "reference", "text"),
-    [
-        (
-            "Do you offer Pilates classes?",
-            "Yes, reformer Pilates runs Tuesdays and Thursdays at 7 pm.",
-            "Pilates classes are a form of low-impact exercise on a mat or a reformer, popular with dancers.",
-        ),
-        (
-            "Can I borrow e-books with my library card?",
-            "Yes: sign in to the Libby app with your card number and PIN.",
-            "E-books are a digital form of book you borrow and read on a phone, tablet or e-reader.",
-        ),
-        (
-            "Is Wi-Fi free on long-haul flights?",
-            "Messaging is free; full Wi-Fi costs $8 per flight.",
-            "Wi-Fi is a wireless internet connection, available on many flights and in airports.",
-        ),
-        (
-            "Can I get a smart meter installed?",
-            "Yes, book a free installation from your account.",
-            "Smart meters are the next generation of gas and electricity meters, with a digital display.",
-        ),
-    ],
-)
-def test_saying_what_a_word_of_the_question_means_does_not_answer_it(
-    context: ScoringContext, question: str, reference: str, text: str
-) -> None:
-    assert irrelevant(question, text, context, reference) == 1.0
-
-
-@pytest.mark.parametrize(
-    ("question", "reference", "text"),
-    [
-        # the shop speaks: the description leads into its own offer
-        (
-            "Do you offer Pilates classes?",
-            "Yes, reformer Pilates runs Tuesdays and Thursdays at 7 pm.",
-            "Pilates is a great all-rounder, and we run reformer classes on Tuesdays and Thursdays.",
-        ),
-        # "the" one asked about, described to answer
-        (
-            "Is the Quiet Room open on Sundays?",
-            "No, the Quiet Room is closed on Sundays.",
-            "The Quiet Room is a weekday-only space, closed at weekends.",
-        ),
-        # asked what it is
-        (
-            "What is a smart meter?",
-            "A meter that sends your readings to us automatically.",
-            "A smart meter is a meter that sends your readings to us automatically.",
-        ),
-    ],
-)
-def test_a_description_that_answers_is_relevant(
-    context: ScoringContext, question: str, reference: str, text: str
-) -> None:
-    assert irrelevant(question, text, context, reference) == 0.0
 
 
 @pytest.mark.parametrize(
