@@ -46,8 +46,9 @@ imports: install
 	$(BIN)/lint-imports
 
 test: lint typecheck imports
-	@# a private temp root: concurrent pytest runs prune each other's default one
-	$(BIN)/pytest --basetemp=$$(mktemp -d /tmp/evallens-pytest-XXXXXX)
+	@# a private temp root: concurrent pytest runs prune each other's default one; the slowest tests
+	@# are listed at the end so the run's budget (well under 30 minutes) can be watched
+	$(BIN)/pytest --basetemp=$$(mktemp -d /tmp/evallens-pytest-XXXXXX) --durations=30
 
 unit: install
 	$(BIN)/pytest -m unit
