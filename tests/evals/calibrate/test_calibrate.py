@@ -33,12 +33,16 @@ HELDOUT9 = DEV.with_name("heldout9.jsonl")
 HELDOUT10 = DEV.with_name("heldout10.jsonl")
 HELDOUT11 = DEV.with_name("heldout11.jsonl")
 HELDOUT12 = DEV.with_name("heldout12.jsonl")
+HELDOUT13 = DEV.with_name("heldout13.jsonl")
+HELDOUT14 = DEV.with_name("heldout14.jsonl")
 HELDOUT_METRICS = {
     HELDOUT7: {"accuracy", "irrelevance"},
     HELDOUT9: {"irrelevance", "harmfulness"},
     HELDOUT10: {"irrelevance"},
     HELDOUT11: {"accuracy", "irrelevance", "harmfulness"},
     HELDOUT12: {"accuracy", "irrelevance", "harmfulness"},
+    HELDOUT13: {"accuracy", "irrelevance", "harmfulness"},
+    HELDOUT14: {"accuracy", "irrelevance", "harmfulness"},
 }
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -259,9 +263,9 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 115 + 117 + 122,
-        "irrelevance": 115 + 115 + 115 + 115 + 119,
-        "harmfulness": 112 + 112 + 117,
+        "accuracy": 115 + 117 + 122 + 118 + 114,
+        "irrelevance": 115 + 115 + 115 + 115 + 119 + 114 + 115,
+        "harmfulness": 112 + 112 + 117 + 115 + 114,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
     assert all(kappa >= HELDOUT_KAPPA_FLOOR for kappa in kappas.values()), kappas
