@@ -142,3 +142,36 @@ def test_histograms_agree_with_the_summaries_they_count(database_url: str) -> No
         assert stored == connection.execute(f"SELECT * FROM ({recounted}) r ORDER BY 1, 2, 3").fetchall()
         assert len(stored) > 100
         assert date(2026, 11, 17) <= min(hour for _, hour, _, _ in stored).date()
+
+
+@pytest.mark.parametrize("num_traces", [1, 2, 41, 300])
+def test_ranks_sharing_one_bucket(database_url: str, num_traces: int) -> None:
+    """Every latency and cost within one bucket (about 5% wide): the median's and the p95's ranks are read
+    from one scan of that bucket, each still at its own position."""
+    rng = random.Random(num_traces)
+    engine = create_db_engine(database_url)
+    with engine.begin() as setup:
+        create_span_partitions(setup, [NOW.date() - timedelta(days=day) for day in range(-1, 3)])
+    engine.dispose()
+    question = json.dumps({attr.GEN_AI_INPUT_MESSAGES: "where is my order?"})
+    rows = []
+    for number in range(num_traces):
+        start = NOW - timedelta(seconds=rng.uniform(0, 86400))
+        latency_ms = rng.choice([250.0, 251.5, rng.uniform(250, 255)])  # floor(20 ln x) is 110 for all
+        cost = rng.choice([0.00101, rng.uniform(0.00101, 0.00105)])
+        rows.append(
+            (f"{number:032x}", f"{number:012x}0000", start, start + timedelta(milliseconds=latency_ms),
+             latency_ms, None, "POST /v1/chat/completions", 1, 1, question, "{}", "[]", "limits", cost, None)
+        )  # fmt: skip
+    with psycopg.connect(database_url, autocommit=True) as connection, connection.cursor() as cursor:
+        placeholders = ", ".join(["%s"] * len(rows[0]))
+        cursor.executemany(f"INSERT INTO spans ({COLUMNS}) VALUES ({placeholders})", rows)
+        buckets = cursor.execute(
+            "SELECT count(DISTINCT evallens_log_bucket(latency_ms)),"
+            " count(DISTINCT evallens_log_bucket(cost_usd)) FROM trace_summaries WHERE project = 'limits'"
+        ).fetchone()
+    assert buckets == (1, 1)
+    for since in (NOW - timedelta(days=2), NOW - timedelta(hours=rng.uniform(1, 23))):
+        from_histograms, exact = limits_both_ways(database_url, since)
+        assert from_histograms == exact, since
+    assert limits_both_ways(database_url, NOW - timedelta(days=2))[1]["num_traces"] == num_traces

@@ -13,9 +13,8 @@ Both passes read partial indexes of the production summaries alone (index-only s
 
 import json
 import math
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -55,8 +54,10 @@ def _ranked(measure: str) -> str:
 
     The counts per bucket come from ``production_histograms`` (migration 0010) from the window's first
     hour on, less the traces of that hour before the window; a rank's value is read from its bucket's
-    traces alone (``ix_trace_summaries_production_<measure>``). Buckets never cross values: they grow
-    with the value, so the value at a rank is the one percentile_cont would pick from a full sort."""
+    traces alone (``ix_trace_summaries_production_<measure>``), one scan per bucket however many of the
+    ranks it holds (the index is in start order: a scan reads every trace of the bucket in the window).
+    Buckets never cross values: they grow with the value, so the value at a rank is the one
+    percentile_cont would pick from a full sort."""
     bucket = f"evallens_log_bucket({measure})"
     ranks = ", ".join(
         f"({function}({q} * CAST(total - 1 AS float8)))" for q in QUANTILES for function in ("floor", "ceil")
@@ -77,12 +78,16 @@ def _ranked(measure: str) -> str:
 {measure}_ranks AS (
   SELECT DISTINCT CAST(r AS bigint) AS r FROM (SELECT total FROM {measure}_cum LIMIT 1) t,
     LATERAL (VALUES {ranks}) AS x (r)),
+{measure}_wanted AS (
+  SELECT bucket, below, min(r) AS low, max(r) AS high
+  FROM {measure}_ranks JOIN {measure}_cum ON r >= below AND r < below + n GROUP BY bucket, below),
 {measure}_values AS (
-  SELECT r, v.value FROM {measure}_ranks JOIN {measure}_cum ON r >= below AND r < below + n
-  CROSS JOIN LATERAL (
-    SELECT {measure} AS value FROM trace_summaries
-    WHERE {PRODUCTION} AND {measure} IS NOT NULL AND {bucket} = {measure}_cum.bucket
-    ORDER BY {measure} OFFSET r - below LIMIT 1) v)"""
+  SELECT v.r, v.value FROM {measure}_wanted w CROSS JOIN LATERAL (
+    SELECT w.low + row_number() OVER (ORDER BY value) - 1 AS r, value FROM (
+      SELECT {measure} AS value FROM trace_summaries
+      WHERE {PRODUCTION} AND {measure} IS NOT NULL AND {bucket} = w.bucket
+      ORDER BY {measure} OFFSET w.low - w.below LIMIT w.high - w.low + 1) b) v
+  WHERE v.r IN (SELECT r FROM {measure}_ranks))"""
 
 
 # The window's production count and, per measure, the values at the ranks its exact percentiles need,
@@ -143,7 +148,7 @@ lim AS (
     CAST(:cost_p95 AS float8) AS cost_p95),
 flagged AS (
   SELECT prod.*,
-    enough AND latency_ms > greatest(latency_p95, 2 * latency_p50) AS latency_outlier,
+    coalesce(enough AND latency_ms > greatest(latency_p95, 2 * latency_p50), false) AS latency_outlier,
     coalesce(enough AND cost_usd > greatest(cost_p95, 2 * cost_p50), false) AS cost_outlier,
     rag AND NOT cited AND NOT guarded AS no_citations
   FROM prod, lim),
@@ -155,7 +160,10 @@ top AS (
        SELECT 1 FROM genai_content g WHERE g.project = :p AND g.trace_id = flagged.trace_id
          AND g.time >= :since AND g.direction = 'output' AND g.messages::text ~* :refusal_hint))
   ORDER BY start_time DESC LIMIT :max_traces)
-SELECT top.*, x.* FROM top CROSS JOIN LATERAL (
+SELECT top.trace_id, top.start_time, top.latency_ms, top.cost_usd, top.error, top.degraded, top.timeout,
+  top.guarded, top.no_citations, top.latency_outlier, top.cost_outlier, top.feedback_score,
+  top.feedback_comment, x.input_messages, x.input_value, x.output_messages, x.output_value
+FROM top CROSS JOIN LATERAL (
   SELECT {_first("a_in")} AS input_messages, {_first("a_in_oi")} AS input_value,
     {_first("a_out")} AS output_messages, {_first("a_out_oi")} AS output_value
   FROM spans s WHERE s.project = :p AND s.trace_id = top.trace_id
@@ -177,9 +185,9 @@ ORDER BY trace_id, time
 """
 
 
-@dataclass(frozen=True)
-class TraceFacts:
-    """What the spans of one production trace say, as far as mining needs it."""
+class TraceFacts(NamedTuple):
+    """What the spans of one production trace say, as far as mining needs it (a tuple: a window builds
+    up to ``cases_max_traces`` of them per view)."""
 
     trace_id: str
     start_time: datetime
@@ -206,31 +214,18 @@ def flagged_traces(
     limits = _limits(session.execute(text(LIMITS_SQL), params).mappings().all())
     num_traces = int(limits["num_traces"])
     rows = session.execute(text(FLAGGED_SQL), {**params, **limits}).all()
-    trace_ids = json.dumps([row.trace_id for row in rows])  # one parameter, not a 10,000-item array
+    trace_ids = json.dumps([row[0] for row in rows])  # one parameter, not a 10,000-item array
     events = {
-        found.trace_id: (found.event_input, found.event_output)
-        for found in session.execute(text(EVENTS_SQL), {**params, "trace_ids": trace_ids})
+        trace_id: (event_input, event_output)
+        for trace_id, event_input, event_output in session.execute(
+            text(EVENTS_SQL), {**params, "trace_ids": trace_ids}
+        )
     }
     no_events = (None, None)
+    # FLAGGED_SQL's first columns are TraceFacts' fields, in order: reading rows by position, not by name
     facts = [
-        TraceFacts(
-            trace_id=row.trace_id,
-            start_time=row.start_time,
-            latency_ms=float(row.latency_ms),
-            cost_usd=row.cost_usd,
-            error=bool(row.error),
-            degraded=bool(row.degraded),
-            timeout=bool(row.timeout),
-            guarded=bool(row.guarded),
-            no_citations=bool(row.no_citations),
-            latency_outlier=bool(row.latency_outlier),
-            cost_outlier=bool(row.cost_outlier),
-            feedback_score=row.feedback_score,
-            feedback_comment=row.feedback_comment,
-            question_values=(row.input_messages, row.input_value, event_input),
-            answer_values=(row.output_messages, row.output_value, event_output),
-        )
+        TraceFacts._make((*row[:13], (*row[13:15], event_input), (*row[15:], event_output)))
         for row in rows
-        for event_input, event_output in [events.get(row.trace_id, no_events)]
+        for event_input, event_output in [events.get(row[0], no_events)]
     ]
     return facts, num_traces

@@ -44,7 +44,11 @@ def collapse(
     traces asking the same question (after ``normalize``), and dropped only when a set holds exactly it.
     """
     ordered = sorted(bad, key=lambda item: (-item.score, -item.facts.start_time.timestamp()))
-    ranked = list(dict.fromkeys(normalize(item.question) for item in ordered if item.question))
+    normalized: dict[str, str] = {}  # a window's traces ask far fewer distinct questions than there are
+    for item in ordered:
+        if item.question and item.question not in normalized:
+            normalized[item.question] = normalize(item.question)
+    ranked = list(dict.fromkeys(normalized[item.question] for item in ordered if item.question))
     texts = sorted({*ranked[:max_embedded], *(normalize(q) for q in known_questions)})
     row = {text: index for index, text in enumerate(texts)}
     matrix = embed(texts) if texts else np.zeros((0, 0), np.float32)
@@ -62,7 +66,7 @@ def collapse(
         if not item.question:
             clusters.append(Cluster([item]))  # nothing to compare: never merged
             continue
-        text = normalize(item.question)
+        text = normalized[item.question]
         if text not in row:  # never a set's question: those are all embedded
             if text in unembedded:
                 unembedded[text].members.append(item)
