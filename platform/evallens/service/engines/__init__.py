@@ -15,7 +15,7 @@ from evallens.service.engines.base import (
 )
 from evallens.service.engines.openai_engine import OpenAIEngine, OpenAIOptions
 from evallens.service.engines.routing import EngineRouter, Route
-from evallens.service.engines.vllm_engine import VllmEngine, VllmOptions
+from evallens.service.engines.vllm_engine import VllmEngine, VllmOptions, engine_arguments, vllm_environment
 from evallens.settings import ServiceSettings
 
 __all__ = [
@@ -35,7 +35,9 @@ __all__ = [
     "VllmOptions",
     "create_engine",
     "create_router",
+    "engine_arguments",
     "generate",
+    "vllm_environment",
     "vllm_options",
 ]
 

@@ -53,6 +53,21 @@ def vllm_environment(cache_dir: Path) -> dict[str, str]:
     }
 
 
+def engine_arguments(options: VllmOptions) -> dict[str, Any]:
+    """vLLM's engine arguments for these options (also what a `vllm serve` of the same engine is given)."""
+    return {
+        "model": str(options.model_path),
+        "served_model_name": [options.served_model_name],
+        "max_model_len": options.max_model_len,
+        "kv_cache_memory_bytes": options.kv_cache_bytes,
+        "max_num_seqs": options.max_num_seqs,
+        "dtype": options.dtype,
+        "enable_prefix_caching": options.enable_prefix_caching,
+        "distributed_executor_backend": "uni",
+        "enforce_eager": True,
+    }
+
+
 def weights_sha256(model_path: Path) -> str:
     """The checksum `evallens model pull` recorded, else a hash of the weight files (model identity)."""
     manifest = model_path / MANIFEST
@@ -95,18 +110,7 @@ class VllmEngine:
 
         self._tokenizer = AutoTokenizer.from_pretrained(self.options.model_path)
         self._weights_sha256 = weights_sha256(self.options.model_path)
-        args = AsyncEngineArgs(
-            model=str(self.options.model_path),
-            served_model_name=[self.model_name],
-            max_model_len=self.options.max_model_len,
-            kv_cache_memory_bytes=self.options.kv_cache_bytes,
-            max_num_seqs=self.options.max_num_seqs,
-            dtype=self.options.dtype,
-            enable_prefix_caching=self.options.enable_prefix_caching,
-            distributed_executor_backend="uni",
-            enforce_eager=True,
-        )
-        return AsyncLLM.from_engine_args(args)
+        return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_arguments(self.options)))
 
     async def close(self) -> None:
         """Shut the engine core down."""

@@ -1,0 +1,107 @@
+"""The service-overhead bench's `vllm serve` row: same engine arguments, no process left behind."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.service_overhead import SERVER_MODULE, print_table, server_command, stop_group
+from evallens.service.engines import VllmOptions, engine_arguments
+
+
+def options(tmp_path: Path, *, prefix_caching: bool) -> VllmOptions:
+    return VllmOptions(
+        model_path=tmp_path / "model",
+        served_model_name="bench-model",
+        max_model_len=1024,
+        kv_cache_bytes=64 * 1024 * 1024,
+        max_num_seqs=3,
+        dtype="bfloat16",
+        enable_prefix_caching=prefix_caching,
+        cache_dir=tmp_path / "cache",
+    )
+
+
+# Run in a child process: vLLM's CLI modules are large, and importing them here would change when the
+# test process collects garbage (and so where other tests' leftovers are reported).
+PARSE_SERVER_COMMAND = """
+import dataclasses, json, sys
+from vllm import AsyncEngineArgs
+from vllm.entrypoints.launchers.cli_args import make_arg_parser
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+command, model = json.loads(sys.argv[1]), sys.argv[2]
+parser = make_arg_parser(FlexibleArgumentParser())
+served, plain = parser.parse_args(command[3:]), parser.parse_args(["--model", model])
+fields = [field.name for field in dataclasses.fields(AsyncEngineArgs) if hasattr(served, field.name)]
+changed = [name for name in fields if getattr(served, name) != getattr(plain, name)]
+print(json.dumps({"served": {name: getattr(served, name) for name in fields + ["port"]
+                             if isinstance(getattr(served, name), (str, int, float, bool, list))},
+                  "changed": changed}))
+"""
+
+
+@pytest.mark.parametrize("prefix_caching", [True, False])
+def test_vllm_serve_gets_the_engine_arguments_of_the_service(tmp_path: Path, prefix_caching: bool) -> None:
+    engine = options(tmp_path, prefix_caching=prefix_caching)
+    command = server_command(engine, 24321)
+    assert command[:3] == [sys.executable, "-m", SERVER_MODULE]
+    parsed = subprocess.run(
+        [sys.executable, "-c", PARSE_SERVER_COMMAND, json.dumps(command), str(engine.model_path)],
+        capture_output=True, text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    result = json.loads(parsed.stdout.strip().splitlines()[-1])
+    served = result["served"]
+    assert {name: served[name] for name in engine_arguments(engine)} == engine_arguments(engine)
+    # vLLM's own defaults for everything else
+    assert set(result["changed"]) <= set(engine_arguments(engine)) | {"generation_config"}
+    assert (served["port"], served["generation_config"]) == (24321, "vllm")
+
+
+def test_stopping_the_server_stops_its_children_too() -> None:
+    process = subprocess.Popen(
+        ["sh", "-c", "sleep 300 & sleep 300; wait"], start_new_session=True, stdout=subprocess.DEVNULL
+    )
+    time.sleep(0.3)  # the child is started
+    stop_group(process)
+    assert process.poll() is not None
+    with pytest.raises(ProcessLookupError):
+        os.killpg(process.pid, 0)
+
+
+def test_stopping_a_server_that_ignores_sigterm_kills_it() -> None:
+    process = subprocess.Popen(
+        ["sh", "-c", "trap '' TERM; sleep 300 & wait; sleep 300"], start_new_session=True
+    )
+    time.sleep(0.3)
+    started = time.monotonic()
+    stop_group(process, term_wait_s=0.5)
+    assert process.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 5
+
+
+def test_every_row_is_compared_with_both_ceilings(capsys: pytest.CaptureFixture[str]) -> None:
+    def batch(tokens_per_s: float, p50_ms: float) -> dict[str, float]:
+        return {
+            "tokens_per_s": tokens_per_s, "p50_ttft_ms": p50_ms / 4, "p95_ttft_ms": p50_ms / 2,
+            "p50_latency_ms": p50_ms, "p95_latency_ms": 2 * p50_ms,
+        }  # fmt: skip
+
+    print_table({
+        "engine": [batch(100, 1000), batch(120, 900)],
+        "vllm-serve": [batch(110, 950), batch(110, 1000)],
+        "bare": [batch(99, 1010), batch(121, 1002)],
+    })  # fmt: skip
+    against = capsys.readouterr().out.split("against ")
+    engine, serve = against[1].splitlines(), against[2].splitlines()
+    assert engine[0] == "engine:" and serve[0] == "vllm-serve:"
+    # medians of per-round ratios and p50 differences: bare/engine (0.99 + 1.0083) / 2, (10 + 102) / 2
+    assert engine[2].split()[:2] == ["vllm-serve", "1.008"] and engine[2].split()[4] == "+25.0"
+    assert engine[3].split()[:2] == ["bare", "0.999"] and engine[3].split()[4] == "+56.0"
+    assert serve[2].split()[:2] == ["bare", "1.000"] and serve[2].split()[4] == "+31.0"
+    assert len(serve) == 3  # the engine row is not compared with vllm serve twice
