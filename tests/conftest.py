@@ -1,8 +1,6 @@
 """Test harness: one embedded PostgreSQL per test session, a migrated template, a clone per test."""
 
 import os
-import random
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,40 +77,6 @@ def empty_database_url(postgres_server: DatabaseServer) -> Iterator[str]:
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-LOWEST_TEST_PORT = 20000
-_handed_out: set[int] = set()
-
-
-def ephemeral_ports_start() -> int:
-    """The first port of the kernel's ephemeral range (Linux's default when it cannot be read)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now (tests never use default ports).
-
-    Drawn below the kernel's ephemeral range: a port from ``bind(0)`` is one that every outgoing
-    connection draws from too, so a server started seconds later could find it taken (a CI run lost
-    the demo's service port that way). Each port is handed out once per test process.
-    """
-    upper = ephemeral_ports_start()
-    for _ in range(1000):
-        port = random.randrange(LOWEST_TEST_PORT, max(upper, LOWEST_TEST_PORT + 1000))
-        if port in _handed_out:
-            continue
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        return port
-    raise RuntimeError(f"no free port in {LOWEST_TEST_PORT}-{upper}")
 
 
 @pytest.fixture
