@@ -34,10 +34,12 @@ prompt, so its engine has longer prompts to read.
 ``--latency PAIRS`` then times single requests, which a batch cannot resolve to a few milliseconds:
 one client process asks the bare service and `vllm serve` the same question one after the other,
 one request in flight at a time (no batching, no queue, the two servers never compete for CPU), the
-order alternating pair by pair, and reports each path's TTFT and latency and the paired difference
-(median, with a distribution-free 95% interval). The two paths get the very same prompt: each has
-an engine and so a prefix cache of its own, no question repeats, so neither path reuses the other's
-work, and a pair's two requests read the same tokens. ``--rounds 0`` skips the batches.
+order alternating pair by pair. It reports each path's TTFT and latency, the paired difference
+(median, with a distribution-free 95% interval) and the CPU each server's processes used per
+request (one request in flight: each works for its own path only). Both paths get the very same
+prompt: each has an engine and so a prefix cache of its own, and no question repeats, so neither
+reuses the other's work, and a pair's two requests read the same tokens. ``--rounds 0`` skips the
+batches.
 """
 
 import argparse
@@ -584,12 +586,14 @@ async def main(
                     f" (CPU s, engine steps: {used})",
                     flush=True,
                 )
-        pairs = []
+        pairs, pairs_cpu_s = [], {}
         if args.latency:
             profile = cProfile.Profile() if args.profile else None
             if profile is not None:
                 profile.enable()
+            cpu_started = await meter.read()
             pairs = await paired_latency(urls, args, settings.system_prompt)
+            pairs_cpu_s = await meter.since(cpu_started)
             if profile is not None:
                 profile.disable()
                 profile.dump_stats(f"{args.profile}.latency")
@@ -604,6 +608,13 @@ async def main(
         print_latency(pairs, "bare", "vllm-serve")
         short = sum(n != args.max_tokens for p in pairs for n in p.output_tokens.values())
         print(f"answers not {args.max_tokens} tokens long: {short} of {2 * len(pairs)}")
+        # One request at a time: each server's processes work on their own path's requests only.
+        num_requests = len(pairs) + LATENCY_WARM_UP  # per path, the warm-up pairs included
+        used = ", ".join(
+            f"{name} {(v if 'steps' in name else 1000 * v) / num_requests:.1f}"
+            for name, v in pairs_cpu_s.items()
+        )
+        print(f"CPU ms and engine steps per request of a path: {used}")
 
 
 def run(args: argparse.Namespace) -> None:

@@ -100,6 +100,11 @@ def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
     assert "tokens/s" not in out  # --rounds 0: no batches
     assert "latency, one request at a time (6 pairs" in out
     assert "answers not 2 tokens long: 0 of 12" in out
+    used = re.search(r"^CPU ms and engine steps per request of a path: (.*)$", out, re.MULTILINE)
+    assert used, out
+    parties = dict(part.rsplit(" ", 1) for part in used[1].split(", "))
+    assert {"bench", "vllm serve", "bench engine steps", "vllm serve steps"} <= set(parties)
+    assert float(parties["bench engine steps"]) > 0 and float(parties["vllm serve steps"]) > 0
     for path in ("bare", "vllm-serve"):
         assert re.search(rf"^ *{path}( +\d+\.\d){{4}}$", out, re.MULTILINE), out
     for figure in ("TTFT", "latency"):
