@@ -4,7 +4,7 @@ answer caches, + retrieval.
 
     python bench/service_overhead.py [--requests 32] [--concurrency 8] [--max-tokens 32] [--rounds 3]
                                      [--model PATH] [--rows engine,vllm-serve,bare,caches,retrieval]
-                                     [--profile PATH]
+                                     [--profile PATH] [--latency PAIRS]
 
 Two ceilings. The ``engine`` row calls the service's vLLM engine in this process. The ``vllm-serve``
 row is vLLM's own OpenAI-compatible server, started by the bench as a subprocess with the engine
@@ -30,6 +30,16 @@ answer is ever cached) so every path does the same generation work. The retrieva
 retrieves context from a knowledge base (the acme docs, an embedded PostgreSQL) and puts it in the
 prompt, so its engine has longer prompts to read.
 `vllm serve` is stopped (its whole process group) however the bench ends.
+
+``--latency PAIRS`` then times single requests, which a batch cannot resolve to a few milliseconds:
+one client process asks the bare service and `vllm serve` the same question one after the other,
+one request in flight at a time (no batching, no queue, the two servers never compete for CPU), the
+order alternating pair by pair. It reports each path's TTFT and latency, the paired difference
+(median, with a distribution-free 95% interval) and the CPU each server's processes used per
+request (one request in flight: each works for its own path only). Both paths get the very same
+prompt: each has an engine and so a prefix cache of its own, and no question repeats, so neither
+reuses the other's work, and a pair's two requests read the same tokens. ``--rounds 0`` skips the
+batches.
 """
 
 import argparse
@@ -45,7 +55,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +68,7 @@ import uvloop
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench._paired import Pair, print_latency
 from evallens.db import migrate
 from evallens.db.server import database
 from evallens.ports import free_port
@@ -94,6 +105,7 @@ SERVER_MODULE = "vllm.entrypoints.launchers.api_server.entry"
 ENGINE_STEPS = "vllm:iteration_tokens_total_count"
 MEASURING = "measuring"  # the client's line when its timed batch starts
 SERVER_START_S = 600.0  # loading the model in `vllm serve` on a busy 2-core machine
+LATENCY_WARM_UP = 4  # pairs before the measured ones of the latency mode
 
 
 @dataclass
@@ -136,12 +148,35 @@ def chat_messages(text: str, system_prompt: str) -> list[Message]:
     return [Message(m.role, m.content) for m in built.messages]
 
 
-def request_messages(text: str, args: argparse.Namespace) -> list[dict[str, str]]:
+def request_messages(text: str, row: str, system_prompt: str) -> list[dict[str, str]]:
     """What the client sends: the question to the service, which adds its system prompt; the whole
     prompt to `vllm serve`, so that it reads what the service's engine reads."""
-    if args.row != "vllm-serve":
+    if row != "vllm-serve":
         return [{"role": "user", "content": text}]
-    return [{"role": m.role, "content": m.content} for m in chat_messages(text, args.system_prompt)]
+    return [{"role": m.role, "content": m.content} for m in chat_messages(text, system_prompt)]
+
+
+async def ask(client: httpx.AsyncClient, text: str, row: str, args: argparse.Namespace) -> Sample:
+    """One streamed chat completion, timed from sending to the first data event and to the last."""
+    body = {
+        "messages": request_messages(text, row, args.system_prompt),
+        "max_tokens": args.max_tokens,
+        "temperature": TEMPERATURE,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    started = time.perf_counter()
+    first, tokens = 0.0, 0
+    async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if not line.startswith("data: {"):
+                continue
+            first = first or time.perf_counter()
+            if '"usage"' in line and (usage := json.loads(line[6:]).get("usage")):
+                tokens = usage["completion_tokens"]
+    return Sample(time.perf_counter() - started, first - started, tokens)
 
 
 async def client_batch(
@@ -150,26 +185,8 @@ async def client_batch(
     gate = asyncio.Semaphore(args.concurrency)
 
     async def one(text: str) -> Sample:
-        body = {
-            "messages": request_messages(text, args),
-            "max_tokens": args.max_tokens,
-            "temperature": TEMPERATURE,
-            "ignore_eos": True,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
         async with gate:
-            started = time.perf_counter()
-            first, tokens = 0.0, 0
-            async with client.stream("POST", "/v1/chat/completions", json=body) as response:
-                response.raise_for_status()
-                async for line in response.aiter_lines():
-                    if not line.startswith("data: {"):
-                        continue
-                    first = first or time.perf_counter()
-                    if '"usage"' in line and (usage := json.loads(line[6:]).get("usage")):
-                        tokens = usage["completion_tokens"]
-            return Sample(time.perf_counter() - started, first - started, tokens)
+            return await ask(client, text, args.row, args)
 
     started = time.perf_counter()
     samples = list(await asyncio.gather(*(one(text) for text in texts)))
@@ -190,6 +207,53 @@ async def run_client(args: argparse.Namespace) -> None:
         samples, wall_s = await client_batch(client, texts, args)
         cpu_s = time.process_time() - cpu_started
     print(json.dumps({"samples": [asdict(s) for s in samples], "wall_s": wall_s, "cpu_s": cpu_s}))
+
+
+async def paired_requests(
+    clients: dict[str, httpx.AsyncClient], texts: list[str], args: argparse.Namespace
+) -> list[Pair]:
+    """Each text to every path, one request in flight at a time, the order alternating (A B, B A, A
+    B, ...) so that neither path always goes first (after the other's request, or after idling)."""
+    pairs = []
+    for index, text in enumerate(texts):
+        order = list(clients) if index % 2 == 0 else list(reversed(clients))
+        samples = {row: await ask(clients[row], text, row, args) for row in order}
+        pairs.append(
+            Pair(
+                latency_s={row: s.latency_s for row, s in samples.items()},
+                ttft_s={row: s.ttft_s for row, s in samples.items()},
+                output_tokens={row: s.output_tokens for row, s in samples.items()},
+            )
+        )
+    return pairs
+
+
+async def run_latency_client(args: argparse.Namespace) -> None:
+    """The latency mode's client: the bare service and `vllm serve`, one request at a time."""
+    urls = {"bare": args.client, "vllm-serve": args.serve_url}
+    async with AsyncExitStack() as stack:
+        clients = {
+            row: await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=600))
+            for row, url in urls.items()
+        }
+        for row, client in clients.items():
+            while (await client.get("/health" if row == "vllm-serve" else "/readyz")).status_code != 200:
+                await asyncio.sleep(0.2)
+        await paired_requests(clients, prompts(LATENCY_WARM_UP, args.seed + 30_000, "latency"), args)
+        pairs = await paired_requests(clients, prompts(args.latency, args.seed + 20_000, "latency"), args)
+    print(json.dumps({"pairs": [asdict(p) for p in pairs]}))
+
+
+async def paired_latency(urls: dict[str, str], args: argparse.Namespace, system_prompt: str) -> list[Pair]:
+    """``--latency`` pairs through one client process: the bare service against `vllm serve`."""
+    command = [sys.executable, __file__, "--client", urls["bare"], "--serve-url", urls["vllm-serve"]]
+    command += ["--latency", str(args.latency), "--seed", str(args.seed)]
+    command += ["--max-tokens", str(args.max_tokens), "--system-prompt", system_prompt]
+    process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+    output, _ = await process.communicate()
+    if process.returncode != 0 or not output.strip():
+        raise SystemExit(f"the latency client failed (exit {process.returncode})")
+    return [Pair(**pair) for pair in json.loads(output.decode().strip().splitlines()[-1])["pairs"]]
 
 
 async def through_http(
@@ -522,12 +586,35 @@ async def main(
                     f" (CPU s, engine steps: {used})",
                     flush=True,
                 )
+        pairs, pairs_cpu_s = [], {}
+        if args.latency:
+            profile = cProfile.Profile() if args.profile else None
+            if profile is not None:
+                profile.enable()
+            cpu_started = await meter.read()
+            pairs = await paired_latency(urls, args, settings.system_prompt)
+            pairs_cpu_s = await meter.since(cpu_started)
+            if profile is not None:
+                profile.disable()
+                profile.dump_stats(f"{args.profile}.latency")
         for _, uvicorn_server, task in servers.values():
             uvicorn_server.should_exit = True
             await task
     await engine.close()
-    print_table(results)
-    print_cpu(cpu)
+    if args.rounds:
+        print_table(results)
+        print_cpu(cpu)
+    if pairs:
+        print_latency(pairs, "bare", "vllm-serve")
+        short = sum(n != args.max_tokens for p in pairs for n in p.output_tokens.values())
+        print(f"answers not {args.max_tokens} tokens long: {short} of {2 * len(pairs)}")
+        # One request at a time: each server's processes work on their own path's requests only.
+        num_requests = len(pairs) + LATENCY_WARM_UP  # per path, the warm-up pairs included
+        used = ", ".join(
+            f"{name} {(v if 'steps' in name else 1000 * v) / num_requests:.1f}"
+            for name, v in pairs_cpu_s.items()
+        )
+        print(f"CPU ms and engine steps per request of a path: {used}")
 
 
 def run(args: argparse.Namespace) -> None:
@@ -551,20 +638,29 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--latency", type=int, default=0, metavar="PAIRS",
+        help="then this many requests each to the bare service and vllm serve, one at a time",
+    )  # fmt: skip
+    parser.add_argument(
         "--rows", type=lambda text: [row for row in text.split(",") if row], default=list(ROWS)
     )
     parser.add_argument(
         "--model", type=Path, default=None, help="model directory (default: the pulled SmolLM2)"
     )
     parser.add_argument(
-        "--profile", default=None, help="cProfile this process (the service) during each bare row: PATH.N"
+        "--profile",
+        default=None,
+        help="cProfile this process (the service) during each bare row (PATH.N) and the latency pairs",
     )
     parser.add_argument("--client", default=None, help=argparse.SUPPRESS)  # the client process' URL
     parser.add_argument("--row", default="bare", help=argparse.SUPPRESS)  # the client's row
     parser.add_argument("--system-prompt", default="", help=argparse.SUPPRESS)  # for vllm-serve
+    parser.add_argument("--serve-url", default=None, help=argparse.SUPPRESS)  # the latency client's
     args = parser.parse_args()
     if unknown := set(args.rows) - set(ROWS):
         parser.error(f"unknown rows {sorted(unknown)}; known: {', '.join(ROWS)}")
+    if args.latency and not {"bare", "vllm-serve"} <= set(args.rows):
+        parser.error("--latency compares the bare service with vllm serve: --rows needs both")
     return args
 
 
@@ -577,7 +673,7 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         if arguments.client:
-            asyncio.run(run_client(arguments))
+            asyncio.run(run_latency_client(arguments) if arguments.serve_url else run_client(arguments))
         else:
             run(arguments)
     except EngineError as error:  # e.g. no model pulled yet: one line, not a traceback

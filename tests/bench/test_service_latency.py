@@ -1,0 +1,114 @@
+"""The service-overhead bench's latency mode: one request at a time, paired, alternating, compared."""
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bench._paired import Pair, paired_difference, print_latency
+from bench.service_overhead import paired_requests
+from evallens.service.weights.tiny import build_tiny_llama
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "service_overhead.py"
+
+
+def test_the_interval_is_the_sign_test_interval() -> None:
+    # n = 10: d(2) .. d(9) covers 97.9% (d(3) .. d(8) only 89%); n = 100: d(40) .. d(61), 96.5%
+    ten = paired_difference([float(v) for v in range(10, 0, -1)])
+    assert (ten.median, ten.low, ten.high, ten.num_pairs) == (5.5, 2.0, 9.0, 10)
+    assert ten.coverage == pytest.approx(1 - 2 * 11 / 1024)
+    hundred = paired_difference([float(v) for v in range(1, 101)])
+    assert (hundred.low, hundred.high, round(hundred.coverage, 3)) == (40.0, 61.0, 0.965)
+
+
+def test_too_few_pairs_say_how_little_their_interval_covers() -> None:
+    three = paired_difference([3.0, -1.0, 2.0])
+    assert (three.median, three.low, three.high, three.coverage) == (2.0, -1.0, 3.0, 0.75)
+
+
+def stream(text: str, tokens: int) -> str:
+    chunk = {"choices": [{"delta": {"content": text}}]}
+    usage = {"choices": [], "usage": {"completion_tokens": tokens}}
+    return f"data: {json.dumps(chunk)}\n\ndata: {json.dumps(usage)}\n\ndata: [DONE]\n\n"
+
+
+def test_pairs_ask_both_paths_the_same_question_in_alternating_order() -> None:
+    asked: list[tuple[str, list[dict[str, str]]]] = []
+
+    def server(path: str) -> httpx.MockTransport:
+        def answer(request: httpx.Request) -> httpx.Response:
+            asked.append((path, json.loads(request.content)["messages"]))
+            return httpx.Response(200, text=stream("hi", 2), headers={"content-type": "text/event-stream"})
+
+        return httpx.MockTransport(answer)
+
+    async def run() -> list[Pair]:
+        paths = ("bare", "vllm-serve")
+        clients = {path: httpx.AsyncClient(transport=server(path), base_url="http://x") for path in paths}
+        args = argparse.Namespace(max_tokens=2, system_prompt="Be brief.")
+        try:
+            return await paired_requests(clients, ["one", "two", "three"], args)
+        finally:
+            for client in clients.values():
+                await client.aclose()
+
+    pairs = asyncio.run(run())
+    assert [path for path, _ in asked] == ["bare", "vllm-serve", "vllm-serve", "bare", "bare", "vllm-serve"]
+    # the service adds its system prompt itself; vllm serve is sent the whole prompt
+    assert asked[0][1] == [{"role": "user", "content": "one"}]
+    assert asked[1][1] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "one"}]
+    assert [messages[-1]["content"] for _, messages in asked] == ["one"] * 2 + ["two"] * 2 + ["three"] * 2
+    assert len(pairs) == 3
+    for pair in pairs:
+        assert pair.output_tokens == {"bare": 2, "vllm-serve": 2}
+        assert all(0 < pair.ttft_s[path] <= pair.latency_s[path] for path in ("bare", "vllm-serve"))
+
+
+def test_the_table_shows_both_paths_and_the_paired_differences(capsys: pytest.CaptureFixture[str]) -> None:
+    pairs = [
+        Pair(latency_s={"a": 0.100 + i / 1000, "b": 0.098}, ttft_s={"a": 0.050, "b": 0.049 - i / 1000},
+             output_tokens={"a": 8, "b": 8})
+        for i in range(7)
+    ]  # fmt: skip
+    differences = print_latency(pairs, "a", "b")
+    out = capsys.readouterr().out
+    assert "(7 pairs" in out and "a minus b" in out
+    assert differences["latency"].median == pytest.approx(5.0) and differences[
+        "TTFT"
+    ].median == pytest.approx(4.0)
+    assert re.search(r"^\s+a\s+50\.0\s+50\.0\s+103\.0\s+105\.0$", out, re.MULTILINE)
+    assert re.search(r"^\s+latency\s+\+5\.0 \[\+2\.0, \+8\.0, 98\.4%\] n=7$", out, re.MULTILINE)
+
+
+@pytest.mark.slow
+def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
+    """The whole mode: both servers up, every pair answered by both, the figures printed."""
+    model = build_tiny_llama(tmp_path / "model")
+    environment = {**os.environ, "EVALLENS_DATA_DIR": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(BENCH), "--model", str(model), "--rows", "vllm-serve,bare"]
+    command += ["--rounds", "0", "--latency", "6", "--max-tokens", "2", "--concurrency", "2"]
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "tokens/s" not in out  # --rounds 0: no batches
+    assert "latency, one request at a time (6 pairs" in out
+    assert "answers not 2 tokens long: 0 of 12" in out
+    used = re.search(r"^CPU ms and engine steps per request of a path: (.*)$", out, re.MULTILINE)
+    assert used, out
+    parties = dict(part.rsplit(" ", 1) for part in used[1].split(", "))
+    assert {"bench", "vllm serve", "bench engine steps", "vllm serve steps"} <= set(parties)
+    assert float(parties["bench engine steps"]) > 0 and float(parties["vllm serve steps"]) > 0
+    for path in ("bare", "vllm-serve"):
+        assert re.search(rf"^ *{path}( +\d+\.\d){{4}}$", out, re.MULTILINE), out
+    for figure in ("TTFT", "latency"):
+        found = re.search(rf"^ *{figure} +(\S+) \[(\S+), (\S+), (\S+)%\] n=6$", out, re.MULTILINE)
+        assert found, out
+        median, low, high = (float(found[i]) for i in (1, 2, 3))
+        assert low <= median <= high
