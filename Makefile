@@ -47,8 +47,9 @@ imports: install
 
 test: lint typecheck imports
 	@# a private temp root: concurrent pytest runs prune each other's default one; the slowest tests
-	@# are listed at the end so the run's budget (well under 30 minutes) can be watched
-	$(BIN)/pytest --basetemp=$$(mktemp -d /tmp/evallens-pytest-XXXXXX) --durations=30
+	@# are listed at the end so the run's budget (well under 30 minutes) can be watched. Two workers
+	@# (CI has two cores); --dist loadgroup keeps each module that shares a stack on one worker.
+	$(BIN)/pytest -n 2 --dist loadgroup --basetemp=$$(mktemp -d /tmp/evallens-pytest-XXXXXX) --durations=30
 
 unit: install
 	$(BIN)/pytest -m unit

@@ -25,9 +25,41 @@ os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test by what it needs: ``integration`` when it touches PostgreSQL, else ``unit``."""
+# Tests that share a costly session fixture run on one xdist worker, so it is built once per run
+# (the tiny Llama, and the vLLM engine started on it).
+SHARED_SESSION_FIXTURES = {"tiny_model_path": "tiny-llama"}
+
+
+def xdist_group_of(item: pytest.Item) -> str | None:
+    """The worker group a test must share, or None when any worker may run it alone.
+
+    A module-scoped fixture (a real stack, a server, a demo run) is set up once per worker that runs
+    a test of its module: keep such a module on one worker so the fixture starts once.
+    """
+    fixturenames = set(getattr(item, "fixturenames", ()))
+    for fixture, group in SHARED_SESSION_FIXTURES.items():
+        if fixture in fixturenames:
+            return group
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name in fixturenames:
+        if any(definition.scope == "module" for definition in definitions.get(name, ())):
+            return item.nodeid.split("::")[0]
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test by what it needs: ``integration`` when it touches PostgreSQL, else ``unit``.
+
+    Tests that must share a worker under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``)
+    get an ``xdist_group`` mark, and there the ``slow`` ones (minutes each) are handed out first, so
+    that no worker is left with one at the end while the other idles.
+    """
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     for item in items:
+        group = xdist_group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
         own = {mark.name for mark in item.iter_markers()}
         if own & {"integration", "slow", "gpu"}:
             continue
@@ -83,6 +115,16 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 LOWEST_TEST_PORT = 20000
 _handed_out: set[int] = set()
+# (index, count) of this pytest-xdist worker: each worker draws ports from its own slice of the
+# range, since the memory of ports handed out is per process and a probe-bind alone races.
+_worker_slice = (0, 1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _worker_slice
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        _worker_slice = (int(worker["workerid"].removeprefix("gw")), int(worker["workercount"]))
 
 
 def ephemeral_ports_start() -> int:
@@ -100,9 +142,12 @@ def free_port() -> int:
     connection draws from too, so a server started seconds later could find it taken (a CI run lost
     the demo's service port that way). Each port is handed out once per test process.
     """
-    upper = ephemeral_ports_start()
+    upper = max(ephemeral_ports_start(), LOWEST_TEST_PORT + 1000)
+    index, count = _worker_slice
+    width = (upper - LOWEST_TEST_PORT) // count
+    lowest = LOWEST_TEST_PORT + index * width
     for _ in range(1000):
-        port = random.randrange(LOWEST_TEST_PORT, max(upper, LOWEST_TEST_PORT + 1000))
+        port = random.randrange(lowest, lowest + width)
         if port in _handed_out:
             continue
         with socket.socket() as probe:
