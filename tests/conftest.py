@@ -25,41 +25,17 @@ os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-# Tests that share a costly session fixture run on one xdist worker, so it is built once per run
-# (the tiny Llama, and the vLLM engine started on it).
-SHARED_SESSION_FIXTURES = {"tiny_model_path": "tiny-llama"}
-
-
-def xdist_group_of(item: pytest.Item) -> str | None:
-    """The worker group a test must share, or None when any worker may run it alone.
-
-    A module-scoped fixture (a real stack, a server, a demo run) is set up once per worker that runs
-    a test of its module: keep such a module on one worker so the fixture starts once.
-    """
-    fixturenames = set(getattr(item, "fixturenames", ()))
-    for fixture, group in SHARED_SESSION_FIXTURES.items():
-        if fixture in fixturenames:
-            return group
-    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    for name in fixturenames:
-        if any(definition.scope == "module" for definition in definitions.get(name, ())):
-            return item.nodeid.split("::")[0]
-    return None
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test by what it needs: ``integration`` when it touches PostgreSQL, else ``unit``.
 
-    Tests that must share a worker under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``)
-    get an ``xdist_group`` mark, and there the ``slow`` ones (minutes each) are handed out first, so
-    that no worker is left with one at the end while the other idles.
+    Under pytest-xdist (``make test``: two workers, ``--dist loadfile``, no reordering), the modules
+    with ``slow`` tests (minutes each) are handed out first, so that no worker is left with one at
+    the end while the other idles; each module keeps its own order.
     """
     if hasattr(config, "workerinput"):
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+        slow_modules = {item.path for item in items if item.get_closest_marker("slow") is not None}
+        items.sort(key=lambda item: item.path not in slow_modules)
     for item in items:
-        group = xdist_group_of(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
         own = {mark.name for mark in item.iter_markers()}
         if own & {"integration", "slow", "gpu"}:
             continue
