@@ -12,7 +12,6 @@ once read by PostgreSQL from a file; the ratios of the collector to both are pri
 
 import argparse
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from collector.write import COPY_SPANS
 from evallens.db.engine import create_db_engine
 from evallens.db.migrate import upgrade
 from evallens.db.server import embedded_url, ensure_database, start_embedded
+from evallens.ports import free_port
 from evallens.settings import CollectorSettings, child_environment
 from evallens.telemetry import attributes as names
 
@@ -160,12 +160,6 @@ def build_payloads(num_spans: int, batch: int) -> list[bytes]:
         request.resource_spans.append(resource_spans)
         payloads.append(request.SerializeToString())
     return payloads
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Clients:

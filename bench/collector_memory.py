@@ -13,7 +13,6 @@ tree's ``platform`` and root: the collector and the migrations come from ``PYTHO
 
 import argparse
 import contextlib
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from evallens.db.server import embedded_url, ensure_database, start_embedded
+from evallens.ports import free_port
 from evallens.settings import child_environment
 
 RETRYABLE_HTTP = (429, 503)
@@ -53,12 +53,6 @@ def tiny_request(client: int, num_spans: int) -> bytes:
     ]
     request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])])
     return request.SerializeToString()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def tree_rss(process: psutil.Process) -> tuple[int, int]:

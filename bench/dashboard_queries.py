@@ -7,8 +7,10 @@ ingest pays. It prints cold (uncached) time per page and window (24 h, 7 d, 30 d
 from the 24 h to the 30 d window, and, for several sizes, from the first size to each other. The Cases
 page is timed three ways: its very first view (``question_embeddings`` emptied: every question
 embedded), a cold view (new process: no query cache, no embeddings in memory, those PostgreSQL stored),
-and again in the same process after the query cache expired. With ``--keep DIR`` one size is seeded
-into DIR once and kept; later runs with the same DIR migrate it and time the pages against that data.
+and again in the same process after the query cache expired; then the dashboard's background pass that
+embeds ahead the questions of every window (first pass and a steady one). With ``--keep DIR`` one
+size is seeded into DIR once and kept; later runs with the same DIR migrate it and time the pages
+against that data.
 """
 
 import argparse
@@ -27,12 +29,16 @@ from typing import Any
 
 import psycopg
 import streamlit as st
+from sqlalchemy.orm import Session
 
 from dashboard import data
-from evallens.cases.mining import Readers
+from dashboard._ui import WINDOWS_H
+from evallens.cases.mining import Readers, embed_ahead
+from evallens.db import create_db_engine
 from evallens.db.migrate import upgrade
 from evallens.db.server import embedded_url, ensure_database, start_embedded
 from evallens.reports import InfraSummary, MetricEstimate, RunSummary
+from evallens.settings import CasesSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
 from evals import readers as readers_module
@@ -337,7 +343,31 @@ def measure(url: str, readers: Readers) -> dict[tuple[str, str], float]:
         print(f"{page:<24}{cells}{times[-1] / times[0]:9.1f}x")
     slowest = max(found.items(), key=lambda item: item[1])
     print(f"slowest: {slowest[0][0]} at {slowest[0][1]}: {slowest[1] * 1000:.0f} ms")
+    embedding_ahead(url, readers)
     return found
+
+
+def embedding_ahead(url: str, readers: Readers) -> None:
+    """Time the dashboard's background pass over every window the Cases page offers: its first pass
+    (nothing stored: what a first view would embed, for all windows at once) and a steady one (nothing
+    new: what a running dashboard pays every ``EVALLENS_DASHBOARD_EMBED_AHEAD_S``)."""
+    windows = [timedelta(hours=hours) for hours in WINDOWS_H.values()]
+    engine = create_db_engine(url)
+    try:
+        for label, empty_first in (("first pass, nothing stored", True), ("steady pass, nothing new", False)):
+            if empty_first:
+                with psycopg.connect(url) as connection:
+                    connection.execute("TRUNCATE question_embeddings")
+            readers_module._VECTORS = readers_module._Vectors()  # only what PostgreSQL stored
+            started = time.perf_counter()
+            with Session(engine) as session, session.begin():
+                embedded = embed_ahead(session, CasesSettings(), readers, project="default", windows=windows)
+            took = time.perf_counter() - started
+            print(
+                f"embedding ahead ({len(windows)} windows), {label}: {took * 1000:,.0f} ms, {embedded} texts"
+            )
+    finally:
+        engine.dispose()
 
 
 def bench_size(

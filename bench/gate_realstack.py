@@ -11,7 +11,6 @@ each cell could detect.
 
 import argparse
 import os
-import socket
 import tempfile
 import time
 import uuid
@@ -24,6 +23,7 @@ from evallens.app.demo.flow import SMOKE_MAX_MODEL_LEN, prepare_model
 from evallens.app.demo.stack import Stack
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
+from evallens.ports import free_port
 from evallens.reports import GateReportBody
 from evallens.service.documents.loader import load_corpus
 from evallens.service.weights.tiny import build_tiny_llama
@@ -31,14 +31,6 @@ from evallens.settings import DemoSettings, EvalSettings
 from evals.gate import options_from_settings, run_gate
 from evals.metrics.context import build_scoring_context
 from evals.runner.run import run_eval
-
-
-def free_port() -> int:
-    """A port nothing listens on now (the OS picks it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def main() -> None:

@@ -23,8 +23,9 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from bench.collector_ingest import Clients, build_payloads, free_port
+from bench.collector_ingest import Clients, build_payloads
 from evallens.db.server import embedded_url, ensure_database, start_embedded
+from evallens.ports import free_port
 
 PHOENIX_VERSION = "20.26.1"
 DEFAULT_VENV = Path.home() / ".cache" / "evallens" / "bench" / "phoenix-venv"

@@ -39,7 +39,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -61,6 +60,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from evallens.db import migrate
 from evallens.db.server import database
+from evallens.ports import free_port
 from evallens.service import create_app
 from evallens.service.chat.prompt import PromptContext, build_messages
 from evallens.service.chat.protocol import ChatCompletionRequest
@@ -329,24 +329,6 @@ def knowledge_base(args: argparse.Namespace) -> Iterator[str | None]:
 
 
 # `vllm serve` of the same engine: a server process of vLLM's own, driven by the same client.
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on, below the kernel's ephemeral range (where outgoing
-    connections draw theirs, so a port from ``bind(0)`` could be taken before the server binds it)."""
-    try:
-        upper = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        upper = 32768
-    for _ in range(1000):
-        port = random.randrange(20000, max(upper, 21000))
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-    raise SystemExit("service_overhead: no free port for vllm serve")
 
 
 def server_command(options: VllmOptions, port: int) -> list[str]:

@@ -4,9 +4,11 @@
 which calls ``run`` with the mining readers the eval engine lends: the dashboard never imports it.
 """
 
+from datetime import timedelta
+
 import streamlit as st
 
-from dashboard import _ui
+from dashboard import _ui, data
 from evallens.cases.mining import Readers
 
 PAGES = (
@@ -25,6 +27,10 @@ def run(readers: Readers) -> None:
     _ui.lend_readers(readers)
     if _ui.viewer(_ui.settings()) is None:
         st.stop()
+    every_s = _ui.settings().dashboard_embed_ahead_s
+    if every_s and readers.embedding_model:  # started once per process: the Cases page then waits less
+        windows = tuple(timedelta(hours=hours) for hours in _ui.WINDOWS_H.values())
+        data.cases.embedding_ahead(data.database_url(), every_s, windows, readers)
     # Streamlit serves the default page at the root only (its own name answers "Page not found"), yet
     # reserves the name: the default takes a name nobody links to, and a hidden twin serves /overview.
     name, title, icon, url_path = PAGES[0]

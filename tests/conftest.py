@@ -1,8 +1,6 @@
 """Test harness: one embedded PostgreSQL per test session, a migrated template, a clone per test."""
 
 import os
-import random
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
 from evallens.db.server import DatabaseServer, embedded_url, ensure_database, start_embedded
+from evallens.ports import share_ports
 
 TEMPLATE_DATABASE = "evallens_template"
 DATABASE_FIXTURES = {"database_url", "empty_database_url", "postgres_server", "template_database_url"}
@@ -89,51 +88,11 @@ def empty_database_url(postgres_server: DatabaseServer) -> Iterator[str]:
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-LOWEST_TEST_PORT = 20000
-_handed_out: set[int] = set()
-# (index, count) of this pytest-xdist worker: each worker draws ports from its own slice of the
-# range, since the memory of ports handed out is per process and a probe-bind alone races.
-_worker_slice = (0, 1)
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    global _worker_slice
+    """Each pytest-xdist worker draws free ports from its own part of the window."""
     worker = getattr(config, "workerinput", None)
     if worker is not None:
-        _worker_slice = (int(worker["workerid"].removeprefix("gw")), int(worker["workercount"]))
-
-
-def ephemeral_ports_start() -> int:
-    """The first port of the kernel's ephemeral range (Linux's default when it cannot be read)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now (tests never use default ports).
-
-    Drawn below the kernel's ephemeral range: a port from ``bind(0)`` is one that every outgoing
-    connection draws from too, so a server started seconds later could find it taken (a CI run lost
-    the demo's service port that way). Each port is handed out once per test process.
-    """
-    upper = max(ephemeral_ports_start(), LOWEST_TEST_PORT + 1000)
-    index, count = _worker_slice
-    width = (upper - LOWEST_TEST_PORT) // count
-    lowest = LOWEST_TEST_PORT + index * width
-    for _ in range(1000):
-        port = random.randrange(lowest, lowest + width)
-        if port in _handed_out:
-            continue
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        return port
-    raise RuntimeError(f"no free port in {LOWEST_TEST_PORT}-{upper}")
+        share_ports(int(worker["workerid"].removeprefix("gw")), int(worker["workercount"]))
 
 
 @pytest.fixture

@@ -27,20 +27,22 @@ def cached(func: Callable[P, R]) -> Callable[P, R]:
     return cast(Callable[P, R], st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)(func))
 
 
-def _resource(**options: Any) -> Callable[[Callable[P, R]], Callable[P, R]]:
+def resource(**options: Any) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Keep one result per process and arguments (``st.cache_resource``): engines, gates, threads."""
+
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         return cast(Callable[P, R], st.cache_resource(show_spinner=False, **options)(func))
 
     return decorate
 
 
-@_resource()
+@resource()
 def database_url() -> str:
     """The configured database, or the embedded default (started or joined once per process)."""
     return open_database(DatabaseSettings()).url
 
 
-@_resource(on_release=lambda engine: engine.dispose())
+@resource(on_release=lambda engine: engine.dispose())
 def _engine(url: str) -> Engine:
     return create_db_engine(url, pool_size=3)
 
@@ -62,7 +64,7 @@ def writing(url: str) -> Iterator[Session]:
     st.cache_data.clear()
 
 
-@_resource()
+@resource()
 def _gate(url: str) -> AuthGate:
     return AuthGate(AuthSettings(), create_session_factory(_engine(url)))
 

@@ -1,15 +1,20 @@
 """Bad production cases as ``evallens cases mine`` ranks them, the sets to promote them into, and the
 promotion itself (the core function the CLI calls, in one transaction)."""
 
+import logging
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pandas as pd
 
-from dashboard.data._db import cached, frame, reading, writing
+from dashboard.data._db import cached, frame, reading, resource, writing
 from evallens import cases
-from evallens.cases.mining import MiningReport, Readers, mine_cases
+from evallens.cases.mining import MiningReport, Readers, embed_ahead, mine_cases, projects_with_traffic
 from evallens.settings import CasesSettings
+
+LOG = logging.getLogger(__name__)
 
 
 @cached
@@ -20,6 +25,55 @@ def candidates(url: str, project: str, hours: int, limit: int, _readers: Readers
         return mine_cases(
             session, CasesSettings(), _readers, project=project, since=timedelta(hours=hours), limit=limit
         )
+
+
+@dataclass
+class EmbeddingAhead:
+    """Every ``every_s`` seconds, embed the questions a Cases view of each window would embed, for
+    every project with recent traffic: a view then embeds only questions of traces newer than the last
+    pass. ``run`` is the body of a daemon thread; ``stop`` ends it."""
+
+    url: str
+    every_s: float
+    windows: tuple[timedelta, ...]
+    readers: Readers
+    stop: threading.Event = field(default_factory=threading.Event)
+    passes: int = 0  # passes finished, with or without an error
+    embedded: int = 0  # texts embedded over all passes
+
+    def run(self) -> None:
+        while True:
+            self.embedded += self._one_pass()
+            self.passes += 1
+            if self.stop.wait(self.every_s):
+                return
+
+    def _one_pass(self) -> int:
+        embedded = 0
+        try:
+            with reading(self.url) as session:
+                projects = projects_with_traffic(session, max(self.windows))
+            for project in projects:
+                with reading(self.url) as session:  # a transaction a project: its vectors commit at its end
+                    count = embed_ahead(
+                        session, CasesSettings(), self.readers, project=project, windows=list(self.windows)
+                    )
+                if count:
+                    LOG.info("embedded %d questions of project %s ahead of the Cases page", count, project)
+                embedded += count
+        except Exception as error:  # noqa: BLE001 - a database restart or outage: the next pass tries again
+            LOG.warning("embedding ahead failed (%s); trying again in %.0f s", error, self.every_s)
+        return embedded
+
+
+@resource(on_release=lambda ahead: ahead.stop.set())
+def embedding_ahead(
+    url: str, every_s: float, windows: tuple[timedelta, ...], _readers: Readers
+) -> EmbeddingAhead:
+    """Start ``EmbeddingAhead`` in a daemon thread, once per process and database."""
+    ahead = EmbeddingAhead(url, every_s, windows, _readers)
+    threading.Thread(target=ahead.run, name="embed-ahead", daemon=True).start()
+    return ahead
 
 
 def promote(

@@ -16,8 +16,8 @@ import pytest
 from collector.runtime import Collector
 from evallens.db.migrate import upgrade
 from evallens.db.server import embedded_url, ensure_database, start_embedded
+from evallens.ports import free_port
 from tests.collector.conftest import OwnPostgres, make_request, make_span, start_collector_process
-from tests.conftest import free_port
 
 SPANS_PER_BATCH = 50
 PROTOBUF = {"content-type": "application/x-protobuf"}

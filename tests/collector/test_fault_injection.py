@@ -23,9 +23,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from evallens.ports import free_port
 from evallens.telemetry import attributes as names
 from tests.collector.conftest import OwnPostgres, start_collector_process
-from tests.conftest import free_port
 
 PROJECTS = ("alpha", "beta")
 POISON_EVERY = 40

@@ -14,6 +14,7 @@ import pytest
 
 from collector.runtime import Collector
 from evallens.errors import EvallensError
+from evallens.ports import free_port
 from evallens.settings import child_environment
 from tests.collector.conftest import (
     collector_settings,
@@ -22,7 +23,7 @@ from tests.collector.conftest import (
     make_span,
     start_collector_process,
 )
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 

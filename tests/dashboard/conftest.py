@@ -21,6 +21,8 @@ def app_database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator
     """A migrated, empty database that the dashboard reads through ``EVALLENS_DATABASE_URL``."""
     monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
     monkeypatch.delenv("EVALLENS_DASHBOARD_PASSWORD", raising=False)
+    # no background embedding: each view embeds what it needs (its own test turns it on)
+    monkeypatch.setenv("EVALLENS_DASHBOARD_EMBED_AHEAD_S", "0")
     st.cache_data.clear()
     st.cache_resource.clear()
     yield database_url

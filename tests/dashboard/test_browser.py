@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import REPO_ROOT, free_port
+from evallens.ports import free_port
+from tests.conftest import REPO_ROOT
 from tests.dashboard.browser import chromium_tab, ensure_chromium
 from tests.dashboard.seed import Seeded
 

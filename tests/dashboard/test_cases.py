@@ -1,18 +1,25 @@
 """The Cases page: the same candidates as ``evallens cases mine``; promotion through the core function."""
 
 import json
+import logging
+import threading
+import time
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from dashboard import data
+from dashboard._ui import WINDOWS_H
 from evallens import cases
 from evallens.cases.mining import REASONS
 from evallens.db import create_db_engine
-from evallens.db.models import EvalCase, EvalSet
+from evallens.db.models import EvalCase, EvalSet, QuestionEmbedding
+from evallens.ports import free_port
 from evallens.telemetry import attributes as attr
-from tests.dashboard.conftest import open_page
+from evals.readers import mining_readers
+from tests.dashboard.conftest import TIMEOUT_S, open_page
 from tests.dashboard.seed import PII_QUESTION, REDACTED_QUESTION, SET_NAME, Seeded, hex_id, request_trace
 from tests.evals.conftest import run_cli
 
@@ -127,3 +134,50 @@ def test_the_cases_page_ranks_redacts_and_merges_like_cases_mine(app_database: s
     assert set(merged["trace_ids"]) == set(duplicates) and merged["trace_id"] in set(table["trace_id"])
     assert dict(zip(table["trace_id"], table["reasons"], strict=True))[refusal] == REASONS["refusal"]
     assert REDACTED_QUESTION in shown and PII_QUESTION not in shown
+
+
+def stored_embeddings(url: str) -> int:
+    engine = create_db_engine(url)
+    try:
+        with Session(engine) as db:
+            return db.scalar(select(func.count()).select_from(QuestionEmbedding)) or 0
+    finally:
+        engine.dispose()
+
+
+def test_questions_are_embedded_ahead_so_a_cases_view_embeds_none(
+    app_database: str, seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALLENS_DASHBOARD_EMBED_AHEAD_S", "3600")  # one pass in this test
+    assert stored_embeddings(app_database) == 0
+    open_page()  # the overview: the dashboard starts embedding ahead, no Cases view yet
+    running = [thread for thread in threading.enumerate() if thread.name == "embed-ahead"]
+    assert len(running) == 1
+    windows = tuple(timedelta(hours=hours) for hours in WINDOWS_H.values())
+    ahead = data.cases.embedding_ahead(data.database_url(), 3600.0, windows, mining_readers())  # the same one
+    deadline = time.monotonic() + TIMEOUT_S
+    while ahead.passes == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ahead.passes == 1 and ahead.embedded > 0
+    assert stored_embeddings(app_database) == ahead.embedded
+    app = open_page("app_pages/cases.py", window="24h")
+    assert len(app.dataframe[0].value) > 0
+    next(box for box in app.selectbox if box.label == "Window").set_value("7d").run()
+    assert len(app.dataframe[0].value) > 0
+    assert stored_embeddings(app_database) == ahead.embedded  # the views embedded nothing new
+    assert [thread for thread in threading.enumerate() if thread.name == "embed-ahead"] == running
+
+
+def test_embedding_ahead_outlives_a_database_it_cannot_reach(caplog: pytest.LogCaptureFixture) -> None:
+    unreachable = f"postgresql+psycopg://evallens@127.0.0.1:{free_port()}/nothing"
+    ahead = data.cases.EmbeddingAhead(unreachable, 0.05, (timedelta(days=1),), mining_readers())
+    thread = threading.Thread(target=ahead.run)
+    with caplog.at_level(logging.WARNING, logger="dashboard.data.cases"):
+        thread.start()
+        deadline = time.monotonic() + 60
+        while ahead.passes < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ahead.stop.set()
+        thread.join(10)
+    assert ahead.passes >= 2 and ahead.embedded == 0 and not thread.is_alive()
+    assert "embedding ahead failed (" in caplog.text and "Connection refused" in caplog.text

@@ -13,8 +13,8 @@ import psycopg
 import pytest
 
 from evallens.db.server import embedded_url, start_embedded
+from evallens.ports import free_port
 from evallens.settings import child_environment
-from tests.conftest import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -15,9 +15,9 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from evallens.ports import free_port
 from evallens.settings import child_environment
 from evals.metrics._embedding import MiniLmSimilarity
-from tests.conftest import free_port
 
 SETS = Path(__file__).parent / "sets"
 

@@ -25,12 +25,12 @@ from evallens.app.demo.stack import Stack
 from evallens.app.demo.traffic import QUESTIONS, send_traffic
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
+from evallens.ports import free_port
 from evallens.service.documents.loader import load_corpus
 from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import DemoSettings, EvalSettings, child_environment
 from evallens.telemetry import attributes as attr
 from evals.sets.store import find_set_version
-from tests.conftest import free_port
 
 pytestmark = pytest.mark.slow
 ANSWER_SCENARIOS = {"returns_refunds", "shipping_logistics", "products", "complaints_escalation"}

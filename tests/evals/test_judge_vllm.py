@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalResult, JudgeVerdict
+from evallens.ports import free_port
 from evallens.service.engines.vllm_engine import vllm_environment
 from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import EvalSettings, child_environment
@@ -28,7 +29,6 @@ from evals.metrics.judge import JudgeClient, LlmJudge
 from evals.metrics.result import JudgeRequest
 from evals.runner.run import run_eval
 from evals.sets.sync import sync_path
-from tests.conftest import free_port
 from tests.evals.calibrate.test_calibrate import write_labels
 from tests.evals.conftest import SETS, ScriptedTarget
 

@@ -6,6 +6,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalResult, EvalRun
+from evallens.ports import free_port
 from evallens.reports import InfraSummary, RunSummary
 from evallens.settings import EvalSettings
 from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID
@@ -13,7 +14,6 @@ from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.result import ScoringContext
 from evals.runner.run import run_eval
 from evals.sets.sync import sync_path
-from tests.conftest import free_port
 from tests.evals.conftest import SETS, ScriptedTarget, run_cli
 
 RR1 = "How many days do I have to return an unopened item?"

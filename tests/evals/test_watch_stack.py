@@ -22,10 +22,10 @@ from evallens.app.demo.flow import SMOKE_MAX_MODEL_LEN
 from evallens.app.demo.stack import Stack
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
+from evallens.ports import free_port
 from evallens.service.documents.loader import load_corpus
 from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import DemoSettings, EvalSettings, child_environment
-from tests.conftest import free_port
 
 pytestmark = pytest.mark.slow
 CASES_PER_SCENARIO = 6

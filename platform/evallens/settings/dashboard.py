@@ -23,3 +23,9 @@ class DashboardSettings(AuthSettings):
     dashboard_max_rows: int = Field(
         default=200, ge=10, le=10_000, description="Most rows a table of traces or cases lists."
     )
+    dashboard_embed_ahead_s: float = Field(
+        default=300,
+        ge=0,
+        description="Every this many seconds, embed in the background the questions the Cases page would"
+        " embed for each window, so that a view does not wait for the embedding model; 0 turns it off.",
+    )

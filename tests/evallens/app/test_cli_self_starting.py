@@ -11,8 +11,8 @@ import psutil
 import pytest
 
 from evallens.db.server import HANDLES_FILE
+from evallens.ports import free_port
 from evallens.settings import child_environment
-from tests.conftest import free_port
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from evallens.app.demo.evaluation import curated_sets_dir
+from evallens.ports import free_port
 from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import child_environment
-from tests.conftest import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3000)]  # two jobs, each starting vLLM
 

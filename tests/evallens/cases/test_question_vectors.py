@@ -4,10 +4,11 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.cases.mining import MiningReport, Readers, mine_cases
+from evallens.cases.mining import MiningReport, Readers, embed_ahead, mine_cases, projects_with_traffic
 from evallens.cases.mining._vectors import QuestionVectors
 from evallens.db.models import QuestionEmbedding
 from evallens.settings import CasesSettings
@@ -128,3 +129,53 @@ def test_a_concurrent_writer_of_the_same_text_waits_and_does_not_fail(
         found = QuestionVectors(session, "m").load(["where is my order", "refund for a tent"])
     assert np.array_equal(found["where is my order"], first_vector)  # the first writer's row stays
     assert np.array_equal(found["refund for a tent"], second_vector)
+
+
+def test_embedding_ahead_leaves_a_view_nothing_to_embed(
+    sessions: sessionmaker[Session], traffic: Traffic
+) -> None:
+    ahead, view_of_a_day, view_of_a_week = Counting(), Counting(), Counting()
+    readers = Readers(refuses_or_declines, ahead, minilm_model_id())
+    with sessions() as session:
+        assert projects_with_traffic(session, timedelta(days=30)) == ["default"]
+        assert projects_with_traffic(session, timedelta(days=30), now=traffic.now + timedelta(days=40)) == []
+        embedded = embed_ahead(
+            session,
+            CasesSettings(),
+            readers,
+            project="default",
+            windows=[timedelta(days=1), timedelta(days=7)],
+            now=traffic.now,
+        )
+        session.commit()
+    assert embedded == len(ahead.embedded) > 5
+    assert stored(sessions, minilm_model_id()) == embedded
+    with sessions() as session:  # a pass over windows already seen embeds nothing more
+        again = embed_ahead(
+            session, CasesSettings(), readers, project="default", windows=[timedelta(days=1)], now=traffic.now
+        )
+    assert again == 0
+    mine(sessions, view_of_a_day, minilm_model_id(), traffic.now)
+    assert view_of_a_day.embedded == []
+    with sessions() as session:
+        week = mine_cases(
+            session,
+            CasesSettings(),
+            Readers(refuses_or_declines, view_of_a_week, minilm_model_id()),
+            project="default",
+            since=timedelta(days=7),
+            limit=50,
+            now=traffic.now,
+        )
+    assert view_of_a_week.embedded == [] and week.candidates
+
+
+def test_embedding_ahead_needs_a_model_to_store_under(sessions: sessionmaker[Session]) -> None:
+    with sessions() as session, pytest.raises(ValueError, match="embedding_model"):
+        embed_ahead(
+            session,
+            CasesSettings(),
+            Readers(refuses_or_declines, Counting(), None),
+            project="default",
+            windows=[timedelta(days=1)],
+        )

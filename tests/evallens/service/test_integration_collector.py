@@ -15,11 +15,12 @@ import httpx
 import psycopg
 import pytest
 
+from evallens.ports import free_port
 from evallens.service.documents.loader import read_corpus
 from evallens.settings import child_environment
 from evallens.telemetry import attributes as attr
 from tests.collector.conftest import fetch_spans, start_collector_process
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from tests.conftest import free_port
+from evallens.ports import free_port
 
 
 @dataclass

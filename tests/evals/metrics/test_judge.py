@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalResult, EvalRun, JudgeVerdict
+from evallens.ports import free_port
 from evallens.reports import RunSummary
 from evallens.settings import EvalSettings
 from evals.errors import EvalConfigError
@@ -25,7 +26,6 @@ from evals.metrics.judge.prompts import SYSTEM, MalformedReply, messages, parse_
 from evals.metrics.result import Answer, JudgeOutcome, JudgeRequest, ScoringContext
 from evals.runner.run import run_eval
 from evals.sets.sync import sync_path
-from tests.conftest import free_port
 from tests.evals.conftest import SETS, ScriptedTarget
 from tests.evals.metrics.conftest import case
 from tests.evals.metrics.judge_server import FaultyJudge, faulty_judge

@@ -6,6 +6,7 @@ signals, points and rules are documented once, in ``docs/feedback.md``. Reading 
 uses the same readers and the core imports no model.
 """
 
+from evallens.cases.mining.ahead import embed_ahead, projects_with_traffic
 from evallens.cases.mining.dedupe import Cluster, Embed
 from evallens.cases.mining.mine import Candidate, MiningReport, Readers, known_cases, mine_cases
 from evallens.cases.mining.signals import REASONS, WEIGHTS, BadTrace, judge, says_no
@@ -19,8 +20,10 @@ __all__ = [
     "Embed",
     "MiningReport",
     "Readers",
+    "embed_ahead",
     "judge",
     "known_cases",
     "mine_cases",
+    "projects_with_traffic",
     "says_no",
 ]
