@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.migrate import upgrade
 from evallens.db.server import DatabaseServer, embedded_url, ensure_database, start_embedded
+from evallens.ports import share_ports
 
 TEMPLATE_DATABASE = "evallens_template"
 DATABASE_FIXTURES = {"database_url", "empty_database_url", "postgres_server", "template_database_url"}
@@ -23,8 +24,16 @@ os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test by what it needs: ``integration`` when it touches PostgreSQL, else ``unit``."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test by what it needs: ``integration`` when it touches PostgreSQL, else ``unit``.
+
+    Under pytest-xdist (``make test``: two workers, ``--dist loadfile``, no reordering), the modules
+    with ``slow`` tests (minutes each) are handed out first, so that no worker is left with one at
+    the end while the other idles; each module keeps its own order.
+    """
+    if hasattr(config, "workerinput"):
+        slow_modules = {item.path for item in items if item.get_closest_marker("slow") is not None}
+        items.sort(key=lambda item: item.path not in slow_modules)
     for item in items:
         own = {mark.name for mark in item.iter_markers()}
         if own & {"integration", "slow", "gpu"}:
@@ -77,6 +86,13 @@ def empty_database_url(postgres_server: DatabaseServer) -> Iterator[str]:
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest-xdist worker draws free ports from its own part of the window."""
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        share_ports(int(worker["workerid"].removeprefix("gw")), int(worker["workercount"]))
 
 
 @pytest.fixture

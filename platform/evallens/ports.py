@@ -6,6 +6,8 @@ from pathlib import Path
 
 LOWEST_PORT = 20000
 _handed_out: set[int] = set()
+# (index, count): this process draws from part ``index`` of ``count`` equal parts of the window
+_share = (0, 1)
 
 
 class NoFreePort(RuntimeError):
@@ -20,6 +22,18 @@ def ephemeral_ports_start() -> int:
         return 32768
 
 
+def share_ports(index: int, count: int) -> None:
+    """Draw this process's ports from part ``index`` of ``count`` equal parts of the window.
+
+    Processes started side by side (pytest-xdist's workers) each remember only the ports they handed
+    out themselves, and a probe-bind alone races: with a part each, they never draw the same port.
+    """
+    if not 0 <= index < count:
+        raise ValueError(f"no part {index} of {count}")
+    global _share
+    _share = (index, count)
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now.
 
@@ -30,8 +44,11 @@ def free_port() -> int:
     upper = ephemeral_ports_start()
     if upper <= LOWEST_PORT:  # an ephemeral range moved unusually low: keep a window of our own
         upper = LOWEST_PORT + 1000
+    index, count = _share
+    width = (upper - LOWEST_PORT) // count
+    lowest, upper = LOWEST_PORT + index * width, LOWEST_PORT + (index + 1) * width
     for _ in range(1000):
-        port = random.randrange(LOWEST_PORT, upper)
+        port = random.randrange(lowest, upper)
         if port in _handed_out:
             continue
         with socket.socket() as probe:
@@ -41,4 +58,4 @@ def free_port() -> int:
                 continue
         _handed_out.add(port)
         return port
-    raise NoFreePort(f"no free port in {LOWEST_PORT}-{upper}")
+    raise NoFreePort(f"no free port in {lowest}-{upper}")

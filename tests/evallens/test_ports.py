@@ -5,7 +5,7 @@ import socket
 import pytest
 
 from evallens import ports
-from evallens.ports import LOWEST_PORT, NoFreePort, ephemeral_ports_start, free_port
+from evallens.ports import LOWEST_PORT, NoFreePort, ephemeral_ports_start, free_port, share_ports
 
 
 def test_free_ports_are_distinct_bindable_and_below_the_ephemeral_range() -> None:
@@ -33,7 +33,9 @@ def test_a_busy_port_is_skipped_and_a_port_is_handed_out_once(monkeypatch: pytes
         for port in range(LOWEST_PORT, ephemeral_ports_start() - 1)
         if bindable(port) and bindable(port + 1) and {port, port + 1}.isdisjoint(ports._handed_out)
     )
-    # a window of two ports: the first busy, the second free
+    # a window of two ports, all of it this process's (an xdist worker draws from a part): the
+    # first busy, the second free
+    monkeypatch.setattr(ports, "_share", (0, 1))
     monkeypatch.setattr(ports, "LOWEST_PORT", low)
     monkeypatch.setattr(ports, "ephemeral_ports_start", lambda: low + 2)
     with socket.socket() as busy:
@@ -42,3 +44,14 @@ def test_a_busy_port_is_skipped_and_a_port_is_handed_out_once(monkeypatch: pytes
         assert free_port() == low + 1
         with pytest.raises(NoFreePort, match=f"no free port in {low}-{low + 2}"):
             free_port()
+
+
+def test_processes_sharing_the_window_draw_from_disjoint_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    middle = (LOWEST_PORT + ephemeral_ports_start()) // 2
+    monkeypatch.setattr(ports, "_share", (0, 1))
+    share_ports(0, 2)
+    assert all(LOWEST_PORT <= free_port() < middle for _ in range(30))
+    share_ports(1, 2)
+    assert all(middle <= free_port() < ephemeral_ports_start() for _ in range(30))
+    with pytest.raises(ValueError, match="no part 2 of 2"):
+        share_ports(2, 2)
