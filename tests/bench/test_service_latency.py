@@ -12,8 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench._paired import Pair, paired_difference, print_latency
-from bench.service_overhead import paired_requests
+from bench.service_overhead import Pair, paired_difference, paired_requests, print_latency
 from evallens.service.weights.tiny import build_tiny_llama
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "service_overhead.py"
