@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import httpx
@@ -90,10 +91,13 @@ def test_the_table_shows_both_paths_and_the_paired_differences(capsys: pytest.Ca
 def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
     """The whole mode: both servers up, every pair answered by both, the figures printed."""
     model = build_tiny_llama(tmp_path / "model")
-    environment = {**os.environ, "EVALLENS_DATA_DIR": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, str(BENCH), "--model", str(model), "--rows", "vllm-serve,bare"]
     command += ["--rounds", "0", "--latency", "6", "--max-tokens", "2", "--concurrency", "2"]
-    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
+    # vLLM's IPC socket paths live under the data dir and must stay under 107 characters (an
+    # xdist worker's tmp_path is too long)
+    with tempfile.TemporaryDirectory(prefix="evl-", dir="/tmp") as data:
+        environment = {**os.environ, "EVALLENS_DATA_DIR": data, "OMP_NUM_THREADS": "1"}
+        done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "tokens/s" not in out  # --rounds 0: no batches
