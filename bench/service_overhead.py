@@ -114,7 +114,7 @@ class Difference:
 
 
 def percentile(values: list[float], fraction: float) -> float:
-    """The nearest-rank percentile the throughput rows use too."""
+    """The nearest-rank percentile: every row's p95, and the latency table's p50 too."""
     ordered = sorted(values)
     return ordered[int(fraction * (len(ordered) - 1))]
 
@@ -197,9 +197,9 @@ def figures(samples: list[Sample], wall_s: float) -> dict[str, float]:
     return {
         "tokens_per_s": sum(s.output_tokens for s in samples) / wall_s,
         "p50_ttft_ms": 1000 * statistics.median(ttfts),
-        "p95_ttft_ms": 1000 * ttfts[int(0.95 * (len(ttfts) - 1))],
+        "p95_ttft_ms": 1000 * percentile(ttfts, 0.95),
         "p50_latency_ms": 1000 * statistics.median(latencies),
-        "p95_latency_ms": 1000 * latencies[int(0.95 * (len(latencies) - 1))],
+        "p95_latency_ms": 1000 * percentile(latencies, 0.95),
     }
 
 
