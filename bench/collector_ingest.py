@@ -308,9 +308,13 @@ def empty_spans(connection: psycopg.Connection[tuple[object, ...]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spans", type=int, default=100_000)
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument(
+        "--spans", type=int, default=100_000, help="spans to send (and to COPY) (default: %(default)s)"
+    )
+    parser.add_argument("--clients", type=int, default=4, help="concurrent senders (default: %(default)s)")
+    parser.add_argument(
+        "--batch", type=int, default=500, help="spans per OTLP request (default: %(default)s)"
+    )
     parser.add_argument(
         "--phoenix-spans",
         type=int,

@@ -184,8 +184,12 @@ def scenario(name: str, url: str, scratch: Path, bodies: list[bytes], send: Call
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spans", type=int, default=300_000)
-    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument(
+        "--spans", type=int, default=300_000, help="spans in each request (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--clients", type=int, default=4, help="requests sent at once, one per client (default: %(default)s)"
+    )
     args = parser.parse_args()
     bodies = [tiny_request(client, args.spans) for client in range(args.clients)]
     print(

@@ -168,9 +168,15 @@ def run(sims_by_drop: dict[float, int], graded: bool, regime: str, seed: int) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--null-sims", type=int, default=600, help="simulations without a change")
-    parser.add_argument("--sims", type=int, default=200, help="simulations per injected drop")
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--null-sims", type=int, default=600, help="simulations without a change (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--sims", type=int, default=200, help="simulations per injected drop (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=7, help="random seed of the first regime (default: %(default)s)"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     sims_by_drop = {0.0: args.null_sims, **dict.fromkeys((0.05, 0.10, 0.20, 0.30), args.sims)}

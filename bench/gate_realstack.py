@@ -35,12 +35,31 @@ from evals.runner.run import run_eval
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=["smollm2", "tiny"], default="smollm2")
-    parser.add_argument("--no-op-gates", type=int, default=5)
+    parser.add_argument(
+        "--model",
+        choices=["smollm2", "tiny"],
+        default="smollm2",
+        help="chat model the service runs (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-op-gates",
+        type=int,
+        default=5,
+        help="gates of a replay with nothing changed (default: %(default)s)",
+    )
     parser.add_argument("--cases-per-scenario", type=int, default=0, help="0: the whole set (194 cases)")
-    parser.add_argument("--temperature", type=float, default=0.7)
-    parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=0.7,
+        help="sampling temperature of every replay (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=64, help="longest answer per case (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=4, help="cases in flight during a replay (default: %(default)s)"
+    )
     parser.add_argument("--data-dir", type=Path, default=None, help="default: a new temporary directory")
     args = parser.parse_args()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="evallens-gate-bench-"))

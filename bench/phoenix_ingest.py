@@ -163,11 +163,18 @@ def _count_request_spans(payloads: list[bytes]) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spans", type=int, default=5000)
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--spans", type=int, default=5000, help="spans to send (default: %(default)s)")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent senders (default: %(default)s)")
+    parser.add_argument(
+        "--batch", type=int, default=500, help="spans per OTLP request (default: %(default)s)"
+    )
     parser.add_argument("--postgres", action="store_true", help="Phoenix on PostgreSQL instead of SQLite")
-    parser.add_argument("--venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument(
+        "--venv",
+        type=Path,
+        default=DEFAULT_VENV,
+        help="throwaway venv Phoenix is installed into (default: %(default)s)",
+    )
     parser.add_argument(
         "--compare-to", type=float, help="the collector's durable spans/s, to print the ratio"
     )

@@ -696,18 +696,34 @@ def run(args: argparse.Namespace) -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=32)
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        description="What the reference service costs over its engine and over `vllm serve` of it."
+    )
+    parser.add_argument(
+        "--requests", type=int, default=32, help="requests in each row's batch (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="requests in flight in a batch (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=32, help="tokens of every answer (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of the rows; 0: latency pairs only (default: %(default)s)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the prompts (default: %(default)s)")
     parser.add_argument(
         "--latency", type=int, default=0, metavar="PAIRS",
         help="then this many requests each to the bare service and vllm serve, one at a time",
     )  # fmt: skip
     parser.add_argument(
-        "--rows", type=lambda text: [row for row in text.split(",") if row], default=list(ROWS)
+        "--rows",
+        type=lambda text: [row for row in text.split(",") if row],
+        default=list(ROWS),
+        help=f"rows to run, comma-separated (default: {','.join(ROWS)})",
     )
     parser.add_argument(
         "--model", type=Path, default=None, help="model directory (default: the pulled SmolLM2)"
