@@ -1,13 +1,27 @@
 """Free loopback ports for the servers our tests and benchmarks start (one home for the rule)."""
 
+import os
 import random
 import socket
 from pathlib import Path
 
 LOWEST_PORT = 20000
+# "INDEX/COUNT", set by ``share_ports``: the processes a process starts draw from its part too
+SHARE_VARIABLE = "EVALLENS_PORT_SHARE"
 _handed_out: set[int] = set()
+
+
+def _inherited_share() -> tuple[int, int]:
+    """The part of the window a parent process gave this one (the whole window if none)."""
+    try:
+        index, count = (int(part) for part in os.environ.get(SHARE_VARIABLE, "").split("/"))
+    except ValueError:
+        return (0, 1)
+    return (index, count) if 0 <= index < count else (0, 1)
+
+
 # (index, count): this process draws from part ``index`` of ``count`` equal parts of the window
-_share = (0, 1)
+_share = _inherited_share()
 
 
 class NoFreePort(RuntimeError):
@@ -27,11 +41,14 @@ def share_ports(index: int, count: int) -> None:
 
     Processes started side by side (pytest-xdist's workers) each remember only the ports they handed
     out themselves, and a probe-bind alone races: with a part each, they never draw the same port.
+    The processes this one starts (a benchmark or the demo a test runs) inherit the part through
+    ``EVALLENS_PORT_SHARE``.
     """
     if not 0 <= index < count:
         raise ValueError(f"no part {index} of {count}")
     global _share
     _share = (index, count)
+    os.environ[SHARE_VARIABLE] = f"{index}/{count}"
 
 
 def free_port() -> int:

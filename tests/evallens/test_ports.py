@@ -1,6 +1,8 @@
 """Free ports for the servers tests and benchmarks start: bindable, distinct, below the ephemeral range."""
 
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -49,9 +51,33 @@ def test_a_busy_port_is_skipped_and_a_port_is_handed_out_once(monkeypatch: pytes
 def test_processes_sharing_the_window_draw_from_disjoint_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     middle = (LOWEST_PORT + ephemeral_ports_start()) // 2
     monkeypatch.setattr(ports, "_share", (0, 1))
+    monkeypatch.setenv(ports.SHARE_VARIABLE, "0/1")  # restored after the test, as _share is
     share_ports(0, 2)
     assert all(LOWEST_PORT <= free_port() < middle for _ in range(30))
     share_ports(1, 2)
     assert all(middle <= free_port() < ephemeral_ports_start() for _ in range(30))
     with pytest.raises(ValueError, match="no part 2 of 2"):
         share_ports(2, 2)
+
+
+def test_a_process_started_after_sharing_draws_from_its_parents_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A benchmark or demo a test worker starts must not draw from the other worker's part."""
+    middle = (LOWEST_PORT + ephemeral_ports_start()) // 2
+    monkeypatch.setattr(ports, "_share", (0, 1))
+    monkeypatch.setenv(ports.SHARE_VARIABLE, "0/1")
+    share_ports(1, 2)
+    draw = "from evallens.ports import free_port\nfor _ in range(30): print(free_port())"
+    child = subprocess.run([sys.executable, "-c", draw], capture_output=True, text=True, check=True)
+    drawn = [int(line) for line in child.stdout.split()]
+    assert len(drawn) == 30
+    assert all(middle <= port < ephemeral_ports_start() for port in drawn), drawn
+
+
+@pytest.mark.parametrize("inherited", ["", "2/2", "one/two", "1/2/3"])
+def test_an_unusable_inherited_share_means_the_whole_window(
+    monkeypatch: pytest.MonkeyPatch, inherited: str
+) -> None:
+    monkeypatch.setenv(ports.SHARE_VARIABLE, inherited)
+    assert ports._inherited_share() == (0, 1)
+    monkeypatch.setenv(ports.SHARE_VARIABLE, "1/2")
+    assert ports._inherited_share() == (1, 2)
