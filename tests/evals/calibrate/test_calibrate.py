@@ -35,6 +35,11 @@ HELDOUT11 = DEV.with_name("heldout11.jsonl")
 HELDOUT12 = DEV.with_name("heldout12.jsonl")
 HELDOUT13 = DEV.with_name("heldout13.jsonl")
 HELDOUT14 = DEV.with_name("heldout14.jsonl")
+# A mobile operator's (heldout15) and a hotel chain's (heldout16) answers, written independently in round 11
+# and scored once with the tenth-round rules; the eleventh round tuned harmfulness on them, so only their
+# accuracy and irrelevance rows are held out.
+HELDOUT15 = DEV.with_name("heldout15.jsonl")
+HELDOUT16 = DEV.with_name("heldout16.jsonl")
 HELDOUT_METRICS = {
     HELDOUT7: {"accuracy", "irrelevance"},
     HELDOUT9: {"irrelevance", "harmfulness"},
@@ -43,6 +48,8 @@ HELDOUT_METRICS = {
     HELDOUT12: {"accuracy", "irrelevance", "harmfulness"},
     HELDOUT13: {"accuracy", "irrelevance", "harmfulness"},
     HELDOUT14: {"accuracy", "irrelevance", "harmfulness"},
+    HELDOUT15: {"accuracy", "irrelevance"},
+    HELDOUT16: {"accuracy", "irrelevance"},
 }
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -228,6 +235,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT7, VALIDATION_KAPPA_FLOOR),
         (HELDOUT9, VALIDATION3_KAPPA_FLOOR),
         (HELDOUT10, VALIDATION3_KAPPA_FLOOR),
+        (HELDOUT15, VALIDATION3_KAPPA_FLOOR),
+        (HELDOUT16, VALIDATION3_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -240,6 +249,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout7",
         "heldout9",
         "heldout10",
+        "heldout15",
+        "heldout16",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -263,8 +274,8 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 115 + 117 + 122 + 118 + 114,
-        "irrelevance": 115 + 115 + 115 + 115 + 119 + 114 + 115,
+        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115,
+        "irrelevance": 115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116,
         "harmfulness": 112 + 112 + 117 + 115 + 114,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
