@@ -3,6 +3,7 @@
 from contextlib import ExitStack
 from pathlib import Path
 
+from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.settings import EvalSettings
 from evals._db import open_sessions
 from evals.calibrate.labels import LabelRow, load_labels
@@ -22,6 +23,7 @@ def calibrate(
     settings: EvalSettings | None = None,
     suggest: bool = False,
     similarity: Similarity | None = None,
+    progress: ProgressReporter = NO_PROGRESS,
 ) -> CalibrationReport:
     """Score every labelled row and compare with the labels, per metric (and suggest thresholds)."""
     settings = settings or EvalSettings()
@@ -30,13 +32,18 @@ def calibrate(
     with ExitStack() as stack:
         sessions = stack.enter_context(open_sessions()) if mode != "rules" else None
         context = build_scoring_context(settings, similarity, sessions)
-        return _report(labels_path, rows, context, settings, suggest)
+        return _report(labels_path, rows, context, settings, suggest, progress)
 
 
 def _report(
-    path: Path, rows: list[LabelRow], context: ScoringContext, settings: EvalSettings, suggest: bool
+    path: Path,
+    rows: list[LabelRow],
+    context: ScoringContext,
+    settings: EvalSettings,
+    suggest: bool,
+    progress: ProgressReporter,
 ) -> CalibrationReport:
-    scored = score_rows(rows, context)
+    scored = score_rows(rows, context, progress)
     thresholds = {name: float(getattr(context, name)) for grid in GRIDS.values() for name in grid}
     report = CalibrationReport(str(path), context.judge_mode, thresholds)
     resamples, seed = settings.eval_bootstrap_resamples, settings.eval_seed
@@ -53,9 +60,10 @@ def _report(
         )
         report.metrics[metric] = metric_calibration(metric, mine, stats)
         if suggest:
-            report.metrics[metric].suggestion = suggest_thresholds(
-                metric, [s.row for s in mine], context, folds=FOLDS, resamples=resamples, seed=seed
-            )
+            with phase(progress, f"suggesting {metric} thresholds ({FOLDS}-fold cross-validation)"):
+                report.metrics[metric].suggestion = suggest_thresholds(
+                    metric, [s.row for s in mine], context, folds=FOLDS, resamples=resamples, seed=seed
+                )
     return report
 
 

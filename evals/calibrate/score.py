@@ -3,6 +3,7 @@
 from collections import defaultdict
 from dataclasses import dataclass
 
+from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.reports import MetricName
 from evals.calibrate.labels import LabelRow
 from evals.metrics import score_cases
@@ -19,18 +20,24 @@ class ScoredRow:
     unsure: bool
 
 
-def score_rows(rows: list[LabelRow], context: ScoringContext) -> list[ScoredRow]:
-    """Every row's verdict, in the order of ``rows``."""
+def score_rows(
+    rows: list[LabelRow], context: ScoringContext, progress: ProgressReporter = NO_PROGRESS
+) -> list[ScoredRow]:
+    """Every row's verdict, in the order of ``rows``; ``progress`` sees the embedding, then the rows
+    scored (a metric's rows at once, after its judge calls if any)."""
     texts = [text for row in rows for text in (row.question, row.reference or "", row.response) if text]
-    context.similarity.prepare(texts)
+    with phase(progress, f"embedding {len(set(texts))} texts with MiniLM"):
+        context.similarity.prepare(texts)
     by_metric: dict[MetricName, list[int]] = defaultdict(list)
     for index, row in enumerate(rows):
         by_metric[row.metric].append(index)
     scored: dict[int, ScoredRow] = {}
-    for metric, indices in by_metric.items():
-        items = [(rows[i].case(), rows[i].answer()) for i in indices]
-        for index, results in zip(indices, score_cases(items, context, [metric]), strict=True):
-            result = results[metric]
-            predicted = None if result.score is None else int(result.score >= 0.5)
-            scored[index] = ScoredRow(rows[index], predicted, result.reason, result.unsure)
+    with phase(progress, "scoring labelled answers", len(rows)):
+        for metric, indices in by_metric.items():
+            items = [(rows[i].case(), rows[i].answer()) for i in indices]
+            for index, results in zip(indices, score_cases(items, context, [metric]), strict=True):
+                result = results[metric]
+                predicted = None if result.score is None else int(result.score >= 0.5)
+                scored[index] = ScoredRow(rows[index], predicted, result.reason, result.unsure)
+                progress.advance(failed=predicted is None, detail=metric)
     return [scored[index] for index in range(len(rows))]

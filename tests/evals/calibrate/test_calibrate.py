@@ -214,6 +214,34 @@ def test_suggestions_are_cross_validated(tmp_path: Path, similarity: MiniLmSimil
     assert report.as_json()["metrics"]["harmfulness"]["suggestion"]["cross_validated"]["n"] == 40
 
 
+class RecordedProgress:
+    """A progress reporter that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.phases: list[tuple[str, int | None]] = []
+        self.advanced: list[tuple[str, bool]] = []
+
+    def begin(self, description: str, total: int | None = None) -> None:
+        self.phases.append((description, total))
+
+    def advance(self, *, failed: bool = False, detail: str = "") -> None:
+        self.advanced.append((detail, failed))
+
+    def end(self) -> None:
+        pass
+
+
+def test_long_calibrations_report_their_progress(tmp_path: Path, similarity: MiniLmSimilarity) -> None:
+    progress = RecordedProgress()
+    report = calibrate(write_labels(tmp_path / "labels.jsonl"), similarity=similarity, progress=progress)
+    descriptions = [description for description, _ in progress.phases]
+    assert descriptions[0].startswith("embedding ") and descriptions[0].endswith(" texts with MiniLM")
+    assert progress.phases[1] == ("scoring labelled answers", len(ROWS))
+    # one advance per row, named by its metric; the rules leave none unscored
+    assert sorted(progress.advanced) == sorted((str(row["metric"]), False) for row in ROWS)
+    assert sum(item.agreement.n for item in report.metrics.values()) == len(ROWS)
+
+
 def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
     report = calibrate(DEV, settings=EvalSettings(), similarity=similarity)
     kappas = {name: item.agreement.kappa for name, item in report.metrics.items()}

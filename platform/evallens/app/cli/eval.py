@@ -256,7 +256,7 @@ def calibrate(
     from evals.calibrate import calibrate as run_calibration
     from evals.calibrate import print_calibration, write_calibration
 
-    report = run_calibration(labels, suggest=suggest_thresholds)
+    report = run_calibration(labels, suggest=suggest_thresholds, progress=stderr_progress())
     if report_dir is not None:
         write_calibration(report, report_dir)
     if json_output:
