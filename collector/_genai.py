@@ -211,7 +211,7 @@ def value_messages(value: Any, default_role: str) -> list[Message]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # a client's text nested deeper than Python recurses
             return [{"role": default_role, "content": value}] if value.strip() else []
     if isinstance(value, dict):
         value = value.get("messages", value.get("choices", [value]))

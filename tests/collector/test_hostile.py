@@ -1,17 +1,78 @@
 """What a hostile or careless client found after issue 14: each case answered with a clear status,
 nothing good in the same request lost, and the collector still taking an honest client's data."""
 
+import json
 import secrets
 
 import httpx
+import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from sqlalchemy.orm import Session
 
 from collector.runtime import Collector
+from evallens.cases import trace_questions
+from evallens.db import create_db_engine
+from evallens.telemetry import attributes as names
+from evallens.telemetry.messages import question_from_attribute
 from tests.collector.conftest import fetch_spans, make_request, make_span
 from tests.collector.test_genai_content import QUESTION, log_record, logs_request, stored_content
 from tests.collector.test_transports import TRANSPORTS
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
+# Deeper than Python's recursion limit: ``json.loads`` raises RecursionError, not ValueError.
+DEEP_JSON = "[" * 100_000
+
+
+@pytest.fixture(params=list(TRANSPORTS))
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_deeply_nested_json_in_content_attributes_is_stored(
+    running_collector: Collector, database_url: str, transport: str
+) -> None:
+    good = make_span(0, attributes={names.GEN_AI_PROMPT: json.dumps([{"role": "user", "content": QUESTION}])})
+    nested = make_span(1, attributes={names.GEN_AI_PROMPT: DEEP_JSON})
+    answer = TRANSPORTS[transport](running_collector, make_request([good, nested]), {})
+    assert (answer.ok, answer.rejected) == (True, 0), answer
+    stored = {span["name"]: span["attributes"] for span in fetch_spans(database_url)}
+    assert set(stored) == {"span-0", "span-1"}
+    # text that is not a JSON document (here: too deep to read) is the message itself
+    assert json.loads(stored["span-1"][names.GEN_AI_INPUT_MESSAGES]) == [
+        {"role": "user", "parts": [{"type": "text", "content": DEEP_JSON}]}
+    ]
+    health = httpx.get(f"http://127.0.0.1:{running_collector.http_port}/healthz").json()
+    assert health["ok"] and health["writer_running"]
+
+
+def test_deeply_nested_json_question_does_not_break_its_readers(
+    running_collector: Collector, database_url: str
+) -> None:
+    assert question_from_attribute(DEEP_JSON) == DEEP_JSON
+    span = make_span(2, attributes={names.GEN_AI_INPUT_MESSAGES: DEEP_JSON})
+    answer = TRANSPORTS["http-protobuf"](running_collector, make_request([span]), {})
+    assert (answer.ok, answer.rejected) == (True, 0), answer
+    trace_id = (3).to_bytes(16, "big").hex()
+    engine = create_db_engine(database_url)
+    with Session(engine) as session:
+        assert trace_questions(session, [trace_id], "default") == {trace_id: DEEP_JSON}
+    engine.dispose()
+
+
+def test_deeply_nested_json_in_a_content_log_event_is_stored(
+    running_collector: Collector, database_url: str
+) -> None:
+    trace_id, span_id = (11).to_bytes(16, "big"), (1).to_bytes(8, "big")
+    nested = log_record("gen_ai.content.prompt", None, trace_id, span_id, **{names.GEN_AI_PROMPT: DEEP_JSON})
+    good = log_record("gen_ai.user.message", {"content": QUESTION}, trace_id, span_id)
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+    answer = httpx.post(url, content=logs_request([nested, good]).SerializeToString(), headers=PROTOBUF)
+    assert answer.status_code == 200, answer.text
+    rows = {row["event_name"]: row["messages"] for row in stored_content(database_url)}
+    assert rows == {
+        "gen_ai.content.prompt": [{"role": "user", "content": DEEP_JSON}],
+        "gen_ai.user.message": [{"role": "user", "content": QUESTION}],
+    }
 
 
 def test_a_log_event_postgres_refuses_is_rejected_not_retried_forever(
@@ -32,3 +93,8 @@ def test_a_log_event_postgres_refuses_is_rejected_not_retried_forever(
     # the collector still takes an honest client's spans
     honest = TRANSPORTS["http-protobuf"](running_collector, make_request([make_span(5)]), {})
     assert honest.ok and len(fetch_spans(database_url)) == 1
+
+
+@pytest.mark.parametrize("value", [DEEP_JSON, f'{{"messages": {DEEP_JSON}'])
+def test_question_from_attribute_reads_unreadable_json_as_text(value: str) -> None:
+    assert question_from_attribute(value) == value

@@ -55,7 +55,7 @@ def _from_attribute(value: Any, role: str) -> str | None:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # a client's text nested deeper than Python recurses
             return value.strip() or None
     if isinstance(value, str):
         return value.strip() or None
