@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from collector._anyvalue import clean_text
 from collector.validate import SpanLimits, amount, count, key_text
 from evallens.telemetry import attributes as names
 from evallens.telemetry.attributes import DEFAULT_PROJECT
@@ -228,9 +229,9 @@ def value_messages(value: Any, default_role: str) -> list[Message]:
         text = message_text(item.get("content", item.get("parts")))
         if text:
             role = item.get("role")
-            messages.append(
-                {"role": role if isinstance(role, str) and role else default_role, "content": text}
-            )
+            role = role if isinstance(role, str) and role else default_role
+            # JSON's \u0000 decodes to NUL, which PostgreSQL's text and JSONB refuse
+            messages.append({"role": clean_text(role), "content": clean_text(text)})
     return messages
 
 

@@ -7,11 +7,13 @@ import secrets
 import httpx
 import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from collector.runtime import Collector
-from evallens.cases import trace_questions
+from evallens.cases import promote_traces, trace_questions
 from evallens.db import create_db_engine
+from evallens.db.models import EvalCase, EvalSet
 from evallens.telemetry import attributes as names
 from evallens.telemetry.messages import question_from_attribute
 from tests.collector.conftest import fetch_spans, make_request, make_span
@@ -98,3 +100,39 @@ def test_a_log_event_postgres_refuses_is_rejected_not_retried_forever(
 @pytest.mark.parametrize("value", [DEEP_JSON, f'{{"messages": {DEEP_JSON}'])
 def test_question_from_attribute_reads_unreadable_json_as_text(value: str) -> None:
     assert question_from_attribute(value) == value
+
+
+def test_a_nul_escaped_in_a_json_question_can_be_promoted(
+    running_collector: Collector, database_url: str
+) -> None:
+    """``\\u0000`` inside a JSON attribute is plain text on the wire (the collector stores it), but the
+    question read from it holds NUL, which PostgreSQL text refuses: promoting it must still work."""
+    messages = json.dumps([{"role": "user", "content": "reset\u0000my password"}])
+    assert "\x00" not in messages and "\\u0000" in messages
+    span = make_span(3, attributes={names.GEN_AI_INPUT_MESSAGES: messages})
+    answer = TRANSPORTS["http-protobuf"](running_collector, make_request([span]), {})
+    assert (answer.ok, answer.rejected) == (True, 0), answer
+    trace_id = (4).to_bytes(16, "big").hex()
+    engine = create_db_engine(database_url)
+    with Session(engine) as session, session.begin():
+        session.add(EvalSet(project="default", name="support", version=1, content_hash="h1"))
+    with Session(engine) as session, session.begin():
+        report = promote_traces(session, [trace_id], eval_set_name="support", scenario="account")
+    with Session(engine) as session:
+        stored = session.scalars(select(EvalCase.question).where(EvalCase.source_trace_id == trace_id))
+        assert list(stored) == ["reset\ufffdmy password"]
+    engine.dispose()
+    assert report.version == 2 and len(report.cases) == 1
+
+
+def test_a_nul_escaped_in_a_json_log_event_is_stored(running_collector: Collector, database_url: str) -> None:
+    trace_id, span_id = (13).to_bytes(16, "big"), (1).to_bytes(8, "big")
+    prompt = json.dumps([{"role": "user", "content": "reset\u0000my password"}])
+    record = log_record("gen_ai.content.prompt", None, trace_id, span_id, **{names.GEN_AI_PROMPT: prompt})
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+    answer = httpx.post(url, content=logs_request([record]).SerializeToString(), headers=PROTOBUF)
+    assert answer.status_code == 200, answer.text
+    assert ExportLogsServiceResponse.FromString(answer.content).partial_success.rejected_log_records == 0
+    assert [row["messages"] for row in stored_content(database_url)] == [
+        [{"role": "user", "content": "reset\ufffdmy password"}]
+    ]
