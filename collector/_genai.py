@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collector._anyvalue import clean_text
-from collector.validate import SpanLimits, amount, count, key_text
+from collector.validate import InvalidSpan, SpanLimits, amount, count, key_text
 from evallens.telemetry import attributes as names
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 
@@ -95,6 +95,16 @@ class GenAIFields:
         self.project = project or DEFAULT_PROJECT
         self.tenant, self.user_id, self.feature = tenant, user_id, feature
         self.eval_run_id, self.eval_case_id = eval_run_id, eval_case_id
+        check_rated_trace(get(names.FEEDBACK_TARGET_TRACE_ID), limits)
+
+
+def check_rated_trace(value: Any, limits: SpanLimits) -> None:
+    """``InvalidSpan`` unless the trace a feedback span rates is absent or a key: trace summaries index
+    it (as ``->>`` text, whatever its JSON type), so an unbounded one made PostgreSQL refuse the batch."""
+    name = names.FEEDBACK_TARGET_TRACE_ID
+    if isinstance(value, list | dict):
+        raise InvalidSpan(f"{name} must be a trace id, not a {type(value).__name__}")
+    key_text(name, value, limits)
 
 
 # --- message content in every form instrumentations send it -------------------------------------

@@ -17,7 +17,8 @@ from evallens.db.models import EvalCase, EvalSet
 from evallens.telemetry import attributes as names
 from evallens.telemetry.messages import question_from_attribute
 from tests.collector.conftest import fetch_spans, make_request, make_span
-from tests.collector.test_genai_content import QUESTION, log_record, logs_request, stored_content
+from tests.collector.test_genai_content import QUESTION, any_value, log_record, logs_request, stored_content
+from tests.collector.test_poison import quarantined
 from tests.collector.test_transports import TRANSPORTS
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
@@ -136,3 +137,25 @@ def test_a_nul_escaped_in_a_json_log_event_is_stored(running_collector: Collecto
     assert [row["messages"] for row in stored_content(database_url)] == [
         [{"role": "user", "content": "reset\ufffdmy password"}]
     ]
+
+
+@pytest.mark.parametrize(
+    "rated",
+    [secrets.token_hex(4000), {"nested": secrets.token_hex(4000)}],
+    ids=["long-text", "map"],
+)
+def test_an_unindexable_feedback_target_is_rejected_before_it_is_acknowledged(
+    running_collector: Collector, database_url: str, transport: str, rated: object
+) -> None:
+    """Trace summaries index the trace a feedback span rates (``->>`` of the attribute, whatever its
+    type). Unbounded, one such span made PostgreSQL refuse its whole batch (54000): every flush that
+    held one was bisected, and the span went to the quarantine, where a retry can never succeed."""
+    feedback = make_span(6)
+    feedback.attributes.add(key=names.FEEDBACK_TARGET_TRACE_ID, value=any_value(rated))
+    feedback.attributes.add(key=names.FEEDBACK_SCORE, value=any_value(-1))
+    good = make_span(7, attributes={names.FEEDBACK_TARGET_TRACE_ID: "ab" * 16, names.FEEDBACK_SCORE: 1})
+    answer = TRANSPORTS[transport](running_collector, make_request([feedback, good]), {})
+    assert (answer.ok, answer.rejected) == (True, 1), answer
+    assert names.FEEDBACK_TARGET_TRACE_ID in answer.message and "quarantine" not in answer.message
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-7"]
+    assert quarantined(database_url) == []
