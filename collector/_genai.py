@@ -8,7 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from collector.validate import SpanLimits, amount, count, key_text
+from collector._anyvalue import clean_text
+from collector.validate import InvalidSpan, SpanLimits, amount, count, key_text
 from evallens.telemetry import attributes as names
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 
@@ -94,6 +95,16 @@ class GenAIFields:
         self.project = project or DEFAULT_PROJECT
         self.tenant, self.user_id, self.feature = tenant, user_id, feature
         self.eval_run_id, self.eval_case_id = eval_run_id, eval_case_id
+        check_rated_trace(get(names.FEEDBACK_TARGET_TRACE_ID), limits)
+
+
+def check_rated_trace(value: Any, limits: SpanLimits) -> None:
+    """``InvalidSpan`` unless the trace a feedback span rates is absent or a key: trace summaries index
+    it (as ``->>`` text, whatever its JSON type), so an unbounded one made PostgreSQL refuse the batch."""
+    name = names.FEEDBACK_TARGET_TRACE_ID
+    if isinstance(value, list | dict):
+        raise InvalidSpan(f"{name} must be a trace id, not a {type(value).__name__}")
+    key_text(name, value, limits)
 
 
 # --- message content in every form instrumentations send it -------------------------------------
@@ -211,7 +222,7 @@ def value_messages(value: Any, default_role: str) -> list[Message]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # a client's text nested deeper than Python recurses
             return [{"role": default_role, "content": value}] if value.strip() else []
     if isinstance(value, dict):
         value = value.get("messages", value.get("choices", [value]))
@@ -228,9 +239,9 @@ def value_messages(value: Any, default_role: str) -> list[Message]:
         text = message_text(item.get("content", item.get("parts")))
         if text:
             role = item.get("role")
-            messages.append(
-                {"role": role if isinstance(role, str) and role else default_role, "content": text}
-            )
+            role = role if isinstance(role, str) and role else default_role
+            # JSON's \u0000 decodes to NUL, which PostgreSQL's text and JSONB refuse
+            messages.append({"role": clean_text(role), "content": clean_text(text)})
     return messages
 
 

@@ -26,11 +26,12 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 )
 from sqlalchemy import Engine
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from collector._anyvalue import any_value, key_values
 from collector._body import gunzip_capped
 from collector._genai import event_messages
+from collector._sqlstate import describe, is_outage
 from collector.otlp_json import MalformedRequest, rewrite_ids
 from collector.records import datetime_from_ns
 from collector.validate import InvalidSpan, SpanLimits, key_text
@@ -42,6 +43,7 @@ __all__ = ["ContentRow", "DatabaseUnavailable", "LogReceiver", "decode_logs", "p
 
 TRACE_ID_BYTES, SPAN_ID_BYTES = 16, 8
 MAX_SHOWN_REASONS = 5
+MAX_SHOWN_NAME = 80  # of an event name in a rejection reason
 
 
 class DatabaseUnavailable(Exception):
@@ -188,11 +190,8 @@ class LogReceiver:
         try:
             with self.engine.begin() as connection:
                 connection.execute(insert(GenAIContent).on_conflict_do_nothing(), rows)
-        except (OperationalError, InterfaceError) as error:
-            raise DatabaseUnavailable(
-                f"cannot store GenAI content now: {error.orig or error}", self.retry_after_s
-            ) from None
-        except DBAPIError:
+        except DBAPIError as error:
+            self._raise_if_outage(error)
             self._store_one_by_one(batch, rows)
 
     def _store_one_by_one(self, batch: LogBatch, rows: list[dict[str, Any]]) -> None:
@@ -202,11 +201,22 @@ class LogReceiver:
                 try:
                     with connection.begin_nested():
                         connection.execute(insert(GenAIContent).on_conflict_do_nothing(), [row])
-                except (OperationalError, InterfaceError) as error:
-                    message = f"cannot store GenAI content now: {error.orig or error}"
-                    raise DatabaseUnavailable(message, self.retry_after_s) from None
                 except DBAPIError as error:
-                    batch.reject(f"{row['event_name']} refused by PostgreSQL: {str(error.orig).strip()}")
+                    self._raise_if_outage(error)
+                    name = str(row["event_name"])
+                    shown = name if len(name) <= MAX_SHOWN_NAME else name[: MAX_SHOWN_NAME - 3] + "..."
+                    batch.reject(f"{shown} refused by PostgreSQL: {describe(error.orig or error)}")
+
+    def _raise_if_outage(self, error: DBAPIError) -> None:
+        """``DatabaseUnavailable`` when PostgreSQL is away; nothing for rows it refused (a data error).
+
+        By SQLSTATE, as the span writer decides: ``54000`` (an index row too large) comes as the same
+        OperationalError class as a lost connection, yet resending it can never succeed.
+        """
+        if error.connection_invalidated or is_outage(error.orig or error):
+            raise DatabaseUnavailable(
+                f"cannot store GenAI content now: {error.orig or error}", self.retry_after_s
+            ) from None
 
 
 def logs_response(batch: LogBatch) -> ExportLogsServiceResponse:

@@ -55,16 +55,21 @@ def _from_attribute(value: Any, role: str) -> str | None:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # a client's text nested deeper than Python recurses
             return value.strip() or None
     if isinstance(value, str):
-        return value.strip() or None
+        return without_nul(value.strip()) or None
     if isinstance(value, dict):
         value = value.get("messages", value.get("choices", [value]))
     if not isinstance(value, list):
         return None
     text = last_message(value, role)
-    return (text or "").strip() or None
+    return without_nul((text or "").strip()) or None
+
+
+def without_nul(text: str) -> str:
+    """``text`` with NUL as U+FFFD: JSON's ``\\u0000`` decodes to NUL, which PostgreSQL text refuses."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
 def first_text(values: Sequence[Any], role: str) -> str | None:

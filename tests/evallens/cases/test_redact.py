@@ -1,9 +1,16 @@
 """Redaction of personal data, and reading the question from span attributes."""
 
+import re
+import subprocess
+import sys
+
 import pytest
 
 from evallens import cases
+from evallens.cases._redact import _emails
+from evallens.settings import child_environment
 from evallens.telemetry.messages import question_from_attribute
+from tests.conftest import REPO_ROOT
 
 
 def test_redact_replaces_each_kind_and_says_where() -> None:
@@ -31,3 +38,58 @@ def test_redact_leaves_ordinary_numbers_alone() -> None:
 )
 def test_question_from_attribute(value: str, question: str | None) -> None:
     assert question_from_attribute(value) == question
+
+
+# A question is whatever a client sent (up to the collector's 16 MiB): a long run of letters or
+# digits without an "@" (a hash, a pasted blob) must not make the email pattern retry from every
+# position of it. Before the fix this took about (n / 40,000)^2 * 1.7 s -- over an hour here.
+LONG_RUNS = ("a" * 2_000_000, "a" * 1_000_000 + "@" + "b" * 1_000_000, "x.y" * 700_000)
+
+
+@pytest.mark.parametrize("text", LONG_RUNS, ids=["letters", "at-then-letters", "dotted"])
+def test_redact_is_linear_in_long_runs_without_an_email(text: str) -> None:
+    code = "import sys; from evallens.cases import redact; print(len(redact(sys.stdin.read()).redactions))"
+    # a liveness guard, as the collector tests' deadlines: linear is well under a second
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=child_environment({"PYTHONPATH": str(REPO_ROOT / "platform")}),
+    )
+    assert done.stdout.strip() == "0"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "jo@x.io",
+        "first.last+tag@mail.example.co.uk",
+        "reply to A-B_c%d@sub-domain.org now",
+        "a" * 300 + "@x.io",
+    ],
+)
+def test_redact_still_finds_whole_emails(text: str) -> None:
+    redacted = cases.redact(text)
+    assert [r.kind for r in redacted.redactions] == ["email"]
+    assert "@" not in redacted.text
+
+
+# The pattern emails were found with before; the linear finder must find exactly what it found.
+EMAIL_REGEX = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+EMAIL_TEXTS = [
+    "a@b.cc.d@e.ff",
+    "a@b.com-c@d.com and x@@y.io, @z.io q@r s@t.u v@w.xyz.",
+    "jo@x.io,ann@y.io;bo@z.io jo@x.io.ann@y.io",
+    "no email at all @ here . com",
+    "x.y.z@a.b.c.d1.ee@f.gh",
+    "%+-._@--.--.ab @.ab a@.ab a@b. a@b.c a@b.cd",
+    "@@a@b.cd@@e@f.gh@",
+]
+
+
+@pytest.mark.parametrize("text", EMAIL_TEXTS)
+def test_the_email_finder_finds_what_the_email_regex_found(text: str) -> None:
+    assert list(_emails(text)) == [match.span() for match in EMAIL_REGEX.finditer(text)]

@@ -1,0 +1,161 @@
+"""What a hostile or careless client found after issue 14: each case answered with a clear status,
+nothing good in the same request lost, and the collector still taking an honest client's data."""
+
+import json
+import secrets
+
+import httpx
+import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from collector.runtime import Collector
+from evallens.cases import promote_traces, trace_questions
+from evallens.db import create_db_engine
+from evallens.db.models import EvalCase, EvalSet
+from evallens.telemetry import attributes as names
+from evallens.telemetry.messages import question_from_attribute
+from tests.collector.conftest import fetch_spans, make_request, make_span
+from tests.collector.test_genai_content import QUESTION, any_value, log_record, logs_request, stored_content
+from tests.collector.test_poison import quarantined
+from tests.collector.test_transports import TRANSPORTS
+
+PROTOBUF = {"content-type": "application/x-protobuf"}
+# Deeper than Python's recursion limit: ``json.loads`` raises RecursionError, not ValueError.
+DEEP_JSON = "[" * 100_000
+
+
+@pytest.fixture(params=list(TRANSPORTS))
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_deeply_nested_json_in_content_attributes_is_stored(
+    running_collector: Collector, database_url: str, transport: str
+) -> None:
+    good = make_span(0, attributes={names.GEN_AI_PROMPT: json.dumps([{"role": "user", "content": QUESTION}])})
+    nested = make_span(1, attributes={names.GEN_AI_PROMPT: DEEP_JSON})
+    answer = TRANSPORTS[transport](running_collector, make_request([good, nested]), {})
+    assert (answer.ok, answer.rejected) == (True, 0), answer
+    stored = {span["name"]: span["attributes"] for span in fetch_spans(database_url)}
+    assert set(stored) == {"span-0", "span-1"}
+    # text that is not a JSON document (here: too deep to read) is the message itself
+    assert json.loads(stored["span-1"][names.GEN_AI_INPUT_MESSAGES]) == [
+        {"role": "user", "parts": [{"type": "text", "content": DEEP_JSON}]}
+    ]
+    health = httpx.get(f"http://127.0.0.1:{running_collector.http_port}/healthz").json()
+    assert health["ok"] and health["writer_running"]
+
+
+def test_deeply_nested_json_question_does_not_break_its_readers(
+    running_collector: Collector, database_url: str
+) -> None:
+    assert question_from_attribute(DEEP_JSON) == DEEP_JSON
+    span = make_span(2, attributes={names.GEN_AI_INPUT_MESSAGES: DEEP_JSON})
+    answer = TRANSPORTS["http-protobuf"](running_collector, make_request([span]), {})
+    assert (answer.ok, answer.rejected) == (True, 0), answer
+    trace_id = (3).to_bytes(16, "big").hex()
+    engine = create_db_engine(database_url)
+    with Session(engine) as session:
+        assert trace_questions(session, [trace_id], "default") == {trace_id: DEEP_JSON}
+    engine.dispose()
+
+
+def test_deeply_nested_json_in_a_content_log_event_is_stored(
+    running_collector: Collector, database_url: str
+) -> None:
+    trace_id, span_id = (11).to_bytes(16, "big"), (1).to_bytes(8, "big")
+    nested = log_record("gen_ai.content.prompt", None, trace_id, span_id, **{names.GEN_AI_PROMPT: DEEP_JSON})
+    good = log_record("gen_ai.user.message", {"content": QUESTION}, trace_id, span_id)
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+    answer = httpx.post(url, content=logs_request([nested, good]).SerializeToString(), headers=PROTOBUF)
+    assert answer.status_code == 200, answer.text
+    rows = {row["event_name"]: row["messages"] for row in stored_content(database_url)}
+    assert rows == {
+        "gen_ai.content.prompt": [{"role": "user", "content": DEEP_JSON}],
+        "gen_ai.user.message": [{"role": "user", "content": QUESTION}],
+    }
+
+
+def test_a_log_event_postgres_refuses_is_rejected_not_retried_forever(
+    running_collector: Collector, database_url: str
+) -> None:
+    """An event name too long for the unique index is SQLSTATE 54000, which psycopg raises as the
+    OperationalError class of a lost connection: it must read as a bad record, not as an outage."""
+    trace_id, span_id = (12).to_bytes(16, "big"), (1).to_bytes(8, "big")
+    poison_name = f"gen_ai.{secrets.token_hex(4000)}.message"  # incompressible: no btree row holds it
+    poison = log_record(poison_name, {"content": "hi"}, trace_id, span_id)
+    good = log_record("gen_ai.user.message", {"content": QUESTION}, trace_id, span_id)
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+    answer = httpx.post(url, content=logs_request([poison, good]).SerializeToString(), headers=PROTOBUF)
+    assert answer.status_code == 200, answer.text
+    partial = ExportLogsServiceResponse.FromString(answer.content).partial_success
+    assert partial.rejected_log_records == 1 and "54000" in partial.error_message
+    assert [row["event_name"] for row in stored_content(database_url)] == ["gen_ai.user.message"]
+    # the collector still takes an honest client's spans
+    honest = TRANSPORTS["http-protobuf"](running_collector, make_request([make_span(5)]), {})
+    assert honest.ok and len(fetch_spans(database_url)) == 1
+
+
+@pytest.mark.parametrize("value", [DEEP_JSON, f'{{"messages": {DEEP_JSON}'])
+def test_question_from_attribute_reads_unreadable_json_as_text(value: str) -> None:
+    assert question_from_attribute(value) == value
+
+
+def test_a_nul_escaped_in_a_json_question_can_be_promoted(
+    running_collector: Collector, database_url: str
+) -> None:
+    """``\\u0000`` inside a JSON attribute is plain text on the wire (the collector stores it), but the
+    question read from it holds NUL, which PostgreSQL text refuses: promoting it must still work."""
+    messages = json.dumps([{"role": "user", "content": "reset\u0000my password"}])
+    assert "\x00" not in messages and "\\u0000" in messages
+    span = make_span(3, attributes={names.GEN_AI_INPUT_MESSAGES: messages})
+    answer = TRANSPORTS["http-protobuf"](running_collector, make_request([span]), {})
+    assert (answer.ok, answer.rejected) == (True, 0), answer
+    trace_id = (4).to_bytes(16, "big").hex()
+    engine = create_db_engine(database_url)
+    with Session(engine) as session, session.begin():
+        session.add(EvalSet(project="default", name="support", version=1, content_hash="h1"))
+    with Session(engine) as session, session.begin():
+        report = promote_traces(session, [trace_id], eval_set_name="support", scenario="account")
+    with Session(engine) as session:
+        stored = session.scalars(select(EvalCase.question).where(EvalCase.source_trace_id == trace_id))
+        assert list(stored) == ["reset\ufffdmy password"]
+    engine.dispose()
+    assert report.version == 2 and len(report.cases) == 1
+
+
+def test_a_nul_escaped_in_a_json_log_event_is_stored(running_collector: Collector, database_url: str) -> None:
+    trace_id, span_id = (13).to_bytes(16, "big"), (1).to_bytes(8, "big")
+    prompt = json.dumps([{"role": "user", "content": "reset\u0000my password"}])
+    record = log_record("gen_ai.content.prompt", None, trace_id, span_id, **{names.GEN_AI_PROMPT: prompt})
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+    answer = httpx.post(url, content=logs_request([record]).SerializeToString(), headers=PROTOBUF)
+    assert answer.status_code == 200, answer.text
+    assert ExportLogsServiceResponse.FromString(answer.content).partial_success.rejected_log_records == 0
+    assert [row["messages"] for row in stored_content(database_url)] == [
+        [{"role": "user", "content": "reset\ufffdmy password"}]
+    ]
+
+
+@pytest.mark.parametrize(
+    "rated",
+    [secrets.token_hex(4000), {"nested": secrets.token_hex(4000)}],
+    ids=["long-text", "map"],
+)
+def test_an_unindexable_feedback_target_is_rejected_before_it_is_acknowledged(
+    running_collector: Collector, database_url: str, transport: str, rated: object
+) -> None:
+    """Trace summaries index the trace a feedback span rates (``->>`` of the attribute, whatever its
+    type). Unbounded, one such span made PostgreSQL refuse its whole batch (54000): every flush that
+    held one was bisected, and the span went to the quarantine, where a retry can never succeed."""
+    feedback = make_span(6)
+    feedback.attributes.add(key=names.FEEDBACK_TARGET_TRACE_ID, value=any_value(rated))
+    feedback.attributes.add(key=names.FEEDBACK_SCORE, value=any_value(-1))
+    good = make_span(7, attributes={names.FEEDBACK_TARGET_TRACE_ID: "ab" * 16, names.FEEDBACK_SCORE: 1})
+    answer = TRANSPORTS[transport](running_collector, make_request([feedback, good]), {})
+    assert (answer.ok, answer.rejected) == (True, 1), answer
+    assert names.FEEDBACK_TARGET_TRACE_ID in answer.message and "quarantine" not in answer.message
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-7"]
+    assert quarantined(database_url) == []
