@@ -1,9 +1,10 @@
 """Free loopback ports for the servers our tests and benchmarks start (one home for the rule)."""
 
-import os
 import random
 import socket
 from pathlib import Path
+
+from evallens.settings import read_environment, set_process_environment
 
 LOWEST_PORT = 20000
 # "INDEX/COUNT", set by ``share_ports``: the processes a process starts draw from its part too
@@ -14,7 +15,7 @@ _handed_out: set[int] = set()
 def _inherited_share() -> tuple[int, int]:
     """The part of the window a parent process gave this one (the whole window if none)."""
     try:
-        index, count = (int(part) for part in os.environ.get(SHARE_VARIABLE, "").split("/"))
+        index, count = (int(part) for part in (read_environment(SHARE_VARIABLE) or "").split("/"))
     except ValueError:
         return (0, 1)
     return (index, count) if 0 <= index < count else (0, 1)
@@ -48,7 +49,7 @@ def share_ports(index: int, count: int) -> None:
         raise ValueError(f"no part {index} of {count}")
     global _share
     _share = (index, count)
-    os.environ[SHARE_VARIABLE] = f"{index}/{count}"
+    set_process_environment({SHARE_VARIABLE: f"{index}/{count}"}, override=True)
 
 
 def free_port() -> int:
