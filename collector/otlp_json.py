@@ -15,6 +15,10 @@ from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
+# What a span's id that is not hex (base64, say) becomes: three bytes, a length no id has, so the
+# decoder rejects that span and says why, instead of reading a bad parent id as none (a root span)
+NOT_HEX = b"\xff\xff\xff"
+_NOT_HEX_BASE64 = base64.b64encode(NOT_HEX).decode("ascii")
 
 
 class MalformedRequest(ValueError):
@@ -30,7 +34,7 @@ def parse_json_request(body: bytes) -> ExportTraceServiceRequest:
     if not isinstance(document, dict):
         raise MalformedRequest("body must be a JSON object with resourceSpans")
     for span in iter_span_objects(document):
-        rewrite_ids(span)
+        rewrite_ids(span, mark_not_hex=True)
         for link in _list(span.get("links")):
             if isinstance(link, dict):
                 rewrite_ids(link)
@@ -61,15 +65,17 @@ def iter_span_objects(document: dict[str, Any]) -> list[dict[str, Any]]:
     return spans
 
 
-def rewrite_ids(item: dict[str, Any]) -> None:
-    """Hex ids into the base64 ``json_format`` wants; a bad hex id becomes empty (the span is rejected)."""
+def rewrite_ids(item: dict[str, Any], *, mark_not_hex: bool = False) -> None:
+    """Hex ids into the base64 ``json_format`` wants. An id that is not hex becomes empty (a span's
+    or log record's trace id then fails its check), or ``NOT_HEX`` with ``mark_not_hex`` (spans:
+    an empty parent id would mean "no parent")."""
     for key in ID_FIELDS:
         value = item.get(key)
         if isinstance(value, str):
             try:
                 item[key] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
             except (ValueError, binascii.Error):
-                item[key] = ""
+                item[key] = _NOT_HEX_BASE64 if mark_not_hex else ""
 
 
 def message_to_json(message: Message) -> bytes:

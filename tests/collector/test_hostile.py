@@ -1,11 +1,14 @@
 """What a hostile or careless client found after issue 14: each case answered with a clear status,
 nothing good in the same request lost, and the collector still taking an honest client's data."""
 
+import base64
 import json
 import secrets
 
 import httpx
+import orjson
 import pytest
+from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -159,3 +162,30 @@ def test_an_unindexable_feedback_target_is_rejected_before_it_is_acknowledged(
     assert names.FEEDBACK_TARGET_TRACE_ID in answer.message and "quarantine" not in answer.message
     assert [span["name"] for span in fetch_spans(database_url)] == ["span-7"]
     assert quarantined(database_url) == []
+
+
+def test_ids_that_are_not_hex_in_otlp_json_are_rejected_saying_so(
+    running_collector: Collector, database_url: str
+) -> None:
+    """protobuf's own JSON (``MessageToDict``) writes ids in base64, which OTLP/JSON does not: such a
+    span is rejected with the reason, and a base64 parent id is not read as "no parent"."""
+    good = make_span(0)
+    child = make_span(1, parent=(7).to_bytes(8, "big"))
+    document = json_format.MessageToDict(make_request([good, make_span(2), child]))
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[0]["traceId"] = base64.b64decode(spans[0]["traceId"]).hex()  # the good one, as OTLP/JSON sends it
+    spans[0]["spanId"] = base64.b64decode(spans[0]["spanId"]).hex()
+    spans[2]["traceId"] = base64.b64decode(spans[2]["traceId"]).hex()  # only its parent stays base64
+    spans[2]["spanId"] = base64.b64decode(spans[2]["spanId"]).hex()
+    response = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/traces",
+        content=orjson.dumps(document),
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 200, response.text
+    partial = response.json()["partialSuccess"]
+    assert int(partial["rejectedSpans"]) == 2
+    assert "trace id is not hex" in partial["errorMessage"]
+    assert "parent span id is not hex" in partial["errorMessage"]
+    assert "32 digits" in partial["errorMessage"] and "16 digits" in partial["errorMessage"]
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
