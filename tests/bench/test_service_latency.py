@@ -115,3 +115,33 @@ def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
         assert found, out
         median, low, high = (float(found[i]) for i in (1, 2, 3))
         assert low <= median <= high
+
+
+@pytest.mark.slow
+def test_the_control_pairs_two_identical_vllm_serves(tmp_path: Path) -> None:
+    """``--control``: the same pairs between two `vllm serve`s of one engine (an A/A run), no service."""
+    model = build_tiny_llama(tmp_path / "model")
+    command = [sys.executable, str(BENCH), "--model", str(model), "--control", "--latency", "4"]
+    command += ["--max-tokens", "2", "--concurrency", "2"]
+    with tempfile.TemporaryDirectory(prefix="evl-", dir="/tmp") as data:
+        environment = {**os.environ, "EVALLENS_DATA_DIR": data, "OMP_NUM_THREADS": "1"}
+        done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "latency, one request at a time (4 pairs" in out and "vllm-serve-b minus vllm-serve" in out
+    assert "answers not 2 tokens long: 0 of 8" in out
+    used = re.search(r"^CPU ms and engine steps per request of a path: (.*)$", out, re.MULTILINE)
+    assert used, out
+    parties = dict(part.rsplit(" ", 1) for part in used[1].split(", "))
+    assert set(parties) == {
+        f"{path}{part}" for path in ("vllm-serve", "vllm-serve-b") for part in ("", " children", " steps")
+    }
+    # each server ran its own engine's steps: 2 tokens a request, the first with the prompt
+    assert float(parties["vllm-serve steps"]) > 0 and float(parties["vllm-serve-b steps"]) > 0
+    for path in ("vllm-serve", "vllm-serve-b"):
+        assert re.search(rf"^ *{path}( +\d+\.\d){{4}}$", out, re.MULTILINE), out
+
+
+def test_control_needs_latency_pairs() -> None:
+    done = subprocess.run([sys.executable, str(BENCH), "--control"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--control needs --latency PAIRS" in done.stderr
