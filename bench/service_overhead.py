@@ -39,7 +39,8 @@ order alternating pair by pair. It reports each path's TTFT and latency, the pai
 request (one request in flight: each works for its own path only). Both paths get the very same
 prompt: each has an engine and so a prefix cache of its own, and no question repeats, so neither
 reuses the other's work, and a pair's two requests read the same tokens. ``--rounds 0`` skips the
-batches.
+batches. ``--control`` pairs two `vllm serve`s of the same engine instead (no service): what two
+identical servers differ by on this machine, the floor under the service's figures.
 """
 
 import argparse
