@@ -679,16 +679,22 @@ async def main(
         print_table(results)
         print_cpu(cpu)
     if pairs:
-        print_latency(pairs, "bare", "vllm-serve")
-        short = sum(n != args.max_tokens for p in pairs for n in p.output_tokens.values())
-        print(f"answers not {args.max_tokens} tokens long: {short} of {2 * len(pairs)}")
-        # One request at a time: each server's processes work on their own path's requests only.
-        num_requests = len(pairs) + LATENCY_WARM_UP  # per path, the warm-up pairs included
-        used = ", ".join(
-            f"{name} {(v if 'steps' in name else 1000 * v) / num_requests:.1f}"
-            for name, v in pairs_cpu_s.items()
-        )
-        print(f"CPU ms and engine steps per request of a path: {used}")
+        print_pairs(pairs, "bare", SERVE, pairs_cpu_s, args)
+
+
+def print_pairs(
+    pairs: list[Pair], first: str, second: str, cpu_s: dict[str, float], args: argparse.Namespace
+) -> None:
+    """The latency table, the answers of the wrong length, and CPU ms and steps per request."""
+    print_latency(pairs, first, second)
+    short = sum(n != args.max_tokens for p in pairs for n in p.output_tokens.values())
+    print(f"answers not {args.max_tokens} tokens long: {short} of {2 * len(pairs)}")
+    # One request at a time: each server's processes work on their own path's requests only.
+    num_requests = len(pairs) + LATENCY_WARM_UP  # per path, the warm-up pairs included
+    used = ", ".join(
+        f"{name} {(v if 'steps' in name else 1000 * v) / num_requests:.1f}" for name, v in cpu_s.items()
+    )
+    print(f"CPU ms and engine steps per request of a path: {used}")
 
 
 async def control(args: argparse.Namespace, settings: ServiceSettings, servers: list[Server]) -> None:
@@ -700,19 +706,15 @@ async def control(args: argparse.Namespace, settings: ServiceSettings, servers: 
     started = [await meter.read() for meter in meters]
     urls = {SERVE: servers[0][0], SERVE_B: servers[1][0]}
     pairs = await paired_latency(urls, args, settings.system_prompt)
-    used = [await meter.since(begun) for meter, begun in zip(meters, started, strict=True)]
-    print_latency(pairs, SERVE_B, SERVE)
-    short = sum(n != args.max_tokens for p in pairs for n in p.output_tokens.values())
-    print(f"answers not {args.max_tokens} tokens long: {short} of {2 * len(pairs)}")
-    num_requests = len(pairs) + LATENCY_WARM_UP
-    parts = []
-    for name, cpu in zip((SERVE, SERVE_B), used, strict=True):
-        parts += [
-            f"{name} {1000 * cpu['vllm serve'] / num_requests:.1f}",
-            f"{name} children {1000 * cpu['its children'] / num_requests:.1f}",
-            f"{name} steps {cpu['vllm serve steps'] / num_requests:.1f}",
-        ]
-    print(f"CPU ms and engine steps per request of a path: {', '.join(parts)}")
+    cpu_s: dict[str, float] = {}
+    for name, meter, begun in zip((SERVE, SERVE_B), meters, started, strict=True):
+        used = await meter.since(begun)  # each meter's own server: its process, engine core and steps
+        cpu_s |= {
+            name: used["vllm serve"],
+            f"{name} children": used["its children"],
+            f"{name} steps": used["vllm serve steps"],
+        }
+    print_pairs(pairs, SERVE_B, SERVE, cpu_s, args)
 
 
 def run(args: argparse.Namespace) -> None:

@@ -5,10 +5,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-
-def clean_text(text: str) -> str:
-    """``text`` without NUL characters, which PostgreSQL text and JSONB cannot hold."""
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+from evallens.telemetry.messages import clean_text
 
 
 def any_value(value: Any) -> Any:

@@ -8,10 +8,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from collector._anyvalue import clean_text
 from collector.validate import InvalidSpan, SpanLimits, amount, count, key_text
 from evallens.telemetry import attributes as names
 from evallens.telemetry.attributes import DEFAULT_PROJECT
+from evallens.telemetry.messages import clean_text
 
 MODEL_NAMES = (names.GEN_AI_RESPONSE_MODEL, names.GEN_AI_REQUEST_MODEL, names.LLM_MODEL_NAME)
 INPUT_TOKEN_NAMES = (

@@ -6,13 +6,14 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector._anyvalue import clean_text, key_values
+from collector._anyvalue import key_values
 from collector._genai import GenAIFields, add_content_attributes, resource_defaults
 from collector._wire import ResourceGroup
 from collector.otlp_json import NOT_HEX
 from collector.records import DecodedBatch, SpanRecord
 from collector.validate import InvalidSpan, SpanLimits, check_times, free_text
 from evallens.telemetry import attributes as names
+from evallens.telemetry.messages import clean_text
 
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
@@ -156,12 +157,15 @@ def decode_span(
 def span_ids(span: Any) -> tuple[str, str, str | None]:
     """Hex trace, span and parent ids, checked for length and for the all-zero invalid id."""
     trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
-    if NOT_HEX in (trace_id, span_id, parent):
-        which = "trace id" if trace_id == NOT_HEX else "span id" if span_id == NOT_HEX else "parent span id"
-        raise InvalidSpan(
-            f"{which} is not hex: OTLP/JSON carries ids as hex strings "
-            f"({2 * (TRACE_ID_BYTES if which == 'trace id' else SPAN_ID_BYTES)} digits), not base64"
-        )
+    for which, value, size in (
+        ("trace id", trace_id, TRACE_ID_BYTES),
+        ("span id", span_id, SPAN_ID_BYTES),
+        ("parent span id", parent, SPAN_ID_BYTES),
+    ):
+        if value == NOT_HEX:
+            raise InvalidSpan(
+                f"{which} is not hex: OTLP/JSON carries ids as hex strings ({2 * size} digits), not base64"
+            )
     if len(trace_id) != TRACE_ID_BYTES or not any(trace_id):
         raise InvalidSpan(f"invalid trace id {trace_id.hex()!r} (need 16 non-zero bytes)")
     if len(span_id) != SPAN_ID_BYTES or not any(span_id):

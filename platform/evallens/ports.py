@@ -7,22 +7,19 @@ from pathlib import Path
 from evallens.settings import read_environment, set_process_environment
 
 LOWEST_PORT = 20000
-# "INDEX/COUNT", set by ``share_ports``: the processes a process starts draw from its part too
+# "INDEX/COUNT", set by ``share_ports`` (or inherited from the process that started this one): this
+# process draws from part INDEX of COUNT equal parts of the window
 SHARE_VARIABLE = "EVALLENS_PORT_SHARE"
 _handed_out: set[int] = set()
 
 
-def _inherited_share() -> tuple[int, int]:
-    """The part of the window a parent process gave this one (the whole window if none)."""
+def _share() -> tuple[int, int]:
+    """This process's part of the window: (index, count); the whole window, (0, 1), if none is set."""
     try:
         index, count = (int(part) for part in (read_environment(SHARE_VARIABLE) or "").split("/"))
     except ValueError:
         return (0, 1)
     return (index, count) if 0 <= index < count else (0, 1)
-
-
-# (index, count): this process draws from part ``index`` of ``count`` equal parts of the window
-_share = _inherited_share()
 
 
 class NoFreePort(RuntimeError):
@@ -47,8 +44,6 @@ def share_ports(index: int, count: int) -> None:
     """
     if not 0 <= index < count:
         raise ValueError(f"no part {index} of {count}")
-    global _share
-    _share = (index, count)
     set_process_environment({SHARE_VARIABLE: f"{index}/{count}"}, override=True)
 
 
@@ -62,7 +57,7 @@ def free_port() -> int:
     upper = ephemeral_ports_start()
     if upper <= LOWEST_PORT:  # an ephemeral range moved unusually low: keep a window of our own
         upper = LOWEST_PORT + 1000
-    index, count = _share
+    index, count = _share()
     width = (upper - LOWEST_PORT) // count
     lowest, upper = LOWEST_PORT + index * width, LOWEST_PORT + (index + 1) * width
     for _ in range(1000):

@@ -37,7 +37,7 @@ def test_a_busy_port_is_skipped_and_a_port_is_handed_out_once(monkeypatch: pytes
     )
     # a window of two ports, all of it this process's (an xdist worker draws from a part): the
     # first busy, the second free
-    monkeypatch.setattr(ports, "_share", (0, 1))
+    monkeypatch.setenv(ports.SHARE_VARIABLE, "0/1")
     monkeypatch.setattr(ports, "LOWEST_PORT", low)
     monkeypatch.setattr(ports, "ephemeral_ports_start", lambda: low + 2)
     with socket.socket() as busy:
@@ -50,8 +50,7 @@ def test_a_busy_port_is_skipped_and_a_port_is_handed_out_once(monkeypatch: pytes
 
 def test_processes_sharing_the_window_draw_from_disjoint_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     middle = (LOWEST_PORT + ephemeral_ports_start()) // 2
-    monkeypatch.setattr(ports, "_share", (0, 1))
-    monkeypatch.setenv(ports.SHARE_VARIABLE, "0/1")  # restored after the test, as _share is
+    monkeypatch.setenv(ports.SHARE_VARIABLE, "0/1")  # restored after the test
     share_ports(0, 2)
     assert all(LOWEST_PORT <= free_port() < middle for _ in range(30))
     share_ports(1, 2)
@@ -63,7 +62,6 @@ def test_processes_sharing_the_window_draw_from_disjoint_parts(monkeypatch: pyte
 def test_a_process_started_after_sharing_draws_from_its_parents_part(monkeypatch: pytest.MonkeyPatch) -> None:
     """A benchmark or demo a test worker starts must not draw from the other worker's part."""
     middle = (LOWEST_PORT + ephemeral_ports_start()) // 2
-    monkeypatch.setattr(ports, "_share", (0, 1))
     monkeypatch.setenv(ports.SHARE_VARIABLE, "0/1")
     share_ports(1, 2)
     draw = "from evallens.ports import free_port\nfor _ in range(30): print(free_port())"
@@ -78,6 +76,6 @@ def test_an_unusable_inherited_share_means_the_whole_window(
     monkeypatch: pytest.MonkeyPatch, inherited: str
 ) -> None:
     monkeypatch.setenv(ports.SHARE_VARIABLE, inherited)
-    assert ports._inherited_share() == (0, 1)
+    assert ports._share() == (0, 1)
     monkeypatch.setenv(ports.SHARE_VARIABLE, "1/2")
-    assert ports._inherited_share() == (1, 2)
+    assert ports._share() == (1, 2)

@@ -58,17 +58,18 @@ def _from_attribute(value: Any, role: str) -> str | None:
         except (ValueError, RecursionError):  # a client's text nested deeper than Python recurses
             return value.strip() or None
     if isinstance(value, str):
-        return without_nul(value.strip()) or None
+        return clean_text(value.strip()) or None
     if isinstance(value, dict):
         value = value.get("messages", value.get("choices", [value]))
     if not isinstance(value, list):
         return None
     text = last_message(value, role)
-    return without_nul((text or "").strip()) or None
+    return clean_text((text or "").strip()) or None
 
 
-def without_nul(text: str) -> str:
-    """``text`` with NUL as U+FFFD: JSON's ``\\u0000`` decodes to NUL, which PostgreSQL text refuses."""
+def clean_text(text: str) -> str:
+    """``text`` with NUL as U+FFFD: PostgreSQL text and JSONB cannot hold NUL (which JSON's ``\\u0000``
+    decodes to); the collector cleans every string it stores with this too."""
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
