@@ -4,7 +4,7 @@ answer caches, + retrieval.
 
     python bench/service_overhead.py [--requests 32] [--concurrency 8] [--max-tokens 32] [--rounds 3]
                                      [--model PATH] [--rows engine,vllm-serve,bare,caches,retrieval]
-                                     [--profile PATH] [--latency PAIRS]
+                                     [--profile PATH] [--latency PAIRS] [--control] [--starts N]
 
 Two ceilings. The ``engine`` row calls the service's vLLM engine in this process. The ``vllm-serve``
 row is vLLM's own OpenAI-compatible server, started by the bench as a subprocess with the engine
@@ -41,6 +41,13 @@ prompt: each has an engine and so a prefix cache of its own, and no question rep
 reuses the other's work, and a pair's two requests read the same tokens. ``--rounds 0`` skips the
 batches. ``--control`` pairs two `vllm serve`s of the same engine instead (no service): what two
 identical servers differ by on this machine, the floor under the service's figures.
+
+``--starts N`` runs all of it on N fresh starts of the servers (and so of the engine processes). Two
+engine processes started alike can run their model steps a percent or two apart for their whole
+life (seen here in the engine cores' CPU per step, service or not), which one start reads as the
+service's cost. Across starts that effect averages out: the bench prints each start's figures (the
+batches' throughput ratio and added p50, the pairs' medians), then their mean with a t interval over
+the starts (each start one sample).
 """
 
 import argparse
@@ -68,7 +75,7 @@ import uvicorn
 import uvloop
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client.parser import text_string_to_metric_families
-from scipy.stats import binom
+from scipy.stats import binom, ttest_1samp
 
 from evallens.db import migrate
 from evallens.db.server import database
@@ -152,6 +159,52 @@ def print_latency(pairs: list[Pair], first: str, second: str) -> dict[str, Diffe
     for name, d in differences.items():
         print(f"{name:>10} {d.median:+10.1f} [{d.low:+.1f}, {d.high:+.1f}, {d.coverage:.1%}] n={d.num_pairs}")
     return differences
+
+
+@dataclass
+class AcrossStarts:
+    """The mean of each start's paired median, with a t interval over the starts."""
+
+    mean: float
+    low: float
+    high: float
+    num_starts: int
+
+
+def across_starts(medians: list[float]) -> AcrossStarts:
+    """Each start (fresh servers, fresh engine processes) is one sample of the difference: the
+    spread between starts is where an engine process's own speed shows, so the interval is taken
+    over starts, not over the pairs pooled (which would hide it)."""
+    interval = ttest_1samp(medians, 0.0).confidence_interval(CONFIDENCE)
+    return AcrossStarts(statistics.fmean(medians), interval.low, interval.high, len(medians))
+
+
+def print_start_rounds(by_start: list[dict[str, dict[str, float]]]) -> None:
+    """Each start's batch comparisons (throughput ratio, p50 added) side by side, then their mean."""
+    print(f"\nthe batches, {len(by_start)} starts of the servers (each start's median over its rounds):")
+    print(f"{'compared':>24} {'start':>6} {'throughput':>10} {'+p50 ms':>10}")
+    for comparison in by_start[0]:
+        starts = [start[comparison] for start in by_start]
+        for number, figures_ in enumerate(starts, 1):
+            ratio, added = figures_["throughput"], figures_["p50 ms"]
+            print(f"{comparison:>24} {number:>6} {ratio:10.3f} {added:+10.1f}")
+        ratios = across_starts([figures_["throughput"] for figures_ in starts])
+        p50s = across_starts([figures_["p50 ms"] for figures_ in starts])
+        print(f"{comparison:>24} {'mean':>6} {ratios.mean:10.3f} {p50s.mean:+10.1f}")
+        interval = f"{ratios.low:.3f}-{ratios.high:.3f} {p50s.low:+.1f}..{p50s.high:+.1f}"
+        print(f"{'':>24} {f't {CONFIDENCE:.0%}':>6} {interval}")
+
+
+def print_starts(by_start: list[dict[str, Difference]], first: str, second: str) -> None:
+    """Each start's paired medians side by side, then their mean over the starts."""
+    print(f"\n{first} minus {second}, {len(by_start)} starts of both servers (ms, each start's median):")
+    print(f"{'start':>10} {'TTFT':>10} {'latency':>10}")
+    for number, differences in enumerate(by_start, 1):
+        print(f"{number:>10} {differences['TTFT'].median:+10.1f} {differences['latency'].median:+10.1f}")
+    print(f"\nmean over starts [{CONFIDENCE:.0%} t interval over {len(by_start)} starts]")
+    for name in ("TTFT", "latency"):
+        summary = across_starts([differences[name].median for differences in by_start])
+        print(f"{name:>10} {summary.mean:+10.1f} [{summary.low:+.1f}, {summary.high:+.1f}]")
 
 
 WORDS = [
@@ -566,9 +619,11 @@ async def check_same_prompt(url: str, engine: VllmEngine, system_prompt: str) ->
         raise SystemExit(f"vllm serve reads {served} prompt tokens where the service's engine reads {ours}")
 
 
-def print_table(results: dict[str, list[dict[str, float]]]) -> None:
+def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, float]]:
     """Medians over rounds, then each row against each ceiling: the median of its per-round ratio of
-    throughput and of its per-round differences of TTFT and latency (same round, so same load)."""
+    throughput and of its per-round differences of TTFT and latency (same round, so same load).
+    Returns those comparisons by "row / ceiling"."""
+    comparisons = {}
     print(f"{'row':>10} " + " ".join(f"{name:>15}" for name in FIGURES))
     for row, rounds in results.items():
         median = {name: statistics.median(r[name] for r in rounds) for name in FIGURES}
@@ -585,6 +640,8 @@ def print_table(results: dict[str, list[dict[str, float]]]) -> None:
             ratio = statistics.median(r["tokens_per_s"] / c["tokens_per_s"] for r, c in pairs)
             added = [statistics.median(r[name] - c[name] for r, c in pairs) for name in DELTAS.values()]
             print(f"{row:>10} {ratio:10.3f} " + " ".join(f"{value:+10.1f}" for value in added))
+            comparisons[f"{row} / {ceiling}"] = {"throughput": ratio} | dict(zip(DELTAS, added, strict=True))
+    return comparisons
 
 
 def print_cpu(cpu: dict[str, list[dict[str, float]]]) -> None:
@@ -609,7 +666,9 @@ async def main(
     args: argparse.Namespace,
     settings: ServiceSettings,
     server: Server | None,
-) -> None:
+) -> tuple[dict[str, dict[str, float]], list[Pair], dict[str, float]]:
+    """The rows' rounds (printed, and their comparisons returned) and the latency pairs with the CPU
+    they used."""
     engine = VllmEngine(vllm_options(settings))
     await engine.start()
     await direct(engine, settings, prompts(args.concurrency, 10_000, "engine"), args)  # warm-up
@@ -675,18 +734,19 @@ async def main(
             uvicorn_server.should_exit = True
             await task
     await engine.close()
+    comparisons = {}
     if args.rounds:
-        print_table(results)
+        comparisons = print_table(results)
         print_cpu(cpu)
-    if pairs:
-        print_pairs(pairs, "bare", SERVE, pairs_cpu_s, args)
+    return comparisons, pairs, pairs_cpu_s
 
 
 def print_pairs(
     pairs: list[Pair], first: str, second: str, cpu_s: dict[str, float], args: argparse.Namespace
-) -> None:
-    """The latency table, the answers of the wrong length, and CPU ms and steps per request."""
-    print_latency(pairs, first, second)
+) -> dict[str, Difference]:
+    """The latency table, the answers of the wrong length, and CPU ms and steps per request; the
+    paired differences."""
+    differences = print_latency(pairs, first, second)
     short = sum(n != args.max_tokens for p in pairs for n in p.output_tokens.values())
     print(f"answers not {args.max_tokens} tokens long: {short} of {2 * len(pairs)}")
     # One request at a time: each server's processes work on their own path's requests only.
@@ -695,9 +755,12 @@ def print_pairs(
         f"{name} {(v if 'steps' in name else 1000 * v) / num_requests:.1f}" for name, v in cpu_s.items()
     )
     print(f"CPU ms and engine steps per request of a path: {used}")
+    return differences
 
 
-async def control(args: argparse.Namespace, settings: ServiceSettings, servers: list[Server]) -> None:
+async def control(
+    args: argparse.Namespace, settings: ServiceSettings, servers: list[Server]
+) -> tuple[list[Pair], dict[str, float]]:
     """``--control``: the latency pairs between two `vllm serve`s of the same engine, no service at all:
     what two identical servers differ by on this machine, the floor under the service's figures."""
     for server in servers:
@@ -714,26 +777,44 @@ async def control(args: argparse.Namespace, settings: ServiceSettings, servers: 
             f"{name} children": used["its children"],
             f"{name} steps": used["vllm serve steps"],
         }
-    print_pairs(pairs, SERVE_B, SERVE, cpu_s, args)
+    return pairs, cpu_s
 
 
 def run(args: argparse.Namespace) -> None:
-    """The bench, with `vllm serve` running beside it when its row is asked for."""
+    """The bench, ``--starts`` times over: each start with fresh servers and engines."""
+    first, second = (SERVE_B, SERVE) if args.control else ("bare", SERVE)
+    rounds_by_start, pairs_by_start = [], []
+    for start in range(args.starts):
+        if args.starts > 1:
+            print(f"\nstart {start + 1} of {args.starts}: the servers and engines started afresh", flush=True)
+        # each start asks its own questions (a seed of its own), so the starts are alike but not equal
+        start_args = argparse.Namespace(**{**vars(args), "seed": args.seed + 1000 * start})
+        comparisons, pairs, cpu_s = start_once(start_args)
+        if comparisons:
+            rounds_by_start.append(comparisons)
+        if pairs:
+            pairs_by_start.append(print_pairs(pairs, first, second, cpu_s, args))
+    if len(rounds_by_start) > 1:
+        print_start_rounds(rounds_by_start)
+    if len(pairs_by_start) > 1:
+        print_starts(pairs_by_start, first, second)
+
+
+def start_once(args: argparse.Namespace) -> tuple[dict[str, dict[str, float]], list[Pair], dict[str, float]]:
+    """Start the servers (`vllm serve` when its row is asked for), run the rounds and the pairs, stop
+    them: the rounds' comparisons and the latency pairs with their CPU."""
     settings = bench_settings(args)
-    if args.control:
-        with ExitStack() as stack:
-            servers = [stack.enter_context(vllm_server(vllm_options(settings))) for _ in range(2)]
-            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                runner.run(control(args, settings, servers))
-        return
     with ExitStack() as stack:
+        # the loop `evallens service` runs on: uvicorn picks uvloop when it is installed (vLLM
+        # installs it), and `vllm serve` runs on it too
+        runner = stack.enter_context(asyncio.Runner(loop_factory=uvloop.new_event_loop))
+        if args.control:
+            servers = [stack.enter_context(vllm_server(vllm_options(settings))) for _ in range(2)]
+            return {}, *runner.run(control(args, settings, servers))
         server = None
         if "vllm-serve" in args.rows:
             server = stack.enter_context(vllm_server(vllm_options(settings)))
-        # the loop `evallens service` runs on: uvicorn picks uvloop when it is installed (vLLM
-        # installs it), and `vllm serve` runs on it too
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(main(args, settings, server))
+        return runner.run(main(args, settings, server))
 
 
 def parse_args() -> argparse.Namespace:
@@ -780,6 +861,13 @@ def parse_args() -> argparse.Namespace:
         help="with --latency: pair two `vllm serve`s of the same engine instead (an A/A run: what two"
         " identical servers differ by here; no service)",
     )
+    parser.add_argument(
+        "--starts",
+        type=int,
+        default=1,
+        help="run the rounds and the latency pairs on this many fresh starts of the servers and their"
+        " engines, then print each start's comparisons and their mean over starts (default: %(default)s)",
+    )
     parser.add_argument("--client", default=None, help=argparse.SUPPRESS)  # the client process' URL
     parser.add_argument("--row", default="bare", help=argparse.SUPPRESS)  # the client's row
     parser.add_argument("--system-prompt", default="", help=argparse.SUPPRESS)  # for vllm-serve
@@ -789,6 +877,8 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"unknown rows {sorted(unknown)}; known: {', '.join(ROWS)}")
     if args.control and not args.latency:
         parser.error("--control needs --latency PAIRS")
+    if args.starts < 1:
+        parser.error("--starts must be 1 or more")
     if args.latency and not args.control and not {"bare", "vllm-serve"} <= set(args.rows):
         parser.error("--latency compares the bare service with vllm serve: --rows needs both")
     return args

@@ -13,7 +13,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.service_overhead import Pair, paired_difference, paired_requests, print_latency
+from bench.service_overhead import (
+    Difference,
+    Pair,
+    across_starts,
+    paired_difference,
+    paired_requests,
+    print_latency,
+    print_start_rounds,
+    print_starts,
+)
 from evallens.service.weights.tiny import build_tiny_llama
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "service_overhead.py"
@@ -31,6 +40,28 @@ def test_the_interval_is_the_sign_test_interval() -> None:
 def test_too_few_pairs_say_how_little_their_interval_covers() -> None:
     three = paired_difference([3.0, -1.0, 2.0])
     assert (three.median, three.low, three.high, three.coverage) == (2.0, -1.0, 3.0, 0.75)
+
+
+def test_the_interval_over_starts_is_students_t_over_their_medians() -> None:
+    # mean 4, sample sd 2 (3 starts): 4 -/+ t(0.975, 2) * 2 / sqrt(3) = 4 -/+ 4.968
+    summary = across_starts([2.0, 6.0, 4.0])
+    assert (summary.mean, summary.num_starts) == (4.0, 3)
+    assert (summary.low, summary.high) == pytest.approx((4 - 4.9683, 4 + 4.9683), abs=1e-3)
+
+
+def test_the_starts_are_shown_side_by_side_with_their_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    def start(ttft: float, latency: float) -> dict[str, Difference]:
+        return {
+            "TTFT": Difference(ttft, ttft - 1, ttft + 1, 50, 0.95),
+            "latency": Difference(latency, latency - 5, latency + 5, 50, 0.95),
+        }
+
+    print_starts([start(1.0, 9.0), start(-1.0, -3.0), start(0.0, 3.0)], "a", "b")
+    out = capsys.readouterr().out
+    assert "a minus b, 3 starts of both servers" in out
+    assert re.search(r"^\s+2\s+-1\.0\s+-3\.0$", out, re.MULTILINE), out
+    # the mean of the starts' medians, not the pooled pairs: latency (9 - 3 + 3) / 3 = 3
+    assert re.search(r"^\s+latency\s+\+3\.0 \[-11\.9, \+17\.9\]$", out, re.MULTILINE), out
 
 
 def stream(text: str, tokens: int) -> str:
@@ -89,10 +120,12 @@ def test_the_table_shows_both_paths_and_the_paired_differences(capsys: pytest.Ca
 
 @pytest.mark.slow
 def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
-    """The whole mode: both servers up, every pair answered by both, the figures printed."""
+    """The whole mode, twice (``--starts 2``): both servers up, every pair answered by both, the
+    figures printed for each start, then both servers started afresh and their mean over starts."""
     model = build_tiny_llama(tmp_path / "model")
     command = [sys.executable, str(BENCH), "--model", str(model), "--rows", "vllm-serve,bare"]
     command += ["--rounds", "0", "--latency", "6", "--max-tokens", "2", "--concurrency", "2"]
+    command += ["--starts", "2"]
     # vLLM's IPC socket paths live under the data dir and must stay under 107 characters (an
     # xdist worker's tmp_path is too long)
     with tempfile.TemporaryDirectory(prefix="evl-", dir="/tmp") as data:
@@ -101,8 +134,15 @@ def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "tokens/s" not in out  # --rounds 0: no batches
-    assert "latency, one request at a time (6 pairs" in out
-    assert "answers not 2 tokens long: 0 of 12" in out
+    assert out.count("latency, one request at a time (6 pairs") == 2
+    assert "start 2 of 2: both servers started afresh" in out
+    assert out.count("answers not 2 tokens long: 0 of 12") == 2
+    summary = out[out.index("bare minus vllm-serve, 2 starts of both servers") :]
+    starts = re.findall(r"^ +[12] +([-+]\d+\.\d) +([-+]\d+\.\d)$", summary, re.MULTILINE)
+    assert len(starts) == 2, summary
+    mean = re.search(r"^ +latency +([-+]\d+\.\d) \[", summary, re.MULTILINE)
+    assert mean, summary
+    assert float(mean[1]) == pytest.approx(sum(float(latency) for _, latency in starts) / 2, abs=0.06)
     used = re.search(r"^CPU ms and engine steps per request of a path: (.*)$", out, re.MULTILINE)
     assert used, out
     parties = dict(part.rsplit(" ", 1) for part in used[1].split(", "))
@@ -145,3 +185,22 @@ def test_the_control_pairs_two_identical_vllm_serves(tmp_path: Path) -> None:
 def test_control_needs_latency_pairs() -> None:
     done = subprocess.run([sys.executable, str(BENCH), "--control"], capture_output=True, text=True)
     assert done.returncode == 2 and "--control needs --latency PAIRS" in done.stderr
+
+
+def test_starts_are_one_or_more() -> None:
+    done = subprocess.run([sys.executable, str(BENCH), "--starts", "0"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--starts must be 1 or more" in done.stderr
+
+
+def test_the_batches_of_each_start_are_shown_with_their_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    starts = [
+        {"bare / vllm-serve": {"throughput": ratio, "p50 ms": added}}
+        for ratio, added in ((0.96, 40.0), (1.00, -20.0), (0.98, 10.0))
+    ]
+    print_start_rounds(starts)
+    out = capsys.readouterr().out
+    assert "3 starts of the servers" in out
+    assert re.search(r"^ +bare / vllm-serve +2 +1\.000 +-20\.0$", out, re.MULTILINE), out
+    # ratios: mean 0.98, sd 0.02, t(0.975, 2) * 0.02 / sqrt(3) = 0.050; p50: mean 10, sd 30 -> 74.5
+    assert re.search(r"^ +bare / vllm-serve +mean +0\.980 +\+10\.0$", out, re.MULTILINE), out
+    assert re.search(r"^ +t 95% 0\.930-1\.030 -64\.5\.\.\+84\.5$", out, re.MULTILINE), out
