@@ -225,6 +225,7 @@ SERVE, SERVE_B = "vllm-serve", "vllm-serve-b"  # the second `vllm serve` of a co
 # a running `vllm serve`: its URL, its process and its log file
 Server = tuple[str, subprocess.Popen[bytes], Path]
 ENGINE_STEPS = "vllm:iteration_tokens_total_count"
+PROMPT_TOKENS = "vllm:prompt_tokens_total"
 MEASURING = "measuring"  # the client's line when its timed batch starts
 SERVER_START_S = 600.0  # loading the model in `vllm serve` on a busy 2-core machine
 LATENCY_WARM_UP = 4  # pairs before the measured ones of the latency mode
@@ -428,23 +429,27 @@ class CpuMeter:
             self.parties |= {"vllm serve": [server], "its children": server_children}
 
     async def read(self) -> dict[str, float]:
-        """CPU seconds so far, per party, and the steps each engine has run (fuller steps: fewer)."""
+        """CPU seconds so far, per party, and the steps each engine has run (fuller steps: fewer) and
+        the prompt tokens it has read (the same work asked of both, or not)."""
         cpu = {name: sum(_cpu_s(p) for p in processes) for name, processes in self.parties.items()}
-        steps = {"bench engine steps": _steps(prometheus_client.REGISTRY.collect())}
+        local = list(prometheus_client.REGISTRY.collect())
+        counts = {"bench engine steps": _total(local, ENGINE_STEPS)}
+        counts["bench prompt tokens"] = _total(local, PROMPT_TOKENS)
         if self.server_url is not None:
             async with httpx.AsyncClient(base_url=self.server_url, timeout=30) as client:
-                families = text_string_to_metric_families((await client.get("/metrics")).text)
-            steps["vllm serve steps"] = _steps(families)
-        return cpu | steps
+                families = list(text_string_to_metric_families((await client.get("/metrics")).text))
+            counts["vllm serve steps"] = _total(families, ENGINE_STEPS)
+            counts["vllm serve prompt tokens"] = _total(families, PROMPT_TOKENS)
+        return cpu | counts
 
     async def since(self, started: dict[str, float]) -> dict[str, float]:
         """CPU seconds and engine steps per party since ``started``."""
         return {name: now - started[name] for name, now in (await self.read()).items()}
 
 
-def _steps(families: Iterable[Any]) -> float:
-    """Engine steps so far: the count of vLLM's tokens-per-step histogram."""
-    return float(sum(s.value for family in families for s in family.samples if s.name == ENGINE_STEPS))
+def _total(families: Iterable[Any], sample: str) -> float:
+    """A vLLM counter so far (engine steps: the count of its tokens-per-step histogram)."""
+    return float(sum(s.value for family in families for s in family.samples if s.name == sample))
 
 
 def _cpu_s(process: psutil.Process) -> float:
@@ -752,9 +757,10 @@ def print_pairs(
     # One request at a time: each server's processes work on their own path's requests only.
     num_requests = len(pairs) + LATENCY_WARM_UP  # per path, the warm-up pairs included
     used = ", ".join(
-        f"{name} {(v if 'steps' in name else 1000 * v) / num_requests:.1f}" for name, v in cpu_s.items()
+        f"{name} {(v if name.endswith(('steps', 'tokens')) else 1000 * v) / num_requests:.1f}"
+        for name, v in cpu_s.items()
     )
-    print(f"CPU ms and engine steps per request of a path: {used}")
+    print(f"CPU ms, engine steps and prompt tokens per request of a path: {used}")
     return differences
 
 
@@ -776,6 +782,7 @@ async def control(
             name: used["vllm serve"],
             f"{name} children": used["its children"],
             f"{name} steps": used["vllm serve steps"],
+            f"{name} prompt tokens": used["vllm serve prompt tokens"],
         }
     return pairs, cpu_s
 

@@ -135,7 +135,7 @@ def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
     out = done.stdout
     assert "tokens/s" not in out  # --rounds 0: no batches
     assert out.count("latency, one request at a time (6 pairs") == 2
-    assert "start 2 of 2: both servers started afresh" in out
+    assert "start 2 of 2: the servers and engines started afresh" in out
     assert out.count("answers not 2 tokens long: 0 of 12") == 2
     summary = out[out.index("bare minus vllm-serve, 2 starts of both servers") :]
     starts = re.findall(r"^ +[12] +([-+]\d+\.\d) +([-+]\d+\.\d)$", summary, re.MULTILINE)
@@ -143,11 +143,15 @@ def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
     mean = re.search(r"^ +latency +([-+]\d+\.\d) \[", summary, re.MULTILINE)
     assert mean, summary
     assert float(mean[1]) == pytest.approx(sum(float(latency) for _, latency in starts) / 2, abs=0.06)
-    used = re.search(r"^CPU ms and engine steps per request of a path: (.*)$", out, re.MULTILINE)
+    used = re.search(
+        r"^CPU ms, engine steps and prompt tokens per request of a path: (.*)$", out, re.MULTILINE
+    )
     assert used, out
     parties = dict(part.rsplit(" ", 1) for part in used[1].split(", "))
     assert {"bench", "vllm serve", "bench engine steps", "vllm serve steps"} <= set(parties)
     assert float(parties["bench engine steps"]) > 0 and float(parties["vllm serve steps"]) > 0
+    # the same question to both paths: the same prompt tokens per request, the system prompt included
+    assert float(parties["bench prompt tokens"]) == float(parties["vllm serve prompt tokens"]) > 0
     for path in ("bare", "vllm-serve"):
         assert re.search(rf"^ *{path}( +\d+\.\d){{4}}$", out, re.MULTILINE), out
     for figure in ("TTFT", "latency"):
@@ -170,11 +174,15 @@ def test_the_control_pairs_two_identical_vllm_serves(tmp_path: Path) -> None:
     out = done.stdout
     assert "latency, one request at a time (4 pairs" in out and "vllm-serve-b minus vllm-serve" in out
     assert "answers not 2 tokens long: 0 of 8" in out
-    used = re.search(r"^CPU ms and engine steps per request of a path: (.*)$", out, re.MULTILINE)
+    used = re.search(
+        r"^CPU ms, engine steps and prompt tokens per request of a path: (.*)$", out, re.MULTILINE
+    )
     assert used, out
     parties = dict(part.rsplit(" ", 1) for part in used[1].split(", "))
     assert set(parties) == {
-        f"{path}{part}" for path in ("vllm-serve", "vllm-serve-b") for part in ("", " children", " steps")
+        f"{path}{part}"
+        for path in ("vllm-serve", "vllm-serve-b")
+        for part in ("", " children", " steps", " prompt tokens")
     }
     # each server ran its own engine's steps: 2 tokens a request, the first with the prompt
     assert float(parties["vllm-serve steps"]) > 0 and float(parties["vllm-serve-b steps"]) > 0
