@@ -1,9 +1,10 @@
 """Decoding off the event loop: one bounded pool of worker processes shared by OTLP/HTTP and gRPC.
 
-A worker turns one request body into ``PackedSpans``: inflate (gzip), parse (protobuf or JSON), count,
-decode and validate, stamp the key's project, tag costs, and encode each span as the COPY row the
-writer streams (``collector.copy_rows``). The receivers' threads, event loop and writer only move
-bytes; everything per span happens here, once.
+A worker turns one traces request body into ``PackedSpans``: inflate (gzip), parse (protobuf or JSON),
+count, decode and validate, stamp the key's project, tag costs, and encode each span as the COPY row
+the writer streams (``collector.copy_rows``); and one logs request body into the GenAI content rows it
+holds (``collector.logs``). The receivers' threads, event loop and writer only move bytes and store
+rows; everything per span and per log record happens here, once.
 
 Two bounds keep memory flat whatever clients send: the bytes of request bodies being read or decoded
 at once (``reserve``: over it, 429 and Retry-After / RESOURCE_EXHAUSTED), and the spans one request
@@ -18,17 +19,18 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from collector import _wire
 from collector._body import gunzip_capped
 from collector.copy_rows import PackedSpans, pack_spans
 from collector.decode import Rejections, count_spans, iter_spans, message_groups
+from collector.logs import LogBatch, LogsJob, decode_logs_body
 from collector.otlp_json import MalformedRequest, parse_json_request
 from collector.pricebook import PriceBook
 from collector.records import SpanRecord
@@ -37,6 +39,8 @@ from evallens.telemetry import attributes as attr
 
 logger = logging.getLogger(__name__)
 BodyFormat = Literal["protobuf", "json"]
+Job = TypeVar("Job")
+Answer = TypeVar("Answer")
 
 
 class TooManySpans(ValueError):
@@ -200,17 +204,31 @@ class DecodePool:
 
     async def decode(self, job: DecodeJob) -> Decoded:
         """``decode_body`` in a worker, awaited without blocking the event loop."""
-        executor = self._executor
-        try:
-            return await asyncio.get_running_loop().run_in_executor(executor, decode_body, job)
-        except BrokenProcessPool:
-            raise self._replace(executor) from None
+        return await self._run(decode_body, job)
 
     def decode_blocking(self, job: DecodeJob) -> Decoded:
         """``decode_body`` in a worker, waited for by the calling (gRPC) thread."""
+        return self._run_blocking(decode_body, job)
+
+    async def decode_logs(self, job: LogsJob) -> LogBatch:
+        """``decode_logs_body`` in a worker, awaited without blocking the event loop."""
+        return await self._run(decode_logs_body, job)
+
+    def decode_logs_blocking(self, job: LogsJob) -> LogBatch:
+        """``decode_logs_body`` in a worker, waited for by the calling (gRPC) thread."""
+        return self._run_blocking(decode_logs_body, job)
+
+    async def _run(self, work: Callable[[Job], Answer], job: Job) -> Answer:
         executor = self._executor
         try:
-            return executor.submit(decode_body, job).result()
+            return await asyncio.get_running_loop().run_in_executor(executor, work, job)
+        except BrokenProcessPool:
+            raise self._replace(executor) from None
+
+    def _run_blocking(self, work: Callable[[Job], Answer], job: Job) -> Answer:
+        executor = self._executor
+        try:
+            return executor.submit(work, job).result()
         except BrokenProcessPool:
             raise self._replace(executor) from None
 
