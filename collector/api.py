@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from collector._body import BadEncoding, BodyTooLarge, read_capped
-from collector.logs import DatabaseUnavailable, LogReceiver
+from collector.log_store import DatabaseUnavailable, LogReceiver
 from collector.otlp_json import MalformedRequest, message_to_json
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
@@ -164,21 +164,23 @@ async def export_logs(
     content_type: str,
     project: str | None,
 ) -> Message:
-    """Read one logs request (its bytes counted in the decode budget) and store its GenAI content."""
+    """Read one logs request, decode it in the worker pool and store its GenAI content, its bytes
+    counted in the decode budget until the rows are committed."""
     body_format, encoding, declared = check_headers(request, limits, content_type)
     try:
         with receiver.pool.reserve(int(declared) if declared.isdigit() else 0) as reservation:
             body = await read_capped(request.stream(), limits.max_request_bytes, reservation.cover)
-            return await asyncio.to_thread(
-                log_receiver.receive, body, body_format, encoding == "gzip", project
+            batch = await receiver.pool.decode_logs(
+                log_receiver.job(body, body_format, encoding == "gzip", project)
             )
+            return await asyncio.to_thread(log_receiver.store, batch)
     except BodyTooLarge as error:
         raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
     except (BadEncoding, MalformedRequest) as error:
         raise HttpError(400, code_pb2.INVALID_ARGUMENT, str(error)) from None
     except DecoderBusy as error:
         raise HttpError(429, code_pb2.RESOURCE_EXHAUSTED, str(error), error.retry_after_s) from None
-    except DatabaseUnavailable as error:
+    except (DatabaseUnavailable, WorkerLost) as error:
         raise HttpError(503, code_pb2.UNAVAILABLE, str(error), error.retry_after_s) from None
 
 

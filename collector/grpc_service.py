@@ -13,7 +13,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 
 from collector._body import BadEncoding, BodyTooLarge
-from collector.logs import DatabaseUnavailable, LogReceiver
+from collector.log_store import DatabaseUnavailable, LogReceiver
 from collector.otlp_json import MalformedRequest
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
@@ -68,14 +68,16 @@ class LogsService:
     def export(self, body: bytes, context: Any) -> bytes:
         """Store the content events of one serialized logs request (in its API key's project)."""
         project = admit(self._gate, context)
+        pool = self._receiver.pool
         try:
-            with self._receiver.pool.reserve(len(body)):
-                answer = self._log_receiver.receive(body, "protobuf", False, project)
+            with pool.reserve(len(body)):
+                batch = pool.decode_logs_blocking(self._log_receiver.job(body, "protobuf", False, project))
+                answer = self._log_receiver.store(batch)
         except (MalformedRequest, BadEncoding, BodyTooLarge) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
         except DecoderBusy as error:
             abort_with_retry(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(error), error.retry_after_s)
-        except DatabaseUnavailable as error:
+        except (DatabaseUnavailable, WorkerLost) as error:
             abort_with_retry(context, grpc.StatusCode.UNAVAILABLE, str(error), error.retry_after_s)
         return bytes(answer.SerializeToString())
 

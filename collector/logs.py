@@ -6,9 +6,9 @@ Newer GenAI instrumentations (``opentelemetry-instrumentation-openai-v2`` with c
 on the span. Each one becomes ``genai_content`` rows keyed by trace and span id, which mining joins
 onto the trace. Other log records are not stored.
 
-Durability is simpler than for spans and still holds: the answer comes after the rows are committed;
-while PostgreSQL is away the request is refused as retryable (503 / UNAVAILABLE with a delay), and
-OTLP exporters send it again. A retry stores nothing twice (``uq_genai_content_event``).
+This module decodes: a logs body is inflated, parsed and turned into COPY text rows in the collector's
+decode pool (``decode_logs_body``, run by ``collector.workers``), as a traces body is, so the process
+that acknowledges spans only moves bytes. ``collector.log_store`` commits the rows.
 """
 
 import hashlib
@@ -24,34 +24,30 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
     ExportLogsServiceResponse,
 )
-from sqlalchemy import Engine
-from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.exc import DBAPIError
 
 from collector._anyvalue import any_value, key_values
 from collector._body import gunzip_capped
 from collector._genai import event_messages
-from collector._sqlstate import describe, is_outage
+from collector.copy_rows import json_text, text, timestamp_text
 from collector.otlp_json import MalformedRequest, rewrite_ids
-from collector.records import datetime_from_ns
 from collector.validate import InvalidSpan, SpanLimits, key_text
-from evallens.db.models import GenAIContent
 from evallens.telemetry import attributes as names
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 
-__all__ = ["ContentRow", "DatabaseUnavailable", "LogReceiver", "decode_logs", "parse_logs"]
+__all__ = [
+    "CONTENT_COLUMNS",
+    "ContentRow",
+    "LogBatch",
+    "LogsJob",
+    "decode_logs",
+    "decode_logs_body",
+    "logs_response",
+    "parse_logs",
+]
 
+CONTENT_COLUMNS = ("project", "trace_id", "span_id", "time", "event_name", "direction", "messages", "digest")
 TRACE_ID_BYTES, SPAN_ID_BYTES = 16, 8
 MAX_SHOWN_REASONS = 5
-MAX_SHOWN_NAME = 80  # of an event name in a rejection reason
-
-
-class DatabaseUnavailable(Exception):
-    """PostgreSQL cannot take the rows now; the client should send them again after ``retry_after_s``."""
-
-    def __init__(self, message: str, retry_after_s: int) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
 
 
 @dataclass(frozen=True)
@@ -66,26 +62,29 @@ class ContentRow:
     direction: str
     messages: list[dict[str, str]]
 
-    def values(self) -> dict[str, Any]:
-        """The row as column values."""
-        text = json.dumps(self.messages, ensure_ascii=False, sort_keys=True)
-        return {
-            "project": self.project,
-            "trace_id": self.trace_id,
-            "span_id": self.span_id,
-            "time": datetime_from_ns(self.time_ns),
-            "event_name": self.event_name,
-            "direction": self.direction,
-            "messages": self.messages,
-            "digest": hashlib.md5(text.encode(), usedforsecurity=False).hexdigest(),
-        }
+    def line(self) -> str:
+        """The row as a COPY text line in ``CONTENT_COLUMNS`` order (with its newline)."""
+        # the digest as every version wrote it, so a resend after an upgrade is still stored once
+        digest_of = json.dumps(self.messages, ensure_ascii=False, sort_keys=True).encode()
+        fields = (
+            text(self.project),
+            self.trace_id,
+            self.span_id,
+            timestamp_text(self.time_ns),
+            text(self.event_name),
+            self.direction,
+            json_text(self.messages),
+            hashlib.md5(digest_of, usedforsecurity=False).hexdigest(),
+        )
+        return "\t".join(fields) + "\n"
 
 
 @dataclass
 class LogBatch:
-    """What one logs request turned into: rows to store, records refused (with why), records ignored."""
+    """What one logs request turned into: rows to store (COPY text lines, cheap to hand from a decode
+    worker to the receiver), records refused (with why), records ignored."""
 
-    rows: list[ContentRow] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
     num_rejected: int = 0
     reasons: list[str] = field(default_factory=list)
     num_ignored: int = 0
@@ -95,6 +94,27 @@ class LogBatch:
         self.num_rejected += 1
         if len(self.reasons) < MAX_SHOWN_REASONS:
             self.reasons.append(reason)
+
+
+@dataclass(frozen=True)
+class LogsJob:
+    """One logs request body and everything a decode worker needs to turn it into content rows."""
+
+    body: bytes
+    body_format: str
+    gzip: bool
+    max_body_bytes: int
+    limits: SpanLimits
+    project: str | None
+
+
+def decode_logs_body(job: LogsJob) -> LogBatch:
+    """Runs in a decode worker: a logs body to the GenAI content rows it holds.
+
+    Raises ``BodyTooLarge``/``BadEncoding`` (gzip) or ``MalformedRequest``.
+    """
+    body = gunzip_capped(job.body, job.max_body_bytes) if job.gzip else job.body
+    return decode_logs(parse_logs(body, job.body_format), job.project, job.limits)
 
 
 def parse_logs(body: bytes, body_format: str) -> ExportLogsServiceRequest:
@@ -155,7 +175,7 @@ def decode_logs(
                     row = ContentRow(
                         owner, trace_id.hex(), span_id.hex(), time_ns, str(name), direction, messages
                     )
-                    batch.rows.append(row)
+                    batch.lines.append(row.line())
     return batch
 
 
@@ -165,58 +185,6 @@ def _claimed_project(attributes: dict[str, Any], resource: dict[str, Any], limit
         if claimed:
             return claimed
     return DEFAULT_PROJECT
-
-
-class LogReceiver:
-    """Decodes a logs request and stores its GenAI content before answering."""
-
-    def __init__(self, engine: Engine, limits: SpanLimits, max_body_bytes: int, retry_after_s: int) -> None:
-        self.engine, self.limits = engine, limits
-        self.max_body_bytes, self.retry_after_s = max_body_bytes, retry_after_s
-
-    def receive(
-        self, body: bytes, body_format: str, gzip: bool, project: str | None
-    ) -> ExportLogsServiceResponse:
-        """Store the content events of one request; raises ``MalformedRequest``, ``BodyTooLarge``,
-        ``BadEncoding`` or ``DatabaseUnavailable``. Runs in a thread (it blocks on PostgreSQL)."""
-        body = gunzip_capped(body, self.max_body_bytes) if gzip else body
-        batch = decode_logs(parse_logs(body, body_format), project, self.limits)
-        if batch.rows:
-            self._store(batch)
-        return logs_response(batch)
-
-    def _store(self, batch: LogBatch) -> None:
-        rows = [row.values() for row in batch.rows]
-        try:
-            with self.engine.begin() as connection:
-                connection.execute(insert(GenAIContent).on_conflict_do_nothing(), rows)
-        except DBAPIError as error:
-            self._raise_if_outage(error)
-            self._store_one_by_one(batch, rows)
-
-    def _store_one_by_one(self, batch: LogBatch, rows: list[dict[str, Any]]) -> None:
-        """Store what PostgreSQL takes of a batch it refused as a whole; count the rest as rejected."""
-        with self.engine.begin() as connection:
-            for row in rows:
-                try:
-                    with connection.begin_nested():
-                        connection.execute(insert(GenAIContent).on_conflict_do_nothing(), [row])
-                except DBAPIError as error:
-                    self._raise_if_outage(error)
-                    name = str(row["event_name"])
-                    shown = name if len(name) <= MAX_SHOWN_NAME else name[: MAX_SHOWN_NAME - 3] + "..."
-                    batch.reject(f"{shown} refused by PostgreSQL: {describe(error.orig or error)}")
-
-    def _raise_if_outage(self, error: DBAPIError) -> None:
-        """``DatabaseUnavailable`` when PostgreSQL is away; nothing for rows it refused (a data error).
-
-        By SQLSTATE, as the span writer decides: ``54000`` (an index row too large) comes as the same
-        OperationalError class as a lost connection, yet resending it can never succeed.
-        """
-        if error.connection_invalidated or is_outage(error.orig or error):
-            raise DatabaseUnavailable(
-                f"cannot store GenAI content now: {error.orig or error}", self.retry_after_s
-            ) from None
 
 
 def logs_response(batch: LogBatch) -> ExportLogsServiceResponse:

@@ -25,14 +25,20 @@ class MalformedRequest(ValueError):
     """The body is not a well-formed OTLP export request; the message says what is wrong."""
 
 
-def parse_json_request(body: bytes) -> ExportTraceServiceRequest:
-    """An ``ExportTraceServiceRequest`` from an OTLP/JSON body."""
+def load_json_request(body: bytes) -> dict[str, Any]:
+    """The JSON document of an OTLP/JSON body, not yet a protobuf request: its spans can be counted
+    (``iter_span_objects``) before ``json_request`` builds a message for each."""
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:
         raise MalformedRequest(f"body is not valid JSON: {error}") from None
     if not isinstance(document, dict):
         raise MalformedRequest("body must be a JSON object with resourceSpans")
+    return document
+
+
+def json_request(document: dict[str, Any]) -> ExportTraceServiceRequest:
+    """The ``ExportTraceServiceRequest`` of a loaded OTLP/JSON document (hex ids made protobuf's)."""
     for span in iter_span_objects(document):
         rewrite_ids(span, mark_not_hex=True)
         for link in _list(span.get("links")):

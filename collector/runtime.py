@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from collector._files import DirectoryLock
 from collector.api import HttpLimits, create_app
 from collector.grpc_service import create_grpc_server
-from collector.logs import LogReceiver
+from collector.log_store import LogReceiver
 from collector.pipeline import Ingestor, QueueLimits
 from collector.prices import PriceBook, list_prices, seed_default_prices
 from collector.quarantine import DeadLetters, Quarantine

@@ -1,5 +1,7 @@
 """Fixtures for the collector: a collector in this process or as a subprocess, OTLP payload builders."""
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -9,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import psycopg
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -56,6 +59,16 @@ def make_collector(tmp_path: Path) -> Iterator[Callable[..., Collector]]:
 def running_collector(database_url: str, make_collector: Callable[..., Collector]) -> Collector:
     """A collector serving HTTP and gRPC from this process, on free ports."""
     return make_collector(database_url)
+
+
+def kill_decode_worker(collector: Collector) -> None:
+    """SIGKILL the collector's one decode worker, as the OOM killer would; return once it is gone."""
+    (pid,) = collector.pool.worker_pids
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
 
 
 def otlp_value(value: Any) -> AnyValue:

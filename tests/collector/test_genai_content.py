@@ -23,14 +23,22 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy.orm import Session
 
 from collector._genai import event_messages, value_messages
-from collector.logs import DatabaseUnavailable, LogReceiver
+from collector.log_store import DatabaseUnavailable, LogReceiver
+from collector.logs import decode_logs_body
 from collector.runtime import Collector
 from collector.validate import SpanLimits
 from evallens.cases import trace_questions
 from evallens.db import create_db_engine
 from evallens.telemetry import attributes as names
 from evallens.telemetry.messages import answer_from_attribute, question_from_attribute
-from tests.collector.conftest import fetch_spans, make_request, make_span, otlp_attributes
+from tests.collector.conftest import (
+    count_spans,
+    fetch_spans,
+    kill_decode_worker,
+    make_request,
+    make_span,
+    otlp_attributes,
+)
 from tests.collector.test_auth import new_key
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
@@ -283,7 +291,49 @@ def test_logs_while_postgres_is_away_are_refused_as_retryable() -> None:
     engine = create_db_engine("postgresql://nobody@127.0.0.1:1/none", connect_timeout_s=2)
     receiver = LogReceiver(engine, SpanLimits(), 1 << 20, retry_after_s=3)
     body = logs_request(legacy_events((5).to_bytes(16, "big"), (1).to_bytes(8, "big"))).SerializeToString()
+    batch = decode_logs_body(receiver.job(body, "protobuf", False, None))
     with pytest.raises(DatabaseUnavailable) as unavailable:
-        receiver.receive(body, "protobuf", False, None)
+        receiver.store(batch)
     assert unavailable.value.retry_after_s == 3
     engine.dispose()
+
+
+def export_logs(
+    collector: Collector, request: ExportLogsServiceRequest, transport: str
+) -> tuple[str, float | None]:
+    """Send a logs request; its status ("200", "503", "OK", "UNAVAILABLE") and Retry-After, if any."""
+    if transport == "grpc":
+        with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+            try:
+                logs_service_pb2_grpc.LogsServiceStub(channel).Export(request, timeout=60)
+            except grpc.RpcError as error:
+                trailers = dict(error.trailing_metadata() or ())
+                retry_after = trailers.get(names.HEADER_RETRY_AFTER)
+                return error.code().name, float(retry_after) if retry_after is not None else None
+            return "OK", None
+    url = f"http://127.0.0.1:{collector.http_port}/v1/logs"
+    answer = httpx.post(url, content=request.SerializeToString(), headers=PROTOBUF, timeout=60)
+    retry_after = answer.headers.get("retry-after")
+    return str(answer.status_code), float(retry_after) if retry_after is not None else None
+
+
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+def test_a_decode_worker_lost_under_a_logs_request_is_a_retryable_refusal(
+    make_collector: Callable[..., Collector], database_url: str, transport: str
+) -> None:
+    """Logs bodies are decoded in the worker pool, as spans are: a worker killed under one (as the OOM
+    killer would) costs that request a retryable refusal, never the collector; the resend is stored."""
+    collector = make_collector(database_url, collector_decode_workers=1, collector_retry_after_s=3)
+    kill_decode_worker(collector)
+    request = logs_request(legacy_events((11).to_bytes(16, "big"), (1).to_bytes(8, "big")))
+    assert export_logs(collector, request, transport) == (
+        ("503", 3.0) if transport == "http" else ("UNAVAILABLE", 3.0)
+    )
+    assert stored_content(database_url) == []
+    assert export_logs(collector, request, transport) == (
+        ("200", None) if transport == "http" else ("OK", None)
+    )
+    assert len(stored_content(database_url)) == 3 and collector.pool.num_restarts == 1
+    spans = make_request([make_span(index) for index in range(5)]).SerializeToString()
+    traces = httpx.post(f"http://127.0.0.1:{collector.http_port}/v1/traces", content=spans, headers=PROTOBUF)
+    assert traces.status_code == 200 and count_spans(database_url) == 5

@@ -13,7 +13,10 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from collector.pricebook import PriceBook
 from collector.runtime import Collector
+from collector.validate import SpanLimits
+from collector.workers import DecodeJob, TooManySpans, decode_body
 from evallens.cases import promote_traces, trace_questions
 from evallens.db import create_db_engine
 from evallens.db.models import EvalCase, EvalSet
@@ -189,3 +192,14 @@ def test_ids_that_are_not_hex_in_otlp_json_are_rejected_saying_so(
     assert "parent span id is not hex" in partial["errorMessage"]
     assert "32 digits" in partial["errorMessage"] and "16 digits" in partial["errorMessage"]
     assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+
+
+def test_a_json_body_over_the_span_cap_is_refused_before_its_spans_are_built() -> None:
+    """The cap is counted on the JSON document: under the 16 MiB limit fit 5.6 million ``{}`` spans
+    (3 bytes each), and building a protobuf message for each took ~1.4 GB and 40 s of a decode worker
+    before the cap refused them. A span protobuf cannot hold shows the order: the answer is the cap."""
+    spans: list[dict[str, str]] = [{} for _ in range(10)] + [{"startTimeUnixNano": "not a number"}]
+    body = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
+    job = DecodeJob(body, "json", False, 1 << 20, SpanLimits(max_spans_per_request=10), None, PriceBook([]))
+    with pytest.raises(TooManySpans, match="holds 11 spans"):
+        decode_body(job)

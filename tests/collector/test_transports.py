@@ -2,8 +2,6 @@
 refusals with a retry delay, and the limits that bound memory (issue 14, finding 5)."""
 
 import base64
-import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,7 +10,6 @@ from dataclasses import dataclass
 import grpc
 import httpx
 import orjson
-import psutil
 import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
@@ -27,7 +24,7 @@ from sqlalchemy.orm import Session
 from collector.runtime import Collector
 from evallens.auth import create_key
 from evallens.db import create_db_engine
-from tests.collector.conftest import count_spans, make_request, make_span
+from tests.collector.conftest import count_spans, kill_decode_worker, make_request, make_span
 
 ID_KEYS = ("traceId", "spanId", "parentSpanId")
 
@@ -250,12 +247,7 @@ def test_a_dead_decode_worker_is_replaced(
     """A worker killed (as the kernel's OOM killer would) costs the request in its hands a 503, never
     the collector: the pool starts again and the resend is stored."""
     collector = make_collector(database_url, collector_decode_workers=1)
-    (pid,) = collector.pool.worker_pids
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    kill_decode_worker(collector)
     request = make_request([make_span(i) for i in range(5)])
     lost = TRANSPORTS[transport](collector, request, {})
     assert not lost.ok and lost.status in ("503", "UNAVAILABLE") and "decode worker died" in lost.message

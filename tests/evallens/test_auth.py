@@ -1,13 +1,22 @@
-"""The core of API keys: the token bucket, the safe-bind check, header parsing, key lifecycle."""
+"""The core of API keys: the token bucket, the safe-bind check, header parsing, key lifecycle, and the
+gate's cache of accepted and refused keys."""
 
 import logging
+import secrets
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 
+import psycopg
 import pytest
+from psycopg import sql
+from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
 from evallens.auth import (
+    AuthGate,
+    AuthUnavailable,
     KeyNotFound,
     KeyRevoked,
     MissingKey,
@@ -18,14 +27,18 @@ from evallens.auth import (
     WrongKey,
     authenticate,
     create_key,
+    ensure_project,
     ensure_safe_bind,
     list_keys,
     presented_key,
     revoke_key,
 )
-from evallens.db import create_db_engine
-from evallens.settings import child_environment
-from tests.conftest import REPO_ROOT
+from evallens.auth.keys import hash_secret
+from evallens.db import create_db_engine, create_session_factory
+from evallens.db.models.auth import ApiKey
+from evallens.db.server import DatabaseServer, embedded_url
+from evallens.settings import AuthSettings, child_environment
+from tests.conftest import REPO_ROOT, TEMPLATE_DATABASE
 
 
 class FakeClock:
@@ -141,3 +154,112 @@ def test_keys_cli_prints_the_key_once(database_url: str) -> None:
     assert revoked.returncode == 0 and "revoked" in revoked.stdout
     missing = evallens(database_url, "keys", "revoke", "ffffffff")
     assert missing.returncode == 2 and "keys list" in missing.stderr
+
+
+def statements_sent(engine: Engine) -> list[str]:
+    """Every SQL statement ``engine`` sends to PostgreSQL from now on, in order."""
+    sent: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *args: sent.append(args[2]))
+    return sent
+
+
+def unknown_key() -> str:
+    """A well-formed key that no row holds (yet)."""
+    return f"evk_{secrets.token_hex(4)}_{secrets.token_urlsafe(32)}"
+
+
+def store_key(engine: Engine, key: str, project: str) -> None:
+    """Store ``key``, chosen by the test beforehand, for ``project`` as ``keys create`` stores one."""
+    _, prefix, secret = key.split("_", 2)
+    salt = secrets.token_bytes(16)
+    with Session(engine) as session, session.begin():
+        project_id = ensure_project(session, project)
+        key_hash = hash_secret(salt, secret)
+        session.add(
+            ApiKey(project_id=project_id, prefix=prefix, salt=salt, key_hash=key_hash, scope="ingest")
+        )
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {key}"}
+
+
+def cached_gate(engine: Engine, clock: FakeClock) -> AuthGate:
+    settings = AuthSettings(auth_enabled=True, auth_cache_ttl_s=5)
+    return AuthGate(settings, create_session_factory(engine), clock)
+
+
+def test_a_wrong_key_costs_postgres_one_check_per_ttl(database_url: str) -> None:
+    """A client repeating a wrong key is answered from the cache, not by a query per request; the
+    refusal lasts the cache TTL, as an accepted key's answer does."""
+    engine = create_db_engine(database_url)
+    clock = FakeClock()
+    gate, sent = cached_gate(engine, clock), statements_sent(engine)
+    wrong = unknown_key()
+    for _ in range(20):
+        with pytest.raises(WrongKey):
+            gate.admit(bearer(wrong), Scope.INGEST)
+    assert len(sent) == 1
+    for _ in range(20):
+        with pytest.raises(MissingKey):
+            gate.admit({}, Scope.INGEST)
+    assert len(sent) == 1  # a missing key never needs PostgreSQL
+    clock.now += 5.1
+    with pytest.raises(WrongKey):
+        gate.admit(bearer(wrong), Scope.INGEST)
+    assert len(sent) == 2  # the refusal expired: checked again
+    engine.dispose()
+
+
+def test_a_key_refused_before_it_exists_is_accepted_after_the_ttl(database_url: str) -> None:
+    """A cached refusal lasts the cache TTL, no longer: a key stored after it was refused works then."""
+    engine = create_db_engine(database_url)
+    clock = FakeClock()
+    gate, key = cached_gate(engine, clock), unknown_key()
+    with pytest.raises(WrongKey):
+        gate.admit(bearer(key), Scope.INGEST)
+    store_key(engine, key, "beta")
+    clock.now += 4.9
+    with pytest.raises(WrongKey):
+        gate.admit(bearer(key), Scope.INGEST)
+    clock.now += 0.2
+    principal = gate.admit(bearer(key), Scope.INGEST)
+    assert principal is not None and principal.project == "beta"
+    with Session(engine) as session, session.begin():
+        revoke_key(session, key)
+    clock.now += 5.1  # a revocation applies once the accepted answer expires, as before
+    with pytest.raises(KeyRevoked):
+        gate.admit(bearer(key), Scope.INGEST)
+    engine.dispose()
+
+
+@pytest.fixture
+def later_database(postgres_server: DatabaseServer, template_database_url: str) -> Iterator[str]:
+    """The URL of a database that does not exist until the test creates it."""
+    name = f"later_{uuid.uuid4().hex[:12]}"
+    yield embedded_url(postgres_server.embedded, name)
+    with psycopg.connect(postgres_server.url, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_postgres_being_away_is_never_cached(postgres_server: DatabaseServer, later_database: str) -> None:
+    """While a key cannot be checked the answer is 503 (retry later); the first request once PostgreSQL
+    answers is checked, not refused from a cache."""
+    engine = create_db_engine(later_database, connect_timeout_s=2)
+    clock = FakeClock()
+    gate, key = cached_gate(engine, clock), unknown_key()
+    for _ in range(2):
+        with pytest.raises(AuthUnavailable) as unavailable:
+            gate.admit(bearer(key), Scope.INGEST)
+        assert unavailable.value.status == 503
+    name = psycopg.conninfo.conninfo_to_dict(later_database)["dbname"]
+    with psycopg.connect(postgres_server.url, autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(str(name)), sql.Identifier(TEMPLATE_DATABASE)
+            )
+        )
+    store_key(engine, key, "gamma")
+    principal = gate.admit(bearer(key), Scope.INGEST)  # the same instant: the outage was not cached
+    assert principal is not None and principal.project == "gamma"
+    engine.dispose()

@@ -4,19 +4,29 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from evallens.auth._errors import AuthUnavailable, RateLimited
+from evallens.auth._errors import AuthError, AuthUnavailable, RateLimited
 from evallens.auth.headers import presented_key
 from evallens.auth.keys import Principal, Scope, authenticate
 from evallens.auth.limit import RateLimiter, retry_after_header
 from evallens.settings import AuthSettings
 
+Cached = TypeVar("Cached")
+MAX_CACHED_KEYS = 10_000  # of each kind, accepted and refused; past it the cache starts over
+
 
 class AuthGate:
-    """One per server process. ``admit`` returns None when auth is off, else the request's principal."""
+    """One per server process. ``admit`` returns None when auth is off, else the request's principal.
+
+    Answers are cached for ``auth_cache_ttl_s``: an accepted key's principal, and a refusal (missing,
+    wrong or revoked key), so a client sending a wrong key costs PostgreSQL one check per TTL, not one
+    per request. Refusals are kept apart, so keys sprayed at the gate never push out accepted ones.
+    PostgreSQL being away (``AuthUnavailable``) is never cached.
+    """
 
     def __init__(
         self,
@@ -28,7 +38,8 @@ class AuthGate:
         self._sessions, self._clock = sessions, clock
         self._ttl_s = settings.auth_cache_ttl_s
         self._limiter = RateLimiter(settings.auth_rate_limit_per_s, settings.auth_rate_limit_burst, clock)
-        self._cache: dict[bytes, tuple[Principal, float]] = {}
+        self._accepted: dict[bytes, tuple[Principal, float]] = {}
+        self._refused: dict[bytes, tuple[tuple[type[AuthError], str], float]] = {}
         self._lock = threading.Lock()
 
     def admit(self, headers: Mapping[str, str], needed: Scope) -> Principal | None:
@@ -46,17 +57,29 @@ class AuthGate:
         digest = hashlib.sha256((presented or "").encode()).digest()
         now = self._clock()
         with self._lock:
-            cached = self._cache.get(digest)
-        if cached is not None and cached[1] > now:
-            return cached[0]
+            accepted, refused = self._accepted.get(digest), self._refused.get(digest)
+        if accepted is not None and accepted[1] > now:
+            return accepted[0]
+        if refused is not None and refused[1] > now:
+            kind, message = refused[0]
+            raise kind(message)  # a new one each time: threads raising one object would share its traceback
         try:
             with self._sessions() as session, session.begin():
                 principal = authenticate(session, presented)
         except SQLAlchemyError as error:
             raise AuthUnavailable(f"cannot check the API key: {type(error).__name__}") from None
-        if self._ttl_s > 0:
-            with self._lock:
-                if len(self._cache) > 10_000:
-                    self._cache.clear()
-                self._cache[digest] = (principal, now + self._ttl_s)
+        except AuthError as error:
+            self._remember(self._refused, digest, (type(error), str(error)), now)
+            raise
+        self._remember(self._accepted, digest, principal, now)
         return principal
+
+    def _remember(
+        self, cache: dict[bytes, tuple[Cached, float]], digest: bytes, answer: Cached, now: float
+    ) -> None:
+        if self._ttl_s <= 0:
+            return
+        with self._lock:
+            if len(cache) >= MAX_CACHED_KEYS:
+                cache.clear()
+            cache[digest] = (answer, now + self._ttl_s)
