@@ -7,7 +7,7 @@ another, until the logs request is answered. Prints how long those waited for th
 the collector's main process and of its decode workers. Runs the collector as a subprocess; asserts
 nothing.
 
-    python bench/collector_logs.py [--records 60000] [--content-chars 200]
+    python -m bench.collector_logs [--records 60000] [--content-chars 200]   (from the repository root)
 
 To measure another tree (e.g. before a change), run this file with ``PYTHONPATH`` pointing at that
 tree's ``platform`` and root: the collector and the migrations come from ``PYTHONPATH``.
