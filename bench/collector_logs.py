@@ -16,7 +16,6 @@ tree's ``platform`` and root: the collector and the migrations come from ``PYTHO
 import argparse
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,8 +29,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValueList
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from bench.collector_memory import tree_rss
-from evallens.db.server import embedded_url, ensure_database, start_embedded
+from bench.collector_memory import migrated_database, tree_rss
 from evallens.ports import free_port
 from evallens.settings import child_environment
 
@@ -156,10 +154,14 @@ def measure(url: str, scratch: Path, logs: bytes, traces: Callable[[int], bytes]
     print(f"  idle RSS: main {idle_main / 2**20:,.0f} MiB, workers {idle_workers / 2**20:,.0f} MiB")
     print(f"  logs request: {logs_status} after {logs_s:.1f} s")
     waits_s.sort()
-    print(
-        f"  500-span traces requests sent one after another meanwhile: {len(waits_s)} (answers {statuses}); "
-        f"median {waits_s[len(waits_s) // 2]:.2f} s, slowest {waits_s[-1]:.2f} s to be acknowledged"
-    )
+    if waits_s:
+        median_s, slowest_s = waits_s[len(waits_s) // 2], waits_s[-1]
+        print(
+            f"  500-span traces requests sent one after another meanwhile: {len(waits_s)}"
+            f" (answers {statuses}); median {median_s:.2f} s, slowest {slowest_s:.2f} s to be acknowledged"
+        )
+    else:
+        print("  no traces request was sent while the logs request ran: give it more --records")
     print(
         f"  peak RSS: main process {peak.main / 2**20:,.0f} MiB, "
         f"decode workers {peak.workers / 2**20:,.0f} MiB"
@@ -178,21 +180,8 @@ def main() -> None:
     args = parser.parse_args()
     logs = logs_body(args.records, args.content_chars)
     print(f"logs request: {args.records:,} content events, {len(logs) / 2**20:.1f} MiB", flush=True)
-    with tempfile.TemporaryDirectory(prefix="evallens-bench-") as scratch:
-        server = start_embedded(Path(scratch) / "pg")
-        try:
-            ensure_database(embedded_url(server, "postgres"), "bench")
-            url = embedded_url(server, "bench")
-            subprocess.run(
-                [sys.executable, "-m", "evallens", "db", "upgrade"],
-                cwd=scratch,
-                env=child_environment({"EVALLENS_DATABASE_URL": url, "EVALLENS_DATA_DIR": scratch}),
-                check=True,
-                capture_output=True,
-            )
-            measure(url, Path(scratch), logs, traces_body)
-        finally:
-            server.cleanup()
+    with migrated_database() as (url, scratch):
+        measure(url, scratch, logs, traces_body)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +53,27 @@ def tiny_request(client: int, num_spans: int) -> bytes:
     ]
     request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])])
     return request.SerializeToString()
+
+
+@contextlib.contextmanager
+def migrated_database() -> Iterator[tuple[str, Path]]:
+    """A scratch directory and a migrated database ``bench`` on an embedded PostgreSQL in it (its URL),
+    removed on the way out."""
+    with tempfile.TemporaryDirectory(prefix="evallens-bench-") as scratch:
+        server = start_embedded(Path(scratch) / "pg")
+        try:
+            ensure_database(embedded_url(server, "postgres"), "bench")
+            url = embedded_url(server, "bench")
+            subprocess.run(
+                [sys.executable, "-m", "evallens", "db", "upgrade"],
+                cwd=scratch,
+                env=child_environment({"EVALLENS_DATABASE_URL": url, "EVALLENS_DATA_DIR": scratch}),
+                check=True,
+                capture_output=True,
+            )
+            yield url, Path(scratch)
+        finally:
+            server.cleanup()
 
 
 def tree_rss(process: psutil.Process) -> tuple[int, int]:
@@ -195,22 +216,9 @@ def main() -> None:
     print(
         f"{args.clients} requests of {args.spans:,} spans, {len(bodies[0]) / 2**20:.1f} MiB each", flush=True
     )
-    with tempfile.TemporaryDirectory(prefix="evallens-bench-") as scratch:
-        server = start_embedded(Path(scratch) / "pg")
-        try:
-            ensure_database(embedded_url(server, "postgres"), "bench")
-            url = embedded_url(server, "bench")
-            subprocess.run(
-                [sys.executable, "-m", "evallens", "db", "upgrade"],
-                cwd=scratch,
-                env=child_environment({"EVALLENS_DATABASE_URL": url, "EVALLENS_DATA_DIR": scratch}),
-                check=True,
-                capture_output=True,
-            )
-            scenario("OTLP/HTTP", url, Path(scratch), bodies, send_http)
-            scenario("OTLP/gRPC", url, Path(scratch), bodies, send_grpc)
-        finally:
-            server.cleanup()
+    with migrated_database() as (url, scratch):
+        scenario("OTLP/HTTP", url, scratch, bodies, send_http)
+        scenario("OTLP/gRPC", url, scratch, bodies, send_grpc)
 
 
 if __name__ == "__main__":
