@@ -4,8 +4,9 @@ One client sends a ~15 MiB OTLP logs request of GenAI content events; once its u
 the collector is decoding it, a second client sends honest 500-span traces requests, one after
 another, until the logs request is answered. Prints how long those waited for their answers
 (median, slowest), how long the logs request took, and the peak RSS of
-the collector's main process and of its decode workers. Runs the collector as a subprocess; asserts
-nothing.
+the collector's main process and of its decode workers; then, in the same run, the raw COPY ceiling:
+the same rows (decoded by the collector's own code) COPYed straight into the emptied table. Runs
+the collector as a subprocess; asserts nothing.
 
     python -m bench.collector_logs [--records 60000] [--content-chars 200]   (from the repository root)
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import httpx
 import psutil
+import psycopg
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValueList
@@ -30,6 +32,8 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from bench.collector_memory import migrated_database, tree_rss
+from collector.logs import CONTENT_COLUMNS, LogsJob, decode_logs_body
+from collector.validate import SpanLimits
 from evallens.ports import free_port
 from evallens.settings import child_environment
 
@@ -166,6 +170,25 @@ def measure(url: str, scratch: Path, logs: bytes, traces: Callable[[int], bytes]
         f"  peak RSS: main process {peak.main / 2**20:,.0f} MiB, "
         f"decode workers {peak.workers / 2**20:,.0f} MiB"
     )
+    raw_s, num_rows = raw_copy(url, logs)
+    print(
+        f"  raw COPY ceiling, the same {num_rows:,} rows into the same emptied table and indexes:"
+        f" {raw_s:.1f} s ({num_rows / raw_s:,.0f} rows/s); the collector's whole request took"
+        f" {logs_s / raw_s:.1f}x that (upload, decode, staging COPY, move)"
+    )
+
+
+def raw_copy(url: str, logs: bytes) -> tuple[float, int]:
+    """Seconds for one plain COPY of the request's rows (decoded here, untimed) into the emptied
+    ``genai_content``, and how many rows."""
+    batch = decode_logs_body(LogsJob(logs, "protobuf", False, len(logs), SpanLimits(), None))
+    columns = ", ".join(CONTENT_COLUMNS)
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("TRUNCATE genai_content")
+        started = time.perf_counter()
+        with connection.cursor() as cursor, cursor.copy(f"COPY genai_content ({columns}) FROM STDIN") as copy:
+            copy.write("".join(batch.lines))
+        return time.perf_counter() - started, len(batch.lines)
 
 
 def main() -> None:

@@ -796,6 +796,8 @@ def run(args: argparse.Namespace) -> None:
             print(f"\nstart {start + 1} of {args.starts}: the servers and engines started afresh", flush=True)
         # each start asks its own questions (a seed of its own), so the starts are alike but not equal
         start_args = argparse.Namespace(**{**vars(args), "seed": args.seed + 1000 * start})
+        if args.profile and args.starts > 1:  # each start's profiles under their own names
+            start_args.profile = f"{args.profile}.start{start + 1}"
         comparisons, pairs, cpu_s = start_once(start_args)
         if comparisons:
             rounds_by_start.append(comparisons)
@@ -860,7 +862,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--profile",
         default=None,
-        help="cProfile this process (the service) during each bare row (PATH.N) and the latency pairs",
+        help="cProfile this process (the service) during each bare row (PATH.N) and the latency pairs"
+        " (PATH.latency); with --starts, PATH.startK.N and PATH.startK.latency",
     )
     parser.add_argument(
         "--control",

@@ -390,7 +390,7 @@ def unsafe_advice(text: str, topic: str = "") -> str | None:
     household = _household_hazard(sentences, plain_topic, leave_granted)
     if household is not None:
         return household
-    unheeded = _danger_unheeded(sentences, expand_contractions(topic).lower())
+    unheeded = _danger_unheeded(sentences, plain_topic)
     if unheeded is not None:
         return unheeded
     for index, sentence in enumerate(sentences):
