@@ -31,14 +31,16 @@ from collector.prices import PriceBook, list_prices
 from collector.runtime import span_limits
 from collector.workers import DecodeJob, decode_body
 from collector.write import COPY_SPANS
+from evallens.app.demo.processes import ManagedProcess, healthy
 from evallens.db.engine import create_db_engine
 from evallens.db.migrate import upgrade
 from evallens.db.server import embedded_url, ensure_database, start_embedded
 from evallens.ports import free_port
-from evallens.settings import CollectorSettings, child_environment
+from evallens.settings import CollectorSettings
 from evallens.telemetry import attributes as names
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+COLLECTOR_START_S = 120.0  # a cold start on a busy 2-core machine takes seconds; a dead one fails at once
 WORDS = [
     "the",
     "model",
@@ -337,24 +339,16 @@ def run(url: str, scratch: Path, args: argparse.Namespace) -> None:
     print(f"building {args.spans} spans in {args.batch}-span batches ...", flush=True)
     payloads = build_payloads(args.spans, args.batch)
     port = free_port()
-    environment = child_environment(
-        {
-            "EVALLENS_DATABASE_URL": url,
-            "EVALLENS_DATA_DIR": str(scratch / "data"),
-            "EVALLENS_COLLECTOR_HTTP_PORT": str(port),
-            "EVALLENS_COLLECTOR_GRPC_ENABLED": "false",
-        }
-    )
-    collector = subprocess.Popen(
-        [sys.executable, "-m", "evallens", "collector"], cwd=REPO_ROOT, env=environment
-    )
-    try:
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+    environment = {
+        "EVALLENS_DATABASE_URL": url,
+        "EVALLENS_DATA_DIR": str(scratch / "data"),
+        "EVALLENS_COLLECTOR_HTTP_PORT": str(port),
+        "EVALLENS_COLLECTOR_GRPC_ENABLED": "false",
+    }
+    log_path = Path(tempfile.gettempdir()) / f"evallens-bench-collector-{port}.log"
+    command = [sys.executable, "-m", "evallens", "collector"]
+    process = ManagedProcess("collector", command, log_path, environment)
+    with healthy(process, f"http://127.0.0.1:{port}/healthz", COLLECTOR_START_S, 60) as collector:
         peak, stop = [0], threading.Event()
         threading.Thread(target=watch_rss, args=(collector.pid, stop, peak), daemon=True).start()
         clients = Clients(f"http://127.0.0.1:{port}/v1/traces", payloads, args.clients)
@@ -364,9 +358,6 @@ def run(url: str, scratch: Path, args: argparse.Namespace) -> None:
             time.sleep(0.02)
         durable_s = time.perf_counter() - started
         stop.set()
-    finally:
-        collector.terminate()
-        collector.wait(60)
     durable_rate = args.spans / durable_s
     print("raw COPY of the same rows into the same table ...", flush=True)
     chunks = worker_rows(url, payloads, scratch)

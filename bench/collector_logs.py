@@ -15,8 +15,6 @@ tree's ``platform`` and root: the collector and the migrations come from ``PYTHO
 """
 
 import argparse
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,11 +29,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValueList
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from bench.collector_memory import migrated_database, tree_rss
+from bench.collector_memory import COLLECTOR_START_S, collector_process, migrated_database, tree_rss
 from collector.logs import CONTENT_COLUMNS, LogsJob, decode_logs_body
 from collector.validate import SpanLimits
+from evallens.app.demo.processes import healthy
 from evallens.ports import free_port
-from evallens.settings import child_environment
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 
@@ -99,25 +97,15 @@ class PeakRss:
 
 def measure(url: str, scratch: Path, logs: bytes, traces: Callable[[int], bytes]) -> None:
     http_port = free_port()
-    environment = child_environment(
-        {
-            "EVALLENS_DATABASE_URL": url,
-            "EVALLENS_DATA_DIR": str(scratch / "collector"),
-            "EVALLENS_COLLECTOR_HTTP_PORT": str(http_port),
-            "EVALLENS_COLLECTOR_GRPC_ENABLED": "false",
-        }
-    )
-    collector = subprocess.Popen(
-        [sys.executable, "-m", "evallens", "collector"], cwd=scratch, env=environment
-    )
+    environment = {
+        "EVALLENS_DATABASE_URL": url,
+        "EVALLENS_DATA_DIR": str(scratch / "collector"),
+        "EVALLENS_COLLECTOR_HTTP_PORT": str(http_port),
+        "EVALLENS_COLLECTOR_GRPC_ENABLED": "false",
+    }
     base = f"http://127.0.0.1:{http_port}"
-    try:
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+    process = collector_process(environment, http_port)
+    with healthy(process, f"{base}/healthz", COLLECTOR_START_S, 60) as collector:
         time.sleep(1)
         idle_main, idle_workers = tree_rss(psutil.Process(collector.pid))
         peak = PeakRss(collector.pid)
@@ -151,9 +139,6 @@ def measure(url: str, scratch: Path, logs: bytes, traces: Callable[[int], bytes]
                 statuses.add(response.status_code)
         sender.join()
         peak.stop.set()
-    finally:
-        collector.terminate()
-        collector.wait(120)
     logs_status, logs_s = logs_answer[0]
     print(f"  idle RSS: main {idle_main / 2**20:,.0f} MiB, workers {idle_workers / 2**20:,.0f} MiB")
     print(f"  logs request: {logs_status} after {logs_s:.1f} s")

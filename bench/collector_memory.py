@@ -30,11 +30,13 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
+from evallens.app.demo.processes import ManagedProcess, healthy
 from evallens.db.server import embedded_url, ensure_database, start_embedded
 from evallens.ports import free_port
 from evallens.settings import child_environment
 
 RETRYABLE_HTTP = (429, 503)
+COLLECTOR_START_S = 120.0  # a cold start on a busy 2-core machine takes seconds; a dead one fails at once
 RETRYABLE_GRPC = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
 
 
@@ -74,6 +76,12 @@ def migrated_database() -> Iterator[tuple[str, Path]]:
             yield url, Path(scratch)
         finally:
             server.cleanup()
+
+
+def collector_process(environment: dict[str, str], port: int) -> ManagedProcess:
+    """``evallens collector`` with ``environment``, logging to a file that outlives the scratch dir."""
+    log_path = Path(tempfile.gettempdir()) / f"evallens-bench-collector-{port}.log"
+    return ManagedProcess("collector", [sys.executable, "-m", "evallens", "collector"], log_path, environment)
 
 
 def tree_rss(process: psutil.Process) -> tuple[int, int]:
@@ -155,29 +163,18 @@ def scenario(name: str, url: str, scratch: Path, bodies: list[bytes], send: Call
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute("TRUNCATE spans")
     http_port, grpc_port = free_port(), free_port()
-    environment = child_environment(
-        {
-            "EVALLENS_DATABASE_URL": url,
-            "EVALLENS_DATA_DIR": str(scratch / name),
-            "EVALLENS_COLLECTOR_HTTP_PORT": str(http_port),
-            "EVALLENS_COLLECTOR_GRPC_PORT": str(grpc_port),
-            "EVALLENS_COLLECTOR_MAX_REQUEST_BYTES": str(32 * 2**20),
-        }
-    )
-    # cwd is the scratch dir, so the collector comes from PYTHONPATH (or the install), never the cwd
-    collector = subprocess.Popen(
-        [sys.executable, "-m", "evallens", "collector"], cwd=scratch, env=environment
-    )
-    try:
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{http_port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+    environment = {
+        "EVALLENS_DATABASE_URL": url,
+        "EVALLENS_DATA_DIR": str(scratch / name),
+        "EVALLENS_COLLECTOR_HTTP_PORT": str(http_port),
+        "EVALLENS_COLLECTOR_GRPC_PORT": str(grpc_port),
+        "EVALLENS_COLLECTOR_MAX_REQUEST_BYTES": str(32 * 2**20),
+    }
+    health_url = f"http://127.0.0.1:{http_port}/healthz"
+    with healthy(collector_process(environment, http_port), health_url, COLLECTOR_START_S, 120) as collector:
         time.sleep(1)
         idle_rss = sum(tree_rss(psutil.Process(collector.pid)))
-        watch = Watch(collector.pid, f"http://127.0.0.1:{http_port}/healthz")
+        watch = Watch(collector.pid, health_url)
         threading.Thread(target=watch.run, daemon=True).start()
         statuses: list[str] = []
         port = http_port if send is send_http else grpc_port
@@ -190,9 +187,6 @@ def scenario(name: str, url: str, scratch: Path, bodies: list[bytes], send: Call
         answered_s = time.perf_counter() - started
         stored = count_spans(url)
         watch.stop.set()
-    finally:
-        collector.terminate()
-        collector.wait(120)
     answers = ", ".join(f"{statuses.count(s)} x {s}" for s in sorted(set(statuses)))
     print(f"{name}:")
     print(f"  idle RSS (collector + workers):  {idle_rss / 2**20:,.0f} MiB")

@@ -3,7 +3,8 @@
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +71,13 @@ class ManagedProcess:
             self.process.wait()
 
     @property
+    def pid(self) -> int:
+        """The started process's id."""
+        if self.process is None:
+            raise ProcessFailed(f"{self.name} is not started")
+        return self.process.pid
+
+    @property
     def running(self) -> bool:
         """Whether the process is alive."""
         return self.process is not None and self.process.poll() is None
@@ -98,3 +106,17 @@ class ProcessGroup:
         for process in reversed(self.processes):
             process.stop()
         self.processes.clear()
+
+
+@contextmanager
+def healthy(
+    process: ManagedProcess, health_url: str, timeout_s: float, stop_timeout_s: float = 20.0
+) -> Iterator[ManagedProcess]:
+    """Start ``process``, wait until ``health_url`` answers 200 (failing with its log's location if it
+    dies or takes longer than ``timeout_s``), and stop it on the way out, however the block ends."""
+    process.start()
+    try:
+        process.wait_healthy(health_url, timeout_s)
+        yield process
+    finally:
+        process.stop(stop_timeout_s)
