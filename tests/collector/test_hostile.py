@@ -132,6 +132,45 @@ def test_a_nul_escaped_in_a_json_question_can_be_promoted(
     assert report.version == 2 and len(report.cases) == 1
 
 
+# JSON escapes a lone UTF-16 surrogate (``json.dumps("\ud800")``); decoded, no UTF-8 text can hold it.
+LONE_SURROGATE_MESSAGES = '[{"role": "user", "content": "reset\\ud800my \\udfffpassword"}]'
+
+
+def test_a_lone_surrogate_escaped_in_json_chat_content_is_stored(
+    running_collector: Collector, database_url: str, transport: str
+) -> None:
+    """Decoded, the escape is a str that orjson, psycopg and PostgreSQL refuse: the whole request was a
+    500 with a traceback (its good span lost). Like NUL, it is stored as U+FFFD."""
+    good = make_span(0)
+    escaped = make_span(1, attributes={names.GEN_AI_PROMPT: LONE_SURROGATE_MESSAGES})
+    answer = TRANSPORTS[transport](running_collector, make_request([good, escaped]), {})
+    assert (answer.ok, answer.rejected) == (True, 0), answer
+    stored = {span["name"]: span["attributes"] for span in fetch_spans(database_url)}
+    assert set(stored) == {"span-0", "span-1"}
+    assert json.loads(stored["span-1"][names.GEN_AI_INPUT_MESSAGES]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "reset\ufffdmy \ufffdpassword"}]}
+    ]
+
+
+def test_a_lone_surrogate_escaped_in_a_json_question_can_be_promoted(
+    running_collector: Collector, database_url: str
+) -> None:
+    span = make_span(3, attributes={names.GEN_AI_INPUT_MESSAGES: LONE_SURROGATE_MESSAGES})
+    answer = TRANSPORTS["http-protobuf"](running_collector, make_request([span]), {})
+    assert (answer.ok, answer.rejected) == (True, 0), answer
+    trace_id = (4).to_bytes(16, "big").hex()
+    assert question_from_attribute(LONE_SURROGATE_MESSAGES) == "reset\ufffdmy \ufffdpassword"
+    engine = create_db_engine(database_url)
+    with Session(engine) as session, session.begin():
+        session.add(EvalSet(project="default", name="support", version=1, content_hash="h1"))
+    with Session(engine) as session, session.begin():
+        promote_traces(session, [trace_id], eval_set_name="support", scenario="account")
+    with Session(engine) as session:
+        stored = session.scalars(select(EvalCase.question).where(EvalCase.source_trace_id == trace_id))
+        assert list(stored) == ["reset\ufffdmy \ufffdpassword"]
+    engine.dispose()
+
+
 def test_a_nul_escaped_in_a_json_log_event_is_stored(running_collector: Collector, database_url: str) -> None:
     trace_id, span_id = (13).to_bytes(16, "big"), (1).to_bytes(8, "big")
     prompt = json.dumps([{"role": "user", "content": "reset\u0000my password"}])

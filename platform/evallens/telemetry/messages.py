@@ -2,6 +2,7 @@
 and answer in GenAI / OpenInference span attributes (``gen_ai.input.messages``, ``input.value``, ...)."""
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -9,6 +10,7 @@ from evallens.telemetry import attributes
 
 QUESTION_ATTRIBUTES = (attributes.GEN_AI_INPUT_MESSAGES, attributes.INPUT_VALUE)
 ANSWER_ATTRIBUTES = (attributes.GEN_AI_OUTPUT_MESSAGES, attributes.OUTPUT_VALUE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def last_message(messages: Iterable[Any], role: str) -> str | None:
@@ -68,9 +70,15 @@ def _from_attribute(value: Any, role: str) -> str | None:
 
 
 def clean_text(text: str) -> str:
-    """``text`` with NUL as U+FFFD: PostgreSQL text and JSONB cannot hold NUL (which JSON's ``\\u0000``
-    decodes to); the collector cleans every string it stores with this too."""
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+    """``text`` with NUL and lone UTF-16 surrogates as U+FFFD: PostgreSQL text and JSONB cannot hold
+    NUL, and no UTF-8 text can hold a surrogate (JSON's ``\\u0000`` and ``\\ud800`` decode to them);
+    the collector cleans every string it stores with this too."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    # only JSON escapes make surrogates, and they are never ASCII: isascii() is a flag read
+    if not text.isascii() and _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def first_text(values: Sequence[Any], role: str) -> str | None:
