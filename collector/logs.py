@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsPartialSuccess,
@@ -29,7 +28,7 @@ from collector._anyvalue import any_value, key_values
 from collector._body import gunzip_capped
 from collector._genai import event_messages
 from collector.copy_rows import json_text, text, timestamp_text
-from collector.otlp_json import MalformedRequest, rewrite_ids
+from collector.otlp_json import MalformedRequest, load_json_document, rewrite_ids
 from collector.validate import InvalidSpan, SpanLimits, key_text
 from evallens.telemetry import attributes as names
 from evallens.telemetry.attributes import DEFAULT_PROJECT
@@ -126,12 +125,7 @@ def parse_logs(body: bytes, body_format: str) -> ExportLogsServiceRequest:
         except Exception as error:  # DecodeError, or RuntimeError for deep recursion
             raise MalformedRequest(f"body is not a protobuf ExportLogsServiceRequest: {error}") from None
         return request
-    try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError as error:
-        raise MalformedRequest(f"body is not valid JSON: {error}") from None
-    if not isinstance(document, dict):
-        raise MalformedRequest("body must be a JSON object with resourceLogs")
+    document = load_json_document(body, "resourceLogs")
     for resource_logs in _list(document.get("resourceLogs", document.get("resource_logs"))):
         for scope_logs in _list(_get(resource_logs, "scopeLogs", "scope_logs")):
             for record in _list(_get(scope_logs, "logRecords", "log_records")):

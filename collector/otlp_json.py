@@ -7,6 +7,7 @@ strings) ``json_format`` already accepts; unknown fields are ignored as the spec
 
 import base64
 import binascii
+import re
 from typing import Any
 
 import orjson
@@ -28,13 +29,40 @@ class MalformedRequest(ValueError):
 def load_json_request(body: bytes) -> dict[str, Any]:
     """The JSON document of an OTLP/JSON body, not yet a protobuf request: its spans can be counted
     (``iter_span_objects``) before ``json_request`` builds a message for each."""
+    return load_json_document(body, "resourceSpans")
+
+
+def load_json_document(body: bytes, holds: str) -> dict[str, Any]:
+    """The JSON object of an OTLP/JSON body (``holds``: the list it should hold, for the error)."""
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:
-        raise MalformedRequest(f"body is not valid JSON: {error}") from None
+        readable, num_replaced = _LONE_SURROGATE.subn(_replace_lone_surrogate, body)
+        if not num_replaced:
+            raise MalformedRequest(f"body is not valid JSON: {error}") from None
+        try:
+            document = orjson.loads(readable)
+        except orjson.JSONDecodeError as error:
+            raise MalformedRequest(f"body is not valid JSON: {error}") from None
     if not isinstance(document, dict):
-        raise MalformedRequest("body must be a JSON object with resourceSpans")
+        raise MalformedRequest(f"body must be a JSON object with {holds}")
     return document
+
+
+# JSON may escape a lone UTF-16 surrogate: JavaScript's JSON.stringify writes one for a string cut
+# inside an emoji, as OpenTelemetry JS does when it truncates attribute values. orjson refuses it, and
+# no UTF-8 text can hold it; as in Go's encoding/json (the OpenTelemetry Collector's), it reads as
+# U+FFFD. A match is an escape (an even run of backslashes before it) of a pair or of a lone half.
+_LONE_SURROGATE = re.compile(
+    rb"(?<!\\)((?:\\\\)*)(\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+    rb"|\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+_PAIR_LENGTH = len(rb"\ud83d\ude00")
+
+
+def _replace_lone_surrogate(match: re.Match[bytes]) -> bytes:
+    backslashes, escape = match.group(1), match.group(2)
+    return match.group(0) if len(escape) == _PAIR_LENGTH else backslashes + rb"\ufffd"
 
 
 def json_request(document: dict[str, Any]) -> ExportTraceServiceRequest:

@@ -13,6 +13,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from collector.otlp_json import MalformedRequest, load_json_request
 from collector.pricebook import PriceBook
 from collector.runtime import Collector
 from collector.validate import SpanLimits
@@ -23,9 +24,16 @@ from evallens.db.models import EvalCase, EvalSet
 from evallens.telemetry import attributes as names
 from evallens.telemetry.messages import question_from_attribute
 from tests.collector.conftest import fetch_spans, make_request, make_span
-from tests.collector.test_genai_content import QUESTION, any_value, log_record, logs_request, stored_content
+from tests.collector.test_genai_content import (
+    QUESTION,
+    any_value,
+    log_record,
+    logs_request,
+    stored_content,
+    to_otlp_json,
+)
 from tests.collector.test_poison import quarantined
-from tests.collector.test_transports import TRANSPORTS
+from tests.collector.test_transports import TRANSPORTS, otlp_json
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 # Deeper than Python's recursion limit: ``json.loads`` raises RecursionError, not ValueError.
@@ -169,6 +177,56 @@ def test_a_lone_surrogate_escaped_in_a_json_question_can_be_promoted(
         stored = session.scalars(select(EvalCase.question).where(EvalCase.source_trace_id == trace_id))
         assert list(stored) == ["reset\ufffdmy \ufffdpassword"]
     engine.dispose()
+
+
+# What JavaScript's JSON.stringify writes for a string cut inside an emoji (OpenTelemetry JS truncates
+# attribute values by UTF-16 length): a lone high surrogate escape. An escaped backslash before "ud83d"
+# is text, not an escape, and a whole pair is an emoji; both stay as they are.
+JS_CUT = ("cut \\ud83d", "cut \ufffd")
+TEXT_BACKSLASH = ("path \\\\ud83d", "path \\ud83d")
+LOW_ALONE = ("low \\\\\\udc00", "low \\\ufffd")
+PAIR = ("emoji \\ud83d\\ude00", "emoji \U0001f600")
+
+
+def test_lone_surrogate_escapes_in_an_otlp_json_body_are_stored_as_replacement_characters(
+    running_collector: Collector, database_url: str
+) -> None:
+    """orjson refuses the body ("no low surrogate in string"): the whole request was a 400 and its good
+    spans lost. Go's encoding/json, which the OpenTelemetry Collector uses, reads them as U+FFFD."""
+    spans = [make_span(index, attributes={"note": f"MARK{index}"}) for index in range(4)]
+    body = otlp_json(make_request(spans)).decode()
+    for index, (escaped, _) in enumerate((JS_CUT, TEXT_BACKSLASH, LOW_ALONE, PAIR)):
+        body = body.replace(f"MARK{index}", escaped)
+    response = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/traces",
+        content=body.encode(),
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 200, response.text
+    assert "partialSuccess" not in response.json() or not response.json()["partialSuccess"]
+    stored = {span["name"]: span["attributes"]["note"] for span in fetch_spans(database_url)}
+    assert stored == {
+        f"span-{i}": read for i, (_, read) in enumerate((JS_CUT, TEXT_BACKSLASH, LOW_ALONE, PAIR))
+    }
+
+
+def test_a_lone_surrogate_escape_in_an_otlp_json_logs_body_is_stored(
+    running_collector: Collector, database_url: str
+) -> None:
+    trace_id, span_id = (14).to_bytes(16, "big"), (1).to_bytes(8, "big")
+    record = log_record("gen_ai.user.message", {"content": "MARK"}, trace_id, span_id)
+    body = to_otlp_json(logs_request([record])).decode().replace("MARK", JS_CUT[0])
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+    answer = httpx.post(url, content=body.encode(), headers={"content-type": "application/json"})
+    assert answer.status_code == 200, answer.text
+    assert [row["messages"] for row in stored_content(database_url)] == [
+        [{"role": "user", "content": JS_CUT[1]}]
+    ]
+
+
+def test_a_body_that_is_not_json_is_still_refused_saying_so() -> None:
+    with pytest.raises(MalformedRequest, match="body is not valid JSON"):
+        load_json_request(b'{"resourceSpans": [\\ud83d]}')
 
 
 def test_a_nul_escaped_in_a_json_log_event_is_stored(running_collector: Collector, database_url: str) -> None:
