@@ -7,8 +7,10 @@ Repeated singular fields (``resource``, ``scope``) merge as protobuf merges them
 """
 
 from collections.abc import Iterator
+from typing import Any, TypeVar
 
-from google.protobuf.message import DecodeError
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -18,6 +20,9 @@ RESOURCE_RESOURCE, RESOURCE_SCOPE_SPANS = 1, 2
 SCOPE_SCOPE, SCOPE_SPANS = 1, 2
 LENGTH_DELIMITED = 2
 MAX_VARINT_SHIFT = 64
+MAX_DEPTH = 100  # upb's own limit on nested messages
+
+MessageT = TypeVar("MessageT", bound=Message)
 
 ScopeGroup = tuple[InstrumentationScope, Iterator[Span]]
 ResourceGroup = tuple[Resource, Iterator[ScopeGroup]]
@@ -77,9 +82,59 @@ def _parse(
     kind: type[Span] | type[Resource] | type[InstrumentationScope], data: bytes | memoryview
 ) -> object:
     try:
-        return kind.FromString(data)  # type: ignore[arg-type]  # upb parses any buffer: no copy
+        return parse_lenient(kind, data)
     except DecodeError as error:
         raise WireError(f"invalid {kind.__name__}: {error}") from None
+
+
+def parse_lenient(kind: type[MessageT], data: bytes | memoryview) -> MessageT:
+    """``kind`` parsed from ``data``, reading string fields that are not UTF-8 with U+FFFD for each
+    bad byte; raises ``DecodeError`` for what is not a ``kind`` at all.
+
+    upb refuses a whole message for one such string. protobuf.js, OpenTelemetry JS's OTLP/protobuf
+    encoder, writes a lone UTF-16 surrogate (a string cut inside an emoji) as three such bytes, and
+    the OpenTelemetry Collector does not check: it keeps the span, and so do we.
+    """
+    try:
+        return kind.FromString(data)  # type: ignore[arg-type]  # upb parses any buffer: no copy
+    except DecodeError as error:
+        try:
+            repaired = utf8_repaired(memoryview(data), kind.DESCRIPTOR)
+        except WireError:
+            raise error from None
+        if repaired == data:
+            raise
+        return kind.FromString(repaired)
+
+
+def utf8_repaired(data: memoryview, message: Any, depth: int = 0) -> bytes:
+    """The serialized message of descriptor ``message`` (upb's or the pure-Python one) with every
+    string field's bad UTF-8 bytes as U+FFFD."""
+    if depth > MAX_DEPTH:
+        raise WireError(f"nested deeper than {MAX_DEPTH} messages")
+    out = bytearray()
+    for number, wire_type, start, end in fields(data, 0, len(data)):
+        field = message.fields_by_number.get(number)
+        value = data[start:end]
+        if wire_type == LENGTH_DELIMITED and field is not None:
+            if field.type == FieldDescriptor.TYPE_STRING:
+                value = memoryview(bytes(value).decode("utf-8", "replace").encode())
+            elif field.type == FieldDescriptor.TYPE_MESSAGE:
+                value = memoryview(utf8_repaired(value, field.message_type, depth + 1))
+        out += _varint_bytes(number << 3 | wire_type)
+        if wire_type == LENGTH_DELIMITED:
+            out += _varint_bytes(len(value))
+        out += value
+    return bytes(out)
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _merged(

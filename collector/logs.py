@@ -27,6 +27,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 from collector._anyvalue import any_value, key_values
 from collector._body import gunzip_capped
 from collector._genai import event_messages
+from collector._wire import parse_lenient
 from collector.copy_rows import json_text, text, timestamp_text
 from collector.otlp_json import MalformedRequest, load_json_document, rewrite_ids
 from collector.validate import InvalidSpan, SpanLimits, key_text
@@ -121,10 +122,9 @@ def parse_logs(body: bytes, body_format: str) -> ExportLogsServiceRequest:
     request = ExportLogsServiceRequest()
     if body_format != "json":
         try:
-            request.ParseFromString(body)
+            return parse_lenient(ExportLogsServiceRequest, body)
         except Exception as error:  # DecodeError, or RuntimeError for deep recursion
             raise MalformedRequest(f"body is not a protobuf ExportLogsServiceRequest: {error}") from None
-        return request
     document = load_json_document(body, "resourceLogs")
     for resource_logs in _list(document.get("resourceLogs", document.get("resource_logs"))):
         for scope_logs in _list(_get(resource_logs, "scopeLogs", "scope_logs")):

@@ -9,6 +9,7 @@ import httpx
 import orjson
 import pytest
 from google.protobuf import json_format
+from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -227,6 +228,57 @@ def test_a_lone_surrogate_escape_in_an_otlp_json_logs_body_is_stored(
 def test_a_body_that_is_not_json_is_still_refused_saying_so() -> None:
     with pytest.raises(MalformedRequest, match="body is not valid JSON"):
         load_json_request(b'{"resourceSpans": [\\ud83d]}')
+
+
+# What protobuf.js (OpenTelemetry JS's OTLP/protobuf exporter) writes for a lone surrogate: its UTF-16
+# code unit as three bytes, which are not UTF-8; upb refuses the whole message ("bad UTF-8").
+CESU_HALF = b"\xed\xa0\xbd"
+
+
+def with_bytes(serialized: bytes, marker: bytes, raw: bytes) -> bytes:
+    """``serialized`` with each ``marker`` swapped for ``raw`` of the same length (lengths stay right)."""
+    assert len(marker) == len(raw) and marker in serialized
+    return serialized.replace(marker, raw)
+
+
+def test_bad_utf8_in_protobuf_strings_is_stored_as_replacement_characters(
+    running_collector: Collector, database_url: str
+) -> None:
+    """The whole request was a 400 ("String field had bad UTF-8") and every good span lost; as the
+    OpenTelemetry Collector (which does not check) keeps the span, the bad bytes read as U+FFFD."""
+    bad = make_span(1, attributes={"note": "n=QQQ"})
+    bad.name = "span-QQQ"
+    request = make_request([make_span(0, attributes={"note": "note-0"}), bad])
+    body = with_bytes(request.SerializeToString(), b"QQQ", CESU_HALF)
+    response = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/traces", content=body, headers=PROTOBUF
+    )
+    assert response.status_code == 200, response.content
+    stored = {span["name"]: span["attributes"]["note"] for span in fetch_spans(database_url)}
+    assert stored == {"span-0": "note-0", "span-\ufffd\ufffd\ufffd": "n=\ufffd\ufffd\ufffd"}
+
+
+def test_bad_utf8_in_a_protobuf_log_record_is_stored(running_collector: Collector, database_url: str) -> None:
+    trace_id, span_id = (15).to_bytes(16, "big"), (1).to_bytes(8, "big")
+    record = log_record("gen_ai.user.message", {"content": "hi QQQ"}, trace_id, span_id)
+    body = with_bytes(logs_request([record]).SerializeToString(), b"QQQ", CESU_HALF)
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+    answer = httpx.post(url, content=body, headers=PROTOBUF)
+    assert answer.status_code == 200, answer.content
+    assert ExportLogsServiceResponse.FromString(answer.content).partial_success.rejected_log_records == 0
+    messages = [row["messages"] for row in stored_content(database_url)]
+    assert messages == [[{"role": "user", "content": "hi \ufffd\ufffd\ufffd"}]]
+
+
+def test_a_truncated_protobuf_body_is_still_refused_saying_so(running_collector: Collector) -> None:
+    body = make_request([make_span(0)]).SerializeToString()[:-3]
+    response = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/traces", content=body, headers=PROTOBUF
+    )
+    assert response.status_code == 400
+    assert (
+        "not a protobuf ExportTraceServiceRequest" in status_pb2.Status.FromString(response.content).message
+    )
 
 
 def test_a_nul_escaped_in_a_json_log_event_is_stored(running_collector: Collector, database_url: str) -> None:
