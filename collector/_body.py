@@ -1,5 +1,6 @@
 """Reading a request body under a size cap, before and after gzip, without buffering a bomb."""
 
+import asyncio
 import zlib
 from collections.abc import AsyncIterator, Callable
 
@@ -15,23 +16,37 @@ class BadEncoding(Exception):
     """The body says it is gzip but is not."""
 
 
+class BodyTimeout(Exception):
+    """The client stopped sending its body part way."""
+
+
 async def read_capped(
-    chunks: AsyncIterator[bytes], max_bytes: int, on_size: Callable[[int], None] | None = None
+    chunks: AsyncIterator[bytes],
+    max_bytes: int,
+    on_size: Callable[[int], None] | None = None,
+    idle_timeout_s: float | None = None,
 ) -> bytes:
-    """The whole body, or ``BodyTooLarge`` as soon as it passes ``max_bytes``.
+    """The whole body, or ``BodyTooLarge`` as soon as it passes ``max_bytes``, or ``BodyTimeout`` when
+    no bytes come for ``idle_timeout_s``.
 
     ``on_size`` hears the size read so far after each chunk (and may raise to stop reading).
     """
     parts: list[bytes] = []
     size = 0
-    async for chunk in chunks:
+    while True:
+        try:
+            async with asyncio.timeout(idle_timeout_s):
+                chunk = await anext(chunks, None)
+        except TimeoutError:
+            raise BodyTimeout(f"no body bytes for {idle_timeout_s:g} s; {size} bytes came") from None
+        if chunk is None:
+            return b"".join(parts)
         size += len(chunk)
         if size > max_bytes:
             raise BodyTooLarge(f"request body is over {max_bytes} bytes")
         if on_size is not None:
             on_size(size)
         parts.append(chunk)
-    return b"".join(parts)
 
 
 def gunzip_capped(data: bytes, max_bytes: int) -> bytes:

@@ -9,11 +9,11 @@ import orjson
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from collector._body import BadEncoding, BodyTooLarge, read_capped
+from collector._body import BadEncoding, BodyTimeout, BodyTooLarge, read_capped
 from collector.log_store import DatabaseUnavailable, LogReceiver
 from collector.otlp_json import MalformedRequest, message_to_json
 from collector.pipeline import Overloaded, Refused
@@ -43,9 +43,10 @@ class HttpError(Exception):
 
 @dataclass(frozen=True)
 class HttpLimits:
-    """Largest body accepted, on the wire and after gzip."""
+    """Largest body accepted, on the wire and after gzip, and how long a body may pause."""
 
     max_request_bytes: int = 16 * 1024 * 1024
+    body_idle_timeout_s: float = 30.0
 
 
 def create_app(
@@ -122,10 +123,10 @@ async def export(
 
     The event loop only moves bytes: inflating, parsing and decoding happen in a worker process.
     """
-    body_format, encoding, declared = check_headers(request, limits, content_type)
+    body_format, encoding = check_headers(request, limits, content_type)
     try:
-        with receiver.admit(int(declared) if declared.isdigit() else 0) as reservation:
-            body = await read_capped(request.stream(), limits.max_request_bytes, reservation.cover)
+        with receiver.admit() as reservation:
+            body = await read_body(request, limits, reservation.cover)
             decoded = await receiver.pool.decode(receiver.job(body, body_format, encoding == "gzip", project))
         durable = await asyncio.wrap_future(receiver.queue(decoded))
     except (BodyTooLarge, TooManySpans) as error:
@@ -140,8 +141,8 @@ async def export(
     return export_response(decoded, durable)
 
 
-def check_headers(request: Request, limits: HttpLimits, content_type: str) -> tuple[BodyFormat, str, str]:
-    """The body format, content encoding and declared length of a post, or the ``HttpError`` refusing it."""
+def check_headers(request: Request, limits: HttpLimits, content_type: str) -> tuple[BodyFormat, str]:
+    """The body format and content encoding of a post, or the ``HttpError`` refusing it."""
     body_format = FORMATS.get(content_type)
     if body_format is None:
         raise HttpError(415, code_pb2.INVALID_ARGUMENT, f"unsupported content type {content_type!r}")
@@ -153,7 +154,23 @@ def check_headers(request: Request, limits: HttpLimits, content_type: str) -> tu
         raise HttpError(
             413, code_pb2.RESOURCE_EXHAUSTED, f"request body is over {limits.max_request_bytes} bytes"
         )
-    return body_format, encoding, declared
+    return body_format, encoding
+
+
+async def read_body(request: Request, limits: HttpLimits, on_size: Callable[[int], None]) -> bytes:
+    """The request's body, its bytes counted in the decode budget as they arrive (``on_size``).
+
+    Counted as read, not as declared: a client that declares 16 MiB and stalls holds what it sent,
+    not a quarter of the budget; one that stops sending is answered 408 after the idle timeout.
+    """
+    try:
+        return await read_capped(
+            request.stream(), limits.max_request_bytes, on_size, limits.body_idle_timeout_s
+        )
+    except BodyTimeout as error:
+        raise HttpError(408, code_pb2.DEADLINE_EXCEEDED, str(error)) from None
+    except ClientDisconnect:
+        raise HttpError(400, code_pb2.CANCELLED, "the client left before sending the whole body") from None
 
 
 async def export_logs(
@@ -166,10 +183,10 @@ async def export_logs(
 ) -> Message:
     """Read one logs request, decode it in the worker pool and store its GenAI content, its bytes
     counted in the decode budget until the rows are committed."""
-    body_format, encoding, declared = check_headers(request, limits, content_type)
+    body_format, encoding = check_headers(request, limits, content_type)
     try:
-        with receiver.pool.reserve(int(declared) if declared.isdigit() else 0) as reservation:
-            body = await read_capped(request.stream(), limits.max_request_bytes, reservation.cover)
+        with receiver.pool.reserve() as reservation:
+            body = await read_body(request, limits, reservation.cover)
             batch = await receiver.pool.decode_logs(
                 log_receiver.job(body, body_format, encoding == "gzip", project)
             )

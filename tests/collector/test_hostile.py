@@ -4,6 +4,9 @@ nothing good in the same request lost, and the collector still taking an honest 
 import base64
 import json
 import secrets
+import socket
+import time
+from collections.abc import Callable
 
 import httpx
 import orjson
@@ -352,3 +355,49 @@ def test_a_json_body_over_the_span_cap_is_refused_before_its_spans_are_built() -
     job = DecodeJob(body, "json", False, 1 << 20, SpanLimits(max_spans_per_request=10), None, PriceBook([]))
     with pytest.raises(TooManySpans, match="holds 11 spans"):
         decode_body(job)
+
+
+def stalled_upload(port: int, path: str = "/v1/traces", declared: int = 16 * 2**20 - 1) -> socket.socket:
+    """A client that declares a large body, sends its first bytes, and then sends nothing more."""
+    client = socket.create_connection(("127.0.0.1", port))
+    head = f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-protobuf\r\n"
+    client.sendall(f"{head}content-length: {declared}\r\n\r\n".encode() + b"\x0a" * 1024)
+    return client
+
+
+def in_flight_bytes(collector: Collector) -> int:
+    return int(httpx.get(f"http://127.0.0.1:{collector.http_port}/healthz").json()["decode_bytes_in_flight"])
+
+
+@pytest.mark.parametrize("path", ["/v1/traces", "/v1/logs"])
+def test_uploads_that_stall_do_not_hold_the_decode_budget_from_others(
+    running_collector: Collector, database_url: str, path: str
+) -> None:
+    """Each stalled upload reserved the bytes it declared: four of them (16 MiB each, the default
+    64 MiB budget) and every honest request was a 429 for as long as they kept their sockets open."""
+    stalled = [stalled_upload(running_collector.http_port, path) for _ in range(5)]
+    try:
+        deadline = time.monotonic() + 30
+        while in_flight_bytes(running_collector) < 5 * 1024 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the collector has read the first bytes of each
+        answer = TRANSPORTS["http-protobuf"](running_collector, make_request([make_span(0)]), {})
+        assert (answer.ok, answer.status) == (True, "200"), answer
+        assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+    finally:
+        for client in stalled:
+            client.close()
+
+
+def test_an_upload_that_stalls_past_the_body_timeout_is_a_408_and_gives_its_budget_back(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    collector = make_collector(database_url, collector_body_idle_timeout_s=0.5)
+    client = stalled_upload(collector.http_port)
+    try:
+        client.settimeout(30)
+        answer = client.recv(65536).decode(errors="replace")
+    finally:
+        client.close()
+    assert answer.startswith("HTTP/1.1 408 "), answer
+    assert "no body bytes for 0.5 s" in answer
+    assert in_flight_bytes(collector) == 0

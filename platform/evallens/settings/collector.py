@@ -31,6 +31,11 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
     collector_max_request_bytes: int = Field(
         default=16 * MIB, ge=1024, description="Largest request body accepted, before and after gzip."
     )
+    collector_body_idle_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds an HTTP request body may pause before the request is answered 408.",
+    )
     collector_max_concurrent_requests: int = Field(
         default=64, ge=1, description="HTTP connections served at once; more are answered 503."
     )
