@@ -70,6 +70,7 @@ def test_mistakes_before_any_database_work(case: str, tmp_path: Path) -> None:
     [
         ("latin1.yaml", "set: caf\xe9\n".encode("latin-1"), "not UTF-8 text (byte 8 is 0xe9)"),
         ("deep.yaml", DEEP_YAML.encode(), "nested too deeply"),
+        ("control.yaml", b"set: x\ncases:\n  - id: a\x00b\n", "line 3 not valid YAML: character U+0000"),
         ("deep.jsonl", DEEP_JSONL.encode(), "line 1: nested too deeply"),
     ],
 )

@@ -1,5 +1,6 @@
 """Set loading, validation errors (one line, exit 2 through the CLI) and versioned sync."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -51,6 +52,42 @@ def test_malformed_files_name_file_and_case(tmp_path: Path, content: str, expect
         load_sets(tmp_path)
     assert str(error.value).startswith(f"{path}:")
     assert expected in str(error.value)
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_jsonl_strings_keep_unicode_line_separators(tmp_path: Path, separator: str) -> None:
+    # JSON leaves these raw inside strings (`eval sets export --format jsonl` writes them so): only
+    # a line feed or carriage return ends a line of the file.
+    question = f"first{separator}second"
+    case = {"set": "s", "id": "a", "scenario": "x", "question": question, "reference_answer": "r"}
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(case, ensure_ascii=False) + "\r\n" + json.dumps({**case, "id": "b"}) + "\n")
+    (eval_set,) = load_sets(path)
+    assert [(c.id, c.question) for c in eval_set.cases] == [("a", question), ("b", question)]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("a.yaml", 'set: x\ncases:\n  - {id: a1, scenario: s, question: "q\\0", expected: decline}\n',
+         "case 'a1': question: holds a NUL character"),
+        ("a.jsonl", '{"set": "x", "id": "a1", "scenario": "s", "question": "q", "tags": ["t\\u0000"],'
+         ' "expected": "decline"}\n', "case 'a1': tags.0: holds a NUL character"),
+        ("a.jsonl", '{"set": "x\\u0000", "id": "a1", "scenario": "s", "question": "q",'
+         ' "expected": "decline"}\n', "line 1: set: holds a NUL character"),
+        ("a.yaml", 'set: x\ndescription: "d\\0"\ncases:\n  - {id: a1, scenario: s, question: q,'
+         ' expected: decline}\n', "description: holds a NUL character"),
+    ],
+)  # fmt: skip
+def test_nul_characters_are_refused_before_the_database(
+    tmp_path: Path, name: str, content: str, expected: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(EvalSetError) as error:
+        load_sets(path)
+    assert str(error.value).startswith(f"{path}: ") and expected in str(error.value), error.value
+    assert "\x00" not in str(error.value)
 
 
 def test_duplicate_case_ids_across_files(tmp_path: Path) -> None:
