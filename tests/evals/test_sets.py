@@ -43,6 +43,16 @@ def test_yaml_and_jsonl_files_form_one_set() -> None:
         ),
         ("set: x\ncases:\n  - id: a1\n    question: q\n    expected: decline\n", "case 'a1': scenario"),
         ("cases: []\n", "set: Field required"),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: decline\n"
+            "    required_facts: [30, .nan]\n",
+            "case 'a1': required_facts: a number fact must be finite, not nan",
+        ),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: decline\n"
+            "    required_facts: [[a month, -.inf]]\n",
+            "case 'a1': required_facts: a number fact must be finite, not -inf",
+        ),
     ],
 )
 def test_malformed_files_name_file_and_case(tmp_path: Path, content: str, expected: str) -> None:
