@@ -155,6 +155,14 @@ def test_sync_stores_a_version_per_content_hash(sessions: sessionmaker[Session],
             find_set_version(session, "mini-support@3")
 
 
+@pytest.mark.parametrize("selector", ["mini-support@\u00b2", "mini-support@99999999999999999999"])
+def test_a_version_no_integer_column_holds_is_one_line(
+    sessions: sessionmaker[Session], selector: str
+) -> None:
+    with sessions() as session, pytest.raises(EvalSetError, match=f"'{selector}'"):
+        find_set_version(session, selector)
+
+
 def test_ids_checked_against_the_targets_knowledge_base(
     sessions: sessionmaker[Session], scripted_target: ScriptedTarget, tmp_path: Path
 ) -> None:
