@@ -2,6 +2,7 @@
 
 import json
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,10 +67,17 @@ class ChatRequest:
 
     def headers(self) -> dict[str, str]:
         """Headers that tie the service's trace to this run and case (and ask it to skip its caches)."""
-        headers = {HEADER_EVAL_RUN_ID: self.run_id, HEADER_EVAL_CASE_ID: self.case_key}
+        headers = {HEADER_EVAL_RUN_ID: self.run_id, HEADER_EVAL_CASE_ID: _header_value(self.case_key)}
         if self.no_cache:
             headers[HEADER_CACHE_CONTROL] = CACHE_CONTROL_NO_CACHE
         return headers
+
+
+def _header_value(text: str) -> str:
+    """``text`` as an HTTP header value: as it is when printable ASCII, else its UTF-8 percent-encoded."""
+    if text.isascii() and text.isprintable():
+        return text
+    return urllib.parse.quote(text, safe="")
 
 
 async def complete(client: httpx.AsyncClient, url: str, request: ChatRequest) -> Completion:

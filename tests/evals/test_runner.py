@@ -173,6 +173,26 @@ def test_nul_characters_in_the_config_are_stored_as_replacements(
     assert run.config["notes"] == {"k\ufffd": ["v\ufffd"]}
 
 
+def test_a_case_id_outside_ascii_is_sent_percent_encoded(
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    tmp_path: Path,
+) -> None:
+    # HTTP header values are ASCII: the id as it is made every request fail before it was sent
+    path = tmp_path / "umlaut.yaml"
+    path.write_text(
+        "set: umlaut\nscenario: s\ncases:\n  - id: rückgabe-1\n    question: Q?\n    expected: decline\n",
+        encoding="utf-8",
+    )
+    with sessions.begin() as session:
+        eval_set_id = sync_path(session, path).sets[0].eval_set_id
+    settings = EvalSettings(eval_endpoint=scripted_target.url)
+    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity))
+    assert report.summary.num_errors == 0
+    assert [headers[HEADER_EVAL_CASE_ID] for headers in scripted_target.headers_seen] == ["r%C3%BCckgabe-1"]
+
+
 def test_a_failed_request_is_a_recorded_failure(
     sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
 ) -> None:
