@@ -49,6 +49,37 @@ WITHOUT_DATABASE = {
         {"EVALLENS_COLLECTOR_HTTP_PORT": "http"},
         ["EVALLENS_COLLECTOR_HTTP_PORT", "valid integer", "'http'"],
     ),
+    "--repeats past a run's worth": (
+        ["eval", "run", "--set", "x", "--repeats", "3000000000"],
+        {},
+        ["--repeats", "less than or equal to 100"],
+    ),
+    "--interval past time.sleep": (
+        ["eval", "watch", "--set", "x", "--interval", "1e308"],
+        {},
+        ["--interval", "less than or equal to 604800"],
+    ),
+    "--settle past time.sleep": (["eval", "watch", "--set", "x", "--settle", "1e308"], {}, ["--settle"]),
+    "watch interval setting past time.sleep": (
+        ["eval", "watch", "--set", "x"],
+        {"EVALLENS_EVAL_WATCH_INTERVAL_S": "1e308"},
+        ["EVALLENS_EVAL_WATCH_INTERVAL_S", "less than or equal to 604800"],
+    ),
+    "--report-dir a file": (
+        ["eval", "calibrate", "labels.jsonl", "--report-dir", sys.executable],
+        {},
+        ["--report-dir", "is a file"],
+    ),
+    "gate --report-dir a file": (
+        ["gate", "--baseline", "main", "--candidate", "x", "--report-dir", sys.executable],
+        {},
+        ["--report-dir", "is a file"],
+    ),
+    "--out a folder": (
+        ["eval", "sets", "export", "x", "--out", str(Path(sys.executable).parent)],
+        {},
+        ["--out", "is a directory"],
+    ),
     "negative port": (
         ["service"],
         {"EVALLENS_SERVICE_PORT": "-1"},
