@@ -57,6 +57,7 @@ class ScriptedTarget:
     hooks: list[dict[str, Any]] = field(default_factory=list)
     raw_chunks: dict[str, list[str]] = field(default_factory=dict)  # question -> `data:` payloads as sent
     raw_config: str | None = None  # the /v1/config body as sent, instead of ``config``
+    raw_documents: str | None = None  # the /v1/documents body as sent, instead of ``documents``
 
 
 def _scripted_app(target: ScriptedTarget) -> FastAPI:
@@ -78,7 +79,9 @@ def _scripted_app(target: ScriptedTarget) -> FastAPI:
         return Response(status_code=204)
 
     @app.get("/v1/documents")
-    async def documents() -> JSONResponse:
+    async def documents() -> Response:
+        if target.raw_documents is not None:
+            return Response(target.raw_documents, media_type="application/json")
         return JSONResponse({"documents": [{"id": d} for d in target.documents]})
 
     @app.post("/v1/chat/completions")

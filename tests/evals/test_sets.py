@@ -174,3 +174,17 @@ def test_ids_checked_against_the_targets_knowledge_base(
     with sessions.begin() as session:
         report = sync_path(session, tmp_path / "sets", endpoint=scripted_target.url)
     assert report.checked_against == f"knowledge base of {scripted_target.url}"
+
+
+@pytest.mark.parametrize(
+    "listing",
+    ['{"documents": [{"name": "returns-policy"}]}', '{"documents": ' + "[" * 100_000 + "]" * 100_000 + "}"],
+)
+def test_a_knowledge_base_listing_without_ids_leaves_them_unchecked(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, tmp_path: Path, listing: str
+) -> None:
+    shutil.copytree(SETS / "good", tmp_path / "sets")
+    scripted_target.raw_documents = listing
+    with sessions.begin() as session:
+        report = sync_path(session, tmp_path / "sets", endpoint=scripted_target.url)
+    assert report.checked_against.startswith("nothing") and [s.created for s in report.sets] == [True]
