@@ -95,9 +95,10 @@ def _read_yaml(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
 
 
 def _read_jsonl(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
-    for number, line in numbered_lines(_text(file)):
-        if not line.strip():
-            continue
+    lines = [(number, line) for number, line in numbered_lines(_text(file)) if line.strip()]
+    if not lines:  # as an empty YAML file is: nothing would be stored, and sync would say nothing
+        raise EvalSetError(f"{file}: no cases (the file is empty)")
+    for number, line in lines:
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as error:

@@ -100,6 +100,16 @@ def test_nul_characters_are_refused_before_the_database(
     assert "\x00" not in str(error.value)
 
 
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_an_empty_jsonl_file_is_an_error_as_an_empty_yaml_file_is(tmp_path: Path, content: str) -> None:
+    (tmp_path / "empty.yaml").write_text(content)
+    (tmp_path / "empty.jsonl").write_text(content)
+    with pytest.raises(EvalSetError, match="empty.yaml: Input should be a valid dictionary"):
+        load_sets(tmp_path / "empty.yaml")
+    with pytest.raises(EvalSetError, match="empty.jsonl: no cases"):
+        load_sets(tmp_path / "empty.jsonl")
+
+
 def test_duplicate_case_ids_across_files(tmp_path: Path) -> None:
     shutil.copy(SETS / "good" / "returns.yaml", tmp_path / "a.yaml")
     shutil.copy(SETS / "good" / "returns.yaml", tmp_path / "b.yaml")
