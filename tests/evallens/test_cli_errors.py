@@ -80,6 +80,11 @@ WITHOUT_DATABASE = {
         {},
         ["--out", "is a directory"],
     ),
+    "a status no case has": (
+        ["cases", "list", "--set", "x", "--status", "needs-review"],
+        {},
+        ["--status", "'needs-review' is not one of", "'needs_review'"],
+    ),
     "negative port": (
         ["service"],
         {"EVALLENS_SERVICE_PORT": "-1"},
