@@ -2,11 +2,13 @@
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
+from evallens.telemetry.messages import clean_text
 from evals.errors import EndpointUnreachable
 
 
@@ -76,13 +78,30 @@ def first_model_id(config: dict[str, Any]) -> str | None:
 
 
 def _json_object(response: httpx.Response, endpoint: str) -> dict[str, Any]:
+    """The body as a JSON object fit for a JSONB column: strict JSON, NUL in its strings as U+FFFD."""
     try:
-        body = response.json()
-    except ValueError:
+        body = _storable(json.loads(response.content, parse_constant=_not_json))
+    except (ValueError, RecursionError):
         body = None
     if not isinstance(body, dict):
         raise EndpointUnreachable(f"{response.request.url} did not return a JSON object ({endpoint})")
     return body
+
+
+def _not_json(constant: str) -> NoReturn:
+    raise ValueError(f"{constant} is not JSON")  # Python's json reads NaN and Infinity; JSONB does not
+
+
+def _storable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):  # 1e999
+        raise ValueError("a number too large for JSONB")
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    if isinstance(value, dict):
+        return {clean_text(key): _storable(item) for key, item in value.items()}
+    return value
 
 
 def _reason(error: httpx.HTTPError) -> str:

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evals._jsonl import numbered_lines
 from evals.errors import CalibrationError
 from evals.metrics.result import Answer
 from evals.sets.format import CaseSpec, Fact
@@ -61,14 +62,14 @@ class LabelRow(BaseModel):
 def load_labels(path: Path) -> list[LabelRow]:
     """Every row of ``path``; raises ``CalibrationError`` at the first bad line."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise CalibrationError(f"{path}: cannot read the label file ({error.strerror or error})") from None
     except UnicodeDecodeError:
         raise CalibrationError(f"{path}: not UTF-8 text") from None
     rows: list[LabelRow] = []
     seen: set[str] = set()
-    for number, line in enumerate(lines, start=1):
+    for number, line in numbered_lines(text):
         if line.strip():
             row = _parse(path, number, line)
             if row.id is not None and row.id in seen:
@@ -85,6 +86,8 @@ def _parse(path: Path, number: int, line: str) -> LabelRow:
         raw = json.loads(line)
     except json.JSONDecodeError as error:
         raise CalibrationError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+    except RecursionError:
+        raise CalibrationError(f"{path}:{number}: nested too deeply to be a labelled row") from None
     if not isinstance(raw, dict):
         raise CalibrationError(f"{path}:{number}: expected a JSON object")
     try:

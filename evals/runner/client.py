@@ -2,6 +2,7 @@
 
 import json
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,11 +15,13 @@ from evallens.telemetry.attributes import (
     HEADER_EVAL_RUN_ID,
     HEADER_TRACE_ID,
 )
+from evallens.telemetry.messages import clean_text
 from evals.metrics.recall import document_id
 
 EXTENSION_FIELD = "evallens"
 TRACE_ID_HEADER = HEADER_TRACE_ID
 TRACEPARENT_HEADER = "traceparent"
+MAX_TOKEN_COUNT = 2**31 - 1  # eval_results stores token counts as INTEGER
 
 
 @dataclass
@@ -64,10 +67,17 @@ class ChatRequest:
 
     def headers(self) -> dict[str, str]:
         """Headers that tie the service's trace to this run and case (and ask it to skip its caches)."""
-        headers = {HEADER_EVAL_RUN_ID: self.run_id, HEADER_EVAL_CASE_ID: self.case_key}
+        headers = {HEADER_EVAL_RUN_ID: self.run_id, HEADER_EVAL_CASE_ID: _header_value(self.case_key)}
         if self.no_cache:
             headers[HEADER_CACHE_CONTROL] = CACHE_CONTROL_NO_CACHE
         return headers
+
+
+def _header_value(text: str) -> str:
+    """``text`` as an HTTP header value: as it is when printable ASCII, else its UTF-8 percent-encoded."""
+    if text.isascii() and text.isprintable():
+        return text
+    return urllib.parse.quote(text, safe="")
 
 
 async def complete(client: httpx.AsyncClient, url: str, request: ChatRequest) -> Completion:
@@ -87,7 +97,7 @@ async def complete(client: httpx.AsyncClient, url: str, request: ChatRequest) ->
     except httpx.HTTPError as error:
         result.error = f"{type(error).__name__}: {str(error).strip()[:200]}"
         result.connection_failed = isinstance(error, httpx.ConnectError)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # not JSON, or JSON not shaped as a chat completion
         result.error = f"unreadable response: {str(error)[:200]}"
     result.latency_ms = (time.perf_counter() - started) * 1000
     if result.error is None and result.text is None:
@@ -102,33 +112,55 @@ async def _read_stream(response: httpx.Response, result: Completion, started: fl
         data = line[len("data:") :].strip()
         if data == "[DONE]":
             break
-        chunk = json.loads(data)
+        chunk = _object(json.loads(data), "a stream chunk")
         if "error" in chunk and not chunk.get("choices"):
             result.error = f"stream error: {json.dumps(chunk['error'])[:200]}"
             return
         _apply_chunk(result, chunk, started)
 
 
-def _apply_chunk(result: Completion, chunk: dict[str, Any], started: float) -> None:
-    for choice in chunk.get("choices") or []:
-        piece = (choice.get("delta") or choice.get("message") or {}).get("content")
+def _apply_chunk(result: Completion, body: object, started: float) -> None:
+    chunk = _object(body, "a completion")
+    choices = chunk.get("choices") or []
+    if not isinstance(choices, list):
+        raise ValueError("'choices' is not a list")
+    for choice in choices:
+        choice = _object(choice, "a choice")
+        piece = _object(choice.get("delta") or choice.get("message") or {}, "a message").get("content")
+        if piece is not None and not isinstance(piece, str):
+            raise ValueError("a message's content is not text")
         if piece:
             if result.ttft_ms is None:
                 result.ttft_ms = (time.perf_counter() - started) * 1000
             result.text = (result.text or "") + piece
     usage = chunk.get("usage")
     if isinstance(usage, dict):
-        result.input_tokens = usage.get("prompt_tokens", result.input_tokens)
-        result.output_tokens = usage.get("completion_tokens", result.output_tokens)
+        result.input_tokens = _token_count(usage, "prompt_tokens", result.input_tokens)
+        result.output_tokens = _token_count(usage, "completion_tokens", result.output_tokens)
     extension = chunk.get(EXTENSION_FIELD)
     if isinstance(extension, dict):
         _apply_extension(result, extension)
 
 
+def _object(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is not a JSON object")
+    return value
+
+
+def _token_count(usage: dict[str, Any], key: str, current: int | None) -> int | None:
+    value = usage.get(key)
+    if value is None:
+        return current
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+        raise ValueError(f"usage.{key} is not a token count")
+    return value
+
+
 def _apply_extension(result: Completion, extension: dict[str, Any]) -> None:
     cited = extension.get("retrieved_ids")
     if isinstance(cited, list):
-        documents = [document_id(str(item)) for item in cited]
+        documents = [document_id(clean_text(str(item))) for item in cited]
         result.retrieved_ids = list(dict.fromkeys(documents))
     cache = extension.get("cache")
     if isinstance(cache, dict):

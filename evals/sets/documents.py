@@ -27,7 +27,7 @@ def document_ids_of_target(endpoint: str, *, timeout_s: float = 10.0) -> set[str
         return None
     try:
         return _ids_from_listing(response.json())
-    except ValueError:
+    except (ValueError, LookupError, RecursionError):  # not JSON, no list, an item without an id
         return None
 
 

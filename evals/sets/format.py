@@ -1,8 +1,9 @@
 """The eval-set file format (docs/evalset-format.md) as pydantic models."""
 
+import math
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evallens.telemetry.messages import last_user_message
 
@@ -36,6 +37,15 @@ class CaseSpec(BaseModel):
     expected: Expected = "answer"
     tags: list[str] = Field(default_factory=list)
     source_trace_id: str | None = Field(default=None, description="the production trace it came from")
+
+    @field_validator("required_facts")
+    @classmethod
+    def _finite_numbers(cls, facts: list[Fact]) -> list[Fact]:
+        for fact in facts:
+            for item in fact if isinstance(fact, list) else [fact]:
+                if isinstance(item, float) and not math.isfinite(item):  # YAML .nan/.inf, JSON NaN/1e999
+                    raise ValueError(f"a number fact must be finite, not {item}")
+        return facts
 
     @model_validator(mode="after")
     def _one_prompt(self) -> "CaseSpec":

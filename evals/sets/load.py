@@ -8,10 +8,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from evals._jsonl import numbered_lines
 from evals.errors import EvalSetError
 from evals.sets.format import CaseSpec, EvalSetSpec, SetFile
 
 SET_SUFFIXES = (".yaml", ".yml", ".jsonl")
+NUL = "\x00"
 
 
 def load_sets(path: Path) -> list[EvalSetSpec]:
@@ -68,10 +70,16 @@ def _text(file: Path) -> str:
 
 
 def _read_yaml(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
+    text = _text(file)
     try:
-        document = yaml.safe_load(_text(file))
+        document = yaml.safe_load(text)
     except RecursionError:
         raise EvalSetError(f"{file}: nested too deeply to be an eval set") from None
+    except yaml.reader.ReaderError as error:  # no problem_mark, and a message of several lines
+        line = text.count("\n", 0, error.position) + 1
+        raise EvalSetError(
+            f"{file}: line {line} not valid YAML: character U+{error.character:04X} is not allowed"
+        ) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -80,15 +88,17 @@ def _read_yaml(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
         set_file = SetFile.model_validate(document)
     except ValidationError as error:
         raise EvalSetError(f"{file}: {_first_problem(error)}") from None
+    _reject_nul(file, None, {"set": set_file.set, "description": set_file.description})
     for index, raw in enumerate(set_file.cases):
         case = {"scenario": set_file.scenario, **raw} if set_file.scenario else dict(raw)
         yield set_file.set, set_file.description, _validate_case(file, case, f"case #{index + 1}")
 
 
 def _read_jsonl(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
-    for number, line in enumerate(_text(file).splitlines(), start=1):
-        if not line.strip():
-            continue
+    lines = [(number, line) for number, line in numbered_lines(_text(file)) if line.strip()]
+    if not lines:  # as an empty YAML file is: nothing would be stored, and sync would say nothing
+        raise EvalSetError(f"{file}: no cases (the file is empty)")
+    for number, line in lines:
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as error:
@@ -98,16 +108,39 @@ def _read_jsonl(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
         if not isinstance(raw, dict) or not isinstance(raw.get("set"), str) or not raw["set"]:
             raise EvalSetError(f"{file}: line {number}: each line needs an object with a 'set' name")
         set_name = raw.pop("set")
+        _reject_nul(file, f"line {number}", {"set": set_name})
         raw.pop("description", None)
         yield set_name, None, _validate_case(file, raw, f"line {number}")
 
 
 def _validate_case(file: Path, raw: dict[str, Any], position: str) -> CaseSpec:
-    label = f"case '{raw['id']}'" if isinstance(raw.get("id"), str) else position
+    named = isinstance(raw.get("id"), str) and NUL not in raw["id"]
+    label = f"case '{raw['id']}'" if named else position
     try:
-        return CaseSpec.model_validate(raw)
+        case = CaseSpec.model_validate(raw)
     except ValidationError as error:
         raise EvalSetError(f"{file}: {label}: {_first_problem(error)}") from None
+    _reject_nul(file, label, case.model_dump(exclude_none=True))
+    return case
+
+
+def _reject_nul(file: Path, label: str | None, fields: dict[str, Any]) -> None:
+    """PostgreSQL text and JSONB cannot hold NUL (YAML's ``"\\0"``, JSON's ``"\\u0000"``): name the field."""
+    where = _field_with_nul(fields)
+    if where is not None:
+        prefix = f"{file}: {label}:" if label else f"{file}:"
+        raise EvalSetError(f"{prefix} {where}: holds a NUL character (U+0000), which cannot be stored")
+
+
+def _field_with_nul(value: object, where: str = "") -> str | None:
+    if isinstance(value, str):
+        return where if NUL in value else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _field_with_nul(item, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _first_problem(error: ValidationError) -> str:

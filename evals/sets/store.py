@@ -11,6 +11,8 @@ from evallens.db.models.traces import DEFAULT_PROJECT
 from evals.errors import EvalSetError
 from evals.sets.format import CaseSpec, EvalSetSpec
 
+MAX_VERSION = 2**31 - 1  # eval_sets.version is an INTEGER column
+
 
 @dataclass(frozen=True)
 class SyncedSet:
@@ -78,13 +80,20 @@ def find_set_version(session: Session, selector: str, *, project: str = DEFAULT_
     name, _, version_text = selector.partition("@")
     query = select(EvalSet).where(EvalSet.project == project, EvalSet.name == name)
     if version_text:
-        if not version_text.isdigit():
+        # isdigit() alone also passes '²', which int() refuses
+        if not (version_text.isascii() and version_text.isdigit()):
             raise EvalSetError(f"'{selector}': the version after '@' must be a number")
+        if int(version_text) > MAX_VERSION:  # PostgreSQL refuses to compare it with the column at all
+            raise _no_stored_set(selector)
         query = query.where(EvalSet.version == int(version_text))
     row = session.scalars(query.order_by(EvalSet.version.desc()).limit(1)).one_or_none()
     if row is None:
-        raise EvalSetError(f"no stored eval set '{selector}': run `evallens eval sets sync PATH` first")
+        raise _no_stored_set(selector)
     return row
+
+
+def _no_stored_set(selector: str) -> EvalSetError:
+    return EvalSetError(f"no stored eval set '{selector}': run `evallens eval sets sync PATH` first")
 
 
 def load_cases(session: Session, eval_set_id: int) -> list[EvalCase]:

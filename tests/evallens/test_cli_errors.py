@@ -49,6 +49,42 @@ WITHOUT_DATABASE = {
         {"EVALLENS_COLLECTOR_HTTP_PORT": "http"},
         ["EVALLENS_COLLECTOR_HTTP_PORT", "valid integer", "'http'"],
     ),
+    "--repeats past a run's worth": (
+        ["eval", "run", "--set", "x", "--repeats", "3000000000"],
+        {},
+        ["--repeats", "less than or equal to 100"],
+    ),
+    "--interval past time.sleep": (
+        ["eval", "watch", "--set", "x", "--interval", "1e308"],
+        {},
+        ["--interval", "less than or equal to 604800"],
+    ),
+    "--settle past time.sleep": (["eval", "watch", "--set", "x", "--settle", "1e308"], {}, ["--settle"]),
+    "watch interval setting past time.sleep": (
+        ["eval", "watch", "--set", "x"],
+        {"EVALLENS_EVAL_WATCH_INTERVAL_S": "1e308"},
+        ["EVALLENS_EVAL_WATCH_INTERVAL_S", "less than or equal to 604800"],
+    ),
+    "--report-dir a file": (
+        ["eval", "calibrate", "labels.jsonl", "--report-dir", sys.executable],
+        {},
+        ["--report-dir", "is a file"],
+    ),
+    "gate --report-dir a file": (
+        ["gate", "--baseline", "main", "--candidate", "x", "--report-dir", sys.executable],
+        {},
+        ["--report-dir", "is a file"],
+    ),
+    "--out a folder": (
+        ["eval", "sets", "export", "x", "--out", str(Path(sys.executable).parent)],
+        {},
+        ["--out", "is a directory"],
+    ),
+    "a status no case has": (
+        ["cases", "list", "--set", "x", "--status", "needs-review"],
+        {},
+        ["--status", "'needs-review' is not one of", "'needs_review'"],
+    ),
     "negative port": (
         ["service"],
         {"EVALLENS_SERVICE_PORT": "-1"},
@@ -70,6 +106,7 @@ def test_mistakes_before_any_database_work(case: str, tmp_path: Path) -> None:
     [
         ("latin1.yaml", "set: caf\xe9\n".encode("latin-1"), "not UTF-8 text (byte 8 is 0xe9)"),
         ("deep.yaml", DEEP_YAML.encode(), "nested too deeply"),
+        ("control.yaml", b"set: x\ncases:\n  - id: a\x00b\n", "line 3 not valid YAML: character U+0000"),
         ("deep.jsonl", DEEP_JSONL.encode(), "line 1: nested too deeply"),
     ],
 )

@@ -55,13 +55,18 @@ class ScriptedTarget:
     fail_all: bool = False
     ready: bool = True
     hooks: list[dict[str, Any]] = field(default_factory=list)
+    raw_chunks: dict[str, list[str]] = field(default_factory=dict)  # question -> `data:` payloads as sent
+    raw_config: str | None = None  # the /v1/config body as sent, instead of ``config``
+    raw_documents: str | None = None  # the /v1/documents body as sent, instead of ``documents``
 
 
 def _scripted_app(target: ScriptedTarget) -> FastAPI:
     app = FastAPI()
 
     @app.get("/v1/config")
-    async def config() -> JSONResponse:
+    async def config() -> Response:
+        if target.raw_config is not None:
+            return Response(target.raw_config, media_type="application/json")
         return JSONResponse(target.config)
 
     @app.get("/readyz")
@@ -74,7 +79,9 @@ def _scripted_app(target: ScriptedTarget) -> FastAPI:
         return Response(status_code=204)
 
     @app.get("/v1/documents")
-    async def documents() -> JSONResponse:
+    async def documents() -> Response:
+        if target.raw_documents is not None:
+            return Response(target.raw_documents, media_type="application/json")
         return JSONResponse({"documents": [{"id": d} for d in target.documents]})
 
     @app.post("/v1/chat/completions")
@@ -92,6 +99,11 @@ def _scripted_app(target: ScriptedTarget) -> FastAPI:
         }
 
         async def stream() -> AsyncIterator[str]:
+            if question in target.raw_chunks:
+                for payload in target.raw_chunks[question]:
+                    yield f"data: {payload}\n\n"
+                yield "data: [DONE]\n\n"
+                return
             words = answer.split(" ")
             for i in range(0, len(words), 3):
                 piece = " ".join(words[i : i + 3]) + (" " if i + 3 < len(words) else "")

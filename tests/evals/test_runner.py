@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -10,6 +11,7 @@ from evallens.ports import free_port
 from evallens.reports import InfraSummary, RunSummary
 from evallens.settings import EvalSettings
 from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID
+from evals.errors import EndpointUnreachable
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.result import ScoringContext
 from evals.runner.run import run_eval
@@ -84,6 +86,111 @@ def test_an_answer_with_nul_characters_is_stored(
         run = session.get_one(EvalRun, report.run_id)
         responses = set(session.scalars(select(EvalResult.response).where(EvalResult.run_id == run.id)))
     assert run.status == "completed" and "Thirty\ufffd days\ufffd" in responses
+
+
+def test_cited_ids_with_nul_characters_are_stored(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    eval_set_id = _sync(sessions)
+    scripted_target.retrieved = {RR1: ["returns-policy\x00#0"]}  # sent as JSON's \u0000
+    report = run_eval(
+        sessions,
+        eval_set_id,
+        EvalSettings(eval_endpoint=scripted_target.url),
+        ScoringContext(similarity=similarity),
+    )
+    with sessions() as session:
+        cited = list(
+            session.scalars(select(EvalResult.retrieved_ids).where(EvalResult.run_id == report.run_id))
+        )
+    assert ["returns-policy\ufffd"] in cited
+
+
+GARBLED_ANSWERS = {
+    "a number": ["5"],
+    "null": ["null"],
+    "choices as text": ['{"choices": "abc"}'],
+    "a choice as a number": ['{"choices": [7]}'],
+    "content as a number": ['{"choices": [{"delta": {"content": 5}}]}'],
+    "a token count as text": ['{"choices": [], "usage": {"prompt_tokens": "many"}}'],
+    "a token count past INTEGER": ['{"choices": [], "usage": {"completion_tokens": ' + "9" * 30 + "}}"],
+    "nested too deeply": ["[" * 100_000 + "]" * 100_000],
+}
+
+
+@pytest.mark.parametrize("garbled", list(GARBLED_ANSWERS))
+def test_a_garbled_answer_is_a_recorded_failure(
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    garbled: str,
+) -> None:
+    # what the target sends fails that one request, never the whole run with a traceback
+    eval_set_id = _sync(sessions)
+    scripted_target.raw_chunks = {RR1: GARBLED_ANSWERS[garbled]}
+    settings = EvalSettings(eval_endpoint=scripted_target.url, eval_max_error_rate=0.3)
+    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity))
+    with sessions() as session:
+        run = session.get_one(EvalRun, report.run_id)
+        errors = list(
+            session.scalars(
+                select(EvalResult.error).where(EvalResult.run_id == run.id, EvalResult.error.is_not(None))
+            )
+        )
+    assert run.status == "completed" and report.summary.num_errors == 1
+    assert len(errors) == 1 and (errors[0] or "").startswith("unreadable response: "), errors
+
+
+@pytest.mark.parametrize("number", ["NaN", "-Infinity", "1e999"])
+def test_a_config_that_is_not_json_is_refused_before_any_run(
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    number: str,
+) -> None:
+    # Python's json reads these; the JSONB column of the run refuses them
+    eval_set_id = _sync(sessions)
+    scripted_target.raw_config = f'{{"fingerprint": "cfg-1", "model": "scripted", "temperature": {number}}}'
+    settings = EvalSettings(eval_endpoint=scripted_target.url)
+    with pytest.raises(EndpointUnreachable, match="did not return a JSON object"):
+        run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity))
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalRun)) == 0
+
+
+def test_nul_characters_in_the_config_are_stored_as_replacements(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    eval_set_id = _sync(sessions)
+    scripted_target.raw_config = (
+        '{"fingerprint": "cfg\\u0000", "model": "scripted", "notes": {"k\\u0000": ["v\\u0000"]}}'
+    )
+    settings = EvalSettings(eval_endpoint=scripted_target.url)
+    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity))
+    with sessions() as session:
+        run = session.get_one(EvalRun, report.run_id)
+    assert (run.status, run.config_fingerprint) == ("completed", "cfg\ufffd")
+    assert run.config["notes"] == {"k\ufffd": ["v\ufffd"]}
+
+
+def test_a_case_id_outside_ascii_is_sent_percent_encoded(
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    tmp_path: Path,
+) -> None:
+    # HTTP header values are ASCII: the id as it is made every request fail before it was sent
+    path = tmp_path / "umlaut.yaml"
+    path.write_text(
+        "set: umlaut\nscenario: s\ncases:\n  - id: rückgabe-1\n    question: Q?\n    expected: decline\n",
+        encoding="utf-8",
+    )
+    with sessions.begin() as session:
+        eval_set_id = sync_path(session, path).sets[0].eval_set_id
+    settings = EvalSettings(eval_endpoint=scripted_target.url)
+    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity))
+    assert report.summary.num_errors == 0
+    assert [headers[HEADER_EVAL_CASE_ID] for headers in scripted_target.headers_seen] == ["r%C3%BCckgabe-1"]
 
 
 def test_a_failed_request_is_a_recorded_failure(

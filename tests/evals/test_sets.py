@@ -1,5 +1,6 @@
 """Set loading, validation errors (one line, exit 2 through the CLI) and versioned sync."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -42,6 +43,16 @@ def test_yaml_and_jsonl_files_form_one_set() -> None:
         ),
         ("set: x\ncases:\n  - id: a1\n    question: q\n    expected: decline\n", "case 'a1': scenario"),
         ("cases: []\n", "set: Field required"),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: decline\n"
+            "    required_facts: [30, .nan]\n",
+            "case 'a1': required_facts: a number fact must be finite, not nan",
+        ),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: decline\n"
+            "    required_facts: [[a month, -.inf]]\n",
+            "case 'a1': required_facts: a number fact must be finite, not -inf",
+        ),
     ],
 )
 def test_malformed_files_name_file_and_case(tmp_path: Path, content: str, expected: str) -> None:
@@ -51,6 +62,52 @@ def test_malformed_files_name_file_and_case(tmp_path: Path, content: str, expect
         load_sets(tmp_path)
     assert str(error.value).startswith(f"{path}:")
     assert expected in str(error.value)
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_jsonl_strings_keep_unicode_line_separators(tmp_path: Path, separator: str) -> None:
+    # JSON leaves these raw inside strings (`eval sets export --format jsonl` writes them so): only
+    # a line feed or carriage return ends a line of the file.
+    question = f"first{separator}second"
+    case = {"set": "s", "id": "a", "scenario": "x", "question": question, "reference_answer": "r"}
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(case, ensure_ascii=False) + "\r\n" + json.dumps({**case, "id": "b"}) + "\n")
+    (eval_set,) = load_sets(path)
+    assert [(c.id, c.question) for c in eval_set.cases] == [("a", question), ("b", question)]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("a.yaml", 'set: x\ncases:\n  - {id: a1, scenario: s, question: "q\\0", expected: decline}\n',
+         "case 'a1': question: holds a NUL character"),
+        ("a.jsonl", '{"set": "x", "id": "a1", "scenario": "s", "question": "q", "tags": ["t\\u0000"],'
+         ' "expected": "decline"}\n', "case 'a1': tags.0: holds a NUL character"),
+        ("a.jsonl", '{"set": "x\\u0000", "id": "a1", "scenario": "s", "question": "q",'
+         ' "expected": "decline"}\n', "line 1: set: holds a NUL character"),
+        ("a.yaml", 'set: x\ndescription: "d\\0"\ncases:\n  - {id: a1, scenario: s, question: q,'
+         ' expected: decline}\n', "description: holds a NUL character"),
+    ],
+)  # fmt: skip
+def test_nul_characters_are_refused_before_the_database(
+    tmp_path: Path, name: str, content: str, expected: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(EvalSetError) as error:
+        load_sets(path)
+    assert str(error.value).startswith(f"{path}: ") and expected in str(error.value), error.value
+    assert "\x00" not in str(error.value)
+
+
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_an_empty_jsonl_file_is_an_error_as_an_empty_yaml_file_is(tmp_path: Path, content: str) -> None:
+    (tmp_path / "empty.yaml").write_text(content)
+    (tmp_path / "empty.jsonl").write_text(content)
+    with pytest.raises(EvalSetError, match="empty.yaml: Input should be a valid dictionary"):
+        load_sets(tmp_path / "empty.yaml")
+    with pytest.raises(EvalSetError, match="empty.jsonl: no cases"):
+        load_sets(tmp_path / "empty.jsonl")
 
 
 def test_duplicate_case_ids_across_files(tmp_path: Path) -> None:
@@ -108,6 +165,14 @@ def test_sync_stores_a_version_per_content_hash(sessions: sessionmaker[Session],
             find_set_version(session, "mini-support@3")
 
 
+@pytest.mark.parametrize("selector", ["mini-support@\u00b2", "mini-support@99999999999999999999"])
+def test_a_version_no_integer_column_holds_is_one_line(
+    sessions: sessionmaker[Session], selector: str
+) -> None:
+    with sessions() as session, pytest.raises(EvalSetError, match=f"'{selector}'"):
+        find_set_version(session, selector)
+
+
 def test_ids_checked_against_the_targets_knowledge_base(
     sessions: sessionmaker[Session], scripted_target: ScriptedTarget, tmp_path: Path
 ) -> None:
@@ -119,3 +184,17 @@ def test_ids_checked_against_the_targets_knowledge_base(
     with sessions.begin() as session:
         report = sync_path(session, tmp_path / "sets", endpoint=scripted_target.url)
     assert report.checked_against == f"knowledge base of {scripted_target.url}"
+
+
+@pytest.mark.parametrize(
+    "listing",
+    ['{"documents": [{"name": "returns-policy"}]}', '{"documents": ' + "[" * 100_000 + "]" * 100_000 + "}"],
+)
+def test_a_knowledge_base_listing_without_ids_leaves_them_unchecked(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, tmp_path: Path, listing: str
+) -> None:
+    shutil.copytree(SETS / "good", tmp_path / "sets")
+    scripted_target.raw_documents = listing
+    with sessions.begin() as session:
+        report = sync_path(session, tmp_path / "sets", endpoint=scripted_target.url)
+    assert report.checked_against.startswith("nothing") and [s.created for s in report.sets] == [True]

@@ -10,6 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from evallens.db.models import JudgeVerdict
+from evallens.telemetry.messages import clean_text
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,10 @@ def load_verdicts(session: Session, keys: Iterable[str]) -> dict[str, tuple[bool
 
 def store_verdicts(session: Session, verdicts: Iterable[CachedVerdict]) -> None:
     """Cache verdicts; a key already cached keeps its first verdict."""
-    rows = [vars(verdict) for verdict in verdicts]
+    # the key is of the text as asked; what is stored cannot hold NUL (sampled answers, judge replies can)
+    rows = [
+        {name: clean_text(value) if isinstance(value, str) else value for name, value in vars(row).items()}
+        for row in verdicts
+    ]
     if rows:
         session.execute(insert(JudgeVerdict).values(rows).on_conflict_do_nothing(index_elements=["key"]))

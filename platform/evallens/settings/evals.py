@@ -9,6 +9,10 @@ from pydantic_settings import BaseSettings
 from evallens.settings._base import settings_config
 from evallens.settings.addresses import ServiceAddressSettings
 
+# Longest wait of `eval watch` (between polls, and for a fingerprint to settle): time.sleep()
+# overflows near 1e10 s, and nobody polls less often than weekly.
+MAX_WAIT_S = 7 * 86_400.0
+
 
 class EvalSettings(BaseSettings):
     """Runner, metric and gate knobs of ``evallens eval`` and ``evallens gate``."""
@@ -122,7 +126,10 @@ class EvalSettings(BaseSettings):
     )
     eval_seed: int = Field(default=20240601, description="Seed of the bootstrap, so reports reproduce.")
     eval_watch_interval_s: float = Field(
-        default=30.0, gt=0, description="Seconds between two polls of the target's config fingerprint."
+        default=30.0,
+        gt=0,
+        le=MAX_WAIT_S,
+        description="Seconds between two polls of the target's config fingerprint (at most 7 days).",
     )
     eval_max_error_rate: float = Field(
         default=0.1,

@@ -137,6 +137,7 @@ def test_table_json_and_report_files(tmp_path: Path) -> None:
          "metric 'accuracy' does not apply to expected 'refuse'"),
         ('{"id": "a1", "metric": "accuracy", "question": "q", "response": "r", "label": 1}',
          "duplicate id 'a1'"),
+        ('{"metric": "accuracy", "question": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
     ],
 )  # fmt: skip
 def test_a_bad_row_is_one_error_naming_its_line(tmp_path: Path, line: str, expected: str) -> None:
@@ -146,6 +147,14 @@ def test_a_bad_row_is_one_error_naming_its_line(tmp_path: Path, line: str, expec
         load_labels(path)
     assert str(error.value).startswith(f"{path}:4: ")
     assert expected in str(error.value)
+
+
+def test_a_response_may_hold_unicode_line_separators(tmp_path: Path) -> None:
+    # JSON leaves U+2028, U+2029 and NEL raw inside strings: only a line feed or return ends a row
+    rows = [{**ROWS[0], "response": "You have thirty\u2028days.\x85Really\u2029."}, ROWS[1]]
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    assert [row.response for row in load_labels(path)] == [row["response"] for row in rows]
 
 
 def test_the_cli_reports_a_bad_row_in_one_line_with_exit_2(tmp_path: Path) -> None:

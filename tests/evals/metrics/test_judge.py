@@ -190,6 +190,21 @@ def test_verdicts_are_cached_and_failures_are_not(
         assert session.scalar(select(func.count()).select_from(JudgeVerdict)) == 1
 
 
+def test_nul_characters_are_cached_as_replacements(
+    stand_in: FaultyJudge, sessions: sessionmaker[Session]
+) -> None:
+    # a sampled answer, the judge's model name and its reason may hold NUL; PostgreSQL text cannot
+    stand_in.models = ["faulty\x00judge"]
+    stand_in.reply = '{"verdict": "yes", "reason": "fine\\u0000"}'
+    request = replace(REQUEST, answer="You have 30\x00 days.")
+    judge = judge_for(stand_in.url, sessions)
+    assert [o.verdict for o in judge.decide([request])] == [True]
+    assert judge.decide([request]) == [JudgeOutcome(True, "fine\ufffd", cached=True)]
+    with sessions() as session:
+        row = session.scalars(select(JudgeVerdict)).one()
+    assert (row.judge_model, row.answer) == ("faulty\ufffdjudge", "You have 30\ufffd days.")
+
+
 def test_a_run_stores_unscored_metrics_apart_from_scores(
     sessions: sessionmaker[Session],
     scripted_target: ScriptedTarget,

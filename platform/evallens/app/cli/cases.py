@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Mine bad production traces and promote them into eval sets.", no_args_is_help=True)
 ExpectedOption = Literal["answer", "decline", "refuse"]
+StatusOption = Literal["active", "needs_review", "rejected"]
 SET_HELP = "Eval set name (its latest version)."
 
 
@@ -120,9 +121,7 @@ def review(
 @app.command("list")
 def list_cases(
     eval_set: Annotated[str, typer.Option("--set", help=SET_HELP)],
-    status: Annotated[
-        str | None, typer.Option(help="Only this status: active, needs_review, rejected.")
-    ] = None,
+    status: Annotated[StatusOption | None, typer.Option(help="Only the cases with this status.")] = None,
     fmt: FormatOption = OutputFormat.TABLE,
     as_json: JsonOption = False,
 ) -> None:

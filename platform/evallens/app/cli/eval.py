@@ -16,6 +16,7 @@ from evallens.app.cli._output import (
 )
 from evallens.app.progress import stderr_progress
 from evallens.runs import MAIN_TAG
+from evallens.settings.evals import MAX_WAIT_S
 
 if TYPE_CHECKING:
     from evals.runner.run import RunReport
@@ -24,6 +25,8 @@ app = typer.Typer(help="Replay eval sets against an endpoint and compare runs.",
 sets_app = typer.Typer(help="Eval-set files: validate and store versions.", no_args_is_help=True)
 app.add_typer(sets_app, name="sets")
 
+# Each replay of each case is one task held in memory at once; beyond this a run is a mistake.
+MAX_REPEATS = 100
 ENDPOINT_HELP = "OpenAI-compatible target (default: EVALLENS_EVAL_ENDPOINT)."
 NO_CACHE_HELP = (
     "Send `Cache-Control: no-cache` so the target answers without its response caches (the reference "
@@ -55,7 +58,7 @@ def sync(
 @sets_app.command("export")
 def export(
     eval_set: Annotated[str, typer.Argument(metavar="NAME[@VERSION]", help="Stored set version.")],
-    out: Annotated[Path, typer.Option(help="File to write.")],
+    out: Annotated[Path, typer.Option(dir_okay=False, help="File to write.")],
     fmt: Annotated[Literal["yaml", "jsonl"], typer.Option("--format", help="File format.")] = "yaml",
 ) -> None:
     """Write a stored set version (its active cases) back to a YAML or JSONL set file."""
@@ -74,7 +77,7 @@ def run(
         str, typer.Option("--set", help="Stored set: NAME (latest version) or NAME@VERSION.")
     ],
     endpoint: Annotated[str | None, typer.Option(help=ENDPOINT_HELP)] = None,
-    repeats: Annotated[int, typer.Option(min=1, help="Replays per case.")] = 1,
+    repeats: Annotated[int, typer.Option(min=1, max=MAX_REPEATS, help="Replays per case.")] = 1,
     label: Annotated[str | None, typer.Option(help="A label stored with the run.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
     tag: Annotated[
@@ -158,7 +161,7 @@ def compare(
     baseline: Annotated[str, typer.Argument(help="Baseline run id or tag.")],
     candidate: Annotated[str, typer.Argument(help="Candidate run id or tag.")],
     report_dir: Annotated[
-        Path | None, typer.Option(help="Also write gate.md, gate.xml and gate.json here.")
+        Path | None, typer.Option(file_okay=False, help="Also write gate.md, gate.xml and gate.json here.")
     ] = None,
 ) -> None:
     """Compare two runs with paired statistics, infra deltas and hints."""
@@ -185,21 +188,27 @@ def watch(
     baseline: Annotated[str, typer.Option(help="Gate every run against this run id or tag.")] = MAIN_TAG,
     interval: Annotated[
         float | None,
-        typer.Option(min=0.1, help="Seconds between polls (default: EVALLENS_EVAL_WATCH_INTERVAL_S)."),
+        typer.Option(
+            min=0.1, max=MAX_WAIT_S, help="Seconds between polls (default: EVALLENS_EVAL_WATCH_INTERVAL_S)."
+        ),
     ] = None,
     settle: Annotated[
-        float, typer.Option(min=0, help="Seconds a new fingerprint must stay unchanged before a replay.")
+        float,
+        typer.Option(
+            min=0, max=MAX_WAIT_S, help="Seconds a new fingerprint must stay unchanged before a replay."
+        ),
     ] = 5.0,
     ready_url: Annotated[
         str | None, typer.Option(help="Readiness probe (any 2xx = ready); default: the target's /readyz.")
     ] = None,
     config_file: Annotated[
-        Path | None, typer.Option(help="Watch this file's content instead of /v1/config.")
+        Path | None, typer.Option(dir_okay=False, help="Watch this file's content instead of /v1/config.")
     ] = None,
     max_polls: Annotated[int | None, typer.Option(min=1, help="Stop after this many polls.")] = None,
     max_runs: Annotated[int | None, typer.Option(min=1, help="Stop after this many replays.")] = None,
     report_dir: Annotated[
-        Path | None, typer.Option(help="Write each gate's gate.md/.xml/.json under DIR/<set>-<run>/.")
+        Path | None,
+        typer.Option(file_okay=False, help="Write each gate's gate.md/.xml/.json under DIR/<set>-<run>/."),
     ] = None,
     exit_on_regression: Annotated[
         bool, typer.Option("--exit-on-regression", help="Stop with exit code 1 on the first regression.")
@@ -211,7 +220,7 @@ def watch(
         ),
     ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
-    repeats: Annotated[int, typer.Option(min=1, help="Replays per case.")] = 1,
+    repeats: Annotated[int, typer.Option(min=1, max=MAX_REPEATS, help="Replays per case.")] = 1,
 ) -> None:
     """Wait for a ready target; replay and gate whenever its config fingerprint changes."""
     from evallens.settings import EvalSettings
@@ -244,7 +253,8 @@ def calibrate(
     ],
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     report_dir: Annotated[
-        Path | None, typer.Option(help="Also write calibration.json and calibration.md here.")
+        Path | None,
+        typer.Option(file_okay=False, help="Also write calibration.json and calibration.md here."),
     ] = None,
     suggest_thresholds: Annotated[
         bool, typer.Option("--suggest-thresholds", help="Propose thresholds by 5-fold cross-validation.")

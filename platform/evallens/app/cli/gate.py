@@ -18,7 +18,7 @@ def gate(
         typer.Option(help="Replay the baseline's set version against this endpoint now and gate that run."),
     ] = None,
     report_dir: Annotated[
-        Path | None, typer.Option(help="Write gate.md, gate.xml (JUnit) and gate.json here.")
+        Path | None, typer.Option(file_okay=False, help="Write gate.md, gate.xml (JUnit) and gate.json here.")
     ] = None,
     no_cache: Annotated[
         bool,
