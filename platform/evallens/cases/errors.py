@@ -1,5 +1,7 @@
 """Mistakes in promoting or reviewing cases: each reaches the CLI as one line and exit code 2."""
 
+from collections.abc import Sequence
+
 from evallens.errors import EvallensError
 
 
@@ -29,6 +31,18 @@ class NotUnderReview(EvallensError):
 
 class IncompleteCase(EvallensError):
     """Reviewing would leave a case that is not valid in a set file (e.g. no reference answer)."""
+
+
+class UnstorableText(EvallensError):
+    """Typed text PostgreSQL cannot hold (NUL: a form pasted it)."""
+
+
+def refuse_nul(fields: dict[str, str | Sequence[str] | None]) -> None:
+    """``UnstorableText`` naming the first field (a text or a list of texts) that holds a NUL."""
+    for name, value in fields.items():
+        texts = [value] if isinstance(value, str) else list(value or ())
+        if any("\x00" in text for text in texts):
+            raise UnstorableText(f"the {name} holds a NUL character (U+0000), which cannot be stored")
 
 
 class VersionExists(EvallensError):

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from evallens.cases._questions import trace_questions
 from evallens.cases._redact import RedactedText, redact
-from evallens.cases.errors import AlreadyPromoted, TraceWithoutQuestion, UnknownTrace
+from evallens.cases.errors import AlreadyPromoted, TraceWithoutQuestion, UnknownTrace, refuse_nul
 from evallens.cases.versions import (
     ACTIVE,
     NEEDS_REVIEW,
@@ -72,6 +72,7 @@ def promote_traces(
         raise UnknownTrace("no trace ids given")
     if not scenario.strip():
         raise EvallensError("the scenario must not be empty")
+    refuse_nul({"scenario": scenario, "reference answer": reference_answer})
     source = latest_eval_set(session, eval_set_name, project)
     existing = set_cases(session, source.id)
     questions = _checked_questions(session, unique_ids, source, existing, project)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from evallens.cases._redact import redact
-from evallens.cases.errors import IncompleteCase, NotUnderReview, UnknownCase
+from evallens.cases.errors import IncompleteCase, NotUnderReview, UnknownCase, refuse_nul
 from evallens.cases.promote import Expected, is_complete
 from evallens.cases.versions import (
     ACTIVE,
@@ -52,6 +52,15 @@ def review_cases(
     project: str = "default",
 ) -> ReviewReport:
     """Store a new version in which the ``needs_review`` cases ``case_keys`` are active (or rejected)."""
+    refuse_nul(
+        {
+            "reference answer": review.reference_answer,
+            "required facts": review.required_facts,
+            "reference context ids": review.reference_context_ids,
+            "question": review.question,
+            "scenario": review.scenario,
+        }
+    )
     source = latest_eval_set(session, eval_set_name, project)
     cases = {case.case_key: case for case in set_cases(session, source.id)}
     keys = list(dict.fromkeys(case_keys))

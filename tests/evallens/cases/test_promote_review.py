@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens import cases
 from evallens.cases.mining import mine_cases
 from evallens.db.models import EvalCase, EvalSet
+from evallens.errors import EvallensError
 from evallens.settings import CasesSettings, EvalSettings
 from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID
 from evals.metrics._embedding import MiniLmSimilarity
@@ -155,3 +156,42 @@ def test_promoting_twice_and_reviewing_incomplete_change_nothing(
         "cases", "list", "--set", SET_NAME, "--status", "needs_review", database_url=database_url
     )
     assert listed.returncode == 0 and key[:20] in listed.stdout, listed.stderr
+
+
+@pytest.mark.parametrize(
+    ("promote", "review", "field"),
+    [
+        ({"scenario": "ord\x00ers"}, {}, "scenario"),
+        ({"reference_answer": "Within\x00 30 days."}, {}, "reference answer"),
+        ({}, {"reference_answer": "Within\x00 30 days."}, "reference answer"),
+        ({}, {"required_facts": ["30\x00 days"], "reference_answer": "30 days"}, "required facts"),
+        ({}, {"question": "Can I\x00 return it?", "reference_answer": "Yes."}, "question"),
+    ],
+)
+def test_nul_typed_into_a_promotion_or_review_is_one_error_naming_the_field(
+    sessions: sessionmaker[Session],
+    traffic: Traffic,
+    promote: dict[str, str],
+    review: dict[str, object],
+    field: str,
+) -> None:
+    """What the dashboard's forms pass on as typed (a NUL can be pasted): PostgreSQL refuses NUL in
+    text, and the forms show only an ``EvallensError``; a psycopg traceback reached the page."""
+    if review:
+        with sessions.begin() as session:
+            cases.promote_traces(session, [traffic.slow], eval_set_name=SET_NAME, scenario="pricing")
+    before = counts(sessions)
+    with (
+        pytest.raises(EvallensError, match=f"the {field} holds a NUL character"),
+        sessions.begin() as session,
+    ):
+        if review:
+            key = cases.case_key_for(traffic.slow)
+            cases.review_cases(session, [key], cases.CaseReview(**review), eval_set_name=SET_NAME)  # type: ignore[arg-type]
+        else:
+            scenario = promote.get("scenario", "pricing")
+            reference = promote.get("reference_answer")
+            cases.promote_traces(
+                session, [traffic.slow], eval_set_name=SET_NAME, scenario=scenario, reference_answer=reference
+            )
+    assert counts(sessions) == before
