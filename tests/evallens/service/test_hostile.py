@@ -1,0 +1,44 @@
+"""The chat API against a hostile client, on the real stack (vLLM tiny model): a request the service
+cannot serve as sent is a 400 that names the field, costs nobody else anything, and the service keeps
+answering."""
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "How long do card refunds take?"
+
+
+def chat_body(content: str = QUESTION, **fields: Any) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": content}], "max_tokens": 2, "temperature": 0, **fields}
+
+
+def post_json(client: httpx.Client, body: dict[str, Any]) -> httpx.Response:
+    """POST ``body`` as JSON text, escapes included (``\\ud800`` reaches the server as JSON sends it)."""
+    return client.post(
+        "/v1/chat/completions", content=json.dumps(body), headers={"content-type": "application/json"}
+    )
+
+
+def assert_invalid(response: httpx.Response, param: str) -> None:
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["param"].startswith(param), error
+
+
+@pytest.mark.parametrize("seed", [2**80, 2**64, -(2**63) - 1])
+def test_a_seed_out_of_range_is_400_and_never_opens_the_engine_breaker(serve, seed: int) -> None:
+    """A seed vLLM cannot take used to fail inside the engine: a 503 that counted against the engine's
+    breaker, so a few such requests from one client opened it and every other client got 503."""
+    breaker = {"breaker_min_calls": 2, "breaker_error_rate": 0.5, "breaker_open_s": 600.0}
+    with serve(**breaker) as client:
+        refused = [post_json(client, chat_body(seed=seed)) for _ in range(3)]
+        answered = post_json(client, chat_body(seed=2**63 - 1))
+    assert [response.status_code for response in refused + [answered]] == [400, 400, 400, 200], answered.text
+    for response in refused:
+        assert_invalid(response, "seed")
+    assert answered.json()["choices"][0]["finish_reason"] == "length"
