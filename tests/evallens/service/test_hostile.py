@@ -42,3 +42,15 @@ def test_a_seed_out_of_range_is_400_and_never_opens_the_engine_breaker(serve, se
     for response in refused:
         assert_invalid(response, "seed")
     assert answered.json()["choices"][0]["finish_reason"] == "length"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_lone_surrogate_in_a_message_is_400(serve, stream: bool) -> None:
+    """JSON's ``\\ud800`` decodes to a lone surrogate, which the tokenizer refused with a TypeError: a 500."""
+    with serve() as client:
+        refused = post_json(client, chat_body(f"refunds \ud800 {QUESTION}", stream=stream))
+        assert_invalid(refused, "messages.0.content")
+        assert "lone surrogate" in refused.json()["error"]["message"]
+        stop = post_json(client, chat_body(stop=["ok", "\udfff"], stream=stream))
+        assert_invalid(stop, "stop")
+        assert post_json(client, chat_body(stream=stream)).status_code == 200
