@@ -7,6 +7,12 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
+
+from evallens.auth import Scope, create_key
+from evallens.db.engine import sqlalchemy_url
+from evallens.telemetry import attributes as attr
 
 pytestmark = pytest.mark.slow
 
@@ -54,3 +60,26 @@ def test_a_lone_surrogate_in_a_message_is_400(serve, stream: bool) -> None:
         stop = post_json(client, chat_body(stop=["ok", "\udfff"], stream=stream))
         assert_invalid(stop, "stop")
         assert post_json(client, chat_body(stream=stream)).status_code == 200
+
+
+def test_one_project_cannot_rate_another_projects_answer(serve, database_url: str, span_exporter) -> None:
+    """With auth, project B's key could attach feedback to project A's answer (by its response id or
+    trace id): a feedback span that case mining counts against A's trace."""
+    engine = create_engine(sqlalchemy_url(database_url))
+    with Session(engine) as session, session.begin():
+        shop_a = {"x-evallens-key": create_key(session, "shop-a", Scope.INGEST).key}
+        shop_b = {"x-evallens-key": create_key(session, "shop-b", Scope.INGEST).key}
+    engine.dispose()
+    with serve(database_url=database_url, auth_enabled=True, retrieval_enabled=False) as client:
+        answered = client.post("/v1/chat/completions", json=chat_body(), headers=shop_a)
+        assert answered.status_code == 200, answered.text
+        response_id, trace_id = answered.json()["id"], answered.headers["x-trace-id"]
+        by_response = {"response_id": response_id, "thumbs": "down"}
+        by_trace = {"trace_id": trace_id, "thumbs": "down"}
+        targets = (by_response, by_trace)
+        refused = [client.post("/v1/feedback", json=body, headers=shop_b) for body in targets]
+        assert [response.status_code for response in refused] == [404, 404], [r.text for r in refused]
+        accepted = [client.post("/v1/feedback", json=body, headers=shop_a) for body in targets]
+        assert [response.status_code for response in accepted] == [202, 202]
+    feedback = [span for span in span_exporter.get_finished_spans() if span.name == attr.SPAN_FEEDBACK]
+    assert [dict(span.attributes or {})[attr.TENANT] for span in feedback] == ["shop-a", "shop-a"]
