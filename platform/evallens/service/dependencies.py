@@ -45,7 +45,7 @@ PrincipalDep = Annotated[Principal | None, Depends(require_key)]
 async def request_tags(request: Request, principal: PrincipalDep) -> RequestTags:
     """The ``x-evallens-*`` tags; with auth the tenant is the key's project, never the free header."""
     tags = RequestTags.from_headers(request.headers)
-    return tags if principal is None else replace(tags, tenant=principal.project)
+    return tags if principal is None else replace(tags, tenant=principal.project, project=principal.project)
 
 
 MetricsDep = Annotated[ServiceMetrics, Depends(app_state("metrics"))]

@@ -17,6 +17,8 @@ class RequestTags:
     eval_run_id: str | None = None
     eval_case_id: str | None = None
     no_cache: bool = False
+    # The API key's project when auth is on: the one tenant the service vouches for (never a header).
+    project: str | None = None
 
     @classmethod
     def from_headers(cls, headers: Headers) -> "RequestTags":

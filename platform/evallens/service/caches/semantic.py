@@ -2,6 +2,7 @@
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -59,6 +60,8 @@ class SemanticCache(Generic[V]):
         self._clock = clock
         self._tracer = tracer or trace.get_tracer(TRACER_NAME)
         self._tenants: dict[str, list[_Entry[V]]] = {}
+        # (time stored, tenant) of every store, oldest first: what may have expired since, in any tenant
+        self._stores: deque[tuple[float, str]] = deque()
         self._lock = threading.Lock()
 
     def config(self) -> dict[str, Any]:
@@ -68,6 +71,10 @@ class SemanticCache(Generic[V]):
     def size(self, tenant: str) -> int:
         """Live entries of ``tenant``."""
         return len(self._tenants.get(tenant, []))
+
+    def num_tenants(self) -> int:
+        """Tenants the cache holds entries for."""
+        return len(self._tenants)
 
     def lookup(
         self, tenant: str, embedding: Vector, *, threshold: float | None = None
@@ -104,8 +111,11 @@ class SemanticCache(Generic[V]):
             return
         now = self._clock()
         with self._lock:
+            self._expire(now)
             entries = self._live(tenant, now)
             entries.append(_Entry(question, np.asarray(embedding, dtype=np.float32), value, now, now))
+            self._tenants[tenant] = entries
+            self._stores.append((now, tenant))
             if len(entries) > self._max_entries:
                 entries.sort(key=lambda entry: entry.used_at)
                 del entries[: len(entries) - self._max_entries]
@@ -115,10 +125,21 @@ class SemanticCache(Generic[V]):
         with self._lock:
             if tenant is None:
                 self._tenants.clear()
+                self._stores.clear()
             else:
                 self._tenants.pop(tenant, None)
 
+    def _expire(self, now: float) -> None:
+        """Drop expired entries of every tenant that stored one (and tenants left with none): a tenant
+        never asked again would otherwise keep its entries for good."""
+        while self._stores and now - self._stores[0][0] > self._ttl_s:
+            _, tenant = self._stores.popleft()
+            self._live(tenant, now)
+
     def _live(self, tenant: str, now: float) -> list[_Entry[V]]:
         entries = [entry for entry in self._tenants.get(tenant, []) if now - entry.created_at <= self._ttl_s]
-        self._tenants[tenant] = entries
+        if entries:
+            self._tenants[tenant] = entries
+        else:  # a tenant with nothing live is forgotten: names asked once must not pile up
+            self._tenants.pop(tenant, None)
         return entries

@@ -5,12 +5,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evallens.service.text import UnicodeText
+
+# vLLM's own OpenAI server takes a seed as a signed 64-bit integer; outside that range its engine fails
+# the request, a 503 that would count against the engine's breaker.
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
+
 
 class ChatMessage(BaseModel):
     """One chat turn (text content only)."""
 
     role: Literal["system", "user", "assistant"]
-    content: str
+    content: UnicodeText
 
 
 class StreamOptions(BaseModel):
@@ -41,8 +47,8 @@ class ChatCompletionRequest(BaseModel):
     max_completion_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
-    seed: int | None = None
-    stop: str | list[str] | None = None
+    seed: int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX)
+    stop: UnicodeText | list[UnicodeText] | None = None
     # vLLM's extensions, for tests and load generators that need answers of a known length
     min_tokens: int = Field(default=0, ge=0)
     ignore_eos: bool = False

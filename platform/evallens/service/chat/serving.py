@@ -110,7 +110,7 @@ class ChatServing:
             stream=request.stream,
             capture_content=self.settings.capture_content,
         )
-        self.responses.remember(request_id, recording.trace_id)
+        self.responses.remember(request_id, recording.trace_id, tags.project)
         try:
             with _current(recording):
                 return await self._prepare(request, recording, tags)

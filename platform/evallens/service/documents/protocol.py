@@ -5,6 +5,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from evallens.service.text import StorableJson, StorableText
+
 DOCUMENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
 
 
@@ -14,9 +16,11 @@ class DocumentIn(BaseModel):
     id: str = Field(
         pattern=DOCUMENT_ID_PATTERN, description="Stable id; re-posting it replaces the document."
     )
-    title: str | None = Field(default=None, description="Human title.")
-    text: str = Field(min_length=1, description="Markdown text; headings and paragraphs guide chunking.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form JSON metadata.")
+    title: StorableText | None = Field(default=None, description="Human title.")
+    text: StorableText = Field(
+        min_length=1, description="Markdown text; headings and paragraphs guide chunking."
+    )
+    metadata: StorableJson = Field(default_factory=dict, description="Free-form JSON metadata.")
 
 
 class UpsertResult(BaseModel):

@@ -1,9 +1,17 @@
 """HTTP routes of the knowledge base: ``POST /v1/documents``, ``DELETE /v1/documents/{id}``, ``GET``."""
 
-from fastapi import APIRouter, Response, status
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Response, status
 from fastapi.responses import JSONResponse
 
-from evallens.service.documents.protocol import DeleteResult, DocumentIn, DocumentList, UpsertResult
+from evallens.service.documents.protocol import (
+    DOCUMENT_ID_PATTERN,
+    DeleteResult,
+    DocumentIn,
+    DocumentList,
+    UpsertResult,
+)
 from evallens.service.documents.serving import DocumentService
 
 
@@ -24,7 +32,9 @@ def create_documents_router(service: DocumentService) -> APIRouter:
         return result
 
     @router.delete("/{document_id}", response_model=DeleteResult)
-    async def delete_document(document_id: str) -> DeleteResult | JSONResponse:
+    async def delete_document(
+        document_id: Annotated[str, Path(pattern=DOCUMENT_ID_PATTERN)],
+    ) -> DeleteResult | JSONResponse:
         result = await service.delete(document_id)
         if not result.deleted:
             return not_found(f"no document with id {document_id!r}")

@@ -73,6 +73,7 @@ class DocumentService:
             )
             digest = content_hash(document)
             with self._sessions() as session, session.begin():
+                store.lock_document(session, document.id)
                 existing = store.get_document(session, document.id)
                 plan = store.plan_reindex(store.chunk_ordinals(session, document.id), chunks)
                 if existing is not None and existing.content_hash == digest and not plan.changes_chunks:
@@ -108,6 +109,7 @@ class DocumentService:
     def delete_sync(self, document_id: str) -> DeleteResult:
         """Blocking ``delete``."""
         with self._sessions() as session, session.begin():
+            store.lock_document(session, document_id)
             deleted = store.delete_document(session, document_id)
         if deleted:
             self._keywords.invalidate()

@@ -41,19 +41,22 @@ class FeedbackServing:
         self.tracer = tracer
         self.responses = responses
 
-    def target_trace(self, body: FeedbackRequest) -> str:
-        """The trace id the feedback is about: given, or looked up by response id."""
+    def target_trace(self, body: FeedbackRequest, project: str | None = None) -> str:
+        """The trace id the feedback is about: given, or looked up by response id; with auth, never an
+        answer this process gave another project (404, as for an answer it does not know)."""
         if (body.trace_id is None) == (body.response_id is None):
             raise BadRequest("give exactly one of `trace_id` and `response_id`", code="bad_target")
         if body.trace_id is not None:
             trace_id = body.trace_id.strip().lower()
             if not TRACE_ID.match(trace_id):
                 raise BadRequest("`trace_id` must be 32 hexadecimal digits", code="bad_trace_id")
+            if self.responses.answered_elsewhere(trace_id, project):
+                raise NotFound(f"unknown trace id {trace_id} for this API key's project")
             return trace_id
         assert body.response_id is not None
         if not RESPONSE_ID.match(body.response_id):
             raise BadRequest("`response_id` must look like chatcmpl-<32 hex digits>", code="bad_response_id")
-        found = self.responses.trace_of(body.response_id)
+        found = self.responses.trace_of(body.response_id, project)
         if found is None:
             raise NotFound(
                 f"unknown response id {body.response_id}: send its `trace_id` (the x-trace-id header)"
@@ -63,7 +66,7 @@ class FeedbackServing:
     def record(self, body: FeedbackRequest, tags: RequestTags) -> FeedbackAccepted:
         """Record the feedback span; 400 for a bad score or id, 404 for an unknown response id."""
         score = feedback_score(body)
-        trace_id = self.target_trace(body)
+        trace_id = self.target_trace(body, tags.project)
         feedback_id = f"feedback-{uuid.uuid4().hex}"
         span = self.tracer.start_span(attr.SPAN_FEEDBACK, kind=SpanKind.SERVER)
         span.set_attributes(

@@ -77,6 +77,20 @@ def plan_reindex(existing: Mapping[str, int], chunks: Sequence[TextChunk]) -> Re
     )
 
 
+# First key of the two-key advisory locks on document ids (a key space apart from one-key locks).
+DOCUMENT_LOCKS = 0x6B62  # "kb"
+
+
+def lock_document(session: Session, document_id: str) -> None:
+    """Wait for, and hold until the transaction ends, the one writer's lock on ``document_id``: an upload
+    plans against the stored chunks, so a second upload or a delete of the same id must not change them
+    under it (the upload would collide on them, or write the document back missing them)."""
+    session.execute(
+        text("SELECT pg_advisory_xact_lock(:space, hashtext(:id))"),
+        {"space": DOCUMENT_LOCKS, "id": document_id},
+    )
+
+
 def get_document(session: Session, document_id: str) -> Document | None:
     """The document with ``document_id``, or None."""
     return session.get(Document, document_id)

@@ -136,3 +136,24 @@ def test_semantic_cache_ttl_bound_and_fallback_threshold(registry) -> None:
     assert fallback is not None and fallback.value == "one"
     clock.now += 61
     assert cache.lookup("t", base) is None and cache.size("t") == 0
+
+
+def test_tenants_never_asked_again_are_forgotten(registry) -> None:
+    """Entries expired only when their own tenant stored or looked up again, and a lookup left an empty
+    list behind for a tenant it had never seen: every tenant name a client ever sent (a free header
+    without auth) stayed in memory for good."""
+    clock = Clock()
+    cache: SemanticCache[str] = SemanticCache(
+        CacheSettings(cache_semantic_ttl_s=60), metrics=CacheMetrics.create(registry), clock=clock
+    )
+    for n in range(500):
+        assert cache.lookup(f"asker-{n}", unit([1.0, 0.0])) is None
+    assert cache.num_tenants() == 0
+    for n in range(500):
+        cache.store(f"tenant-{n}", "q", unit([1.0, float(n)]), "a")
+    clock.now += 30
+    cache.store("late", "q", unit([1.0, 0.0]), "a")
+    assert cache.num_tenants() == 501  # nothing expired yet
+    clock.now += 31
+    cache.store("fresh", "q", unit([1.0, 0.0]), "a")
+    assert (cache.num_tenants(), cache.size("late"), cache.size("fresh")) == (2, 1, 1)

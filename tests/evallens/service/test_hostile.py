@@ -1,0 +1,85 @@
+"""The chat API against a hostile client, on the real stack (vLLM tiny model): a request the service
+cannot serve as sent is a 400 that names the field, costs nobody else anything, and the service keeps
+answering."""
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
+
+from evallens.auth import Scope, create_key
+from evallens.db.engine import sqlalchemy_url
+from evallens.telemetry import attributes as attr
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "How long do card refunds take?"
+
+
+def chat_body(content: str = QUESTION, **fields: Any) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": content}], "max_tokens": 2, "temperature": 0, **fields}
+
+
+def post_json(client: httpx.Client, body: dict[str, Any]) -> httpx.Response:
+    """POST ``body`` as JSON text, escapes included (``\\ud800`` reaches the server as JSON sends it)."""
+    return client.post(
+        "/v1/chat/completions", content=json.dumps(body), headers={"content-type": "application/json"}
+    )
+
+
+def assert_invalid(response: httpx.Response, param: str) -> None:
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["param"].startswith(param), error
+
+
+@pytest.mark.parametrize("seed", [2**80, 2**64, -(2**63) - 1])
+def test_a_seed_out_of_range_is_400_and_never_opens_the_engine_breaker(serve, seed: int) -> None:
+    """A seed vLLM cannot take used to fail inside the engine: a 503 that counted against the engine's
+    breaker, so a few such requests from one client opened it and every other client got 503."""
+    breaker = {"breaker_min_calls": 2, "breaker_error_rate": 0.5, "breaker_open_s": 600.0}
+    with serve(**breaker) as client:
+        refused = [post_json(client, chat_body(seed=seed)) for _ in range(3)]
+        answered = post_json(client, chat_body(seed=2**63 - 1))
+    assert [response.status_code for response in refused + [answered]] == [400, 400, 400, 200], answered.text
+    for response in refused:
+        assert_invalid(response, "seed")
+    assert answered.json()["choices"][0]["finish_reason"] == "length"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_lone_surrogate_in_a_message_is_400(serve, stream: bool) -> None:
+    """JSON's ``\\ud800`` decodes to a lone surrogate, which the tokenizer refused with a TypeError: a 500."""
+    with serve() as client:
+        refused = post_json(client, chat_body(f"refunds \ud800 {QUESTION}", stream=stream))
+        assert_invalid(refused, "messages.0.content")
+        assert "lone surrogate" in refused.json()["error"]["message"]
+        stop = post_json(client, chat_body(stop=["ok", "\udfff"], stream=stream))
+        assert_invalid(stop, "stop")
+        assert post_json(client, chat_body(stream=stream)).status_code == 200
+
+
+def test_one_project_cannot_rate_another_projects_answer(serve, database_url: str, span_exporter) -> None:
+    """With auth, project B's key could attach feedback to project A's answer (by its response id or
+    trace id): a feedback span that case mining counts against A's trace."""
+    engine = create_engine(sqlalchemy_url(database_url))
+    with Session(engine) as session, session.begin():
+        shop_a = {"x-evallens-key": create_key(session, "shop-a", Scope.INGEST).key}
+        shop_b = {"x-evallens-key": create_key(session, "shop-b", Scope.INGEST).key}
+    engine.dispose()
+    with serve(database_url=database_url, auth_enabled=True, retrieval_enabled=False) as client:
+        answered = client.post("/v1/chat/completions", json=chat_body(), headers=shop_a)
+        assert answered.status_code == 200, answered.text
+        response_id, trace_id = answered.json()["id"], answered.headers["x-trace-id"]
+        by_response = {"response_id": response_id, "thumbs": "down"}
+        by_trace = {"trace_id": trace_id, "thumbs": "down"}
+        targets = (by_response, by_trace)
+        refused = [client.post("/v1/feedback", json=body, headers=shop_b) for body in targets]
+        assert [response.status_code for response in refused] == [404, 404], [r.text for r in refused]
+        accepted = [client.post("/v1/feedback", json=body, headers=shop_a) for body in targets]
+        assert [response.status_code for response in accepted] == [202, 202]
+    feedback = [span for span in span_exporter.get_finished_spans() if span.name == attr.SPAN_FEEDBACK]
+    assert [dict(span.attributes or {})[attr.TENANT] for span in feedback] == ["shop-a", "shop-a"]
