@@ -121,14 +121,15 @@ def utf8_repaired(data: memoryview, message: Any, depth: int = 0) -> bytes:
                 value = memoryview(bytes(value).decode("utf-8", "replace").encode())
             elif field.type == FieldDescriptor.TYPE_MESSAGE:
                 value = memoryview(utf8_repaired(value, field.message_type, depth + 1))
-        out += _varint_bytes(number << 3 | wire_type)
+        out += varint_bytes(number << 3 | wire_type)
         if wire_type == LENGTH_DELIMITED:
-            out += _varint_bytes(len(value))
+            out += varint_bytes(len(value))
         out += value
     return bytes(out)
 
 
-def _varint_bytes(value: int) -> bytes:
+def varint_bytes(value: int) -> bytes:
+    """``value`` as a protobuf varint."""
     out = bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)

@@ -57,7 +57,7 @@ def test_repeated_resource_and_scope_fields_merge_like_protobuf() -> None:
     resource_spans = (
         first.resource_spans[0].SerializeToString() + second.resource_spans[0].SerializeToString()
     )
-    body = b"\x0a" + _varint(len(resource_spans)) + resource_spans
+    body = b"\x0a" + _wire.varint_bytes(len(resource_spans)) + resource_spans
     whole, walked = decode_both(body)
     assert walked == whole and len(walked) == 2
     assert walked[0].resource == {"service.name": "one", "a": 1, "b": 2}
@@ -71,12 +71,3 @@ def test_repeated_resource_and_scope_fields_merge_like_protobuf() -> None:
 def test_malformed_bodies_raise(body: bytes) -> None:
     with pytest.raises(_wire.WireError):
         list(iter_spans(_wire.resource_groups(body), SpanLimits(), Rejections(), NOW))
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
