@@ -1,4 +1,7 @@
-"""What the ``evallens eval`` and ``evallens gate`` commands do, each returning a typed result."""
+"""What the ``evallens eval`` and ``evallens gate`` commands do, each returning a typed result.
+
+Every command reads and writes the sets, runs, tags and gates of one project: ``configured_project()``.
+"""
 
 from datetime import datetime
 from pathlib import Path
@@ -20,11 +23,20 @@ from evals.sets.sync import SyncReport, sync_path
 from evals.watch import WatchOptions, WatchOutcome, watch
 
 
+def configured_project() -> str:
+    """The project whose sets and runs every eval command uses (``EVALLENS_CASES_PROJECT``), the one the
+    ``cases`` commands promote into, so that a promoted case can be replayed and a synced set exported."""
+    return CasesSettings().cases_project
+
+
 def sync_command(path: Path, docs_dir: Path | None, endpoint: str | None) -> SyncReport:
     """Load, check and store every set under ``path``."""
     settings = EvalSettings()
     with open_sessions() as sessions, sessions.begin() as session:
-        return sync_path(session, path, docs_dir=docs_dir or settings.eval_docs_dir, endpoint=endpoint)
+        return sync_path(
+            session, path, docs_dir=docs_dir or settings.eval_docs_dir, endpoint=endpoint,
+            project=configured_project(),
+        )  # fmt: skip
 
 
 def run_command(
@@ -38,10 +50,10 @@ def run_command(
     progress: ProgressReporter = NO_PROGRESS,
 ) -> RunReport:
     """Replay a stored set (``name`` or ``name@version``) once; ``tag`` names the completed run."""
-    settings = EvalSettings()
+    settings, project = EvalSettings(), configured_project()
     with open_sessions() as sessions:
         with sessions() as session:
-            eval_set_id = find_set_version(session, selector).id
+            eval_set_id = find_set_version(session, selector, project=project).id
         scoring = build_scoring_context(settings)
         report = run_eval(
             sessions, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats, label=label,
@@ -49,14 +61,16 @@ def run_command(
         )  # fmt: skip
         if tag is not None:
             with sessions.begin() as session:
-                tag_run(session, str(report.run_id), tag)
+                tag_run(session, str(report.run_id), tag, project=project)
         return report
 
 
 def compare_command(baseline: str, candidate: str, report_dir: Path | None, console: Console) -> GateOutcome:
     """Compare two runs, print the tables and hints, and optionally write the report files."""
     with open_sessions() as sessions, sessions.begin() as session:
-        body = compare_runs(session, baseline, candidate, options_from_settings(EvalSettings()))
+        body = compare_runs(
+            session, baseline, candidate, options_from_settings(EvalSettings()), project=configured_project()
+        )
     print_report(body, console)
     if report_dir is not None:
         write_reports(body, report_dir)
@@ -74,15 +88,18 @@ def gate_command(
     progress: ProgressReporter = NO_PROGRESS,
 ) -> GateOutcome:
     """Gate a stored candidate run, or a run made now against ``endpoint``; print and write reports."""
-    settings = EvalSettings()
+    settings, project = EvalSettings(), configured_project()
     with open_sessions() as sessions:
         if endpoint is not None:
             scoring = build_scoring_context(settings)
             outcome = gate_endpoint(
-                sessions, baseline, endpoint, settings, scoring, no_cache=no_cache, progress=progress
-            )
+                sessions, baseline, endpoint, settings, scoring, no_cache=no_cache, progress=progress,
+                project=project,
+            )  # fmt: skip
         else:
-            outcome = run_gate(sessions, baseline, candidate or "", options_from_settings(settings))
+            outcome = run_gate(
+                sessions, baseline, candidate or "", options_from_settings(settings), project=project
+            )
     print_report(outcome.body, console)
     if report_dir is not None:
         write_reports(outcome.body, report_dir)
@@ -92,13 +109,13 @@ def gate_command(
 def export_command(selector: str, fmt: ExportFormat, out: Path) -> ExportReport:
     """Write a stored set version (``NAME`` or ``NAME@VERSION``) to a set file."""
     with open_sessions() as sessions, sessions() as session:
-        return export_set(session, selector, fmt, out, CasesSettings().cases_project)
+        return export_set(session, selector, fmt, out, configured_project())
 
 
 def tag_command(run: str, tag: str) -> str:
     """Point ``tag`` at ``run``; returns the run id."""
     with open_sessions() as sessions, sessions.begin() as session:
-        return str(tag_run(session, run, tag).run.id)
+        return str(tag_run(session, run, tag, project=configured_project()).run.id)
 
 
 def watch_command(options: WatchOptions, console: Console) -> WatchOutcome:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import GateReport
+from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.progress import NO_PROGRESS, ProgressReporter
 from evallens.reports import GateReportBody
 from evallens.runs import resolve_run
@@ -43,12 +44,18 @@ def options_from_settings(settings: EvalSettings) -> ComparisonOptions:
 
 
 def run_gate(
-    session_factory: sessionmaker[Session], baseline: str, candidate: str, options: ComparisonOptions
+    session_factory: sessionmaker[Session],
+    baseline: str,
+    candidate: str,
+    options: ComparisonOptions,
+    *,
+    project: str = DEFAULT_PROJECT,
 ) -> GateOutcome:
-    """Compare two stored runs and store a ``gate_reports`` row with the full report."""
+    """Compare two stored runs of ``project`` and store a ``gate_reports`` row with the full report."""
     with session_factory.begin() as session:
-        body = compare_runs(session, baseline, candidate, options)
+        body = compare_runs(session, baseline, candidate, options, project=project)
         row = GateReport(
+            project=project,
             eval_set_name=body.eval_set_name,
             baseline_run_id=uuid.UUID(body.baseline_run_id),
             candidate_run_id=uuid.UUID(body.candidate_run_id),
@@ -69,14 +76,18 @@ def gate_endpoint(
     *,
     progress: ProgressReporter = NO_PROGRESS,
     no_cache: bool = False,
+    project: str = DEFAULT_PROJECT,
 ) -> GateOutcome:
-    """Replay the baseline's exact set version against ``endpoint`` now, then gate that run."""
+    """Replay the baseline's exact set version (of ``project``) against ``endpoint`` now, then gate
+    that run."""
     with session_factory() as session:
-        ref = resolve_run(session, baseline)
+        ref = resolve_run(session, baseline, project=project)
         eval_set_id = ref.run.eval_set_id
         repeats = ref.run.repeats
     report = run_eval(
         session_factory, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats,
         label="gate candidate", progress=progress, no_cache=no_cache,
     )  # fmt: skip
-    return run_gate(session_factory, str(ref.run.id), str(report.run_id), options_from_settings(settings))
+    return run_gate(
+        session_factory, str(ref.run.id), str(report.run_id), options_from_settings(settings), project=project
+    )

@@ -3,6 +3,7 @@
 from sqlalchemy.orm import Session
 
 from evallens.db.models import EvalRun
+from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.reports import CacheCounts, GateReportBody, InfraSummary, RunSummary
 from evallens.runs import RunNotFound, RunRef, StoredResult, flipped_cases, load_results, resolve_run
 from evals.compare.cells import ComparisonOptions, compare_cells
@@ -13,12 +14,17 @@ from evals.scoring import case_scores
 
 
 def compare_runs(
-    session: Session, baseline: str, candidate: str, options: ComparisonOptions
+    session: Session,
+    baseline: str,
+    candidate: str,
+    options: ComparisonOptions,
+    *,
+    project: str = DEFAULT_PROJECT,
 ) -> GateReportBody:
-    """The full comparison of two completed runs (ids or tags) of the same set, with the serving
-    figures each run stored when it ended."""
-    candidate_ref = resolve_run(session, candidate)
-    baseline_ref = resolve_run(session, baseline, eval_set_name=candidate_ref.eval_set.name)
+    """The full comparison of two completed runs (ids or tags) of the same set of ``project``, with
+    the serving figures each run stored when it ended."""
+    candidate_ref = resolve_run(session, candidate, project=project)
+    baseline_ref = resolve_run(session, baseline, eval_set_name=candidate_ref.eval_set.name, project=project)
     for ref in (baseline_ref, candidate_ref):
         _require_completed(ref)
     if baseline_ref.eval_set.name != candidate_ref.eval_set.name:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from evallens.db.models.traces import DEFAULT_PROJECT
 from evals.sets.documents import check_reference_ids, document_ids_in_folder, document_ids_of_target
 from evals.sets.load import load_sets
 from evals.sets.store import SyncedSet, sync_set
@@ -19,9 +20,15 @@ class SyncReport:
 
 
 def sync_path(
-    session: Session, path: Path, *, docs_dir: Path | None = None, endpoint: str | None = None
+    session: Session,
+    path: Path,
+    *,
+    docs_dir: Path | None = None,
+    endpoint: str | None = None,
+    project: str = DEFAULT_PROJECT,
 ) -> SyncReport:
-    """Load every set under ``path``, check its reference ids, store a version per content hash.
+    """Load every set under ``path``, check its reference ids, store a version per content hash in
+    ``project``.
 
     Ids are checked against ``docs_dir`` (or a ``docs`` folder beside the sets), else against the
     target's ``GET /v1/documents`` when it answers; otherwise they are not checked, and the report says so.
@@ -31,7 +38,8 @@ def sync_path(
     if known_ids is not None:
         for eval_set in eval_sets:
             check_reference_ids(eval_set, known_ids)
-    return SyncReport(sets=[sync_set(session, s) for s in eval_sets], checked_against=checked_against)
+    synced = [sync_set(session, s, project=project) for s in eval_sets]
+    return SyncReport(sets=synced, checked_against=checked_against)
 
 
 def _known_document_ids(

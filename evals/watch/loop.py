@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalRun
+from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.errors import EvallensError
 from evallens.reports import GateReportBody
 from evallens.runs import MAIN_TAG, RunNotFound
@@ -49,6 +50,7 @@ class WatchOptions:
     on_regression: str | None = None
     no_cache: bool = False
     repeats: int = 1
+    project: str = DEFAULT_PROJECT  # whose sets are replayed, and whose runs and gates are stored
 
 
 @dataclass
@@ -88,7 +90,8 @@ def watch(
     """Poll until ``max_polls`` polls, ``max_runs`` replays or a regression with ``exit_on_regression``."""
     with session_factory() as session:
         for selector in options.set_selectors:
-            find_set_version(session, selector)  # an unknown set is an error now, not at the first change
+            # an unknown set is an error now, not at the first change
+            find_set_version(session, selector, project=options.project)
     outcome, state, polls = WatchOutcome(), _State(), 0
     while True:
         polls += 1
@@ -165,7 +168,7 @@ def _evaluate_sets(
                 options.endpoint, api_key=settings.eval_api_key
             ).fingerprint
             with session_factory() as session:
-                eval_set = find_set_version(session, selector)
+                eval_set = find_set_version(session, selector, project=options.project)
                 earlier = _completed_run(session, eval_set.id, target_fingerprint)
             if earlier is not None:
                 emit(
@@ -219,8 +222,9 @@ def _gate(
 ) -> None:
     try:
         gated = run_gate(
-            session_factory, options.baseline, str(report.run_id), options_from_settings(settings)
-        )
+            session_factory, options.baseline, str(report.run_id), options_from_settings(settings),
+            project=options.project,
+        )  # fmt: skip
     except RunNotFound as error:
         emit(
             f"not gated: {error} for set {report.eval_set_name} (name a baseline with "

@@ -33,4 +33,8 @@ class CasesSettings(BaseSettings):
         description="Most distinct questions, of the worst traces first, embedded to merge near-duplicates"
         " (the Cases page lists 200 candidates); traces asking others merge only with the same question.",
     )
-    cases_project: str = Field(default="default", description="Project whose traces and sets are used.")
+    cases_project: str = Field(
+        default="default",
+        description="Project whose traces are mined and whose eval sets, runs, tags and gates every"
+        " `evallens cases`, `evallens eval` and `evallens gate` command reads and writes.",
+    )

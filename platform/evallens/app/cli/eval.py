@@ -21,8 +21,13 @@ from evallens.settings.evals import MAX_WAIT_S
 if TYPE_CHECKING:
     from evals.runner.run import RunReport
 
-app = typer.Typer(help="Replay eval sets against an endpoint and compare runs.", no_args_is_help=True)
-sets_app = typer.Typer(help="Eval-set files: validate and store versions.", no_args_is_help=True)
+PROJECT_NOTE = "Sets, runs and tags belong to the project EVALLENS_CASES_PROJECT (default: default)."
+app = typer.Typer(
+    help=f"Replay eval sets against an endpoint and compare runs. {PROJECT_NOTE}", no_args_is_help=True
+)
+sets_app = typer.Typer(
+    help=f"Eval-set files: validate and store versions. {PROJECT_NOTE}", no_args_is_help=True
+)
 app.add_typer(sets_app, name="sets")
 
 # Each replay of each case is one task held in memory at once; beyond this a run is a mistake.
@@ -140,9 +145,10 @@ def runs(
     """List the newest stored runs with their set, tags and status."""
     from evallens.db.sessions import open_sessions
     from evallens.runs import list_runs
+    from evals.commands import configured_project
 
     with open_sessions() as sessions, sessions() as session:
-        listed = list_runs(session, eval_set_name=eval_set, limit=limit)
+        listed = list_runs(session, project=configured_project(), eval_set_name=eval_set, limit=limit)
     if fmt is OutputFormat.JSON:
         print_json([item.model_dump(mode="json") for item in listed])
         return
@@ -224,7 +230,7 @@ def watch(
 ) -> None:
     """Wait for a ready target; replay and gate whenever its config fingerprint changes."""
     from evallens.settings import EvalSettings
-    from evals.commands import watch_command
+    from evals.commands import configured_project, watch_command
     from evals.watch import WatchOptions
 
     settings = EvalSettings()
@@ -233,7 +239,7 @@ def watch(
         interval_s=interval if interval is not None else settings.eval_watch_interval_s, settle_s=settle,
         ready_url=ready_url, config_file=config_file, max_polls=max_polls, max_runs=max_runs,
         report_dir=report_dir, exit_on_regression=exit_on_regression, on_regression=on_regression,
-        no_cache=no_cache, repeats=repeats,
+        no_cache=no_cache, repeats=repeats, project=configured_project(),
     )  # fmt: skip
     console = Console()
     outcome = watch_command(options, console)

@@ -35,7 +35,10 @@ def gate(
         ),
     ] = False,
 ) -> None:
-    """Compare a candidate run against a baseline and fail on significant regressions."""
+    """Compare a candidate run against a baseline and fail on significant regressions.
+
+    Both runs, and the gate report, belong to the project EVALLENS_CASES_PROJECT (default: default).
+    """
     if (candidate is None) == (candidate_endpoint is None):
         raise EvallensError("give exactly one of --candidate or --candidate-endpoint")
     if no_cache and candidate_endpoint is None:
