@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from evallens.telemetry.messages import nul_path
 from evals._jsonl import numbered_lines
 from evals.errors import EvalSetError
 from evals.sets.format import CaseSpec, EvalSetSpec, SetFile
@@ -126,21 +127,10 @@ def _validate_case(file: Path, raw: dict[str, Any], position: str) -> CaseSpec:
 
 def _reject_nul(file: Path, label: str | None, fields: dict[str, Any]) -> None:
     """PostgreSQL text and JSONB cannot hold NUL (YAML's ``"\\0"``, JSON's ``"\\u0000"``): name the field."""
-    where = _field_with_nul(fields)
+    where = nul_path(fields)
     if where is not None:
         prefix = f"{file}: {label}:" if label else f"{file}:"
         raise EvalSetError(f"{prefix} {where}: holds a NUL character (U+0000), which cannot be stored")
-
-
-def _field_with_nul(value: object, where: str = "") -> str | None:
-    if isinstance(value, str):
-        return where if NUL in value else None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        found = _field_with_nul(item, f"{where}.{key}" if where else str(key))
-        if found is not None:
-            return found
-    return None
 
 
 def _first_problem(error: ValidationError) -> str:

@@ -49,18 +49,29 @@ def transport(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def test_deeply_nested_json_in_content_attributes_is_stored(
-    running_collector: Collector, database_url: str, transport: str
+# JSON escapes a lone UTF-16 surrogate (``json.dumps("\ud800")``); decoded, no UTF-8 text can hold it.
+LONE_SURROGATE_MESSAGES = '[{"role": "user", "content": "reset\\ud800my \\udfffpassword"}]'
+
+
+@pytest.mark.parametrize(
+    ("prompt", "content"),
+    [(DEEP_JSON, DEEP_JSON), (LONE_SURROGATE_MESSAGES, "reset\ufffdmy \ufffdpassword")],
+    ids=["deeply-nested", "lone-surrogate"],
+)
+def test_chat_content_the_collector_cannot_read_as_sent_is_stored(
+    running_collector: Collector, database_url: str, transport: str, prompt: str, content: str
 ) -> None:
+    """Text that is not a JSON document (here: too deep to read) is the message itself. A lone
+    surrogate escape decodes to a str that orjson, psycopg and PostgreSQL refuse: the whole request
+    was a 500 with a traceback (its good span lost); like NUL, it is stored as U+FFFD."""
     good = make_span(0, attributes={names.GEN_AI_PROMPT: json.dumps([{"role": "user", "content": QUESTION}])})
-    nested = make_span(1, attributes={names.GEN_AI_PROMPT: DEEP_JSON})
-    answer = TRANSPORTS[transport](running_collector, make_request([good, nested]), {})
+    odd = make_span(1, attributes={names.GEN_AI_PROMPT: prompt})
+    answer = TRANSPORTS[transport](running_collector, make_request([good, odd]), {})
     assert (answer.ok, answer.rejected) == (True, 0), answer
     stored = {span["name"]: span["attributes"] for span in fetch_spans(database_url)}
     assert set(stored) == {"span-0", "span-1"}
-    # text that is not a JSON document (here: too deep to read) is the message itself
     assert json.loads(stored["span-1"][names.GEN_AI_INPUT_MESSAGES]) == [
-        {"role": "user", "parts": [{"type": "text", "content": DEEP_JSON}]}
+        {"role": "user", "parts": [{"type": "text", "content": content}]}
     ]
     health = httpx.get(f"http://127.0.0.1:{running_collector.http_port}/healthz").json()
     assert health["ok"] and health["writer_running"]
@@ -121,13 +132,22 @@ def test_question_from_attribute_reads_unreadable_json_as_text(value: str) -> No
     assert question_from_attribute(value) == value
 
 
-def test_a_nul_escaped_in_a_json_question_can_be_promoted(
-    running_collector: Collector, database_url: str
+NUL_MESSAGES = json.dumps([{"role": "user", "content": "reset\u0000my password"}])
+
+
+@pytest.mark.parametrize(
+    ("messages", "question"),
+    [(NUL_MESSAGES, "reset\ufffdmy password"), (LONE_SURROGATE_MESSAGES, "reset\ufffdmy \ufffdpassword")],
+    ids=["nul", "lone-surrogate"],
+)
+def test_an_escape_postgres_cannot_store_in_a_json_question_can_be_promoted(
+    running_collector: Collector, database_url: str, messages: str, question: str
 ) -> None:
-    """``\\u0000`` inside a JSON attribute is plain text on the wire (the collector stores it), but the
-    question read from it holds NUL, which PostgreSQL text refuses: promoting it must still work."""
-    messages = json.dumps([{"role": "user", "content": "reset\u0000my password"}])
-    assert "\x00" not in messages and "\\u0000" in messages
+    """``\\u0000`` and ``\\ud800`` inside a JSON attribute are plain text on the wire (the collector
+    stores them), but the question read from it holds NUL or a lone surrogate, which PostgreSQL text
+    refuses: promoting it must still work."""
+    assert "\x00" not in messages and "\\u" in messages
+    assert question_from_attribute(messages) == question
     span = make_span(3, attributes={names.GEN_AI_INPUT_MESSAGES: messages})
     answer = TRANSPORTS["http-protobuf"](running_collector, make_request([span]), {})
     assert (answer.ok, answer.rejected) == (True, 0), answer
@@ -139,48 +159,9 @@ def test_a_nul_escaped_in_a_json_question_can_be_promoted(
         report = promote_traces(session, [trace_id], eval_set_name="support", scenario="account")
     with Session(engine) as session:
         stored = session.scalars(select(EvalCase.question).where(EvalCase.source_trace_id == trace_id))
-        assert list(stored) == ["reset\ufffdmy password"]
+        assert list(stored) == [question]
     engine.dispose()
     assert report.version == 2 and len(report.cases) == 1
-
-
-# JSON escapes a lone UTF-16 surrogate (``json.dumps("\ud800")``); decoded, no UTF-8 text can hold it.
-LONE_SURROGATE_MESSAGES = '[{"role": "user", "content": "reset\\ud800my \\udfffpassword"}]'
-
-
-def test_a_lone_surrogate_escaped_in_json_chat_content_is_stored(
-    running_collector: Collector, database_url: str, transport: str
-) -> None:
-    """Decoded, the escape is a str that orjson, psycopg and PostgreSQL refuse: the whole request was a
-    500 with a traceback (its good span lost). Like NUL, it is stored as U+FFFD."""
-    good = make_span(0)
-    escaped = make_span(1, attributes={names.GEN_AI_PROMPT: LONE_SURROGATE_MESSAGES})
-    answer = TRANSPORTS[transport](running_collector, make_request([good, escaped]), {})
-    assert (answer.ok, answer.rejected) == (True, 0), answer
-    stored = {span["name"]: span["attributes"] for span in fetch_spans(database_url)}
-    assert set(stored) == {"span-0", "span-1"}
-    assert json.loads(stored["span-1"][names.GEN_AI_INPUT_MESSAGES]) == [
-        {"role": "user", "parts": [{"type": "text", "content": "reset\ufffdmy \ufffdpassword"}]}
-    ]
-
-
-def test_a_lone_surrogate_escaped_in_a_json_question_can_be_promoted(
-    running_collector: Collector, database_url: str
-) -> None:
-    span = make_span(3, attributes={names.GEN_AI_INPUT_MESSAGES: LONE_SURROGATE_MESSAGES})
-    answer = TRANSPORTS["http-protobuf"](running_collector, make_request([span]), {})
-    assert (answer.ok, answer.rejected) == (True, 0), answer
-    trace_id = (4).to_bytes(16, "big").hex()
-    assert question_from_attribute(LONE_SURROGATE_MESSAGES) == "reset\ufffdmy \ufffdpassword"
-    engine = create_db_engine(database_url)
-    with Session(engine) as session, session.begin():
-        session.add(EvalSet(project="default", name="support", version=1, content_hash="h1"))
-    with Session(engine) as session, session.begin():
-        promote_traces(session, [trace_id], eval_set_name="support", scenario="account")
-    with Session(engine) as session:
-        stored = session.scalars(select(EvalCase.question).where(EvalCase.source_trace_id == trace_id))
-        assert list(stored) == ["reset\ufffdmy \ufffdpassword"]
-    engine.dispose()
 
 
 # What JavaScript's JSON.stringify writes for a string cut inside an emoji (OpenTelemetry JS truncates

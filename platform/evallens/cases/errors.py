@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 
 from evallens.errors import EvallensError
+from evallens.telemetry.messages import nul_path
 
 
 class UnknownEvalSet(EvallensError):
@@ -40,8 +41,7 @@ class UnstorableText(EvallensError):
 def refuse_nul(fields: dict[str, str | Sequence[str] | None]) -> None:
     """``UnstorableText`` naming the first field (a text or a list of texts) that holds a NUL."""
     for name, value in fields.items():
-        texts = [value] if isinstance(value, str) else list(value or ())
-        if any("\x00" in text for text in texts):
+        if nul_path(value) is not None:
             raise UnstorableText(f"the {name} holds a NUL character (U+0000), which cannot be stored")
 
 

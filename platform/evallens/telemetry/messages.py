@@ -81,6 +81,23 @@ def clean_text(text: str) -> str:
     return text
 
 
+def nul_path(value: Any) -> str | None:
+    """Where the first string in ``value`` (a text, or lists and dicts of them) holds NUL, which
+    PostgreSQL text and JSONB cannot: its dotted path of keys and indexes ("" for ``value`` itself),
+    or None when none does."""
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:  # iterative: the nesting is whatever the text's author chose
+        where, item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return where
+            continue
+        items = item.items() if isinstance(item, dict) else enumerate(item) if isinstance(item, list) else ()
+        children = [(f"{where}.{key}" if where else str(key), child) for key, child in items]
+        pending.extend(reversed(children))  # the first child is looked at first
+    return None
+
+
 def first_text(values: Sequence[Any], role: str) -> str | None:
     """The first of several attribute values that holds a message of ``role``."""
     for value in values:
