@@ -3,6 +3,7 @@ chat retrieves only its project's chunks (the real service, tiny vLLM model, rea
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -11,7 +12,9 @@ from sqlalchemy.orm import Session
 
 from evallens.auth import Scope, create_key
 from evallens.db.engine import sqlalchemy_url
+from evallens.service.documents.loader import load_corpus
 from evallens.telemetry import attributes as attr
+from evals.sets.documents import document_ids_of_target
 from tests.evallens.service.conftest import span_attributes
 
 REFUNDS_A: dict[str, Any] = {
@@ -30,6 +33,8 @@ WARRANTY_A: dict[str, Any] = {
     "text": "# Warranty\n\nThe TR-4410 toaster carries a three year warranty covering the heating coils.",
 }
 WARRANTY_QUESTION = "What warranty does the TR-4410 toaster carry?"
+# A shared CPU: a retrieval that misses the 200 ms default budget answers without context (degraded).
+RETRIEVAL = {"scope_guard_enabled": False, "retrieval_budget_ms": 60_000.0}
 
 
 def project_keys(database_url: str, *projects: str) -> list[dict[str, str]]:
@@ -79,8 +84,7 @@ def two_shops(
     """The service with auth, and the keys of projects shop-a and shop-b; shop-a holds REFUNDS_A and
     WARRANTY_A."""
     shop_a, shop_b = project_keys(database_url, "shop-a", "shop-b")
-    settings = {"database_url": database_url, "auth_enabled": True, "scope_guard_enabled": False}
-    with serve(**settings, **overrides) as client:
+    with serve(database_url=database_url, auth_enabled=True, **RETRIEVAL, **overrides) as client:
         for body in (REFUNDS_A, WARRANTY_A):
             created = client.post("/v1/documents", json=body, headers=shop_a)
             assert created.status_code == 201, created.text
@@ -143,7 +147,7 @@ def test_a_projects_chat_never_retrieves_another_projects_chunks(
 
 def test_without_auth_the_knowledge_base_is_the_default_projects(serve, database_url: str) -> None:
     """Nothing changes without auth: every client shares the default project's knowledge base."""
-    with serve(database_url=database_url, scope_guard_enabled=False) as client:
+    with serve(database_url=database_url, **RETRIEVAL) as client:
         assert client.post("/v1/documents", json=WARRANTY_A).status_code == 201
         assert list(listed(client, {})) == ["warranty"]
         assert ask(client, {"x-evallens-tenant": "anyone"}, WARRANTY_QUESTION)["retrieved_ids"] == [
@@ -154,3 +158,23 @@ def test_without_auth_the_knowledge_base_is_the_default_projects(serve, database
         stored = connection.execute(text("SELECT project, id FROM documents")).all()
     engine.dispose()
     assert [tuple(row) for row in stored] == [("default", "warranty")]
+
+
+def test_kb_load_and_sets_sync_use_their_keys_project(serve, database_url: str, tmp_path: Path) -> None:
+    """``evallens kb load`` and ``eval sets sync --endpoint`` send their key (``EVALLENS_EVAL_API_KEY``):
+    the corpus lands in the key's project, and reference ids are checked against that project's
+    documents only."""
+    shop_a, shop_b = project_keys(database_url, "shop-a", "shop-b")
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    for body in (REFUNDS_A, WARRANTY_A):
+        (corpus / f"{body['id']}.md").write_text(body["text"], encoding="utf-8")
+    with serve(database_url=database_url, auth_enabled=True) as client:
+        url = str(client.base_url)
+        report = load_corpus(corpus, url, api_key=shop_a["x-evallens-key"])
+        assert sorted(report.created) == ["refunds", "warranty"]
+        assert sorted(listed(client, shop_a)) == ["refunds", "warranty"]
+        assert listed(client, shop_b) == {}
+        assert document_ids_of_target(url, api_key=shop_a["x-evallens-key"]) == {"refunds", "warranty"}
+        assert document_ids_of_target(url, api_key=shop_b["x-evallens-key"]) == set()
+        assert document_ids_of_target(url) is None  # 401: the target cannot tell
