@@ -35,7 +35,7 @@ def sync_command(path: Path, docs_dir: Path | None, endpoint: str | None) -> Syn
     with open_sessions() as sessions, sessions.begin() as session:
         return sync_path(
             session, path, docs_dir=docs_dir or settings.eval_docs_dir, endpoint=endpoint,
-            project=configured_project(),
+            api_key=settings.eval_api_key, project=configured_project(),
         )  # fmt: skip
 
 

@@ -17,10 +17,14 @@ def document_ids_in_folder(docs_dir: Path) -> set[str]:
     return {path.stem for path in docs_dir.glob("*.md")}
 
 
-def document_ids_of_target(endpoint: str, *, timeout_s: float = 10.0) -> set[str] | None:
-    """Document ids from the target's ``GET /v1/documents``; None when the target cannot tell."""
+def document_ids_of_target(
+    endpoint: str, *, api_key: str | None = None, timeout_s: float = 10.0
+) -> set[str] | None:
+    """Document ids from the target's ``GET /v1/documents`` (a service with auth lists ``api_key``'s
+    project's documents only); None when the target cannot tell."""
+    headers = {} if api_key is None else {"authorization": f"Bearer {api_key}"}
     try:
-        response = httpx.get(api_url(endpoint, "/documents"), timeout=timeout_s)
+        response = httpx.get(api_url(endpoint, "/documents"), headers=headers, timeout=timeout_s)
     except httpx.HTTPError:
         return None
     if response.status_code != 200:

@@ -25,16 +25,18 @@ def sync_path(
     *,
     docs_dir: Path | None = None,
     endpoint: str | None = None,
+    api_key: str | None = None,
     project: str = DEFAULT_PROJECT,
 ) -> SyncReport:
     """Load every set under ``path``, check its reference ids, store a version per content hash in
     ``project``.
 
     Ids are checked against ``docs_dir`` (or a ``docs`` folder beside the sets), else against the
-    target's ``GET /v1/documents`` when it answers; otherwise they are not checked, and the report says so.
+    target's ``GET /v1/documents`` (sent ``api_key``, if any) when it answers; otherwise they are not
+    checked, and the report says so.
     """
     eval_sets = load_sets(path)
-    known_ids, checked_against = _known_document_ids(path, docs_dir, endpoint)
+    known_ids, checked_against = _known_document_ids(path, docs_dir, endpoint, api_key)
     if known_ids is not None:
         for eval_set in eval_sets:
             check_reference_ids(eval_set, known_ids)
@@ -43,13 +45,13 @@ def sync_path(
 
 
 def _known_document_ids(
-    path: Path, docs_dir: Path | None, endpoint: str | None
+    path: Path, docs_dir: Path | None, endpoint: str | None, api_key: str | None
 ) -> tuple[set[str] | None, str]:
     folder = docs_dir or _docs_beside(path)
     if folder is not None:
         return document_ids_in_folder(folder), f"docs folder {folder}"
     if endpoint is not None:
-        ids = document_ids_of_target(endpoint)
+        ids = document_ids_of_target(endpoint, api_key=api_key)
         if ids is not None:
             return ids, f"knowledge base of {endpoint}"
     return None, "nothing (no docs folder given and no knowledge base reachable): ids not checked"

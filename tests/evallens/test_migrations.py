@@ -124,3 +124,57 @@ def test_spans_of_two_projects_with_one_identity_survive_a_downgrade(empty_datab
         assert connection.execute(text("SELECT project FROM spans")).scalars().all() == ["alpha"]
     engine.dispose()
     upgrade(empty_database_url)
+
+
+BETA_REFUNDS = "INSERT INTO documents (project, id, text, content_hash) VALUES ('beta', 'refunds', 'B.', 'b')"
+
+
+def test_documents_keep_their_chunks_and_become_the_default_projects(empty_database_url: str) -> None:
+    """0011 puts the project in the documents key: stored documents and chunks stay, as the default
+    project's; afterwards another project may hold a document of the same id; going back keeps the
+    default project's one."""
+    upgrade(empty_database_url, "0010")
+    engine = create_db_engine(empty_database_url)
+    vector = "[" + ",".join(["0.1"] * 384) + "]"
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO documents (id, text, content_hash) VALUES ('refunds', 'Refunds.', 'h')")
+        )
+        connection.execute(
+            text(
+                "INSERT INTO chunks (id, document_id, ordinal, text, num_tokens, embedding)"
+                " VALUES ('c1', 'refunds', 0, 'Refunds.', 2, CAST(:v AS vector))"
+            ),
+            {"v": vector},
+        )
+    engine.dispose()
+    upgrade(empty_database_url)
+    engine = create_db_engine(empty_database_url)
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT project, id, text FROM documents")).all() == [
+            ("default", "refunds", "Refunds.")
+        ]
+        assert connection.execute(text("SELECT project, id, document_id FROM chunks")).all() == [
+            ("default", "c1", "refunds")
+        ]
+        connection.execute(text(BETA_REFUNDS))
+        connection.execute(
+            text(
+                "INSERT INTO chunks (project, id, document_id, ordinal, text, num_tokens, embedding)"
+                " VALUES ('beta', 'c2', 'refunds', 0, 'B.', 1, CAST(:v AS vector))"
+            ),
+            {"v": vector},
+        )
+        connection.execute(text("DELETE FROM documents WHERE project = 'beta'"))  # cascades to its chunk only
+        assert connection.execute(text("SELECT id FROM chunks")).scalars().all() == ["c1"]
+        connection.execute(text(BETA_REFUNDS))
+    engine.dispose()
+    downgrade(empty_database_url, "0010")
+    engine = create_db_engine(empty_database_url)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT project, id, text FROM documents")).all() == [
+            ("default", "refunds", "Refunds.")
+        ]
+        assert connection.execute(text("SELECT id FROM chunks")).scalars().all() == ["c1"]
+    engine.dispose()
+    upgrade(empty_database_url)

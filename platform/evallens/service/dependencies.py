@@ -50,3 +50,11 @@ async def request_tags(request: Request, principal: PrincipalDep) -> RequestTags
 
 MetricsDep = Annotated[ServiceMetrics, Depends(app_state("metrics"))]
 TagsDep = Annotated[RequestTags, Depends(request_tags)]
+
+
+async def knowledge_base_project(tags: TagsDep) -> str:
+    """The project whose knowledge base a request reads and writes (``RequestTags.knowledge_base``)."""
+    return tags.knowledge_base
+
+
+ProjectDep = Annotated[str, Depends(knowledge_base_project)]

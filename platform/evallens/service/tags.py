@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from starlette.datastructures import Headers
 
 from evallens.telemetry import attributes as attr
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,12 @@ class RequestTags:
     no_cache: bool = False
     # The API key's project when auth is on: the one tenant the service vouches for (never a header).
     project: str | None = None
+
+    @property
+    def knowledge_base(self) -> str:
+        """The project whose knowledge base the request reads and writes: the API key's with auth, the
+        default project's without (never a header: a client must not pick another's documents)."""
+        return self.project or DEFAULT_PROJECT
 
     @classmethod
     def from_headers(cls, headers: Headers) -> "RequestTags":

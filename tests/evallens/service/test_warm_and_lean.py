@@ -26,6 +26,7 @@ from evallens.service.guards import GuardMetrics
 from evallens.service.guards.degrade import ENGINE_FALLBACK_CACHE
 from evallens.settings import RagSettings, ServiceSettings
 from evallens.telemetry import attributes as attr
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 from tests.evallens.service.conftest import (
     LoopThread,
     RecordingEmbedder,
@@ -90,13 +91,15 @@ def test_readyz_waits_for_the_embedder_and_the_indexes(
         assert waiting.json() == {"ready": False, "waiting_for": ["embedder", "indexes"], "failed": []}
         assert client.get("/healthz").status_code == 200
         retriever = app.state.chat.preflight.retriever
-        assert retriever.keyword_index.num_chunks == 0
+        assert retriever.keyword_index.num_chunks(DEFAULT_PROJECT) == 0
 
         embedder.loaded.set()
         assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
         assert client.get("/readyz").json() == {"ready": True}
         assert embedder.embedded == ["warm up", "warm up"]  # the model, then the vector index
-        assert retriever.keyword_index.num_chunks >= len(DOCUMENTS)  # built before any question
+        assert retriever.keyword_index.num_chunks(DEFAULT_PROJECT) >= len(
+            DOCUMENTS
+        )  # built before any question
 
         embedder.embedded.clear()
         answer = ask(client, temperature=0).json()
@@ -188,7 +191,11 @@ def test_the_preflight_embeds_only_for_a_cache_that_can_answer(
             max_tokens=4, temperature=body.get("temperature", 1.0), top_p=1.0, seed=body.get("seed")
         )
         embedder.embedded.clear()
-        asyncio.run(preflight.run(request, sampling, None, "fingerprint", use_caches=use_caches))
+        asyncio.run(
+            preflight.run(
+                request, sampling, None, "fingerprint", project=DEFAULT_PROJECT, use_caches=use_caches
+            )
+        )
         return list(embedder.embedded)
 
     assert embeds(temperature=0.8) == []

@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Computed, ForeignKey, Index, Integer, Text, func
+from sqlalchemy import Computed, ForeignKeyConstraint, Index, Integer, PrimaryKeyConstraint, Text, func
 from sqlalchemy.dialects.postgresql import TIMESTAMP, TSVECTOR
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -15,12 +15,13 @@ EMBEDDING_DIM = 384  # all-MiniLM-L6-v2
 
 
 class Document(Base):
-    """A knowledge-base document, upserted by its id."""
+    """A knowledge-base document of a project, upserted by its id within that project."""
 
     __tablename__ = "documents"
+    __table_args__ = (PrimaryKeyConstraint("project", "id"),)
 
-    id: Mapped[str] = mapped_column(Text, primary_key=True)
     project: Mapped[str] = mapped_column(Text, server_default=DEFAULT_PROJECT)
+    id: Mapped[str] = mapped_column(Text)
     title: Mapped[str | None] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text)
     content_hash: Mapped[str] = mapped_column(Text)
@@ -29,11 +30,15 @@ class Document(Base):
 
 
 class Chunk(Base):
-    """A chunk of a document; its id is a hash of its text, stable across re-indexing."""
+    """A chunk of a document; its id hashes the project, document and text (stable across re-indexing,
+    unique across projects)."""
 
     __tablename__ = "chunks"
     __table_args__ = (
-        Index("ix_chunks_document_id", "document_id"),
+        ForeignKeyConstraint(
+            ["project", "document_id"], ["documents.project", "documents.id"], ondelete="CASCADE"
+        ),
+        Index("ix_chunks_project_document_id", "project", "document_id"),
         Index(
             "ix_chunks_embedding",
             "embedding",
@@ -44,7 +49,8 @@ class Chunk(Base):
     )
 
     id: Mapped[str] = mapped_column(Text, primary_key=True)
-    document_id: Mapped[str] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    project: Mapped[str] = mapped_column(Text, server_default=DEFAULT_PROJECT)
+    document_id: Mapped[str] = mapped_column(Text)
     ordinal: Mapped[int] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text)
     num_tokens: Mapped[int] = mapped_column(Integer)

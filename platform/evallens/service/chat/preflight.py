@@ -39,6 +39,7 @@ class PreflightState:
     tenant: str
     retrieval: bool
     cache: CacheKey
+    project: str  # whose knowledge base retrieval reads (``RequestTags.knowledge_base``)
     result: RetrievalResult | None = None
     exact_hit: bool = False
     semantic_hit: bool = False
@@ -139,10 +140,12 @@ class Preflight:
         tenant: str | None,
         config_fingerprint: str,
         *,
+        project: str,
         use_caches: bool = True,
     ) -> PreflightState:
-        """Run the stages in order within the current (request) span; ``use_caches=False`` (a
-        ``Cache-Control: no-cache`` request) neither reads nor fills the answer caches."""
+        """Run the stages in order within the current (request) span, retrieving from ``project``'s
+        knowledge base; ``use_caches=False`` (a ``Cache-Control: no-cache`` request) neither reads nor
+        fills the answer caches."""
         wanted = request.evallens.retrieval if request.evallens is not None else None
         retrieval = self.retrieval_enabled and wanted is not False
         roles = [message.role for message in request.messages]
@@ -156,6 +159,7 @@ class Preflight:
                 single_turn=roles.count("user") == 1 and "assistant" not in roles,
                 question=last_user_message(request.messages),
             ),
+            project=project,
         )
         if state.question is None:
             return state
@@ -192,7 +196,7 @@ class Preflight:
     async def _retrieve(self, state: PreflightState) -> None:
         assert self.retriever is not None and state.question is not None
         outcome = await self.retrieval_guard.retrieve(
-            self.retriever, state.question, query_embedding=state.cache.embedding
+            self.retriever, state.question, project=state.project, query_embedding=state.cache.embedding
         )
         if outcome.result is None:
             state.degraded_reason = outcome.reason

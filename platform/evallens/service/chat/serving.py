@@ -138,7 +138,12 @@ class ChatServing:
         bare = check_context(request, sampling, self.router, self.settings.system_prompt)  # before any work
         config_fingerprint = self.config_fingerprint()
         state = await self.preflight.run(
-            request, sampling, tags.tenant, config_fingerprint, use_caches=not tags.no_cache
+            request,
+            sampling,
+            tags.tenant,
+            config_fingerprint,
+            project=tags.knowledge_base,
+            use_caches=not tags.no_cache,
         )
         recording.span.set_attributes(span_attributes(state))
         built = build_messages(request, self._prompt_context(state))

@@ -42,10 +42,13 @@ def load_corpus(
     service_url: str,
     *,
     client: httpx.Client | None = None,
+    api_key: str | None = None,
     progress: ProgressReporter = NO_PROGRESS,
 ) -> LoadReport:
-    """Upsert every document of ``path`` into the service at ``service_url``."""
+    """Upsert every document of ``path`` into the service at ``service_url``: with ``api_key``, into that
+    key's project's knowledge base (a service with auth needs one), else the default project's."""
     bodies = read_corpus(path)
+    headers = {} if api_key is None else {"authorization": f"Bearer {api_key}"}
     report = LoadReport()
     own = client is None
     http = client or httpx.Client(base_url=service_url, timeout=120.0)
@@ -53,7 +56,7 @@ def load_corpus(
         progress.begin(f"loading {len(bodies)} documents", len(bodies))
         for body in bodies:
             try:
-                response = http.post("/v1/documents", json=body)
+                response = http.post("/v1/documents", json=body, headers=headers)
             except httpx.HTTPError as error:
                 raise KnowledgeBaseLoadError(f"cannot reach the service at {service_url}: {error}") from None
             if response.status_code >= 400:

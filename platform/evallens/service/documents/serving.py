@@ -31,7 +31,9 @@ def content_hash(document: DocumentIn) -> str:
 
 
 class DocumentService:
-    """Upserts, deletes and lists knowledge-base documents; each call is one transaction."""
+    """Upserts, deletes and lists one project's knowledge-base documents; each call is one transaction.
+    A document's identity is (project, id): another project's document of the same id is never read,
+    changed or counted."""
 
     def __init__(
         self,
@@ -48,19 +50,19 @@ class DocumentService:
         self._keywords = keyword_index
         self._tracer = tracer or trace.get_tracer(TRACER_NAME)
 
-    async def upsert(self, document: DocumentIn) -> UpsertResult:
-        """Add or replace a document; unchanged chunks keep their embeddings."""
-        return await asyncio.to_thread(self.upsert_sync, document)
+    async def upsert(self, project: str, document: DocumentIn) -> UpsertResult:
+        """Add or replace a document of ``project``; unchanged chunks keep their embeddings."""
+        return await asyncio.to_thread(self.upsert_sync, project, document)
 
-    async def delete(self, document_id: str) -> DeleteResult:
-        """Delete a document and its chunks."""
-        return await asyncio.to_thread(self.delete_sync, document_id)
+    async def delete(self, project: str, document_id: str) -> DeleteResult:
+        """Delete a document of ``project`` and its chunks."""
+        return await asyncio.to_thread(self.delete_sync, project, document_id)
 
-    async def list(self) -> DocumentList:
-        """Every document, by id."""
-        return await asyncio.to_thread(self.list_sync)
+    async def list(self, project: str) -> DocumentList:
+        """Every document of ``project``, by id."""
+        return await asyncio.to_thread(self.list_sync, project)
 
-    def upsert_sync(self, document: DocumentIn) -> UpsertResult:
+    def upsert_sync(self, project: str, document: DocumentIn) -> UpsertResult:
         """Blocking ``upsert``."""
         with self._tracer.start_as_current_span("documents.upsert") as span:
             span.set_attribute(attr.KB_DOCUMENT_ID, document.id)
@@ -70,12 +72,13 @@ class DocumentService:
                 count_tokens=self._embedder.count_tokens,
                 chunk_tokens=self._settings.chunk_tokens,
                 overlap=self._settings.overlap,
+                project=project,
             )
             digest = content_hash(document)
             with self._sessions() as session, session.begin():
-                store.lock_document(session, document.id)
-                existing = store.get_document(session, document.id)
-                plan = store.plan_reindex(store.chunk_ordinals(session, document.id), chunks)
+                store.lock_document(session, project, document.id)
+                existing = store.get_document(session, project, document.id)
+                plan = store.plan_reindex(store.chunk_ordinals(session, project, document.id), chunks)
                 if existing is not None and existing.content_hash == digest and not plan.changes_chunks:
                     status = "unchanged"
                 else:
@@ -83,15 +86,16 @@ class DocumentService:
                     embeddings = self._embedder.embed([chunk.text for chunk in plan.to_embed])
                     store.write_document(
                         session,
+                        project=project,
                         document_id=document.id,
                         title=document.title,
                         body=document.text,
                         content_hash=digest,
                         metadata=document.metadata,
                     )
-                    store.apply_reindex(session, document.id, plan, embeddings)
+                    store.apply_reindex(session, project, document.id, plan, embeddings)
             if status != "unchanged":
-                self._keywords.invalidate()
+                self._keywords.invalidate(project)
             span.set_attributes(
                 {
                     attr.KB_NUM_CHUNKS_EMBEDDED: len(plan.to_embed),
@@ -106,19 +110,19 @@ class DocumentService:
                 num_chunks_deleted=len(plan.to_delete) if status != "unchanged" else 0,
             )
 
-    def delete_sync(self, document_id: str) -> DeleteResult:
+    def delete_sync(self, project: str, document_id: str) -> DeleteResult:
         """Blocking ``delete``."""
         with self._sessions() as session, session.begin():
-            store.lock_document(session, document_id)
-            deleted = store.delete_document(session, document_id)
+            store.lock_document(session, project, document_id)
+            deleted = store.delete_document(session, project, document_id)
         if deleted:
-            self._keywords.invalidate()
+            self._keywords.invalidate(project)
         return DeleteResult(id=document_id, deleted=deleted)
 
-    def list_sync(self) -> DocumentList:
+    def list_sync(self, project: str) -> DocumentList:
         """Blocking ``list``."""
         with self._sessions() as session:
-            documents = store.list_documents(session)
+            documents = store.list_documents(session, project)
         return DocumentList(
             data=[
                 DocumentOut(

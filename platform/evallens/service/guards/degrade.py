@@ -36,8 +36,10 @@ ENGINE_UNAVAILABLE_MESSAGE = (
 class Retriever(Protocol):
     """What the guard needs of a retriever (``HybridRetriever`` or a test double)."""
 
-    async def retrieve(self, query: str, *, query_embedding: Vectors | None = None) -> RetrievalResult:
-        """Retrieve context for ``query``."""
+    async def retrieve(
+        self, query: str, *, project: str, query_embedding: Vectors | None = None
+    ) -> RetrievalResult:
+        """Retrieve context for ``query`` from ``project``'s knowledge base."""
         ...
 
 
@@ -84,13 +86,14 @@ class RetrievalGuard:
         self._metrics = metrics
 
     async def retrieve(
-        self, retriever: Retriever, query: str, *, query_embedding: Vectors | None = None
+        self, retriever: Retriever, query: str, *, project: str, query_embedding: Vectors | None = None
     ) -> RetrievalOutcome:
-        """Retrieve, or return a degraded outcome (timeout, error, breaker open) and mark the span."""
+        """Retrieve from ``project``'s knowledge base, or return a degraded outcome (timeout, error,
+        breaker open) and mark the span."""
         try:
             result = await self._breaker.call(
                 lambda: within(
-                    retriever.retrieve(query, query_embedding=query_embedding),
+                    retriever.retrieve(query, project=project, query_embedding=query_embedding),
                     self._budget_s,
                     BudgetExceeded(RETRIEVAL_BUDGET, self._budget_s),
                 )

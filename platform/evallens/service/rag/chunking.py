@@ -2,14 +2,17 @@
 
 Limits are in the embedding model's tokens. Consecutive chunks of one section share a tail of
 whole sentences (``overlap`` of ``chunk_tokens``). Each chunk starts with its heading path
-("Title > Section") so it stays meaningful on its own. Chunk ids hash the document id and the chunk
-text, so unchanged text keeps its id (and its embedding) when a document is re-indexed.
+("Title > Section") so it stays meaningful on its own. Chunk ids hash the project, the document id
+and the chunk text, so unchanged text keeps its id (and its embedding) when a document is re-indexed,
+and the same text in two projects has two ids.
 """
 
 import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 
 TokenCounter = Callable[[str], int]
 
@@ -46,10 +49,15 @@ def split_sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE_END.split(text.strip()) if part.strip()]
 
 
-def chunk_id(document_id: str, text: str, occurrence: int = 0) -> str:
+def chunk_id(document_id: str, text: str, occurrence: int = 0, project: str = DEFAULT_PROJECT) -> str:
     """Stable content hash of a chunk; ``occurrence`` separates repeated identical text in a document."""
-    digest = hashlib.sha256(f"{document_id}\n{occurrence}\n{text}".encode()).hexdigest()
-    return digest[:32]
+    key = f"{document_id}\n{occurrence}\n{text}"
+    if project != DEFAULT_PROJECT:
+        # The default project keeps the ids its chunks were stored under before projects had a
+        # knowledge base of their own (their embeddings stay); a NUL, which no document id holds,
+        # keeps every other project's key apart from them.
+        key = f"{project}\x00{key}"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def _sections(text: str) -> list[_Section]:
@@ -178,8 +186,10 @@ def chunk_document(
     count_tokens: TokenCounter,
     chunk_tokens: int,
     overlap: float,
+    project: str = DEFAULT_PROJECT,
 ) -> list[TextChunk]:
-    """Split ``text`` into chunks of at most about ``chunk_tokens`` tokens along its structure."""
+    """Split ``text`` (a document of ``project``) into chunks of at most about ``chunk_tokens`` tokens
+    along its structure."""
     overlap_tokens = int(round(chunk_tokens * overlap))
     chunks: list[TextChunk] = []
     seen: dict[str, int] = {}
@@ -194,7 +204,7 @@ def chunk_document(
             seen[chunk_text] = occurrence + 1
             chunks.append(
                 TextChunk(
-                    id=chunk_id(document_id, chunk_text, occurrence),
+                    id=chunk_id(document_id, chunk_text, occurrence, project),
                     ordinal=len(chunks),
                     text=chunk_text,
                     num_tokens=count_tokens(chunk_text),

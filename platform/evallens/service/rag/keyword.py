@@ -3,13 +3,15 @@
 Why bm25s rather than PostgreSQL full-text: ``ts_rank`` has no inverse document frequency and no
 term-frequency saturation, so it is not BM25, and its parser splits product model numbers. Here a
 model number such as ``TR-4410`` is indexed whole *and* by its parts, so an exact model number
-matches strongly. The index lives in memory; rebuilding it for thousands of chunks takes
-milliseconds, and ``knowledge_base_version`` tells every process when to rebuild.
+matches strongly. The indexes live in memory, one per project (inverse document frequencies are the
+project's own); rebuilding one for thousands of chunks takes milliseconds, and
+``knowledge_base_version`` tells every process when a project's changed.
 """
 
 import re
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
@@ -45,58 +47,76 @@ def tokenize(text: str) -> list[str]:
     return terms
 
 
+@dataclass(frozen=True)
+class _ProjectIndex:
+    """One project's BM25 index, its chunk ids in index order, and the version it was built from."""
+
+    retriever: object | None
+    chunk_ids: list[str]
+    version: object
+
+
 class KeywordIndex:
-    """An in-memory BM25 index over chunk texts, with the knowledge-base version it was built from."""
+    """In-memory BM25 indexes over chunk texts, one per project (a project's keyword leg never scores
+    another project's chunks), each with the knowledge-base version it was built from."""
 
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self._k1 = k1
         self._b = b
         self._lock = threading.Lock()
-        self._retriever: object | None = None
-        self._chunk_ids: list[str] = []
-        self._version: object = None
+        self._projects: dict[str, _ProjectIndex] = {}
 
-    @property
-    def num_chunks(self) -> int:
-        """Chunks in the index."""
-        return len(self._chunk_ids)
+    def num_chunks(self, project: str) -> int:
+        """Chunks in ``project``'s index."""
+        with self._lock:
+            index = self._projects.get(project)
+        return 0 if index is None else len(index.chunk_ids)
 
-    def build(self, chunks: Sequence[tuple[str, str]], version: object = None) -> None:
-        """Replace the index with one over ``chunks`` ((id, text) pairs)."""
+    def build(self, project: str, chunks: Sequence[tuple[str, str]], version: object = None) -> None:
+        """Replace ``project``'s index with one over ``chunks`` ((id, text) pairs)."""
         import bm25s
 
         retriever = None
         if chunks:
             retriever = bm25s.BM25(k1=self._k1, b=self._b)
             retriever.index([tokenize(text) or ["_empty_"] for _, text in chunks], show_progress=False)
+        index = _ProjectIndex(retriever, [chunk_id for chunk_id, _ in chunks], version)
         with self._lock:
-            self._retriever = retriever
-            self._chunk_ids = [chunk_id for chunk_id, _ in chunks]
-            self._version = version
+            self._projects[project] = index
 
-    def invalidate(self) -> None:
-        """Forget the version so the next ``refresh`` rebuilds (call after changing the knowledge base)."""
+    def invalidate(self, project: str) -> None:
+        """Forget ``project``'s version so its next ``refresh`` rebuilds (call after changing its
+        knowledge base)."""
         with self._lock:
-            self._version = None
+            index = self._projects.get(project)
+            if index is not None:
+                self._projects[project] = _ProjectIndex(index.retriever, index.chunk_ids, None)
 
-    def refresh(self, session: Session) -> bool:
-        """Rebuild from the chunks table if the knowledge base changed since the last build."""
-        version = store.knowledge_base_version(session)
-        if version == self._version:
+    def refresh(self, session: Session, project: str) -> bool:
+        """Rebuild ``project``'s index from the chunks table if its knowledge base changed since the last
+        build."""
+        version = store.knowledge_base_version(session, project)
+        with self._lock:
+            index = self._projects.get(project)
+        if index is not None and version == index.version:
             return False
-        self.build(store.all_chunk_texts(session), version)
+        self.build(project, store.all_chunk_texts(session, project), version)
         return True
 
-    def search(self, query: str, limit: int) -> list[ScoredId]:
-        """The ``limit`` best chunks for ``query`` by BM25, best first; chunks scoring 0 are left out."""
+    def search(self, project: str, query: str, limit: int) -> list[ScoredId]:
+        """The ``limit`` best chunks of ``project`` for ``query`` by BM25, best first; chunks scoring 0 are
+        left out."""
         terms = tokenize(query)
         with self._lock:
-            retriever, chunk_ids = self._retriever, self._chunk_ids
-        if retriever is None or not terms or not chunk_ids:
+            index = self._projects.get(project)
+        if index is None or index.retriever is None or not terms or not index.chunk_ids:
             return []
-        get_scores: Callable[[list[str]], Sequence[float]] = retriever.get_scores  # type: ignore[attr-defined]
+        chunk_ids = index.chunk_ids
+        get_scores: Callable[[list[str]], Sequence[float]] = index.retriever.get_scores  # type: ignore[attr-defined]
         scores = get_scores(terms)
-        ranked = sorted(range(len(chunk_ids)), key=lambda index: (-scores[index], index))
+        ranked = sorted(range(len(chunk_ids)), key=lambda position: (-scores[position], position))
         return [
-            ScoredId(chunk_ids[index], float(scores[index])) for index in ranked[:limit] if scores[index] > 0
+            ScoredId(chunk_ids[position], float(scores[position]))
+            for position in ranked[:limit]
+            if scores[position] > 0
         ]

@@ -1,5 +1,8 @@
 """Hybrid retrieval: vector leg + BM25 leg -> Reciprocal Rank Fusion -> rerank -> compression.
 
+Retrieval reads one project's knowledge base: every leg, and the chunks fetched for reranking, are
+that project's only.
+
 Each stage is a span (names in ``evallens.telemetry.attributes``): ``retrieval`` with children
 ``retrieval.vector``, ``retrieval.keyword``, ``retrieval.fuse``, ``retrieval.rerank``,
 ``retrieval.compress``. The work is blocking (PostgreSQL, torch) and runs in a worker thread.
@@ -23,6 +26,7 @@ from evallens.service.rag.store import ScoredId
 from evallens.service.rag.types import RetrievalResult, RetrievedChunk
 from evallens.settings import RagSettings
 from evallens.telemetry import attributes as attr
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 
 TRACER_NAME = "evallens.service.rag"
 
@@ -83,25 +87,37 @@ class HybridRetriever:
         }
 
     def warm_up(self) -> None:
-        """Load the embedding model, build the keyword index and touch the vector index (blocking), so
-        the first question pays none of it."""
+        """Load the embedding model, build every project's keyword index and touch the vector index
+        (blocking), so the first question pays none of it."""
         embedding = self._embedder.embed_one("warm up")
         with self._sessions() as session:
-            self._keywords.refresh(session)
-            store.vector_search(session, embedding, 1)
+            for project in store.projects_with_documents(session):
+                self._keywords.refresh(session, project)
+            store.vector_search(session, DEFAULT_PROJECT, embedding, 1)
 
     async def retrieve(
-        self, query: str, *, query_embedding: Vectors | None = None, top_k: int | None = None
+        self,
+        query: str,
+        *,
+        project: str,
+        query_embedding: Vectors | None = None,
+        top_k: int | None = None,
     ) -> RetrievalResult:
-        """Retrieve for ``query`` off the event loop (pass ``query_embedding`` if already computed)."""
+        """Retrieve for ``query`` from ``project``'s knowledge base off the event loop (pass
+        ``query_embedding`` if already computed)."""
         return await asyncio.to_thread(
-            self.retrieve_sync, query, query_embedding=query_embedding, top_k=top_k
+            self.retrieve_sync, query, project=project, query_embedding=query_embedding, top_k=top_k
         )
 
     def retrieve_sync(
-        self, query: str, *, query_embedding: Vectors | None = None, top_k: int | None = None
+        self,
+        query: str,
+        *,
+        project: str,
+        query_embedding: Vectors | None = None,
+        top_k: int | None = None,
     ) -> RetrievalResult:
-        """The blocking retrieval pipeline."""
+        """The blocking retrieval pipeline over ``project``'s knowledge base."""
         s = self.settings
         top_k = top_k or s.top_k
         with self._tracer.start_as_current_span(attr.SPAN_RETRIEVAL) as span:
@@ -116,10 +132,10 @@ class HybridRetriever:
             )
             embedding = query_embedding if query_embedding is not None else self._embedder.embed_one(query)
             with self._sessions() as session:
-                vector_hits = self._vector_leg(session, embedding) if s.fusion != "keyword" else []
-                keyword_hits = self._keyword_leg(session, query) if s.fusion != "vector" else []
+                vector_hits = self._vector_leg(session, project, embedding) if s.fusion != "keyword" else []
+                keyword_hits = self._keyword_leg(session, project, query) if s.fusion != "vector" else []
                 fused = self._fuse(vector_hits, keyword_hits)
-                chunks, best = self._rerank(session, query, embedding, fused, top_k)
+                chunks, best = self._rerank(session, project, query, embedding, fused, top_k)
             if s.compress and chunks:
                 chunks = self._compress(embedding, chunks)
             result = RetrievalResult(
@@ -137,16 +153,16 @@ class HybridRetriever:
                 span.set_attribute(attr.RETRIEVAL_BEST_RELEVANCE, best)
             return result
 
-    def _vector_leg(self, session: Session, embedding: Vectors) -> list[ScoredId]:
+    def _vector_leg(self, session: Session, project: str, embedding: Vectors) -> list[ScoredId]:
         with self._tracer.start_as_current_span(attr.SPAN_RETRIEVAL_VECTOR) as span:
-            hits = store.vector_search(session, embedding, self.settings.candidates_per_leg)
+            hits = store.vector_search(session, project, embedding, self.settings.candidates_per_leg)
             span.set_attributes(leg_attributes("vector", hits))
             return hits
 
-    def _keyword_leg(self, session: Session, query: str) -> list[ScoredId]:
+    def _keyword_leg(self, session: Session, project: str, query: str) -> list[ScoredId]:
         with self._tracer.start_as_current_span(attr.SPAN_RETRIEVAL_KEYWORD) as span:
-            self._keywords.refresh(session)
-            hits = self._keywords.search(query, self.settings.candidates_per_leg)
+            self._keywords.refresh(session, project)
+            hits = self._keywords.search(project, query, self.settings.candidates_per_leg)
             span.set_attributes(leg_attributes("keyword", hits))
             return hits
 
@@ -158,12 +174,18 @@ class HybridRetriever:
             return fused
 
     def _rerank(
-        self, session: Session, query: str, embedding: Vectors, fused: list[ScoredId], top_k: int
+        self,
+        session: Session,
+        project: str,
+        query: str,
+        embedding: Vectors,
+        fused: list[ScoredId],
+        top_k: int,
     ) -> tuple[list[RetrievedChunk], float | None]:
         with self._tracer.start_as_current_span(attr.SPAN_RETRIEVAL_RERANK) as span:
             pool = fused[: self.settings.rerank_candidates]
-            rows = store.fetch_chunks(session, [hit.id for hit in pool])
-            vectors = store.fetch_embeddings(session, rows)
+            rows = store.fetch_chunks(session, project, [hit.id for hit in pool])
+            vectors = store.fetch_embeddings(session, project, rows)
             cosines = {chunk_id: float(np.dot(vector, embedding)) for chunk_id, vector in vectors.items()}
             candidates = [
                 Candidate(hit.id, rows[hit.id].text, hit.score, cosines[hit.id])

@@ -1,6 +1,8 @@
 """The knowledge base in PostgreSQL: documents, chunks and their pgvector embeddings.
 
-Every function takes the session first and never commits; the caller owns the transaction.
+Every function takes the session first and never commits; the caller owns the transaction. The
+knowledge base is a project's: every function reads or writes one ``project``'s documents and chunks
+(a document's identity is (project, id)), never another's.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -81,38 +83,44 @@ def plan_reindex(existing: Mapping[str, int], chunks: Sequence[TextChunk]) -> Re
 DOCUMENT_LOCKS = 0x6B62  # "kb"
 
 
-def lock_document(session: Session, document_id: str) -> None:
-    """Wait for, and hold until the transaction ends, the one writer's lock on ``document_id``: an upload
-    plans against the stored chunks, so a second upload or a delete of the same id must not change them
-    under it (the upload would collide on them, or write the document back missing them)."""
+def lock_document(session: Session, project: str, document_id: str) -> None:
+    """Wait for, and hold until the transaction ends, the one writer's lock on ``document_id`` of
+    ``project``: an upload plans against the stored chunks, so a second upload or a delete of the same
+    document must not change them under it (the upload would collide on them, or write the document
+    back missing them)."""
+    # Document ids never hold "/", so "project/id" names one document whatever the project's name.
     session.execute(
-        text("SELECT pg_advisory_xact_lock(:space, hashtext(:id))"),
-        {"space": DOCUMENT_LOCKS, "id": document_id},
+        text("SELECT pg_advisory_xact_lock(:space, hashtext(:key))"),
+        {"space": DOCUMENT_LOCKS, "key": f"{project}/{document_id}"},
     )
 
 
-def get_document(session: Session, document_id: str) -> Document | None:
-    """The document with ``document_id``, or None."""
-    return session.get(Document, document_id)
+def get_document(session: Session, project: str, document_id: str) -> Document | None:
+    """The document ``document_id`` of ``project``, or None."""
+    return session.get(Document, {"project": project, "id": document_id})
 
 
-def chunk_ordinals(session: Session, document_id: str) -> dict[str, int]:
+def chunk_ordinals(session: Session, project: str, document_id: str) -> dict[str, int]:
     """Ordinal of each stored chunk of a document, by chunk id."""
-    rows = session.execute(select(Chunk.id, Chunk.ordinal).where(Chunk.document_id == document_id))
+    rows = session.execute(
+        select(Chunk.id, Chunk.ordinal).where(Chunk.project == project, Chunk.document_id == document_id)
+    )
     return {row.id: row.ordinal for row in rows}
 
 
 def write_document(
     session: Session,
     *,
+    project: str,
     document_id: str,
     title: str | None,
     body: str,
     content_hash: str,
     metadata: dict[str, Any],
 ) -> None:
-    """Insert or update a document row, stamping ``updated_at``."""
+    """Insert or update a document row of ``project``, stamping ``updated_at``."""
     values = {
+        "project": project,
         "id": document_id,
         "title": title,
         "text": body,
@@ -123,24 +131,28 @@ def write_document(
     statement = insert(Document).values(values)
     session.execute(
         statement.on_conflict_do_update(
-            index_elements=[Document.id],
-            set_={key: statement.excluded[key] for key in values if key != "id"},
+            index_elements=[Document.project, Document.id],
+            set_={key: statement.excluded[key] for key in values if key not in ("project", "id")},
         )
     )
 
 
-def apply_reindex(session: Session, document_id: str, plan: ReindexPlan, embeddings: Vectors) -> None:
+def apply_reindex(
+    session: Session, project: str, document_id: str, plan: ReindexPlan, embeddings: Vectors
+) -> None:
     """Write a plan: delete gone chunks, renumber moved ones, insert new ones with their embeddings."""
+    mine = (Chunk.project == project, Chunk.document_id == document_id)
     if plan.to_delete:
-        session.execute(delete(Chunk).where(Chunk.id.in_(plan.to_delete)))
+        session.execute(delete(Chunk).where(*mine, Chunk.id.in_(plan.to_delete)))
     for chunk_id, ordinal in plan.renumbered.items():
-        session.execute(update(Chunk).where(Chunk.id == chunk_id).values(ordinal=ordinal))
+        session.execute(update(Chunk).where(*mine, Chunk.id == chunk_id).values(ordinal=ordinal))
     if plan.to_embed:
         session.execute(
             insert(Chunk),
             [
                 {
                     "id": chunk.id,
+                    "project": project,
                     "document_id": document_id,
                     "ordinal": chunk.ordinal,
                     "text": chunk.text,
@@ -152,16 +164,20 @@ def apply_reindex(session: Session, document_id: str, plan: ReindexPlan, embeddi
         )
 
 
-def delete_document(session: Session, document_id: str) -> bool:
-    """Delete a document and (by cascade) its chunks; False when there was none."""
-    result = session.execute(delete(Document).where(Document.id == document_id).returning(Document.id))
+def delete_document(session: Session, project: str, document_id: str) -> bool:
+    """Delete a document of ``project`` and (by cascade) its chunks; False when ``project`` has none."""
+    result = session.execute(
+        delete(Document).where(Document.project == project, Document.id == document_id).returning(Document.id)
+    )
     return result.first() is not None
 
 
-def list_documents(session: Session) -> list[DocumentSummary]:
-    """Every document with its chunk count, by id."""
+def list_documents(session: Session, project: str) -> list[DocumentSummary]:
+    """Every document of ``project`` with its chunk count, by id."""
     num_chunks = (
-        select(func.count(Chunk.id)).where(Chunk.document_id == Document.id).correlate(Document)
+        select(func.count(Chunk.id))
+        .where(Chunk.project == Document.project, Chunk.document_id == Document.id)
+        .correlate(Document)
     ).scalar_subquery()
     rows = session.execute(
         select(
@@ -171,7 +187,9 @@ def list_documents(session: Session) -> list[DocumentSummary]:
             Document.metadata_,
             Document.updated_at,
             num_chunks.label("num_chunks"),
-        ).order_by(Document.id)
+        )
+        .where(Document.project == project)
+        .order_by(Document.id)
     )
     return [
         DocumentSummary(
@@ -186,23 +204,37 @@ def list_documents(session: Session) -> list[DocumentSummary]:
     ]
 
 
-def vector_search(session: Session, embedding: Vectors, limit: int) -> list[ScoredId]:
-    """The ``limit`` chunks nearest to ``embedding`` by cosine (HNSW index), best first."""
+# pgvector 0.8+ keeps scanning the HNSW graph until ``limit`` rows pass the project filter (an older
+# one filters the first ef_search rows only, so a small project among large ones may get fewer hits).
+_ITERATIVE_SCAN = text(
+    "SELECT set_config('hnsw.iterative_scan', 'strict_order', true) FROM pg_extension"
+    " WHERE extname = 'vector' AND string_to_array(extversion, '.')::int[] >= '{0,8}'"
+)
+
+
+def vector_search(session: Session, project: str, embedding: Vectors, limit: int) -> list[ScoredId]:
+    """The ``limit`` chunks of ``project`` nearest to ``embedding`` by cosine (HNSW index), best first."""
     # HNSW returns at most ef_search rows; widen it to the number asked for.
     session.execute(text("SELECT set_config('hnsw.ef_search', :value, true)"), {"value": str(max(40, limit))})
+    session.execute(_ITERATIVE_SCAN)
     distance = Chunk.embedding.cosine_distance(np.asarray(embedding, dtype=np.float32))
-    rows = session.execute(select(Chunk.id, distance.label("distance")).order_by(distance).limit(limit))
+    rows = session.execute(
+        select(Chunk.id, distance.label("distance"))
+        .where(Chunk.project == project)
+        .order_by(distance)
+        .limit(limit)
+    )
     return [ScoredId(id=row.id, score=1.0 - float(row.distance)) for row in rows]
 
 
-def fetch_chunks(session: Session, chunk_ids: Iterable[str]) -> dict[str, StoredChunk]:
-    """Chunks by id (missing ids are absent from the result)."""
+def fetch_chunks(session: Session, project: str, chunk_ids: Iterable[str]) -> dict[str, StoredChunk]:
+    """Chunks of ``project`` by id (missing ids, and other projects' ids, are absent from the result)."""
     ids = list(chunk_ids)
     if not ids:
         return {}
     rows = session.execute(
         select(Chunk.id, Chunk.document_id, Chunk.ordinal, Chunk.text, Chunk.num_tokens).where(
-            Chunk.id.in_(ids)
+            Chunk.project == project, Chunk.id.in_(ids)
         )
     )
     return {
@@ -210,28 +242,40 @@ def fetch_chunks(session: Session, chunk_ids: Iterable[str]) -> dict[str, Stored
     }
 
 
-def fetch_embeddings(session: Session, chunk_ids: Iterable[str]) -> dict[str, Vectors]:
-    """Stored embeddings by chunk id."""
+def fetch_embeddings(session: Session, project: str, chunk_ids: Iterable[str]) -> dict[str, Vectors]:
+    """Stored embeddings of ``project``'s chunks by chunk id."""
     ids = list(chunk_ids)
     if not ids:
         return {}
-    rows = session.execute(select(Chunk.id, Chunk.embedding).where(Chunk.id.in_(ids)))
+    rows = session.execute(
+        select(Chunk.id, Chunk.embedding).where(Chunk.project == project, Chunk.id.in_(ids))
+    )
     return {row.id: np.asarray(row.embedding, dtype=np.float32) for row in rows}
 
 
-def all_chunk_texts(session: Session) -> list[tuple[str, str]]:
-    """(id, text) of every chunk, in a stable order, for building the keyword index."""
-    rows = session.execute(select(Chunk.id, Chunk.text).order_by(Chunk.document_id, Chunk.ordinal))
+def all_chunk_texts(session: Session, project: str) -> list[tuple[str, str]]:
+    """(id, text) of every chunk of ``project``, in a stable order, for building its keyword index."""
+    rows = session.execute(
+        select(Chunk.id, Chunk.text)
+        .where(Chunk.project == project)
+        .order_by(Chunk.document_id, Chunk.ordinal)
+    )
     return [(row.id, row.text) for row in rows]
 
 
-def knowledge_base_version(session: Session) -> tuple[int, int, str | None]:
-    """Changes whenever a document or chunk is added, changed or deleted: (documents, chunks, newest)."""
+def projects_with_documents(session: Session) -> list[str]:
+    """Every project that has a document, by name."""
+    return list(session.scalars(select(Document.project).distinct().order_by(Document.project)))
+
+
+def knowledge_base_version(session: Session, project: str) -> tuple[int, int, str | None]:
+    """Changes whenever a document or chunk of ``project`` is added, changed or deleted:
+    (documents, chunks, newest)."""
     row = session.execute(
         select(
-            select(func.count()).select_from(Document).scalar_subquery(),
-            select(func.count()).select_from(Chunk).scalar_subquery(),
-            select(func.max(Document.updated_at)).scalar_subquery(),
+            select(func.count()).select_from(Document).where(Document.project == project).scalar_subquery(),
+            select(func.count()).select_from(Chunk).where(Chunk.project == project).scalar_subquery(),
+            select(func.max(Document.updated_at)).where(Document.project == project).scalar_subquery(),
         )
     ).one()
     newest = row[2].isoformat() if row[2] is not None else None

@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -14,11 +15,13 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.auth import AuthGate
 from evallens.service.documents import DocumentIn, DocumentService, create_documents_router
 from evallens.service.errors import install_error_handlers
 from evallens.service.rag import Embedder, KeywordIndex
 from evallens.service.rag.embeddings import Vectors
-from evallens.settings import RagSettings
+from evallens.settings import AuthSettings, RagSettings
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 from tests.evallens.service.conftest import wait_until
 
 DOCUMENT: dict[str, Any] = {
@@ -32,6 +35,7 @@ DOCUMENT: dict[str, Any] = {
 
 def make_client(document_service: DocumentService) -> TestClient:
     app = FastAPI()
+    app.state.auth = AuthGate(AuthSettings(auth_enabled=False), Session)  # off: the default project
     install_error_handlers(app)
     app.include_router(create_documents_router(document_service))
     return TestClient(app, raise_server_exceptions=False)
@@ -82,9 +86,9 @@ def test_concurrent_writers_of_one_new_id_all_succeed(document_service: Document
         for n in range(6)
     ]
     with ThreadPoolExecutor(len(versions)) as pool:
-        results = list(pool.map(document_service.upsert_sync, versions))
+        results = list(pool.map(partial(document_service.upsert_sync, DEFAULT_PROJECT), versions))
     assert sorted(result.status for result in results) == ["created"] + ["updated"] * 5
-    (stored,) = document_service.list_sync().data
+    (stored,) = document_service.list_sync(DEFAULT_PROJECT).data
     assert stored.num_chunks == results[0].num_chunks == 3
 
 
@@ -122,14 +126,16 @@ def test_a_delete_during_an_update_never_leaves_a_document_missing_chunks(
     writer = DocumentService(
         rag_settings, embedder=embedder, session_factory=session_factory, keyword_index=keyword_index
     )
-    writer.upsert_sync(DocumentIn(**DOCUMENT))
-    racing = DeleteWhileEmbedding(rag_settings, lambda: writer.delete_sync(DOCUMENT["id"]), database_url)
+    writer.upsert_sync(DEFAULT_PROJECT, DocumentIn(**DOCUMENT))
+    racing = DeleteWhileEmbedding(
+        rag_settings, lambda: writer.delete_sync(DEFAULT_PROJECT, DOCUMENT["id"]), database_url
+    )
     updater = DocumentService(
         rag_settings, embedder=racing, session_factory=session_factory, keyword_index=keyword_index
     )
     changed = DocumentIn(**{**DOCUMENT, "text": f"{DOCUMENT['text']}\n\n## Update\nA new section."})
-    updated = updater.upsert_sync(changed)
+    updated = updater.upsert_sync(DEFAULT_PROJECT, changed)
     assert racing.deleting is not None
     racing.deleting.join()
-    stored = writer.list_sync().data
+    stored = writer.list_sync(DEFAULT_PROJECT).data
     assert [document.num_chunks for document in stored] in ([], [updated.num_chunks]), stored

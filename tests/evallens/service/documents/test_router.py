@@ -5,14 +5,18 @@ from typing import Any, cast
 import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
 
+from evallens.auth import AuthGate
 from evallens.service.documents import DocumentService, create_documents_router
 from evallens.service.documents.loader import load_corpus
+from evallens.settings import AuthSettings
 from tests.conftest import REPO_ROOT
 
 
 def make_client(document_service: DocumentService) -> TestClient:
     app = FastAPI()
+    app.state.auth = AuthGate(AuthSettings(auth_enabled=False), Session)  # off: the default project
     app.include_router(create_documents_router(document_service))
     return TestClient(app)
 

@@ -38,8 +38,10 @@ class FakeRetriever:
         self.mode = mode
         self.calls = 0
 
-    async def retrieve(self, query: str, *, query_embedding: np.ndarray | None = None) -> RetrievalResult:
-        del query_embedding
+    async def retrieve(
+        self, query: str, *, project: str, query_embedding: np.ndarray | None = None
+    ) -> RetrievalResult:
+        del project, query_embedding
         self.calls += 1
         if self.mode == "raise":
             raise ConnectionError("database is down")
@@ -56,7 +58,7 @@ def answer(
 
     async def run() -> RetrievalOutcome:
         with tracer_provider.get_tracer("test").start_as_current_span("chat"):
-            return await guard.retrieve(retriever, QUESTION[0]["content"])
+            return await guard.retrieve(retriever, QUESTION[0]["content"], project="shop")
 
     return asyncio.run(run())
 

@@ -16,6 +16,7 @@ from evallens.db.server import DatabaseServer, embedded_url
 from evallens.service.documents import DocumentIn, DocumentService
 from evallens.service.rag import HybridRetriever, KeywordIndex
 from evallens.settings import RagSettings
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 from evallens.telemetry.messages import last_user_message
 from tests.conftest import REPO_ROOT, TEMPLATE_DATABASE
 from tests.evallens.service.conftest import RecordingEmbedder
@@ -78,7 +79,7 @@ def corpus_sessions(
         RagSettings(), embedder=embedder, session_factory=sessions, keyword_index=KeywordIndex()
     )
     for document in read_documents():
-        service.upsert_sync(document)
+        service.upsert_sync(DEFAULT_PROJECT, document)
     yield sessions
     engine.dispose()
     with psycopg.connect(postgres_server.url, autocommit=True) as connection:

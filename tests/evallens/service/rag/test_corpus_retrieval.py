@@ -10,6 +10,7 @@ from evallens.service.guards import ScopeGuard
 from evallens.service.rag import HybridRetriever, KeywordIndex
 from evallens.settings import GuardSettings, RagSettings
 from evallens.telemetry import attributes as attr
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 from tests.evallens.service.conftest import span_attributes
 from tests.evallens.service.rag.conftest import read_cases, read_documents
 
@@ -33,14 +34,18 @@ def model_number_queries() -> list[tuple[str, str]]:
 
 
 def misses(retriever: HybridRetriever, queries: list[tuple[str, str]]) -> set[str]:
-    return {query for query, doc in queries if doc not in retriever.retrieve_sync(query).document_ids[:5]}
+    return {
+        query
+        for query, doc in queries
+        if doc not in retriever.retrieve_sync(query, project=DEFAULT_PROJECT).document_ids[:5]
+    }
 
 
 def recall_at_5(retriever: HybridRetriever) -> tuple[float, int]:
     cases = [case for case in read_cases() if case.context_ids]
     total = 0.0
     for case in cases:
-        found = set(retriever.retrieve_sync(case.question, top_k=5).document_ids[:5])
+        found = set(retriever.retrieve_sync(case.question, project=DEFAULT_PROJECT, top_k=5).document_ids[:5])
         total += len(found & set(case.context_ids)) / len(case.context_ids)
     return total / len(cases), len(cases)
 
@@ -72,7 +77,7 @@ def test_a_retrieval_emits_stage_spans_with_documents(corpus_sessions, embedder)
         keyword_index=KeywordIndex(),
         tracer=provider.get_tracer("test"),
     )
-    result = retriever.retrieve_sync("How much does the TR-4410 weigh?")
+    result = retriever.retrieve_sync("How much does the TR-4410 weigh?", project=DEFAULT_PROJECT)
     assert "product-tr-4410-trailhead-45-backpack" in result.document_ids[:2]
     by_name = {span.name: span for span in spans.get_finished_spans()}
     assert set(by_name) == {
@@ -105,7 +110,15 @@ def test_scope_guard_declines_out_of_scope_but_not_in_scope_questions(make_retri
     cases = read_cases()
     in_scope = [c for c in cases if c.expected == "answer"]
     out_of_scope = [c for c in cases if c.expected == "decline"]
-    wrongly_declined = [c.id for c in in_scope if guard.check(retriever.retrieve_sync(c.question)).declined]
-    declined = [c.id for c in out_of_scope if guard.check(retriever.retrieve_sync(c.question)).declined]
+    wrongly_declined = [
+        c.id
+        for c in in_scope
+        if guard.check(retriever.retrieve_sync(c.question, project=DEFAULT_PROJECT)).declined
+    ]
+    declined = [
+        c.id
+        for c in out_of_scope
+        if guard.check(retriever.retrieve_sync(c.question, project=DEFAULT_PROJECT)).declined
+    ]
     assert wrongly_declined == []
     assert len(declined) >= len(out_of_scope) // 2

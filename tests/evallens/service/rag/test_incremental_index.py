@@ -5,6 +5,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models.knowledge import Chunk
 from evallens.service.documents import DocumentIn, DocumentService
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 from tests.evallens.service.conftest import RecordingEmbedder
 
 SECTIONS = {
@@ -32,7 +33,7 @@ def test_only_changed_chunks_are_re_embedded(
 ) -> None:
     embedder.embedded.clear()
     created = document_service.upsert_sync(
-        DocumentIn(id="returns-policy", title="Returns", text=render(SECTIONS))
+        DEFAULT_PROJECT, DocumentIn(id="returns-policy", title="Returns", text=render(SECTIONS))
     )
     assert (created.status, created.num_chunks, created.num_chunks_embedded) == ("created", 4, 4)
     assert len(embedder.embedded) == 4
@@ -40,14 +41,14 @@ def test_only_changed_chunks_are_re_embedded(
 
     embedder.embedded.clear()
     same = document_service.upsert_sync(
-        DocumentIn(id="returns-policy", title="Returns", text=render(SECTIONS))
+        DEFAULT_PROJECT, DocumentIn(id="returns-policy", title="Returns", text=render(SECTIONS))
     )
     assert (same.status, same.num_chunks_embedded) == ("unchanged", 0)
     assert embedder.embedded == []
 
     changed = dict(SECTIONS, Refunds="Refunds reach your card within 3 business days after we receive it.")
     updated = document_service.upsert_sync(
-        DocumentIn(id="returns-policy", title="Returns", text=render(changed))
+        DEFAULT_PROJECT, DocumentIn(id="returns-policy", title="Returns", text=render(changed))
     )
     assert (updated.status, updated.num_chunks_embedded, updated.num_chunks_deleted) == ("updated", 1, 1)
     assert len(embedder.embedded) == 1 and "3 business days" in embedder.embedded[0]
@@ -58,7 +59,9 @@ def test_only_changed_chunks_are_re_embedded(
     # Inserting a section moves later chunks: they are renumbered, not re-embedded.
     embedder.embedded.clear()
     grown = {"Intro": "This policy covers orders shipped in the EU.", **changed}
-    moved = document_service.upsert_sync(DocumentIn(id="returns-policy", title="Returns", text=render(grown)))
+    moved = document_service.upsert_sync(
+        DEFAULT_PROJECT, DocumentIn(id="returns-policy", title="Returns", text=render(grown))
+    )
     assert (moved.num_chunks, moved.num_chunks_embedded, moved.num_chunks_deleted) == (5, 1, 0)
     final = stored_chunks(session_factory)
     assert sorted(ordinal for ordinal, _ in final.values()) == [0, 1, 2, 3, 4]
@@ -68,9 +71,9 @@ def test_only_changed_chunks_are_re_embedded(
 def test_deleting_a_document_removes_its_chunks(
     document_service: DocumentService, session_factory: sessionmaker[Session]
 ) -> None:
-    document_service.upsert_sync(DocumentIn(id="a", text=render(SECTIONS)))
-    document_service.upsert_sync(DocumentIn(id="b", text="# B\n\nOnly one paragraph."))
-    assert document_service.delete_sync("a").deleted
-    assert not document_service.delete_sync("a").deleted
+    document_service.upsert_sync(DEFAULT_PROJECT, DocumentIn(id="a", text=render(SECTIONS)))
+    document_service.upsert_sync(DEFAULT_PROJECT, DocumentIn(id="b", text="# B\n\nOnly one paragraph."))
+    assert document_service.delete_sync(DEFAULT_PROJECT, "a").deleted
+    assert not document_service.delete_sync(DEFAULT_PROJECT, "a").deleted
     assert [text for _, text in stored_chunks(session_factory).values()] == ["B\nOnly one paragraph."]
-    assert [doc.id for doc in document_service.list_sync().data] == ["b"]
+    assert [doc.id for doc in document_service.list_sync(DEFAULT_PROJECT).data] == ["b"]
