@@ -9,8 +9,12 @@ answer caches, + retrieval.
 Two ceilings. The ``engine`` row calls the service's vLLM engine in this process. The ``vllm-serve``
 row is vLLM's own OpenAI-compatible server, started by the bench as a subprocess with the engine
 arguments the service's engine is built with (``engine_arguments``, so they cannot drift), sent the
-whole prompt the service's engine gets (its system prompt included). Each service row is an app
-around the in-process engine under uvicorn. Every HTTP row (``vllm-serve`` and the service rows) is
+whole prompt the service's engine gets (its system prompt included). Each service row is a server
+process of its own, started by the bench as `vllm serve` is: the app `evallens service` runs
+(``create_app`` under uvicorn) with that row's settings and its own engine, as a user runs the
+service. (Until 2 December the service rows were apps in this process around the ``engine`` row's
+engine; that made the service's whole answer read ~5 ms slower than `vllm serve`'s, a cost of the
+bench's process, not of the service.) Every HTTP row (``vllm-serve`` and the service rows) is
 driven over HTTP/SSE by the same client code in a separate process (so the client's CPU is not the
 server's): ``vllm-serve`` is the like-for-like ceiling for the service; the ``engine`` row has no
 HTTP, no SSE and no client process at all.
@@ -29,7 +33,8 @@ real traffic is; every request produces exactly ``--max-tokens`` tokens (``ignor
 answer is ever cached) so every path does the same generation work. The retrieval row also
 retrieves context from a knowledge base (the acme docs, an embedded PostgreSQL) and puts it in the
 prompt, so its engine has longer prompts to read.
-`vllm serve` is stopped (its whole process group) however the bench ends.
+`vllm serve` and the service rows are stopped (each its whole process group) however the bench
+ends.
 
 ``--latency PAIRS`` then times single requests, which a batch cannot resolve to a few milliseconds:
 one client process asks the bare service and `vllm serve` the same question one after the other,
@@ -62,8 +67,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import AsyncExitStack, ExitStack, contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, AsyncExitStack, ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +78,6 @@ import prometheus_client
 import psutil
 import uvicorn
 import uvloop
-from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client.parser import text_string_to_metric_families
 from scipy.stats import binom, ttest_1samp
 
@@ -410,23 +414,24 @@ async def through_http(
 
 class CpuMeter:
     """CPU seconds (user + system) of the processes on this machine that the rows share: this one
-    (the service and the in-process engine's front end), its children (the engine core; PostgreSQL
-    for retrieval), `vllm serve` (its HTTP server and engine front end) and its children (its engine
-    core). A row's meter says what each used while that row ran, so an idle engine shows that it
-    took next to nothing from the one at work."""
+    (the ``engine`` row's front end), its children (that engine's core; PostgreSQL for retrieval;
+    the client), and each server (`vllm serve`, a service row: its HTTP server and engine front end)
+    with its children (its engine core). A row's meter says what each used while that row ran, so an
+    idle engine shows that it took next to nothing from the one at work."""
 
-    def __init__(self, server_pid: int | None, server_url: str | None) -> None:
-        self.server_url = server_url
+    def __init__(self, servers: dict[str, tuple[int, str]]) -> None:
+        """``servers``: each server's process id and URL (its ``/metrics``), by its row's name."""
+        self.urls = {name: url for name, (_, url) in servers.items()}
         bench = psutil.Process()
-        server = None if server_pid is None else psutil.Process(server_pid)
-        server_children = [] if server is None else server.children(recursive=True)
-        server_pids = {p.pid for p in server_children} | ({server.pid} if server else set())
-        self.parties: dict[str, list[psutil.Process]] = {
-            "bench": [bench],
-            "bench children": [p for p in bench.children(recursive=True) if p.pid not in server_pids],
-        }
-        if server is not None:
-            self.parties |= {"vllm serve": [server], "its children": server_children}
+        self.parties: dict[str, list[psutil.Process]] = {"bench": [bench]}
+        server_pids: set[int] = set()
+        for name, (pid, _) in servers.items():
+            server = psutil.Process(pid)
+            children = server.children(recursive=True)
+            self.parties |= {name: [server], f"{name} children": children}
+            server_pids |= {pid} | {child.pid for child in children}
+        others = [p for p in bench.children(recursive=True) if p.pid not in server_pids]
+        self.parties["bench children"] = others
 
     async def read(self) -> dict[str, float]:
         """CPU seconds so far, per party, and the steps each engine has run (fuller steps: fewer) and
@@ -435,11 +440,11 @@ class CpuMeter:
         local = list(prometheus_client.REGISTRY.collect())
         counts = {"bench engine steps": _total(local, ENGINE_STEPS)}
         counts["bench prompt tokens"] = _total(local, PROMPT_TOKENS)
-        if self.server_url is not None:
-            async with httpx.AsyncClient(base_url=self.server_url, timeout=30) as client:
-                families = list(text_string_to_metric_families((await client.get("/metrics")).text))
-            counts["vllm serve steps"] = _total(families, ENGINE_STEPS)
-            counts["vllm serve prompt tokens"] = _total(families, PROMPT_TOKENS)
+        async with httpx.AsyncClient(timeout=30) as client:
+            for name, url in self.urls.items():
+                families = list(text_string_to_metric_families((await client.get(f"{url}/metrics")).text))
+                counts[f"{name} steps"] = _total(families, ENGINE_STEPS)
+                counts[f"{name} prompt tokens"] = _total(families, PROMPT_TOKENS)
         return cpu | counts
 
     async def since(self, started: dict[str, float]) -> dict[str, float]:
@@ -460,7 +465,7 @@ def _cpu_s(process: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
-# The engine path and the service apps, in this process.
+# The engine path, in this process, and the service rows' settings.
 
 
 async def direct(
@@ -500,14 +505,6 @@ def row_settings(base: ServiceSettings, row: str, database_url: str | None) -> S
         "total_budget_s": 3600.0,
     }
     return base.model_copy(update=overrides)
-
-
-async def serve(app: Any) -> tuple[str, uvicorn.Server, asyncio.Task[None]]:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
-    return f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}", server, task
 
 
 @contextmanager
@@ -554,16 +551,16 @@ def _die_with_parent() -> None:
 
 
 @contextmanager
-def vllm_server(options: VllmOptions) -> Iterator[Server]:
-    """Start `vllm serve` (not waiting for it) in a process group of its own; stop the whole group
-    (the server and its engine core) on the way out, whatever ends the bench."""
+def server_process(
+    name: str, command: Callable[[int], list[str]], environment: dict[str, str]
+) -> Iterator[Server]:
+    """Start a server (not waiting for it) on a free port in a process group of its own; stop the
+    whole group (the server and its engine core) on the way out, whatever ends the bench."""
     port = free_port()
-    environment = {**vllm_environment(options.cache_dir), **os.environ}  # as the in-process engine
-    (options.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
-    log_path = Path(tempfile.gettempdir()) / f"evallens-vllm-serve-{port}.log"
+    log_path = Path(tempfile.gettempdir()) / f"evallens-{name}-{port}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            server_command(options, port),
+            command(port),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -578,6 +575,42 @@ def vllm_server(options: VllmOptions) -> Iterator[Server]:
         stop_group(process)
         if not died:  # the log of a server that died is kept, to read why
             log_path.unlink(missing_ok=True)
+
+
+def vllm_server(options: VllmOptions) -> AbstractContextManager[Server]:
+    """`vllm serve` of the engine ``options`` describe."""
+    (options.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
+    environment = {**vllm_environment(options.cache_dir), **os.environ}  # as the in-process engine
+    return server_process("vllm-serve", lambda port: server_command(options, port), environment)
+
+
+def service_server(
+    args: argparse.Namespace, row: str, database_url: str | None
+) -> AbstractContextManager[Server]:
+    """A service row: this bench in its ``--serve ROW`` mode (``serve_row``), in a process of its own."""
+
+    def command(port: int) -> list[str]:
+        command = [sys.executable, __file__, "--serve", row, "--port", str(port)]
+        command += ["--requests", str(args.requests), "--concurrency", str(args.concurrency)]
+        command += [] if args.model is None else ["--model", str(args.model)]
+        command += [] if args.profile is None else ["--profile", args.profile]
+        return command + ([] if database_url is None else ["--database-url", database_url])
+
+    return server_process(row, command, dict(os.environ))
+
+
+def serve_row(args: argparse.Namespace) -> None:
+    """A service row's server process: the app `evallens service` runs, with the row's settings, under
+    uvicorn (which runs it on uvloop, as `evallens service` and `vllm serve` run). The app builds and
+    starts its own engine; ``/readyz`` turns 200 once it is warm."""
+    settings = row_settings(bench_settings(args), args.serve, args.database_url)
+    profile = cProfile.Profile() if args.profile and args.serve == "bare" else None
+    if profile is not None:
+        profile.enable()
+    uvicorn.run(create_app(settings), host="127.0.0.1", port=args.port, log_level="warning")
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(args.profile)
 
 
 def stop_group(process: subprocess.Popen[bytes], term_wait_s: float = 30.0) -> None:
@@ -597,20 +630,22 @@ def stop_group(process: subprocess.Popen[bytes], term_wait_s: float = 30.0) -> N
             time.sleep(0.2)
 
 
-async def wait_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    """Wait for the server's ``/health`` (the client warms it up before measuring)."""
+async def wait_healthy(server: Server, name: str, path: str = "/health") -> None:
+    """Wait for the server's ``path`` (``/health`` of `vllm serve`, ``/readyz`` of the service) to be
+    200 (the client warms it up before measuring)."""
+    url, process, log_path = server
     deadline = time.monotonic() + SERVER_START_S
     async with httpx.AsyncClient(base_url=url, timeout=5) as client:
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise SystemExit(f"vllm serve exited ({process.returncode}); its log: {log_path}")
+                raise SystemExit(f"{name} exited ({process.returncode}); its log: {log_path}")
             try:
-                if (await client.get("/health")).status_code == 200:
+                if (await client.get(path)).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
             await asyncio.sleep(1.0)
-    raise SystemExit(f"vllm serve not healthy after {SERVER_START_S:.0f} s; its log: {log_path}")
+    raise SystemExit(f"{name} not ready after {SERVER_START_S:.0f} s; its log: {log_path}")
 
 
 async def check_same_prompt(url: str, engine: VllmEngine, system_prompt: str) -> None:
@@ -678,31 +713,30 @@ async def main(
     await engine.start()
     await direct(engine, settings, prompts(args.concurrency, 10_000, "engine"), args)  # warm-up
     if server is not None:
-        await wait_healthy(*server)
+        await wait_healthy(server, "vllm serve")
         await check_same_prompt(server[0], engine, settings.system_prompt)
-    with knowledge_base(args) as database_url:
-        servers = {}
-        for row in args.rows:
-            if row not in CEILINGS:
-                app = create_app(row_settings(settings, row, database_url), engine, TracerProvider())
-                servers[row] = await serve(app)
-        urls = {row: url for row, (url, _, _) in servers.items()}
+    with knowledge_base(args) as database_url, ExitStack() as stack:
+        servers = {
+            row: stack.enter_context(service_server(args, row, database_url))
+            for row in args.rows
+            if row not in CEILINGS
+        }
+        for row, service in servers.items():
+            await wait_healthy(service, f"the {row} service", "/readyz")
         if server is not None:
-            urls["vllm-serve"] = server[0]
+            servers[SERVE] = server
+        urls = {row: url for row, (url, _, _) in servers.items()}
         if "retrieval" in urls:
             await asyncio.to_thread(load_corpus, CORPUS, urls["retrieval"])
             print(f"knowledge base: {len(read_corpus(CORPUS))} documents", flush=True)
         results: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
         cpu: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
-        meter = CpuMeter(*((None, None) if server is None else (server[1].pid, server[0])))
+        meter = CpuMeter({row: (process.pid, url) for row, (url, process, _) in servers.items()})
         for round_index in range(args.rounds):
             seed = args.seed + round_index
             # each round starts with the next row, so no row always runs first
             shift = round_index % len(args.rows)
             for row in args.rows[shift:] + args.rows[:shift]:
-                profile = cProfile.Profile() if args.profile and row == "bare" else None
-                if profile is not None:
-                    profile.enable()
                 if row == "engine":
                     # warmed right before its batch, as the client warms each HTTP row
                     await direct(engine, settings, prompts(args.concurrency, seed + 10_000, row), args)
@@ -713,9 +747,6 @@ async def main(
                 else:
                     url = urls[row]
                     figures_, cpu_s = await through_http(url, row, seed, args, settings.system_prompt, meter)
-                if profile is not None:
-                    profile.disable()
-                    profile.dump_stats(f"{args.profile}.{round_index + 1}")
                 results[row].append(figures_)
                 cpu[row].append(cpu_s)
                 used = ", ".join(f"{name} {seconds:.1f}" for name, seconds in cpu_s.items())
@@ -726,18 +757,9 @@ async def main(
                 )
         pairs, pairs_cpu_s = [], {}
         if args.latency:
-            profile = cProfile.Profile() if args.profile else None
-            if profile is not None:
-                profile.enable()
             cpu_started = await meter.read()
             pairs = await paired_latency(urls, args, settings.system_prompt)
             pairs_cpu_s = await meter.since(cpu_started)
-            if profile is not None:
-                profile.disable()
-                profile.dump_stats(f"{args.profile}.latency")
-        for _, uvicorn_server, task in servers.values():
-            uvicorn_server.should_exit = True
-            await task
     await engine.close()
     comparisons = {}
     if args.rounds:
@@ -769,22 +791,15 @@ async def control(
 ) -> tuple[list[Pair], dict[str, float]]:
     """``--control``: the latency pairs between two `vllm serve`s of the same engine, no service at all:
     what two identical servers differ by on this machine, the floor under the service's figures."""
-    for server in servers:
-        await wait_healthy(*server)
-    meters = [CpuMeter(process.pid, url) for url, process, _ in servers]
-    started = [await meter.read() for meter in meters]
-    urls = {SERVE: servers[0][0], SERVE_B: servers[1][0]}
+    named = dict(zip((SERVE, SERVE_B), servers, strict=True))
+    for name, server in named.items():
+        await wait_healthy(server, name)
+    meter = CpuMeter({name: (process.pid, url) for name, (url, process, _) in named.items()})
+    started = await meter.read()
+    urls = {name: url for name, (url, _, _) in named.items()}
     pairs = await paired_latency(urls, args, settings.system_prompt)
-    cpu_s: dict[str, float] = {}
-    for name, meter, begun in zip((SERVE, SERVE_B), meters, started, strict=True):
-        used = await meter.since(begun)  # each meter's own server: its process, engine core and steps
-        cpu_s |= {
-            name: used["vllm serve"],
-            f"{name} children": used["its children"],
-            f"{name} steps": used["vllm serve steps"],
-            f"{name} prompt tokens": used["vllm serve prompt tokens"],
-        }
-    return pairs, cpu_s
+    used = await meter.since(started)  # each server's process, engine core, steps and prompt tokens
+    return pairs, {name: value for name, value in used.items() if name.startswith(SERVE)}
 
 
 def run(args: argparse.Namespace) -> None:
@@ -862,8 +877,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--profile",
         default=None,
-        help="cProfile this process (the service) during each bare row (PATH.N) and the latency pairs"
-        " (PATH.latency); with --starts, PATH.startK.N and PATH.startK.latency",
+        help="cProfile the bare service's process for its whole life, written to PATH when it stops"
+        " (with --starts, PATH.startK)",
     )
     parser.add_argument(
         "--control",
@@ -882,6 +897,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--row", default="bare", help=argparse.SUPPRESS)  # the client's row
     parser.add_argument("--system-prompt", default="", help=argparse.SUPPRESS)  # for vllm-serve
     parser.add_argument("--serve-url", default=None, help=argparse.SUPPRESS)  # the latency client's
+    parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)  # a service row's server: its row
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)  # ... its port
+    parser.add_argument("--database-url", default=None, help=argparse.SUPPRESS)  # ... its knowledge base
     args = parser.parse_args()
     if unknown := set(args.rows) - set(ROWS):
         parser.error(f"unknown rows {sorted(unknown)}; known: {', '.join(ROWS)}")
@@ -900,6 +918,9 @@ def _exit_on_sigterm(signum: int, _frame: object) -> None:
 
 if __name__ == "__main__":
     arguments = parse_args()
+    if arguments.serve:  # uvicorn stops it on SIGTERM
+        serve_row(arguments)
+        raise SystemExit(0)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         if arguments.client:

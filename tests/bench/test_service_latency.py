@@ -148,10 +148,13 @@ def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
     )
     assert used, out
     parties = dict(part.rsplit(" ", 1) for part in used[1].split(", "))
-    assert {"bench", "vllm serve", "bench engine steps", "vllm serve steps"} <= set(parties)
-    assert float(parties["bench engine steps"]) > 0 and float(parties["vllm serve steps"]) > 0
+    # the bare service is a server process of its own, with its own engine (its core a child of it)
+    assert {"bare", "bare children", "vllm-serve", "vllm-serve children"} <= set(parties)
+    assert float(parties["bare steps"]) > 0 and float(parties["vllm-serve steps"]) > 0
+    assert float(parties["bare children"]) > 0 and float(parties["vllm-serve children"]) > 0
+    assert float(parties["bench engine steps"]) == 0  # the bench's own engine took no part
     # the same question to both paths: the same prompt tokens per request, the system prompt included
-    assert float(parties["bench prompt tokens"]) == float(parties["vllm serve prompt tokens"]) > 0
+    assert float(parties["bare prompt tokens"]) == float(parties["vllm-serve prompt tokens"]) > 0
     for path in ("bare", "vllm-serve"):
         assert re.search(rf"^ *{path}( +\d+\.\d){{4}}$", out, re.MULTILINE), out
     for figure in ("TTFT", "latency"):
