@@ -13,11 +13,11 @@ whole prompt the service's engine gets (its system prompt included). Each servic
 process of its own, started by the bench as `vllm serve` is: the app `evallens service` runs
 (``create_app`` under uvicorn) with that row's settings and its own engine, as a user runs the
 service. (Until 2 December the service rows were apps in this process around the ``engine`` row's
-engine; that made the service's whole answer read ~5 ms slower than `vllm serve`'s, a cost of the
-bench's process, not of the service.) Every HTTP row (``vllm-serve`` and the service rows) is
-driven over HTTP/SSE by the same client code in a separate process (so the client's CPU is not the
-server's): ``vllm-serve`` is the like-for-like ceiling for the service; the ``engine`` row has no
-HTTP, no SSE and no client process at all.
+engine, and the service's whole answer read ~5 ms slower than `vllm serve`'s; in its own process it
+does not. Which difference of that layout cost the 5 ms was not isolated.) Every HTTP row
+(``vllm-serve`` and the service rows) is driven over HTTP/SSE by the same client code in a separate
+process (so the client's CPU is not the server's): ``vllm-serve`` is the like-for-like ceiling for
+the service; the ``engine`` row has no HTTP, no SSE and no client process at all.
 
 Both engines stay loaded for the whole run, and the rows of a round run one after another: while
 one row runs, the other engine is idle (its engine core waits on its input queue); the bench prints
