@@ -66,9 +66,17 @@ def kill_decode_worker(collector: Collector) -> None:
     (pid,) = collector.pool.worker_pids
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
-    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+    while _running(pid):
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie does not); the pool may reap it between any two looks."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def otlp_value(value: Any) -> AnyValue:
