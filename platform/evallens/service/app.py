@@ -18,6 +18,7 @@ from evallens.auth import AuthGate
 from evallens.db import create_db_engine, create_session_factory
 from evallens.errors import EvallensError
 from evallens.service import chat, feedback, info, ops
+from evallens.service.body_limit import BodyLimit
 from evallens.service.budgets import Admission
 from evallens.service.caches import CacheMetrics
 from evallens.service.dependencies import require_key
@@ -115,6 +116,11 @@ def create_app(
     app.state.metrics = metrics
     app.state.auth = _auth_gate(settings, sessions)
     install_error_handlers(app)
+    app.add_middleware(
+        BodyLimit,
+        max_body_bytes=settings.service_max_body_bytes,
+        idle_timeout_s=settings.service_body_idle_timeout_s,
+    )
     for area in (chat, feedback, info, ops):
         app.include_router(area.router)
     if sessions is not None:

@@ -115,6 +115,38 @@ class BudgetExceeded(ServiceError):
         self.budget = budget
 
 
+class BodyTooLarge(ServiceError):
+    """The request body is over the service's limit (by its Content-Length, or as its bytes arrived)."""
+
+    status_code = 413
+    error_type = "invalid_request_error"
+    kind = "invalid_request"
+
+    def __init__(self, max_body_bytes: int) -> None:
+        super().__init__(
+            f"The request body is over the service's limit of {max_body_bytes} bytes "
+            "(EVALLENS_SERVICE_MAX_BODY_BYTES). Send less: split documents, shorten the messages.",
+            code="body_too_large",
+            headers={"Connection": "close"},  # the rest of the body is never read
+        )
+
+
+class BodyStalled(ServiceError):
+    """The client stopped sending its request body part way."""
+
+    status_code = 408
+    error_type = "timeout_error"
+    kind = "timeout"
+
+    def __init__(self, idle_timeout_s: float, num_bytes: int) -> None:
+        super().__init__(
+            f"The request body stalled: no bytes for {idle_timeout_s:g} s after {num_bytes} bytes "
+            "(EVALLENS_SERVICE_BODY_IDLE_TIMEOUT_S).",
+            code="body_timeout",
+            headers={"Connection": "close"},
+        )
+
+
 class EngineUnavailable(ServiceError):
     """The engine is not ready or failed."""
 

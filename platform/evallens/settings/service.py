@@ -92,6 +92,19 @@ class ServiceSettings(
     total_budget_s: float = Field(
         default=120.0, gt=0, description="Seconds for a whole request before a 504."
     )
+    service_max_body_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1024,
+        description=(
+            "Largest request body accepted (chat, documents, feedback), counted as its bytes arrive; "
+            "over it: 413 before the rest is read. Also bounds one document's text."
+        ),
+    )
+    service_body_idle_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a request body may pause before the request is answered 408.",
+    )
     otlp_endpoint: str | None = Field(
         default=None,
         description="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces. Unset: no export.",

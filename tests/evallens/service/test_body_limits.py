@@ -1,0 +1,190 @@
+"""Request bodies on the real stack (vLLM tiny model, PostgreSQL, uvicorn on a real socket): a body over
+``EVALLENS_SERVICE_MAX_BODY_BYTES`` is a 413 before it is read whole, one that stalls is a 408, and
+neither stores anything, reaches the engine, or stops the service answering others.
+
+Before the limit, Starlette read any body whole into memory (one client could send gigabytes) and
+waited for a stalled one for ever."""
+
+import json
+import select
+import socket
+from collections.abc import Iterable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+MAX_BODY_BYTES = 16 * 1024
+IDLE_TIMEOUT_S = 2.0
+LIMITS = {"service_max_body_bytes": MAX_BODY_BYTES, "service_body_idle_timeout_s": IDLE_TIMEOUT_S}
+SOCKET_TIMEOUT_S = 30.0  # a guard against a test that hangs, not a figure under test
+CHUNK = b"a" * 64 * 1024
+
+
+def chat_body(content: str = "How long do card refunds take?") -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": content}], "max_tokens": 2, "temperature": 0}
+
+
+def document_body(num_bytes: int) -> bytes:
+    """A document whose JSON body is exactly ``num_bytes`` long."""
+    empty = {"id": "manual", "title": "Manual", "text": ""}
+    num_text_bytes = num_bytes - len(json.dumps(empty).encode())
+    prose = "Refunds reach your card in 5 to 10 business days. " * (num_text_bytes // 50 + 1)
+    body = json.dumps({**empty, "text": prose[:num_text_bytes]}).encode()
+    assert len(body) == num_bytes
+    return body
+
+
+def assert_refused(response: httpx.Response, status: int, code: str, setting: str) -> None:
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code and setting in error["message"], error
+
+
+def engine_requests(client: httpx.Client) -> float:
+    """Requests the engine finished, from vLLM's own counter on ``/metrics``."""
+    text = client.get("/metrics").text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("vllm:request_success_total{")
+    )
+
+
+class RawAnswer:
+    """What a raw-socket request got back, and how many body bytes the client managed to send."""
+
+    def __init__(self, raw: bytes, num_bytes_sent: int) -> None:
+        head, _, body = raw.partition(b"\r\n\r\n")
+        self.status_line = head.split(b"\r\n", 1)[0].decode()
+        self.status_code = int(self.status_line.split()[1]) if self.status_line else 0
+        self.headers = head.decode().lower()
+        self.body = body
+        self.num_bytes_sent = num_bytes_sent
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def raw_post(base_url: str, path: str, headers: dict[str, str], parts: Iterable[bytes]) -> RawAnswer:
+    """POST over a plain socket, one part after another, stopping as soon as the server answers (or
+    hangs up); then read its answer. httpx cannot do this: it reads nothing until it sent everything."""
+    address = urlsplit(base_url)
+    head = f"POST {path} HTTP/1.1\r\nhost: {address.netloc}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
+    num_bytes_sent = 0
+    with socket.create_connection((address.hostname, address.port), timeout=SOCKET_TIMEOUT_S) as sock:
+        sock.sendall(head.encode())
+        try:
+            for part in parts:
+                if select.select([sock], [], [], 0)[0]:
+                    break  # the server has answered: stop sending
+                sock.sendall(part)
+                num_bytes_sent += len(part)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # it answered and hung up while we were still sending
+        raw = b""
+        try:
+            while chunk := sock.recv(64 * 1024):
+                raw += chunk
+        except ConnectionResetError:
+            pass
+    return RawAnswer(raw, num_bytes_sent)
+
+
+def chunked(parts: Iterable[bytes]) -> Iterator[bytes]:
+    """``parts`` in HTTP/1.1 chunked transfer encoding."""
+    for part in parts:
+        yield f"{len(part):x}\r\n".encode() + part + b"\r\n"
+    yield b"0\r\n\r\n"
+
+
+def test_a_document_over_the_limit_is_a_413_and_stores_nothing(serve, database_url: str) -> None:
+    """A document one byte over the limit is refused whole; one at the limit is stored."""
+    with serve(database_url=database_url, retrieval_enabled=False, **LIMITS) as client:
+        json_header = {"content-type": "application/json"}
+        refused = client.post("/v1/documents", content=document_body(MAX_BODY_BYTES + 1), headers=json_header)
+        assert_refused(refused, 413, "body_too_large", "EVALLENS_SERVICE_MAX_BODY_BYTES")
+        assert str(MAX_BODY_BYTES) in refused.json()["error"]["message"]
+        assert client.get("/v1/documents").json()["data"] == []
+        stored = client.post("/v1/documents", content=document_body(MAX_BODY_BYTES), headers=json_header)
+        assert stored.status_code == 201 and stored.json()["status"] == "created", stored.text
+        assert [document["id"] for document in client.get("/v1/documents").json()["data"]] == ["manual"]
+
+
+def test_a_chat_body_over_the_limit_is_a_413_that_never_reaches_the_engine(serve, span_exporter) -> None:
+    with serve(**LIMITS) as client:
+        before, num_spans = engine_requests(client), len(span_exporter.get_finished_spans())
+        refused = client.post("/v1/chat/completions", json=chat_body("refunds " * (MAX_BODY_BYTES // 8)))
+        assert_refused(refused, 413, "body_too_large", "EVALLENS_SERVICE_MAX_BODY_BYTES")
+        assert engine_requests(client) == before
+        assert len(span_exporter.get_finished_spans()) == num_spans  # the chat serving never ran
+        answered = client.post("/v1/chat/completions", json=chat_body())
+        assert answered.status_code == 200, answered.text
+        assert engine_requests(client) == before + 1
+        assert len(span_exporter.get_finished_spans()) > num_spans
+
+
+def test_a_chunked_body_over_the_limit_is_refused_before_it_is_read_whole(serve) -> None:
+    """No Content-Length to refuse up front: the bytes are counted as they arrive."""
+    num_chunks = 512  # 32 MiB offered, 2048 times the limit
+    parts = [b'{"messages": [{"role": "user", "content": "', *[CHUNK] * num_chunks, b'"}]}']
+    with serve(**LIMITS) as client:
+        url = str(client.base_url)
+        before = engine_requests(client)
+        answer = raw_post(
+            url,
+            "/v1/chat/completions",
+            {"content-type": "application/json", "transfer-encoding": "chunked"},
+            chunked(parts),
+        )
+        assert answer.status_code == 413, answer.status_line
+        assert answer.json()["error"]["code"] == "body_too_large"
+        assert "connection: close" in answer.headers
+        assert answer.num_bytes_sent < num_chunks * len(CHUNK) // 2
+        assert engine_requests(client) == before
+        assert client.post("/v1/chat/completions", json=chat_body()).status_code == 200
+
+
+def test_a_huge_declared_length_is_a_413_before_any_body_byte(serve) -> None:
+    """A client that declares a terabyte and trickles it never gets the service to wait for it."""
+    with serve(**LIMITS) as client:
+        answer = raw_post(
+            str(client.base_url),
+            "/v1/chat/completions",
+            {"content-type": "application/json", "content-length": str(10**12)},
+            [b'{"messages": '],
+        )
+        assert answer.status_code == 413, answer.status_line
+        assert "EVALLENS_SERVICE_MAX_BODY_BYTES" in answer.json()["error"]["message"]
+        assert client.get("/healthz").status_code == 200
+
+
+def test_a_stalled_body_is_a_408_and_the_service_keeps_answering(serve) -> None:
+    """The client sends part of its body and stops; meanwhile others are answered."""
+    body = json.dumps(chat_body()).encode()
+    with serve(**LIMITS) as client:
+        url = str(client.base_url)
+
+        def stalled_then_others() -> RawAnswer:
+            def parts() -> Iterator[bytes]:
+                yield body[:10]
+                # while this body stalls, another client is served (the stall holds nobody else)
+                answered = client.post("/v1/chat/completions", json=chat_body())
+                assert answered.status_code == 200, answered.text
+
+            return raw_post(
+                url,
+                "/v1/chat/completions",
+                {"content-type": "application/json", "content-length": str(len(body))},
+                parts(),
+            )
+
+        answer = stalled_then_others()
+        assert answer.status_code == 408, answer.status_line
+        error = answer.json()["error"]
+        assert error["code"] == "body_timeout" and "EVALLENS_SERVICE_BODY_IDLE_TIMEOUT_S" in error["message"]
+        assert client.post("/v1/chat/completions", json=chat_body()).status_code == 200
