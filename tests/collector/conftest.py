@@ -74,7 +74,7 @@ def kill_decode_worker(collector: Collector) -> None:
 def _running(pid: int) -> bool:
     """Whether ``pid`` still runs (a zombie does not); the pool may reap it between any two looks."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
