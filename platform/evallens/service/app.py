@@ -26,7 +26,7 @@ from evallens.service.documents import DocumentService, create_documents_router
 from evallens.service.engines import Engine, EngineRouter, create_router
 from evallens.service.errors import install_error_handlers
 from evallens.service.guards import GuardMetrics
-from evallens.service.rag import Embedder, HybridRetriever, KeywordIndex
+from evallens.service.rag import Embedder, HybridRetriever, KeywordIndex, KnowledgeBaseGenerations
 from evallens.service.response_index import ResponseIndex
 from evallens.service.telemetry import ServiceMetrics, create_tracer_provider
 from evallens.settings import ServiceSettings
@@ -65,7 +65,11 @@ def create_app(
     keyword_index = KeywordIndex()
     embedder = embedder or Embedder(settings)
     guard_metrics = GuardMetrics.create(metrics.registry)
-    answers = chat.AnswerCache(settings, metrics=CacheMetrics.create(metrics.registry), tracer=tracer)
+    # one per app: the document service bumps a project's generation, the answer caches key by it
+    generations = KnowledgeBaseGenerations()
+    answers = chat.AnswerCache(
+        settings, metrics=CacheMetrics.create(metrics.registry), tracer=tracer, generations=generations
+    )
     preflight = chat.Preflight(
         settings,
         answers=answers,
@@ -125,7 +129,12 @@ def create_app(
         app.include_router(area.router)
     if sessions is not None:
         documents = DocumentService(
-            settings, embedder=embedder, session_factory=sessions, keyword_index=keyword_index, tracer=tracer
+            settings,
+            embedder=embedder,
+            session_factory=sessions,
+            keyword_index=keyword_index,
+            generations=generations,
+            tracer=tracer,
         )
         app.include_router(create_documents_router(documents), dependencies=[Depends(require_key)])
     return app

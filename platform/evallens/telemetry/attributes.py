@@ -123,6 +123,8 @@ GUARD_SAFETY_CATEGORY = "evallens.guard.safety.category"
 KB_DOCUMENT_ID = "evallens.kb.document_id"
 KB_NUM_CHUNKS_EMBEDDED = "evallens.kb.num_chunks_embedded"
 KB_NUM_CHUNKS_DELETED = "evallens.kb.num_chunks_deleted"
+# the project's knowledge-base generation: the one a change made (upsert), the one an answer read (request)
+KB_GENERATION = "evallens.kb.generation"
 FEEDBACK_SCORE = "evallens.feedback.score"
 FEEDBACK_COMMENT = "evallens.feedback.comment"
 FEEDBACK_TARGET_TRACE_ID = "evallens.feedback.trace_id"

@@ -117,7 +117,15 @@ def test_sources_are_the_prompt_s_chunks_a_cached_answer_s_own_or_none_for_a_gua
         RetrievedChunk("shipping#0", "shipping", "We ship in 2 days.", 5, 0.8, 0.8),
         RetrievedChunk("refunds#0", "refunds", "Refunds > Timing", 3, 0.7, 0.7),
     ]
-    key = CacheKey(use=True, deterministic=True, scope="t\x1frag", single_turn=True, question="Refund?")
+    key = CacheKey(
+        use=True,
+        deterministic=True,
+        tenant="t",
+        project="t",
+        generation=0,
+        single_turn=True,
+        question="Refund?",
+    )
     state = PreflightState("t", True, key, "t", result=RetrievalResult("Refund?", chunks, best_relevance=0.9))
     built = BuiltPrompt((), tuple(chunk.id for chunk in chunks))
     assert sources_of(state, built) == Sources(built.cited_ids, ("refunds", "shipping"))

@@ -27,15 +27,24 @@ def normalize_text(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def request_key(request: Mapping[str, Any], *, tenant: str, config_fingerprint: str = "") -> str:
-    """Hash of the answer-relevant part of a chat request, its tenant and the service config."""
+def request_key(
+    request: Mapping[str, Any], *, tenant: str, config_fingerprint: str = "", knowledge_base: str = ""
+) -> str:
+    """Hash of the answer-relevant part of a chat request, its tenant, the service config and the state
+    of the knowledge base the answer reads (empty for an answer without retrieval)."""
     messages = [
         {"role": message.get("role"), "content": normalize_text(str(message.get("content") or ""))}
         for message in request.get("messages", [])
     ]
     fields = {name: request.get(name) for name in ANSWER_FIELDS if request.get(name) is not None}
     payload = json.dumps(
-        {"tenant": tenant, "config": config_fingerprint, "messages": messages, **fields},
+        {
+            "tenant": tenant,
+            "config": config_fingerprint,
+            "knowledge_base": knowledge_base,
+            "messages": messages,
+            **fields,
+        },
         sort_keys=True,
         default=str,
     )

@@ -3,10 +3,14 @@
 The preflight looks answers up; the chat serving stores a complete engine answer and, when the engine
 fails, asks the semantic cache for a stand-in at its looser fallback threshold. Only deterministic
 requests (temperature 0 or a seed) are looked up and stored (``AnswerCache.cacheable``, one rule for
-both); a ``Cache-Control: no-cache`` request neither reads nor fills the caches.
+both); a ``Cache-Control: no-cache`` request neither reads nor fills the caches. An answer computed
+with retrieval is keyed by the generation of the knowledge base it read (``KnowledgeBaseGenerations``):
+once the project's documents change, it is no longer served, by either cache or as a stand-in. Its
+entries are left to age out (TTL, LRU) rather than cleared: exact keys are hashes, so one project's
+entries cannot be told from another's without an index of their own.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from opentelemetry.trace import Tracer
 
@@ -14,6 +18,7 @@ from evallens.service.caches import CacheMetrics, ExactCache, SemanticCache, req
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines.base import JSONValue, SamplingOptions
 from evallens.service.rag.embeddings import Vectors
+from evallens.service.rag.generations import KnowledgeBaseGenerations
 from evallens.settings import CacheSettings
 
 
@@ -43,17 +48,34 @@ class CacheKey:
 
     use: bool  # False for Cache-Control: no-cache
     deterministic: bool  # same request, same answer: only then is an answer stored
-    scope: str  # semantic entries are per tenant and per mode (with or without the knowledge base)
+    tenant: str
+    project: str | None  # whose knowledge base the answer reads; None for an answer without retrieval
+    generation: int  # that knowledge base's generation when the request began (0 without retrieval)
     single_turn: bool  # only a lone question is compared by meaning
     question: str | None
     exact: str | None = None
     embedding: Vectors | None = None
 
+    @property
+    def knowledge_base(self) -> str | None:
+        """The state of the knowledge base the answer reads (project and generation), or None."""
+        return knowledge_base_state(self.project, self.generation)
 
-def cache_scope(tenant: str, retrieval: bool) -> str:
-    """Where a question's semantic entries live: per tenant and per mode (with or without the knowledge
-    base)."""
-    return f"{tenant}\x1f{'rag' if retrieval else 'plain'}"
+    @property
+    def scope(self) -> str:
+        """Where the question's semantic entries live (``cache_scope``)."""
+        return cache_scope(self.tenant, self.knowledge_base)
+
+
+def knowledge_base_state(project: str | None, generation: int) -> str | None:
+    """``project``'s knowledge base at ``generation`` as one name; None without a project (no retrieval)."""
+    return None if project is None else f"{project}@{generation}"
+
+
+def cache_scope(tenant: str, knowledge_base: str | None) -> str:
+    """Where a question's semantic entries live: per tenant and per mode, and with retrieval per state of
+    the knowledge base read (``knowledge_base_state``; None: without retrieval)."""
+    return f"{tenant}\x1fplain" if knowledge_base is None else f"{tenant}\x1frag\x1f{knowledge_base}"
 
 
 def deterministic(request: ChatCompletionRequest, sampling: SamplingOptions) -> bool:
@@ -66,9 +88,18 @@ def deterministic(request: ChatCompletionRequest, sampling: SamplingOptions) -> 
 class AnswerCache:
     """The exact and the semantic cache of chat answers, and the rules of when each is used."""
 
-    def __init__(self, settings: CacheSettings, *, metrics: CacheMetrics, tracer: Tracer) -> None:
+    def __init__(
+        self,
+        settings: CacheSettings,
+        *,
+        metrics: CacheMetrics,
+        tracer: Tracer,
+        generations: KnowledgeBaseGenerations | None = None,
+    ) -> None:
         self.exact: ExactCache[CannedAnswer] = ExactCache(settings, metrics=metrics, tracer=tracer)
         self.semantic: SemanticCache[CannedAnswer] = SemanticCache(settings, metrics=metrics, tracer=tracer)
+        # the knowledge base's generations the document service bumps (the app passes the same one)
+        self.generations = generations or KnowledgeBaseGenerations()
 
     def config(self) -> dict[str, JSONValue]:
         """The answer-changing cache parameters (for ``/v1/config``)."""
@@ -89,13 +120,32 @@ class AnswerCache:
         for the cache."""
         return self.cacheable(key) and key.single_turn and self.semantic.enabled
 
+    def key(
+        self,
+        *,
+        use: bool,
+        deterministic: bool,
+        tenant: str,
+        project: str | None,
+        single_turn: bool,
+        question: str | None,
+    ) -> CacheKey:
+        """A request's cache key, tied to ``project``'s knowledge base as it is now (None: no retrieval).
+        Taken before retrieval: an answer stored under generation N read the documents of N or later,
+        so a change made while it is computed can hide a fresh answer but never show a stale one."""
+        generation = 0 if project is None else self.generations.current(project)
+        return CacheKey(use, deterministic, tenant, project, generation, single_turn, question)
+
     @staticmethod
-    def exact_key(request: ChatCompletionRequest, *, tenant: str, retrieval: bool, fingerprint: str) -> str:
-        """The exact-cache key: the answer-relevant request fields, the tenant, the mode and the config."""
+    def exact_key(request: ChatCompletionRequest, key: CacheKey, *, fingerprint: str) -> str:
+        """The exact-cache key: the answer-relevant request fields, the tenant, the mode, the state of
+        the knowledge base read and the config."""
         body = request.model_dump(include={"model", "messages", "temperature", "top_p", "seed", "stop"})
         body["max_tokens"] = request.max_tokens or request.max_completion_tokens
-        body["retrieval"] = retrieval
-        return request_key(body, tenant=tenant, config_fingerprint=fingerprint)
+        body["retrieval"] = key.project is not None
+        return request_key(
+            body, tenant=key.tenant, config_fingerprint=fingerprint, knowledge_base=key.knowledge_base or ""
+        )
 
     def get_exact(self, key: CacheKey) -> CannedAnswer | None:
         """The answer stored under the request's exact key."""
@@ -114,10 +164,12 @@ class AnswerCache:
         return key.use and key.single_turn and key.question is not None and self.semantic.enabled
 
     def fallback(self, key: CacheKey) -> CannedAnswer | None:
-        """A stand-in for a failed engine: an answer at the looser fallback threshold."""
+        """A stand-in for a failed engine: an answer at the looser fallback threshold, from the knowledge
+        base as it is now (it may have changed since the request began)."""
         if key.embedding is None or not self.wants_fallback(key):
             return None
-        hit = self.semantic.lookup(key.scope, key.embedding, threshold=self.semantic.fallback_threshold)
+        now = key if key.project is None else replace(key, generation=self.generations.current(key.project))
+        hit = self.semantic.lookup(now.scope, key.embedding, threshold=self.semantic.fallback_threshold)
         return None if hit is None else hit.value
 
     def remember(self, key: CacheKey, answer: CannedAnswer) -> None:

@@ -17,7 +17,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Tracer
 from opentelemetry.util.types import AttributeValue
 
-from evallens.service.chat.answers import AnswerCache, CacheKey, CannedAnswer, cache_scope, deterministic
+from evallens.service.chat.answers import AnswerCache, CacheKey, CannedAnswer, deterministic
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines.base import JSONValue, SamplingOptions
 from evallens.service.guards import CircuitBreaker, GuardMetrics, RetrievalGuard, SafetyGuard, ScopeGuard
@@ -152,10 +152,11 @@ class Preflight:
         state = PreflightState(
             tenant=tenant or DEFAULT_TENANT,
             retrieval=retrieval,
-            cache=CacheKey(
+            cache=self.answers.key(
                 use=use_caches,
                 deterministic=deterministic(request, sampling),
-                scope=cache_scope(tenant or DEFAULT_TENANT, retrieval),
+                tenant=tenant or DEFAULT_TENANT,
+                project=project if retrieval else None,  # an answer without retrieval reads no documents
                 single_turn=roles.count("user") == 1 and "assistant" not in roles,
                 question=last_user_message(request.messages),
             ),
@@ -168,9 +169,7 @@ class Preflight:
             state.canned = CannedAnswer(verdict.message or "")
             return state
         if self.answers.wants_exact(state.cache):
-            state.cache.exact = self.answers.exact_key(
-                request, tenant=state.tenant, retrieval=retrieval, fingerprint=config_fingerprint
-            )
+            state.cache.exact = self.answers.exact_key(request, state.cache, fingerprint=config_fingerprint)
             if (cached := self.answers.get_exact(state.cache)) is not None:
                 state.exact_hit, state.canned = True, cached
                 return state
@@ -218,6 +217,8 @@ def span_attributes(state: PreflightState) -> dict[str, AttributeValue]:
         attr.CACHE_SEMANTIC_HIT: state.semantic_hit,
         attr.DEGRADED: state.degraded,
     }
+    if state.cache.project is not None:
+        values[attr.KB_GENERATION] = state.cache.generation
     if state.degraded_reason is not None:
         values[attr.DEGRADED_REASON] = state.degraded_reason
     if state.canned is not None and state.cache_hit:

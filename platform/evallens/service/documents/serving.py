@@ -17,6 +17,7 @@ from evallens.service.documents.protocol import (
 from evallens.service.rag import store
 from evallens.service.rag.chunking import chunk_document
 from evallens.service.rag.embeddings import Embedder
+from evallens.service.rag.generations import KnowledgeBaseGenerations
 from evallens.service.rag.keyword import KeywordIndex
 from evallens.settings import RagSettings
 from evallens.telemetry import attributes as attr
@@ -33,7 +34,8 @@ def content_hash(document: DocumentIn) -> str:
 class DocumentService:
     """Upserts, deletes and lists one project's knowledge-base documents; each call is one transaction.
     A document's identity is (project, id): another project's document of the same id is never read,
-    changed or counted."""
+    changed or counted. Every committed change bumps the project's generation in ``generations`` (the
+    answer caches' view of the knowledge base: pass the one they read)."""
 
     def __init__(
         self,
@@ -42,12 +44,14 @@ class DocumentService:
         embedder: Embedder,
         session_factory: sessionmaker[Session],
         keyword_index: KeywordIndex,
+        generations: KnowledgeBaseGenerations | None = None,
         tracer: trace.Tracer | None = None,
     ) -> None:
         self._settings = settings
         self._embedder = embedder
         self._sessions = session_factory
         self._keywords = keyword_index
+        self._generations = generations or KnowledgeBaseGenerations()
         self._tracer = tracer or trace.get_tracer(TRACER_NAME)
 
     async def upsert(self, project: str, document: DocumentIn) -> UpsertResult:
@@ -94,8 +98,9 @@ class DocumentService:
                         metadata=document.metadata,
                     )
                     store.apply_reindex(session, project, document.id, plan, embeddings)
-            if status != "unchanged":
+            if status != "unchanged":  # after the commit: see ``KnowledgeBaseGenerations.bump``
                 self._keywords.invalidate(project)
+                span.set_attribute(attr.KB_GENERATION, self._generations.bump(project))
             span.set_attributes(
                 {
                     attr.KB_NUM_CHUNKS_EMBEDDED: len(plan.to_embed),
@@ -117,6 +122,7 @@ class DocumentService:
             deleted = store.delete_document(session, project, document_id)
         if deleted:
             self._keywords.invalidate(project)
+            self._generations.bump(project)
         return DeleteResult(id=document_id, deleted=deleted)
 
     def list_sync(self, project: str) -> DocumentList:

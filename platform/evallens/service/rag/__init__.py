@@ -1,10 +1,12 @@
 """Retrieval for the reference service: chunking, embeddings, the pgvector store, BM25, fusion,
-reranking, compression, the hybrid pipeline and the versioned prompt template."""
+reranking, compression, the hybrid pipeline, the versioned prompt template and the knowledge base's
+generations."""
 
 from evallens.service.rag._spans import documents_attributes
 from evallens.service.rag.chunking import TextChunk, chunk_document
 from evallens.service.rag.embeddings import Embedder
 from evallens.service.rag.fusion import reciprocal_rank_fusion
+from evallens.service.rag.generations import KnowledgeBaseGenerations
 from evallens.service.rag.keyword import KeywordIndex
 from evallens.service.rag.prompt import get_template, system_message
 from evallens.service.rag.rerank import Candidate, Reranker, create_reranker
@@ -17,6 +19,7 @@ __all__ = [
     "Embedder",
     "HybridRetriever",
     "KeywordIndex",
+    "KnowledgeBaseGenerations",
     "Reranker",
     "RetrievalResult",
     "RetrievedChunk",
