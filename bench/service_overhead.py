@@ -63,7 +63,6 @@ import os
 import random
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -81,6 +80,7 @@ import uvloop
 from prometheus_client.parser import text_string_to_metric_families
 from scipy.stats import binom, ttest_1samp
 
+from evallens.app.demo.processes import ManagedProcess, ProcessFailed
 from evallens.db import migrate
 from evallens.db.server import database
 from evallens.ports import free_port
@@ -226,12 +226,13 @@ DELTAS = {"p50 TTFT": "p50_ttft_ms", "p95 TTFT": "p95_ttft_ms", "p50 ms": "p50_l
 # `vllm.entrypoints.openai.api_server` that calls it
 SERVER_MODULE = "vllm.entrypoints.launchers.api_server.entry"
 SERVE, SERVE_B = "vllm-serve", "vllm-serve-b"  # the second `vllm serve` of a control run
-# a running `vllm serve`: its URL, its process and its log file
-Server = tuple[str, subprocess.Popen[bytes], Path]
+# a running server (`vllm serve`, a service row): its URL and its process (which names its log file)
+Server = tuple[str, ManagedProcess]
 ENGINE_STEPS = "vllm:iteration_tokens_total_count"
 PROMPT_TOKENS = "vllm:prompt_tokens_total"
 MEASURING = "measuring"  # the client's line when its timed batch starts
 SERVER_START_S = 600.0  # loading the model in `vllm serve` on a busy 2-core machine
+SERVER_STOP_S = 30.0  # after SIGTERM, before SIGKILL: an engine core shutting down on a busy machine
 LATENCY_WARM_UP = 4  # pairs before the measured ones of the latency mode
 
 
@@ -543,45 +544,34 @@ def server_command(options: VllmOptions, port: int) -> list[str]:
     return command + ["--disable-uvicorn-access-log", "--uvicorn-log-level", "warning"]
 
 
-def _die_with_parent() -> None:
-    """In the server's process: get SIGTERM when the bench dies, even by SIGKILL (Linux)."""
-    import ctypes
-
-    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 @contextmanager
 def server_process(
-    name: str, command: Callable[[int], list[str]], environment: dict[str, str]
+    name: str, description: str, command: Callable[[int], list[str]], environment: dict[str, str]
 ) -> Iterator[Server]:
-    """Start a server (not waiting for it) on a free port in a process group of its own; stop the
-    whole group (the server and its engine core) on the way out, whatever ends the bench."""
+    """Start a server (not waiting for it) on a free port in a process group of its own that dies
+    with the bench, even by SIGKILL; stop the whole group (the server and its engine core) on the way
+    out, whatever ends the bench. Its log is kept only if it died, to read why."""
     port = free_port()
     log_path = Path(tempfile.gettempdir()) / f"evallens-{name}-{port}.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command(port),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=environment,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )
+    log_path.unlink(missing_ok=True)  # a log kept from an earlier server on this port is not this one's
+    process = ManagedProcess(
+        description, command(port), log_path, environment, stop_group=True, die_with_parent=True
+    )
+    process.start()
     try:
-        yield f"http://127.0.0.1:{port}", process, log_path
+        yield f"http://127.0.0.1:{port}", process
     finally:
-        died = process.poll() is not None
-        stop_group(process)
-        if not died:  # the log of a server that died is kept, to read why
+        died = not process.running
+        process.stop(SERVER_STOP_S)
+        if not died:
             log_path.unlink(missing_ok=True)
 
 
-def vllm_server(options: VllmOptions) -> AbstractContextManager[Server]:
-    """`vllm serve` of the engine ``options`` describe."""
+def vllm_server(options: VllmOptions, name: str = SERVE) -> AbstractContextManager[Server]:
+    """`vllm serve` of the engine ``options`` describe; ``name``: its row."""
     (options.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
     environment = {**vllm_environment(options.cache_dir), **os.environ}  # as the in-process engine
-    return server_process("vllm-serve", lambda port: server_command(options, port), environment)
+    return server_process(name, name, lambda port: server_command(options, port), environment)
 
 
 def service_server(
@@ -596,7 +586,7 @@ def service_server(
         command += [] if args.profile is None else ["--profile", args.profile]
         return command + ([] if database_url is None else ["--database-url", database_url])
 
-    return server_process(row, command, dict(os.environ))
+    return server_process(row, f"the {row} service", command, {})
 
 
 def serve_row(args: argparse.Namespace) -> None:
@@ -613,39 +603,12 @@ def serve_row(args: argparse.Namespace) -> None:
         profile.dump_stats(args.profile)
 
 
-def stop_group(process: subprocess.Popen[bytes], term_wait_s: float = 30.0) -> None:
-    """SIGTERM the server's process group, wait for it to leave, SIGKILL what is still there."""
-    for sig, wait_s in ((signal.SIGTERM, term_wait_s), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            process.poll()  # reap the leader, or the group never empties
-            try:
-                os.killpg(process.pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.2)
-
-
-async def wait_healthy(server: Server, name: str, path: str = "/health") -> None:
+async def wait_healthy(server: Server, path: str = "/health") -> None:
     """Wait for the server's ``path`` (``/health`` of `vllm serve`, ``/readyz`` of the service) to be
-    200 (the client warms it up before measuring)."""
-    url, process, log_path = server
-    deadline = time.monotonic() + SERVER_START_S
-    async with httpx.AsyncClient(base_url=url, timeout=5) as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise SystemExit(f"{name} exited ({process.returncode}); its log: {log_path}")
-            try:
-                if (await client.get(path)).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            await asyncio.sleep(1.0)
-    raise SystemExit(f"{name} not ready after {SERVER_START_S:.0f} s; its log: {log_path}")
+    200 (the client warms it up before measuring); ``ProcessFailed``, naming its log, if it exits or
+    takes longer than ``SERVER_START_S``. Polled in a thread: the bench's engine shares this loop."""
+    url, process = server
+    await asyncio.to_thread(process.wait_healthy, f"{url}{path}", SERVER_START_S)
 
 
 async def check_same_prompt(url: str, engine: VllmEngine, system_prompt: str) -> None:
@@ -713,7 +676,7 @@ async def main(
     await engine.start()
     await direct(engine, settings, prompts(args.concurrency, 10_000, "engine"), args)  # warm-up
     if server is not None:
-        await wait_healthy(server, "vllm serve")
+        await wait_healthy(server)
         await check_same_prompt(server[0], engine, settings.system_prompt)
     with knowledge_base(args) as database_url, ExitStack() as stack:
         servers = {
@@ -721,17 +684,17 @@ async def main(
             for row in args.rows
             if row not in CEILINGS
         }
-        for row, service in servers.items():
-            await wait_healthy(service, f"the {row} service", "/readyz")
+        for service in servers.values():
+            await wait_healthy(service, "/readyz")
         if server is not None:
             servers[SERVE] = server
-        urls = {row: url for row, (url, _, _) in servers.items()}
+        urls = {row: url for row, (url, _) in servers.items()}
         if "retrieval" in urls:
             await asyncio.to_thread(load_corpus, CORPUS, urls["retrieval"])
             print(f"knowledge base: {len(read_corpus(CORPUS))} documents", flush=True)
         results: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
         cpu: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
-        meter = CpuMeter({row: (process.pid, url) for row, (url, process, _) in servers.items()})
+        meter = CpuMeter({row: (process.pid, url) for row, (url, process) in servers.items()})
         for round_index in range(args.rounds):
             seed = args.seed + round_index
             # each round starts with the next row, so no row always runs first
@@ -792,11 +755,11 @@ async def control(
     """``--control``: the latency pairs between two `vllm serve`s of the same engine, no service at all:
     what two identical servers differ by on this machine, the floor under the service's figures."""
     named = dict(zip((SERVE, SERVE_B), servers, strict=True))
-    for name, server in named.items():
-        await wait_healthy(server, name)
-    meter = CpuMeter({name: (process.pid, url) for name, (url, process, _) in named.items()})
+    for server in named.values():
+        await wait_healthy(server)
+    meter = CpuMeter({name: (process.pid, url) for name, (url, process) in named.items()})
     started = await meter.read()
-    urls = {name: url for name, (url, _, _) in named.items()}
+    urls = {name: url for name, (url, _) in named.items()}
     pairs = await paired_latency(urls, args, settings.system_prompt)
     used = await meter.since(started)  # each server's process, engine core, steps and prompt tokens
     return pairs, {name: value for name, value in used.items() if name.startswith(SERVE)}
@@ -833,7 +796,9 @@ def start_once(args: argparse.Namespace) -> tuple[dict[str, dict[str, float]], l
         # installs it), and `vllm serve` runs on it too
         runner = stack.enter_context(asyncio.Runner(loop_factory=uvloop.new_event_loop))
         if args.control:
-            servers = [stack.enter_context(vllm_server(vllm_options(settings))) for _ in range(2)]
+            servers = [
+                stack.enter_context(vllm_server(vllm_options(settings), name)) for name in (SERVE, SERVE_B)
+            ]
             return {}, *runner.run(control(args, settings, servers))
         server = None
         if "vllm-serve" in args.rows:
@@ -927,5 +892,5 @@ if __name__ == "__main__":
             asyncio.run(run_latency_client(arguments) if arguments.serve_url else run_client(arguments))
         else:
             run(arguments)
-    except EngineError as error:  # e.g. no model pulled yet: one line, not a traceback
+    except (EngineError, ProcessFailed) as error:  # e.g. no model pulled yet: one line, not a traceback
         raise SystemExit(f"service_overhead: {error}") from None

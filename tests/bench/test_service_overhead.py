@@ -1,15 +1,15 @@
-"""The service-overhead bench's `vllm serve` row: same engine arguments, no process left behind."""
+"""The service-overhead bench's `vllm serve` row: same engine arguments, and its table. (Its
+servers' whole process groups are stopped by ``ManagedProcess``: tests/evallens/app/test_processes.py.)"""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from bench.service_overhead import SERVER_MODULE, print_table, server_command, stop_group
+from bench.service_overhead import SERVER_MODULE, print_table, server_command
 from evallens.service.engines import VllmOptions, engine_arguments
 
 
@@ -60,29 +60,6 @@ def test_vllm_serve_gets_the_engine_arguments_of_the_service(tmp_path: Path, pre
     # vLLM's own defaults for everything else
     assert set(result["changed"]) <= set(engine_arguments(engine)) | {"generation_config"}
     assert (served["port"], served["generation_config"]) == (24321, "vllm")
-
-
-def started(command: str) -> subprocess.Popen[bytes]:
-    """A shell in its own process group, returned once it printed that its children are running."""
-    process = subprocess.Popen(["sh", "-c", command], start_new_session=True, stdout=subprocess.PIPE)
-    assert process.stdout is not None
-    with process.stdout:  # it prints nothing more
-        assert process.stdout.readline() == b"ready\n"
-    return process
-
-
-def test_stopping_the_server_stops_its_children_too() -> None:
-    process = started("sleep 300 & echo ready; sleep 300; wait")
-    stop_group(process)
-    assert process.poll() is not None
-    with pytest.raises(ProcessLookupError):
-        os.killpg(process.pid, 0)
-
-
-def test_stopping_a_server_that_ignores_sigterm_kills_it() -> None:
-    process = started("trap '' TERM; sleep 300 & echo ready; wait; sleep 300")
-    stop_group(process, term_wait_s=0.5)
-    assert process.returncode == -signal.SIGKILL
 
 
 def test_every_row_is_compared_with_both_ceilings(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,8 +1,14 @@
 """Child processes the demo and the collector benches start: healthy or a clear failure, stopped on exit."""
 
+import os
+import signal
+import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
 from evallens.app.demo.processes import ManagedProcess, ProcessFailed, healthy
@@ -56,3 +62,116 @@ def test_an_error_inside_the_block_still_stops_the_child(tmp_path: Path) -> None
 def test_an_unstarted_child_has_no_pid(tmp_path: Path) -> None:
     with pytest.raises(ProcessFailed, match="web is not started"):
         _ = http_server(tmp_path, free_port()).pid
+
+
+# Stopping a child that has children of its own (`vllm serve` and the service each spawn an engine core).
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie does not)."""
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.05)
+
+
+def started_with_grandchild(tmp_path: Path, script: str, *, stop_group: bool) -> tuple[ManagedProcess, int]:
+    """A shell that starts ``sleep 300`` and prints its pid before running ``script``: the child and the
+    grandchild's pid, once the grandchild runs."""
+    log_path = tmp_path / "shell.log"
+    child = ManagedProcess(
+        "shell", ["sh", "-c", f"sleep 300 & echo $!; {script}"], log_path, stop_group=stop_group
+    )
+    child.start()
+    wait_until(lambda: log_path.read_text().endswith("\n"), "the shell printed its grandchild's pid")
+    return child, int(log_path.read_text())
+
+
+def test_stopping_the_group_stops_what_the_child_started(tmp_path: Path) -> None:
+    child, grandchild = started_with_grandchild(tmp_path, "wait", stop_group=True)
+    child.stop()
+    assert not child.running and not running(grandchild)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(child.pid, 0)
+
+
+def test_stopping_only_the_child_leaves_its_children_running(tmp_path: Path) -> None:
+    child, grandchild = started_with_grandchild(tmp_path, "wait", stop_group=False)
+    try:
+        child.stop()
+        assert not child.running
+        assert running(grandchild)  # the demo's default: its children stop their own
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+
+
+def test_a_group_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
+    child, grandchild = started_with_grandchild(tmp_path, "trap '' TERM; wait; sleep 300", stop_group=True)
+    child.stop(timeout_s=0.5)
+    assert child.process is not None and child.process.returncode == -signal.SIGKILL
+    assert not running(grandchild)
+
+
+def test_the_group_is_stopped_even_after_the_child_itself_exited(tmp_path: Path) -> None:
+    child, grandchild = started_with_grandchild(tmp_path, "exit 0", stop_group=True)
+    wait_until(lambda: not child.running, "the shell exited")
+    child.stop()
+    assert not running(grandchild)
+
+
+# The child records SIGTERM in the file its first argument names, once its handler is set says "ready".
+CHILD = """
+import signal, sys, time
+from pathlib import Path
+
+def record(*_: object) -> None:
+    Path(sys.argv[1]).write_text("SIGTERM")
+    sys.exit(0)
+
+signal.signal(signal.SIGTERM, record)
+print("ready", flush=True)
+time.sleep(300)
+"""
+
+# The middle process starts the child with die_with_parent, prints the child's pid and waits to be killed.
+MIDDLE = """
+import sys, time
+from pathlib import Path
+from evallens.app.demo.processes import ManagedProcess
+
+child_script, marker, log = sys.argv[1:]
+command = [sys.executable, "-c", child_script, marker]
+child = ManagedProcess("child", command, Path(log), die_with_parent=True)
+child.start()
+print(child.pid, flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a parent-death signal is Linux's")
+def test_a_child_that_dies_with_its_parent_gets_sigterm_when_the_parent_is_killed(tmp_path: Path) -> None:
+    marker, log = tmp_path / "sigterm", tmp_path / "child.log"
+    middle = subprocess.Popen(
+        [sys.executable, "-c", MIDDLE, CHILD, str(marker), str(log)],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert middle.stdout is not None
+    with middle.stdout:
+        child = int(middle.stdout.readline())
+    try:
+        wait_until(lambda: log.exists() and log.read_text() == "ready\n", "the child set its SIGTERM handler")
+        middle.kill()
+        middle.wait()
+        wait_until(marker.exists, "the child got SIGTERM")
+        assert marker.read_text() == "SIGTERM"
+    finally:
+        if running(child):
+            os.kill(child, signal.SIGKILL)

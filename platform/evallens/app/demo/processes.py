@@ -1,9 +1,13 @@
-"""Child processes the demo starts: each logs to a file, is waited on until healthy, and is stopped."""
+"""Child processes the demo and the benches start: each logs to a file, is waited on until healthy,
+and is stopped."""
 
+import ctypes
+import os
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +22,39 @@ class ProcessFailed(EvallensError):
     """A child process exited or never became healthy."""
 
 
+GROUP_KILL_WAIT_S = 10.0  # after SIGKILL: a process stuck in the kernel may take a moment to go
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """What the child runs between fork and exec to have the kernel SIGTERM it when its parent dies,
+    even by SIGKILL (Linux only; elsewhere nothing)."""
+    if sys.platform != "linux":
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)  # looked up here: the child only calls it
+
+    def set_signal() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+    return set_signal
+
+
 @dataclass
 class ManagedProcess:
-    """One child process with its log file."""
+    """One child process with its log file.
+
+    ``stop_group``: ``stop`` signals the child's whole process group, so what it spawned (an engine
+    core, a worker) goes with it. ``die_with_parent``: the child gets SIGTERM when the process that
+    started it dies, however it dies (Linux; the parent is the thread that called ``start``).
+    """
 
     name: str
     command: Sequence[str]
     log_path: Path
     environment: Mapping[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
+    stop_group: bool = False
+    die_with_parent: bool = False
 
     def start(self) -> None:
         """Start the process, appending its output to ``log_path``."""
@@ -39,6 +67,7 @@ class ManagedProcess:
                 stdin=subprocess.DEVNULL,
                 env=child_environment(self.environment),
                 start_new_session=True,  # Ctrl-C reaches the demo, which stops children in order
+                preexec_fn=_parent_death_signal() if self.die_with_parent else None,
             )
 
     def wait_healthy(self, url: str, timeout_s: float) -> None:
@@ -60,7 +89,10 @@ class ManagedProcess:
         )
 
     def stop(self, timeout_s: float = 20.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout_s``."""
+        """SIGTERM, then SIGKILL after ``timeout_s``: the process, or with ``stop_group`` its group."""
+        if self.stop_group and self.process is not None:
+            self._stop_group(self.process, timeout_s)
+            return
         if self.process is None or self.process.poll() is not None:
             return
         self.process.send_signal(signal.SIGTERM)
@@ -69,6 +101,25 @@ class ManagedProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+    @staticmethod
+    def _stop_group(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+        """SIGTERM the process group, wait until it is empty, SIGKILL what is left. The group is
+        signalled even when its leader has exited: what it spawned may still be running."""
+        for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, GROUP_KILL_WAIT_S)):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                return
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                process.poll()  # reap the leader: an unreaped leader keeps the group alive
+                try:
+                    os.killpg(process.pid, 0)
+                except ProcessLookupError:
+                    return
+                time.sleep(0.2)
+        process.poll()
 
     @property
     def pid(self) -> int:
