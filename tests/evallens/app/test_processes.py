@@ -82,13 +82,14 @@ def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0
         time.sleep(0.05)
 
 
-def started_with_grandchild(tmp_path: Path, script: str, *, stop_group: bool) -> tuple[ManagedProcess, int]:
-    """A shell that starts ``sleep 300`` and prints its pid before running ``script``: the child and the
-    grandchild's pid, once the grandchild runs."""
+def started_with_grandchild(
+    tmp_path: Path, script: str, *, stop_group: bool, before: str = ""
+) -> tuple[ManagedProcess, int]:
+    """A shell that runs ``before``, starts ``sleep 300`` and prints its pid, then runs ``script``: the
+    child and the grandchild's pid, once the grandchild runs (and ``before`` has run)."""
     log_path = tmp_path / "shell.log"
-    child = ManagedProcess(
-        "shell", ["sh", "-c", f"sleep 300 & echo $!; {script}"], log_path, stop_group=stop_group
-    )
+    command = ["sh", "-c", f"{before}sleep 300 & echo $!; {script}"]
+    child = ManagedProcess("shell", command, log_path, stop_group=stop_group)
     child.start()
     wait_until(lambda: log_path.read_text().endswith("\n"), "the shell printed its grandchild's pid")
     return child, int(log_path.read_text())
@@ -113,7 +114,8 @@ def test_stopping_only_the_child_leaves_its_children_running(tmp_path: Path) -> 
 
 
 def test_a_group_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
-    child, grandchild = started_with_grandchild(tmp_path, "trap '' TERM; wait; sleep 300", stop_group=True)
+    # the trap is set before the pid is printed, so the stop below cannot come before it
+    child, grandchild = started_with_grandchild(tmp_path, "wait", stop_group=True, before="trap '' TERM; ")
     child.stop(timeout_s=0.5)
     assert child.process is not None and child.process.returncode == -signal.SIGKILL
     assert not running(grandchild)
