@@ -26,6 +26,7 @@ from evallens.service import create_app
 from evallens.service.documents import DocumentService
 from evallens.service.engines import VllmEngine, vllm_options
 from evallens.service.rag import Embedder, KeywordIndex
+from evallens.service.rag.generations import KnowledgeBaseGenerations
 from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import RagSettings, ServiceSettings
 
@@ -238,5 +239,6 @@ def document_service(
     keyword_index: KeywordIndex,
 ) -> DocumentService:
     return DocumentService(
-        rag_settings, embedder=embedder, session_factory=session_factory, keyword_index=keyword_index
-    )
+        rag_settings, embedder=embedder, session_factory=session_factory, keyword_index=keyword_index,
+        generations=KnowledgeBaseGenerations(),
+    )  # fmt: skip

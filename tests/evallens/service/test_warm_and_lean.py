@@ -24,6 +24,7 @@ from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines import SamplingOptions, VllmEngine, vllm_options
 from evallens.service.guards import GuardMetrics
 from evallens.service.guards.degrade import ENGINE_FALLBACK_CACHE
+from evallens.service.rag.generations import KnowledgeBaseGenerations
 from evallens.settings import RagSettings, ServiceSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry.attributes import DEFAULT_PROJECT
@@ -179,7 +180,9 @@ def test_the_preflight_embeds_only_for_a_cache_that_can_answer(
     """The same rule without the engine: which requests the preflight embeds for the semantic cache."""
     settings = ServiceSettings(cache_exact_enabled=True, cache_semantic_enabled=True, retrieval_enabled=False)
     tracer = tracer_provider.get_tracer("test")
-    answers = AnswerCache(settings, metrics=CacheMetrics.create(), tracer=tracer)
+    answers = AnswerCache(
+        settings, metrics=CacheMetrics.create(), tracer=tracer, generations=KnowledgeBaseGenerations()
+    )
     preflight = Preflight(
         settings, answers=answers, embedder=embedder, retriever=None, tracer=tracer,
         guard_metrics=GuardMetrics.create(),

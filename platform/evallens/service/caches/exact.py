@@ -107,8 +107,3 @@ class ExactCache(Generic[V]):
             self._entries.move_to_end(key)
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        """Drop every entry (e.g. when the knowledge base or the config changes)."""
-        with self._lock:
-            self._entries.clear()

@@ -94,12 +94,13 @@ class AnswerCache:
         *,
         metrics: CacheMetrics,
         tracer: Tracer,
-        generations: KnowledgeBaseGenerations | None = None,
+        generations: KnowledgeBaseGenerations,
     ) -> None:
         self.exact: ExactCache[CannedAnswer] = ExactCache(settings, metrics=metrics, tracer=tracer)
         self.semantic: SemanticCache[CannedAnswer] = SemanticCache(settings, metrics=metrics, tracer=tracer)
-        # the knowledge base's generations the document service bumps (the app passes the same one)
-        self.generations = generations or KnowledgeBaseGenerations()
+        # the knowledge base's generations the document service bumps: the same object, or a changed
+        # document would never end the answers computed from it
+        self.generations = generations
 
     def config(self) -> dict[str, JSONValue]:
         """The answer-changing cache parameters (for ``/v1/config``)."""

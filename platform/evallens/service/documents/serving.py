@@ -44,14 +44,14 @@ class DocumentService:
         embedder: Embedder,
         session_factory: sessionmaker[Session],
         keyword_index: KeywordIndex,
-        generations: KnowledgeBaseGenerations | None = None,
+        generations: KnowledgeBaseGenerations,
         tracer: trace.Tracer | None = None,
     ) -> None:
         self._settings = settings
         self._embedder = embedder
         self._sessions = session_factory
         self._keywords = keyword_index
-        self._generations = generations or KnowledgeBaseGenerations()
+        self._generations = generations
         self._tracer = tracer or trace.get_tracer(TRACER_NAME)
 
     async def upsert(self, project: str, document: DocumentIn) -> UpsertResult:

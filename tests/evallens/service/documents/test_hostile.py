@@ -20,6 +20,7 @@ from evallens.service.documents import DocumentIn, DocumentService, create_docum
 from evallens.service.errors import install_error_handlers
 from evallens.service.rag import Embedder, KeywordIndex
 from evallens.service.rag.embeddings import Vectors
+from evallens.service.rag.generations import KnowledgeBaseGenerations
 from evallens.settings import AuthSettings, RagSettings
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 from tests.evallens.service.conftest import wait_until
@@ -123,16 +124,19 @@ def test_a_delete_during_an_update_never_leaves_a_document_missing_chunks(
 ) -> None:
     """An update read the stored chunks, a delete removed them, and the update wrote the document back
     with only its new chunks: a stored document whose chunks no longer cover its text."""
+    generations = KnowledgeBaseGenerations()  # one service process: one view of the knowledge base
     writer = DocumentService(
-        rag_settings, embedder=embedder, session_factory=session_factory, keyword_index=keyword_index
-    )
+        rag_settings, embedder=embedder, session_factory=session_factory, keyword_index=keyword_index,
+        generations=generations,
+    )  # fmt: skip
     writer.upsert_sync(DEFAULT_PROJECT, DocumentIn(**DOCUMENT))
     racing = DeleteWhileEmbedding(
         rag_settings, lambda: writer.delete_sync(DEFAULT_PROJECT, DOCUMENT["id"]), database_url
     )
     updater = DocumentService(
-        rag_settings, embedder=racing, session_factory=session_factory, keyword_index=keyword_index
-    )
+        rag_settings, embedder=racing, session_factory=session_factory, keyword_index=keyword_index,
+        generations=generations,
+    )  # fmt: skip
     changed = DocumentIn(**{**DOCUMENT, "text": f"{DOCUMENT['text']}\n\n## Update\nA new section."})
     updated = updater.upsert_sync(DEFAULT_PROJECT, changed)
     assert racing.deleting is not None

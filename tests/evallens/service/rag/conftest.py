@@ -15,6 +15,7 @@ from evallens.db import create_db_engine, create_session_factory
 from evallens.db.server import DatabaseServer, embedded_url
 from evallens.service.documents import DocumentIn, DocumentService
 from evallens.service.rag import HybridRetriever, KeywordIndex
+from evallens.service.rag.generations import KnowledgeBaseGenerations
 from evallens.settings import RagSettings
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 from evallens.telemetry.messages import last_user_message
@@ -76,8 +77,9 @@ def corpus_sessions(
     engine = create_db_engine(embedded_url(postgres_server.embedded, name))
     sessions = create_session_factory(engine)
     service = DocumentService(
-        RagSettings(), embedder=embedder, session_factory=sessions, keyword_index=KeywordIndex()
-    )
+        RagSettings(), embedder=embedder, session_factory=sessions, keyword_index=KeywordIndex(),
+        generations=KnowledgeBaseGenerations(),
+    )  # fmt: skip
     for document in read_documents():
         service.upsert_sync(DEFAULT_PROJECT, document)
     yield sessions
