@@ -5,6 +5,9 @@ is each case's worsening ``w_i`` (candidate minus baseline, signed so that posit
 the null the two runs are exchangeable within each case, so each ``w_i`` is as likely to carry the
 opposite sign. On pass/fail values (``w_i`` in -1, 0, 1) the sign-flip test and exact McNemar are the
 same test, so a cell's p-value does not depend on which of the two computes it.
+
+scipy.stats is imported inside the functions that use it: at the top it would cost every `evallens`
+command over a second of start-up, most of which never compute a statistic.
 """
 
 import math
@@ -14,7 +17,6 @@ from fractions import Fraction
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 TOLERANCE = 1e-9
@@ -43,6 +45,8 @@ def mcnemar_worse(num_worse: int, num_better: int) -> float:
     ``num_worse`` pairs passed in the baseline only, ``num_better`` in the candidate only; pairs that
     agree carry no information about a change and do not count.
     """
+    from scipy import stats
+
     if num_worse < 0 or num_better < 0:
         raise ValueError("discordant counts cannot be negative")
     if num_worse == 0:
@@ -141,6 +145,8 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 def bootstrap_ci(values: Sequence[float], *, resamples: int, seed: int) -> tuple[float, float]:
     """95% percentile bootstrap interval of the mean (a constant or single value gives a point)."""
+    from scipy import stats
+
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         return (float("nan"), float("nan"))

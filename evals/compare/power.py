@@ -5,6 +5,9 @@ only come from the ``num_good`` cases the baseline got right, and the candidate'
 (the noise a sampling temperature adds) are taken at the rate seen in the cell. Graded cells (and
 pass/fail cells averaged over repeats) use the normal approximation of the paired test with the null
 variance mirrored from the cell's improvements. Drops are in rate units (0.05 = 5 points).
+
+scipy.stats is imported inside the functions that use it: at the top it would cost every `evallens`
+command over a second of start-up, most of which never compute a statistic.
 """
 
 import functools
@@ -12,7 +15,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 MAX_SUGGESTED_CASES = 100_000
 EXACT_POWER_LIMIT = 1500  # above this many cases the normal approximation is close enough
@@ -58,6 +60,8 @@ def cell_power(inputs: PowerInputs, min_effect: float) -> CellPower:
 def mcnemar_power(num_good: int, num_other: int, flip_rate: float, noise_rate: float, level: float) -> float:
     """Power of the one-sided exact McNemar test when each good case turns bad with ``flip_rate``
     and each other case turns good with ``noise_rate``."""
+    from scipy import stats
+
     worse = np.arange(num_good + 1)
     better = np.arange(num_other + 1)
     p_worse = stats.binom.pmf(worse, num_good, min(1.0, flip_rate))
@@ -78,6 +82,8 @@ def critical_worse(max_discordant: int, level: float) -> np.ndarray:
 
 @functools.lru_cache(maxsize=32)
 def _critical_table(size: int, level: float) -> np.ndarray:
+    from scipy import stats
+
     m = np.arange(size)
     critical = stats.binom.ppf(1 - level, m, 0.5).astype(np.int64) + 1
     # ppf works on floating-point quantiles: settle the boundary on the exact tail probabilities
@@ -112,6 +118,8 @@ def _binary_detectable(inputs: PowerInputs) -> float | None:
 
 
 def _z(inputs: PowerInputs) -> float:
+    from scipy import stats
+
     return float(stats.norm.isf(inputs.level) + stats.norm.ppf(inputs.power))
 
 

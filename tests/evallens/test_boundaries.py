@@ -94,6 +94,16 @@ def test_cli_does_not_import_components_at_import_time() -> None:
     assert result.stdout.strip() == "[]"
 
 
+def test_the_eval_commands_start_without_the_heavy_numeric_libraries() -> None:
+    """Every `evallens eval ...` command imports ``evals.commands``; scipy.stats alone would add over a
+    second of CPU to each start (a set sync, a tag, a typo), torch and the embedding model more."""
+    heavy = {"scipy", "torch", "sentence_transformers", "transformers", "sklearn", "pandas"}
+    probe = f"import sys, evals.commands; print(sorted({{m.split('.')[0] for m in sys.modules}} & {heavy!r}))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
 def layered_modules() -> set[str]:
     """Every module named in a layer of the import-linter layers contract."""
     contracts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
