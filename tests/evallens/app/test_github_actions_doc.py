@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(3000)]  # two jobs, each sta
 DOC = Path(__file__).resolve().parents[3] / "docs" / "github-actions-gate.md"
 VENV = Path.home() / ".cache" / "evallens" / "venv"
 CASES_PER_SCENARIO = 2
+EVAL_MAX_TOKENS = 32  # the default (256) is sized for real answers; no assertion reads them
 TINY_MAX_MODEL_LEN = 8192
 
 
@@ -108,32 +109,37 @@ def run_job(
     return results
 
 
-def write_small_sets(workdir: Path) -> None:
-    """The checkout's curated sets, cut to a few cases per scenario (same set name)."""
+def write_small_sets(workdir: Path) -> int:
+    """The checkout's curated sets, cut to a few cases per scenario (same set name); returns how many
+    cases they hold."""
     target = workdir / "evals" / "datasets" / "acme" / "sets"
     target.mkdir(parents=True)
+    num_cases = 0
     for source in sorted(curated_sets_dir().glob("*.yaml")):
         content = yaml.safe_load(source.read_text())
         content["cases"] = content["cases"][:CASES_PER_SCENARIO]
+        num_cases += len(content["cases"])
         (target / source.name).write_text(yaml.safe_dump(content, sort_keys=False, allow_unicode=True))
+    return num_cases
 
 
 @pytest.fixture
-def fresh_runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    """A fresh HOME with only the installed venv in it (``make install``), and a checkout folder."""
+def fresh_runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, int]]:
+    """A fresh HOME with only the installed venv in it (``make install``), a checkout folder and the
+    number of cases in its sets."""
     home = tmp_path_factory.mktemp("h")  # vLLM's socket paths must stay short
     (home / ".cache" / "evallens").mkdir(parents=True)
     (home / ".cache" / "evallens" / "venv").symlink_to(VENV)
     workdir = tmp_path_factory.mktemp("w")
-    write_small_sets(workdir)
-    yield home, workdir
+    num_cases = write_small_sets(workdir)
+    yield home, workdir, num_cases
     stop_processes_of(home)
 
 
 def test_the_github_actions_example_runs_as_written(
-    fresh_runner: tuple[Path, Path], empty_database_url: str, tmp_path_factory: pytest.TempPathFactory
+    fresh_runner: tuple[Path, Path, int], empty_database_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    home, workdir = fresh_runner
+    home, workdir, num_cases = fresh_runner
     model = build_tiny_llama(
         tmp_path_factory.mktemp("m") / "tiny", max_position_embeddings=TINY_MAX_MODEL_LEN
     )
@@ -143,6 +149,9 @@ def test_the_github_actions_example_runs_as_written(
         "EVALLENS_MAX_MODEL_LEN": str(TINY_MAX_MODEL_LEN),
         "EVALLENS_RETRIEVAL_BUDGET_MS": "30000",  # budgets are not under test on a loaded machine
         "EVALLENS_EVAL_SPAN_WAIT_S": "0",  # the example exports no spans to wait for
+        # what the steps do is under test, not the answers: short ones, all cases in flight at once
+        "EVALLENS_EVAL_MAX_TOKENS": str(EVAL_MAX_TOKENS),
+        "EVALLENS_EVAL_CONCURRENCY": str(num_cases),
     }
     environment = job_environment(workflow_job(), empty_database_url, home, extra)
     log: list[str] = []
