@@ -6,7 +6,8 @@ answer caches, + retrieval.
                                      [--model PATH] [--rows engine,vllm-serve,bare,caches,retrieval]
                                      [--profile PATH] [--latency PAIRS] [--control] [--starts N]
 
-Two ceilings. The ``engine`` row calls the service's vLLM engine in this process. The ``vllm-serve``
+Two ceilings. The ``engine`` row calls the service's vLLM engine in this process (started only for
+that row, or to count the prompt check's tokens when no bare service does). The ``vllm-serve``
 row is vLLM's own OpenAI-compatible server, started by the bench as a subprocess with the engine
 arguments the service's engine is built with (``engine_arguments``, so they cannot drift), sent the
 whole prompt the service's engine gets (its system prompt included). Each service row is a server
@@ -19,8 +20,8 @@ does not. Which difference of that layout cost the 5 ms was not isolated.) Every
 process (so the client's CPU is not the server's): ``vllm-serve`` is the like-for-like ceiling for
 the service; the ``engine`` row has no HTTP, no SSE and no client process at all.
 
-Both engines stay loaded for the whole run, and the rows of a round run one after another: while
-one row runs, the other engine is idle (its engine core waits on its input queue); the bench prints
+The engines stay loaded for the whole run, and the rows of a round run one after another: while
+one row runs, the other engines are idle (each engine core waits on its input queue); the bench prints
 the CPU seconds each process used during each row's batch, which shows it, and the steps each engine
 ran for the batch (the same steps: the same batching). Every row warms its path with
 ``--concurrency`` requests right before each measured batch, and ``/readyz`` (``/health`` for `vllm
@@ -33,8 +34,8 @@ real traffic is; every request produces exactly ``--max-tokens`` tokens (``ignor
 answer is ever cached) so every path does the same generation work. The retrieval row also
 retrieves context from a knowledge base (the acme docs, an embedded PostgreSQL) and puts it in the
 prompt, so its engine has longer prompts to read.
-`vllm serve` and the service rows are stopped (each its whole process group) however the bench
-ends.
+`vllm serve` and the service rows are started together and load side by side, and are stopped
+(each its whole process group) however the bench ends.
 
 ``--latency PAIRS`` then times single requests, which a batch cannot resolve to a few milliseconds:
 one client process asks the bare service and `vllm serve` the same question one after the other,
@@ -611,15 +612,54 @@ async def wait_healthy(server: Server, path: str = "/health") -> None:
     await asyncio.to_thread(process.wait_healthy, f"{url}{path}", SERVER_START_S)
 
 
-async def check_same_prompt(url: str, engine: VllmEngine, system_prompt: str) -> None:
-    """`vllm serve` must read the very tokens the service's engine reads (chat template included)."""
-    messages = chat_messages(prompts(1, 0, "check")[0], system_prompt)
-    body = {"messages": [{"role": m.role, "content": m.content} for m in messages], "max_tokens": 1}
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        response = await client.post("/v1/chat/completions", json=body)
-    served, ours = response.json()["usage"]["prompt_tokens"], engine.prepare(messages).num_tokens
+async def wait_all_healthy(servers: dict[str, Server]) -> None:
+    """Wait for every server side by side: `vllm serve`'s ``/health``, each service row's ``/readyz``."""
+    paths = {name: "/health" if name.startswith(SERVE) else "/readyz" for name in servers}
+    await asyncio.gather(*(wait_healthy(server, paths[name]) for name, server in servers.items()))
+
+
+def bench_engine_needed(args: argparse.Namespace) -> bool:
+    """Whether this start needs the bench's own engine (a third engine on the machine, loaded for tens
+    of seconds): for the ``engine`` row's batches, and as the reference of `vllm serve`'s prompt check
+    when no bare service runs to be that reference."""
+    engine_row = "engine" in args.rows and args.rounds > 0
+    return engine_row or (SERVE in args.rows and "bare" not in args.rows and not args.control)
+
+
+async def start_engine(
+    engine: VllmEngine | None, settings: ServiceSettings, args: argparse.Namespace
+) -> None:
+    """Load the bench's own engine, when there is one, and warm it up."""
+    if engine is not None:
+        await engine.start()
+        await direct(engine, settings, prompts(args.concurrency, 10_000, "engine"), args)
+
+
+async def check_same_prompt(
+    servers: dict[str, Server], engine: VllmEngine | None, system_prompt: str
+) -> None:
+    """`vllm serve` must read the very tokens the service's engine reads (chat template included): the
+    same question, as each path's client sends it, counted by the bare service's engine, else by the
+    bench's own."""
+    text = prompts(1, 0, "check")[0]
+    async with httpx.AsyncClient(timeout=60) as client:
+        served = await prompt_tokens(client, servers[SERVE][0], request_messages(text, SERVE, system_prompt))
+        if "bare" in servers:
+            bare = request_messages(text, "bare", system_prompt)
+            ours: int | None = await prompt_tokens(client, servers["bare"][0], bare)
+        else:
+            assert engine is not None, "bench_engine_needed starts it when no bare service runs"
+            ours = engine.prepare(chat_messages(text, system_prompt)).num_tokens
     if served != ours:
         raise SystemExit(f"vllm serve reads {served} prompt tokens where the service's engine reads {ours}")
+
+
+async def prompt_tokens(client: httpx.AsyncClient, url: str, messages: list[dict[str, str]]) -> int:
+    """The prompt tokens a server's engine read for ``messages`` (one answer token asked for)."""
+    body = {"messages": messages, "max_tokens": 1}
+    response = await client.post(f"{url}/v1/chat/completions", json=body)
+    response.raise_for_status()
+    return int(response.json()["usage"]["prompt_tokens"])
 
 
 def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, float]]:
@@ -666,64 +706,51 @@ def bench_settings(args: argparse.Namespace) -> ServiceSettings:
 
 
 async def main(
-    args: argparse.Namespace,
-    settings: ServiceSettings,
-    server: Server | None,
+    args: argparse.Namespace, settings: ServiceSettings, servers: dict[str, Server]
 ) -> tuple[dict[str, dict[str, float]], list[Pair], dict[str, float]]:
     """The rows' rounds (printed, and their comparisons returned) and the latency pairs with the CPU
-    they used."""
-    engine = VllmEngine(vllm_options(settings))
-    await engine.start()
-    await direct(engine, settings, prompts(args.concurrency, 10_000, "engine"), args)  # warm-up
-    if server is not None:
-        await wait_healthy(server)
-        await check_same_prompt(server[0], engine, settings.system_prompt)
-    with knowledge_base(args) as database_url, ExitStack() as stack:
-        servers = {
-            row: stack.enter_context(service_server(args, row, database_url))
-            for row in args.rows
-            if row not in CEILINGS
-        }
-        for service in servers.values():
-            await wait_healthy(service, "/readyz")
-        if server is not None:
-            servers[SERVE] = server
-        urls = {row: url for row, (url, _) in servers.items()}
-        if "retrieval" in urls:
-            await asyncio.to_thread(load_corpus, CORPUS, urls["retrieval"])
-            print(f"knowledge base: {len(read_corpus(CORPUS))} documents", flush=True)
-        results: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
-        cpu: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
-        meter = CpuMeter({row: (process.pid, url) for row, (url, process) in servers.items()})
-        for round_index in range(args.rounds):
-            seed = args.seed + round_index
-            # each round starts with the next row, so no row always runs first
-            shift = round_index % len(args.rows)
-            for row in args.rows[shift:] + args.rows[:shift]:
-                if row == "engine":
-                    # warmed right before its batch, as the client warms each HTTP row
-                    await direct(engine, settings, prompts(args.concurrency, seed + 10_000, row), args)
-                    texts = prompts(args.requests, seed, row)
-                    cpu_started = await meter.read()
-                    figures_ = figures(*await direct(engine, settings, texts, args))
-                    cpu_s = await meter.since(cpu_started)
-                else:
-                    url = urls[row]
-                    figures_, cpu_s = await through_http(url, row, seed, args, settings.system_prompt, meter)
-                results[row].append(figures_)
-                cpu[row].append(cpu_s)
-                used = ", ".join(f"{name} {seconds:.1f}" for name, seconds in cpu_s.items())
-                print(
-                    f"round {round_index + 1} {row:>10}: {figures_['tokens_per_s']:.1f} tokens/s"
-                    f" (CPU s, engine steps: {used})",
-                    flush=True,
-                )
-        pairs, pairs_cpu_s = [], {}
-        if args.latency:
-            cpu_started = await meter.read()
-            pairs = await paired_latency(urls, args, settings.system_prompt)
-            pairs_cpu_s = await meter.since(cpu_started)
-    await engine.close()
+    they used. ``servers``: `vllm serve` and the service rows, started and loading."""
+    engine = VllmEngine(vllm_options(settings)) if bench_engine_needed(args) else None
+    await asyncio.gather(start_engine(engine, settings, args), wait_all_healthy(servers))
+    if SERVE in servers:
+        await check_same_prompt(servers, engine, settings.system_prompt)
+    urls = {row: url for row, (url, _) in servers.items()}
+    if "retrieval" in urls:
+        await asyncio.to_thread(load_corpus, CORPUS, urls["retrieval"])
+        print(f"knowledge base: {len(read_corpus(CORPUS))} documents", flush=True)
+    results: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
+    cpu: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
+    meter = CpuMeter({row: (process.pid, url) for row, (url, process) in servers.items()})
+    for round_index in range(args.rounds):
+        seed = args.seed + round_index
+        # each round starts with the next row, so no row always runs first
+        shift = round_index % len(args.rows)
+        for row in args.rows[shift:] + args.rows[:shift]:
+            if row == "engine" and engine is not None:  # started whenever this row runs
+                # warmed right before its batch, as the client warms each HTTP row
+                await direct(engine, settings, prompts(args.concurrency, seed + 10_000, row), args)
+                texts = prompts(args.requests, seed, row)
+                cpu_started = await meter.read()
+                figures_ = figures(*await direct(engine, settings, texts, args))
+                cpu_s = await meter.since(cpu_started)
+            else:
+                url = urls[row]
+                figures_, cpu_s = await through_http(url, row, seed, args, settings.system_prompt, meter)
+            results[row].append(figures_)
+            cpu[row].append(cpu_s)
+            used = ", ".join(f"{name} {seconds:.1f}" for name, seconds in cpu_s.items())
+            print(
+                f"round {round_index + 1} {row:>10}: {figures_['tokens_per_s']:.1f} tokens/s"
+                f" (CPU s, engine steps: {used})",
+                flush=True,
+            )
+    pairs, pairs_cpu_s = [], {}
+    if args.latency:
+        cpu_started = await meter.read()
+        pairs = await paired_latency(urls, args, settings.system_prompt)
+        pairs_cpu_s = await meter.since(cpu_started)
+    if engine is not None:
+        await engine.close()
     comparisons = {}
     if args.rounds:
         comparisons = print_table(results)
@@ -750,16 +777,14 @@ def print_pairs(
 
 
 async def control(
-    args: argparse.Namespace, settings: ServiceSettings, servers: list[Server]
+    args: argparse.Namespace, settings: ServiceSettings, servers: dict[str, Server]
 ) -> tuple[list[Pair], dict[str, float]]:
     """``--control``: the latency pairs between two `vllm serve`s of the same engine, no service at all:
     what two identical servers differ by on this machine, the floor under the service's figures."""
-    named = dict(zip((SERVE, SERVE_B), servers, strict=True))
-    for server in named.values():
-        await wait_healthy(server)
-    meter = CpuMeter({name: (process.pid, url) for name, (url, process) in named.items()})
+    await wait_all_healthy(servers)
+    meter = CpuMeter({name: (process.pid, url) for name, (url, process) in servers.items()})
     started = await meter.read()
-    urls = {name: url for name, (url, _) in named.items()}
+    urls = {name: url for name, (url, _) in servers.items()}
     pairs = await paired_latency(urls, args, settings.system_prompt)
     used = await meter.since(started)  # each server's process, engine core, steps and prompt tokens
     return pairs, {name: value for name, value in used.items() if name.startswith(SERVE)}
@@ -788,22 +813,32 @@ def run(args: argparse.Namespace) -> None:
 
 
 def start_once(args: argparse.Namespace) -> tuple[dict[str, dict[str, float]], list[Pair], dict[str, float]]:
-    """Start the servers (`vllm serve` when its row is asked for), run the rounds and the pairs, stop
-    them: the rounds' comparisons and the latency pairs with their CPU."""
+    """Start the servers, run the rounds and the pairs, stop them: the rounds' comparisons and the
+    latency pairs with their CPU."""
     settings = bench_settings(args)
     with ExitStack() as stack:
         # the loop `evallens service` runs on: uvicorn picks uvloop when it is installed (vLLM
         # installs it), and `vllm serve` runs on it too
         runner = stack.enter_context(asyncio.Runner(loop_factory=uvloop.new_event_loop))
+        servers = stack.enter_context(started_servers(args, settings))
         if args.control:
-            servers = [
-                stack.enter_context(vllm_server(vllm_options(settings), name)) for name in (SERVE, SERVE_B)
-            ]
             return {}, *runner.run(control(args, settings, servers))
-        server = None
-        if "vllm-serve" in args.rows:
-            server = stack.enter_context(vllm_server(vllm_options(settings)))
-        return runner.run(main(args, settings, server))
+        return runner.run(main(args, settings, servers))
+
+
+@contextmanager
+def started_servers(args: argparse.Namespace, settings: ServiceSettings) -> Iterator[dict[str, Server]]:
+    """This start's servers by row, all started before any is waited for, so that they load side by
+    side: the two `vllm serve`s of a control run; else `vllm serve` when its row runs and a server
+    for each service row (after the knowledge base, when the retrieval row runs)."""
+    names = [SERVE, SERVE_B] if args.control else [SERVE] if SERVE in args.rows else []
+    with ExitStack() as stack:
+        servers = {name: stack.enter_context(vllm_server(vllm_options(settings), name)) for name in names}
+        if not args.control:
+            database_url = stack.enter_context(knowledge_base(args))
+            for row in (row for row in args.rows if row not in CEILINGS):
+                servers[row] = stack.enter_context(service_server(args, row, database_url))
+        yield servers
 
 
 def parse_args() -> argparse.Namespace:

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,6 +18,7 @@ from bench.service_overhead import (
     Difference,
     Pair,
     across_starts,
+    bench_engine_needed,
     paired_difference,
     paired_requests,
     print_latency,
@@ -118,19 +120,32 @@ def test_the_table_shows_both_paths_and_the_paired_differences(capsys: pytest.Ca
     assert re.search(r"^\s+latency\s+\+5\.0 \[\+2\.0, \+8\.0, 98\.4%\] n=7$", out, re.MULTILINE)
 
 
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One tiny model for this file's runs of the bench (they only read it)."""
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="module")
+def data_dir() -> Iterator[str]:
+    """One data directory for this file's runs of the bench: vLLM's caches there (its model-class
+    inspection, a subprocess of tens of CPU seconds per engine start on a cold cache) are paid once.
+    vLLM's IPC socket paths live under it and must stay under 107 characters (an xdist worker's
+    tmp_path is too long)."""
+    with tempfile.TemporaryDirectory(prefix="evl-", dir="/tmp") as data:
+        yield data
+
+
 @pytest.mark.slow
-def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
+def test_the_latency_mode_on_a_tiny_model(tiny_model: Path, data_dir: str) -> None:
     """The whole mode, twice (``--starts 2``): both servers up, every pair answered by both, the
     figures printed for each start, then both servers started afresh and their mean over starts."""
-    model = build_tiny_llama(tmp_path / "model")
+    model = tiny_model
     command = [sys.executable, str(BENCH), "--model", str(model), "--rows", "vllm-serve,bare"]
     command += ["--rounds", "0", "--latency", "6", "--max-tokens", "2", "--concurrency", "2"]
     command += ["--starts", "2"]
-    # vLLM's IPC socket paths live under the data dir and must stay under 107 characters (an
-    # xdist worker's tmp_path is too long)
-    with tempfile.TemporaryDirectory(prefix="evl-", dir="/tmp") as data:
-        environment = {**os.environ, "EVALLENS_DATA_DIR": data, "OMP_NUM_THREADS": "1"}
-        done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
+    environment = {**os.environ, "EVALLENS_DATA_DIR": data_dir, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "tokens/s" not in out  # --rounds 0: no batches
@@ -165,14 +180,13 @@ def test_the_latency_mode_on_a_tiny_model(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_control_pairs_two_identical_vllm_serves(tmp_path: Path) -> None:
+def test_the_control_pairs_two_identical_vllm_serves(tiny_model: Path, data_dir: str) -> None:
     """``--control``: the same pairs between two `vllm serve`s of one engine (an A/A run), no service."""
-    model = build_tiny_llama(tmp_path / "model")
+    model = tiny_model
     command = [sys.executable, str(BENCH), "--model", str(model), "--control", "--latency", "4"]
     command += ["--max-tokens", "2", "--concurrency", "2"]
-    with tempfile.TemporaryDirectory(prefix="evl-", dir="/tmp") as data:
-        environment = {**os.environ, "EVALLENS_DATA_DIR": data, "OMP_NUM_THREADS": "1"}
-        done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
+    environment = {**os.environ, "EVALLENS_DATA_DIR": data_dir, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "latency, one request at a time (4 pairs" in out and "vllm-serve-b minus vllm-serve" in out
@@ -191,6 +205,20 @@ def test_the_control_pairs_two_identical_vllm_serves(tmp_path: Path) -> None:
     assert float(parties["vllm-serve steps"]) > 0 and float(parties["vllm-serve-b steps"]) > 0
     for path in ("vllm-serve", "vllm-serve-b"):
         assert re.search(rf"^ *{path}( +\d+\.\d){{4}}$", out, re.MULTILINE), out
+
+
+def test_only_the_engine_row_or_a_prompt_check_without_a_bare_service_starts_the_bench_engine() -> None:
+    def needed(rows: str, rounds: int = 3, *, control: bool = False) -> bool:
+        return bench_engine_needed(argparse.Namespace(rows=rows.split(","), rounds=rounds, control=control))
+
+    # the latency mode and the control run: two engines (the servers'), not a third of the bench's
+    assert not needed("vllm-serve,bare", rounds=0)
+    assert not needed("engine,vllm-serve,bare", rounds=0)
+    assert not needed("vllm-serve,bare", rounds=0, control=True)
+    assert not needed("vllm-serve,bare,caches,retrieval")
+    assert needed("engine,bare")
+    # `vllm serve`'s prompt check has no bare service to count the prompt: the bench's engine does
+    assert needed("vllm-serve,caches")
 
 
 def test_control_needs_latency_pairs() -> None:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,34 +28,53 @@ def options(tmp_path: Path, *, prefix_caching: bool) -> VllmOptions:
 
 
 # Run in a child process: vLLM's CLI modules are large, and importing them here would change when the
-# test process collects garbage (and so where other tests' leftovers are reported).
-PARSE_SERVER_COMMAND = """
+# test process collects garbage (and so where other tests' leftovers are reported). One child parses
+# every command the tests give it: the import is most of its time (tens of seconds on a busy machine).
+PARSE_SERVER_COMMANDS = """
 import dataclasses, json, sys
 from vllm import AsyncEngineArgs
 from vllm.entrypoints.launchers.cli_args import make_arg_parser
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-command, model = json.loads(sys.argv[1]), sys.argv[2]
-parser = make_arg_parser(FlexibleArgumentParser())
-served, plain = parser.parse_args(command[3:]), parser.parse_args(["--model", model])
-fields = [field.name for field in dataclasses.fields(AsyncEngineArgs) if hasattr(served, field.name)]
-changed = [name for name in fields if getattr(served, name) != getattr(plain, name)]
-print(json.dumps({"served": {name: getattr(served, name) for name in fields + ["port"]
-                             if isinstance(getattr(served, name), (str, int, float, bool, list))},
-                  "changed": changed}))
+results = []
+for command, model in json.loads(sys.argv[1]):
+    parser = make_arg_parser(FlexibleArgumentParser())
+    served, plain = parser.parse_args(command[3:]), parser.parse_args(["--model", model])
+    fields = [field.name for field in dataclasses.fields(AsyncEngineArgs) if hasattr(served, field.name)]
+    changed = [name for name in fields if getattr(served, name) != getattr(plain, name)]
+    results.append({"served": {name: getattr(served, name) for name in fields + ["port"]
+                               if isinstance(getattr(served, name), (str, int, float, bool, list))},
+                    "changed": changed})
+print(json.dumps(results))
 """
+PREFIX_CACHING = [True, False]
 
 
-@pytest.mark.parametrize("prefix_caching", [True, False])
-def test_vllm_serve_gets_the_engine_arguments_of_the_service(tmp_path: Path, prefix_caching: bool) -> None:
-    engine = options(tmp_path, prefix_caching=prefix_caching)
-    command = server_command(engine, 24321)
-    assert command[:3] == [sys.executable, "-m", SERVER_MODULE]
+@pytest.fixture(scope="module")
+def parsed_commands(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[bool, tuple[VllmOptions, dict[str, Any]]]:
+    """The engine options for each ``prefix_caching`` and what vLLM's own parser makes of the bench's
+    `vllm serve` command for them."""
+    tmp_path = tmp_path_factory.mktemp("commands")
+    engines = [options(tmp_path, prefix_caching=prefix_caching) for prefix_caching in PREFIX_CACHING]
+    commands = [(server_command(engine, 24321), str(engine.model_path)) for engine in engines]
     parsed = subprocess.run(
-        [sys.executable, "-c", PARSE_SERVER_COMMAND, json.dumps(command), str(engine.model_path)],
+        [sys.executable, "-c", PARSE_SERVER_COMMANDS, json.dumps(commands)],
         capture_output=True, text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )  # fmt: skip
-    result = json.loads(parsed.stdout.strip().splitlines()[-1])
+    results = json.loads(parsed.stdout.strip().splitlines()[-1])
+    return dict(zip(PREFIX_CACHING, zip(engines, results, strict=True), strict=True))
+
+
+@pytest.mark.parametrize("prefix_caching", PREFIX_CACHING)
+def test_vllm_serve_gets_the_engine_arguments_of_the_service(
+    parsed_commands: dict[bool, tuple[VllmOptions, dict[str, Any]]], prefix_caching: bool
+) -> None:
+    engine, result = parsed_commands[prefix_caching]
+    assert engine.enable_prefix_caching is prefix_caching
+    command = server_command(engine, 24321)
+    assert command[:3] == [sys.executable, "-m", SERVER_MODULE]
     served = result["served"]
     assert {name: served[name] for name in engine_arguments(engine)} == engine_arguments(engine)
     # vLLM's own defaults for everything else
