@@ -1,17 +1,22 @@
 """The eval engine end to end on the real stack: PostgreSQL, collector, reference service (vLLM).
 
 The tiny test model answers nonsense, so answer accuracy cannot move here; what the stack does to
-retrieval and caching is real, and that is what these runs regress.
+retrieval and caching is real, and that is what these runs regress. The module's tests share one
+stack (each start of the service is a vLLM engine start) and run in file order: each gate compares
+with the first test's baseline, and ``evallens eval watch`` runs last, because it restarts the service
+and stops it for good.
 """
 
 import json
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -31,9 +36,12 @@ from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import DemoSettings, EvalSettings, child_environment
 from evallens.telemetry import attributes as attr
 from evals.sets.store import find_set_version
+from tests.evals.watch_process import Watcher
 
 pytestmark = pytest.mark.slow
 ANSWER_SCENARIOS = {"returns_refunds", "shipping_logistics", "products", "complaints_escalation"}
+WATCH_SET_NAME = "acme-support-watch"
+WATCH_CASES_PER_SCENARIO = 6
 
 
 class StackUnderTest:
@@ -45,6 +53,12 @@ class StackUnderTest:
         self.sessions: sessionmaker[Session] = create_session_factory(engine)
         self.eval_set_id = eval_set_id
         self.runs: dict[str, uuid.UUID] = {}
+        self.change: dict[str, str] = {}  # the settings the running service was started with
+
+    def restart(self, change: dict[str, str]) -> None:
+        """Restart the service with ``change`` (and nothing else) over its defaults."""
+        self.stack.restart_service(change)
+        self.change = change
 
     def replay(self, label: str) -> uuid.UUID:
         settings = EvalSettings(eval_endpoint=self.stack.service_url, eval_max_tokens=16, eval_concurrency=8)
@@ -125,7 +139,7 @@ def test_unchanged_config_at_temperature_0_passes(live: StackUnderTest, tmp_path
 def test_retrieval_off_fails_with_recall_regressions_in_answer_scenarios(
     live: StackUnderTest, tmp_path: Path
 ) -> None:
-    live.stack.restart_service({"EVALLENS_RETRIEVAL_ENABLED": "false"})
+    live.restart({"EVALLENS_RETRIEVAL_ENABLED": "false"})
     live.replay("retrieval_off")
     result = live.gate("retrieval_off", tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
@@ -139,7 +153,7 @@ def test_retrieval_off_fails_with_recall_regressions_in_answer_scenarios(
 
 
 def test_loose_semantic_cache_fails_and_the_cache_is_named(live: StackUnderTest, tmp_path: Path) -> None:
-    live.stack.restart_service({"EVALLENS_CACHE_SEMANTIC_THRESHOLD": "0.35"})
+    live.restart({"EVALLENS_CACHE_SEMANTIC_THRESHOLD": "0.35"})
     live.replay("loose_cache")
     result = live.gate("loose_cache", tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
@@ -216,3 +230,83 @@ def test_bad_production_cases_are_mined_promoted_reviewed_and_replayed(live: Sta
             {"run": run_id, "key": case["case_key"]},
         ).scalar_one()
     assert replayed == 1
+
+
+def write_watch_sets(target: Path) -> Path:
+    """A set of its own for the watcher: the first cases of each curated scenario."""
+    evaluation.write_smoke_sets(target, cases_per_scenario=WATCH_CASES_PER_SCENARIO)
+    for path in target.glob("*.yaml"):
+        content = yaml.safe_load(path.read_text())
+        content["set"] = WATCH_SET_NAME
+        path.write_text(yaml.safe_dump(content, sort_keys=False, allow_unicode=True))
+    return target
+
+
+def watch_runs(engine: Engine) -> list[tuple[str, str, str | None]]:
+    """(fingerprint, status, error) of the watch set's runs, oldest first (the other tests' are not)."""
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT r.config_fingerprint, r.status, r.error FROM eval_runs r"
+                " JOIN eval_sets s ON s.id = r.eval_set_id WHERE s.name = :name ORDER BY r.started_at"
+            ),
+            {"name": WATCH_SET_NAME},
+        ).all()
+    return [(row[0], row[1], row[2]) for row in rows]
+
+
+def test_watch_on_the_real_stack(live: StackUnderTest, tmp_path: Path) -> None:
+    """``evallens eval watch`` left running while the service restarts, changes and dies (runs last:
+    the service stays stopped)."""
+    eval_set_id, set_name, _ = evaluation.sync_sets(live.sessions, write_watch_sets(tmp_path / "sets"))
+    settings = EvalSettings(eval_endpoint=live.stack.service_url, eval_max_tokens=16, eval_concurrency=4)
+    baseline = evaluation.replay(live.sessions, eval_set_id, live.stack.service_url, "baseline", settings)
+    evaluation.tag_baseline(live.sessions, baseline.run_id)
+    ((baseline_fingerprint, _, _),) = watch_runs(live.engine)
+    watcher = Watcher(live.stack.database_url, live.stack.service_url, set_name, tmp_path / "reports")
+    try:
+        watcher.wait_for(f"fingerprint {baseline_fingerprint} already evaluated")
+
+        # a restart with no change: the watcher waits it out and replays nothing
+        live.restart(live.change)
+        watcher.wait_for("waiting: target not ready")
+        watcher.wait_for(f"target ready again; config fingerprint {baseline_fingerprint} unchanged")
+        assert len(watch_runs(live.engine)) == 1
+
+        # a changed parameter: exactly one run and one verdict
+        live.restart({"EVALLENS_TOP_K": "1"})
+        watcher.wait_for("replaying against")
+        watcher.wait_for("gate vs main")
+        completed = [r for r in watch_runs(live.engine) if r[1] == "completed"]
+        assert len(completed) == 2 and completed[1][0] != baseline_fingerprint
+        with live.engine.connect() as connection:
+            num_gates = connection.execute(
+                text("SELECT count(*) FROM gate_reports WHERE eval_set_name = :name"), {"name": set_name}
+            ).scalar_one()
+        assert num_gates == 1
+        assert len(list((tmp_path / "reports").iterdir())) == 1
+
+        # the target goes down in the middle of a run: a failed run, never counted as an evaluation
+        live.restart({"EVALLENS_TOP_K": "2"})
+        watcher.wait_for("replaying against")
+        _wait_for_running_run(live.engine)
+        time.sleep(2)
+        live.stack.processes.stop("service")
+        watcher.wait_for("not counted as an evaluation")
+        last_fingerprint, status, error = watch_runs(live.engine)[-1]
+        assert status == "failed" and error is not None
+        assert "requests failed" in error or "stopped answering" in error
+        assert last_fingerprint not in {r[0] for r in watch_runs(live.engine) if r[1] == "completed"}
+        watcher.wait_for("waiting: target not ready")
+        assert (tmp_path / "reports").exists()
+    finally:
+        watcher.stop()
+
+
+def _wait_for_running_run(engine: Engine, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(status == "running" for _, status, _ in watch_runs(engine)):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the watcher's run never started")
