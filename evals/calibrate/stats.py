@@ -1,12 +1,9 @@
-"""Agreement statistics between metric verdicts and human labels (scipy for the bootstrap).
-
-scipy.stats is imported inside the functions that use it: at the top it would cost every `evallens`
-command over a second of start-up, most of which never compute a statistic.
-"""
+"""Agreement statistics between metric verdicts and human labels (scipy for the bootstrap)."""
 
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -36,8 +33,6 @@ def cohen_kappa(predicted: np.ndarray, labels: np.ndarray) -> float:
 
 def agreement(predicted: list[int], labels: list[int], *, resamples: int, seed: int) -> Agreement:
     """Agreement with a 95% percentile bootstrap interval for kappa (rows resampled in pairs)."""
-    from scipy import stats
-
     pred, gold = np.asarray(predicted, dtype=int), np.asarray(labels, dtype=int)
     kappa = cohen_kappa(pred, gold) if len(pred) else float("nan")
     low = high = kappa

@@ -140,8 +140,7 @@ def data_dir() -> Iterator[str]:
 def test_the_latency_mode_on_a_tiny_model(tiny_model: Path, data_dir: str) -> None:
     """The whole mode, twice (``--starts 2``): both servers up, every pair answered by both, the
     figures printed for each start, then both servers started afresh and their mean over starts."""
-    model = tiny_model
-    command = [sys.executable, str(BENCH), "--model", str(model), "--rows", "vllm-serve,bare"]
+    command = [sys.executable, str(BENCH), "--model", str(tiny_model), "--rows", "vllm-serve,bare"]
     command += ["--rounds", "0", "--latency", "6", "--max-tokens", "2", "--concurrency", "2"]
     command += ["--starts", "2"]
     environment = {**os.environ, "EVALLENS_DATA_DIR": data_dir, "OMP_NUM_THREADS": "1"}
@@ -182,8 +181,7 @@ def test_the_latency_mode_on_a_tiny_model(tiny_model: Path, data_dir: str) -> No
 @pytest.mark.slow
 def test_the_control_pairs_two_identical_vllm_serves(tiny_model: Path, data_dir: str) -> None:
     """``--control``: the same pairs between two `vllm serve`s of one engine (an A/A run), no service."""
-    model = tiny_model
-    command = [sys.executable, str(BENCH), "--model", str(model), "--control", "--latency", "4"]
+    command = [sys.executable, str(BENCH), "--model", str(tiny_model), "--control", "--latency", "4"]
     command += ["--max-tokens", "2", "--concurrency", "2"]
     environment = {**os.environ, "EVALLENS_DATA_DIR": data_dir, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
