@@ -85,6 +85,11 @@ WITHOUT_DATABASE = {
         {},
         ["--status", "'needs-review' is not one of", "'needs_review'"],
     ),
+    "service config before the model is prepared": (
+        ["service", "config"],
+        {},
+        ["no model at", "run `evallens model pull`"],
+    ),
     "negative port": (
         ["service"],
         {"EVALLENS_SERVICE_PORT": "-1"},

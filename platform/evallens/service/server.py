@@ -4,6 +4,7 @@ import logging
 from dataclasses import dataclass
 
 import uvicorn
+from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy import inspect
 
 from evallens.auth import ensure_safe_bind
@@ -12,6 +13,7 @@ from evallens.db.server import DatabaseServer, database
 from evallens.db.sessions import ensure_schema
 from evallens.errors import EvallensError
 from evallens.service.app import create_app
+from evallens.service.info.protocol import ServiceConfig
 from evallens.service.weights.pull import pull_default_model
 from evallens.settings import ServiceSettings
 
@@ -20,6 +22,15 @@ logger = logging.getLogger(__name__)
 
 class SchemaMissing(EvallensError):
     """The database has no knowledge-base tables yet."""
+
+
+class ModelMissing(EvallensError):
+    """The model the service would run is not prepared yet."""
+
+
+# `evallens service` always has a database (the embedded one unless a URL is set), so its knowledge base
+# is on; no connection is made for the description, and the address is not part of the config.
+DESCRIBED_DATABASE_URL = "postgresql+psycopg://127.0.0.1/evallens"
 
 
 @dataclass(frozen=True)
@@ -81,3 +92,21 @@ def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun
         )
     model = settings.openai_model if settings.engine == "openai" else str(settings.resolved_model_path)
     return ServiceRun(f"http://{settings.service_host}:{settings.service_port}", settings.engine, model or "")
+
+
+def describe_service(settings: ServiceSettings) -> ServiceConfig:
+    """What ``GET /v1/config`` of `evallens service` run with ``settings`` answers, without running it.
+
+    The app is built as the service builds it, and nothing loads: engines start when an app serves,
+    and the model's identity comes from its files. So a replay can be known to be needed (or not)
+    before waiting tens of seconds for a model to load.
+    """
+    if settings.engine == "vllm" and not (settings.resolved_model_path / "config.json").exists():
+        raise ModelMissing(
+            f"no model at {settings.resolved_model_path} yet: run `evallens model pull` "
+            "(`evallens service` prepares the default model on its first start)"
+        )
+    described = settings.model_copy(update={"database_url": settings.database_url or DESCRIBED_DATABASE_URL})
+    app = create_app(described, tracer_provider=TracerProvider())
+    config: ServiceConfig = app.state.info.config()
+    return config

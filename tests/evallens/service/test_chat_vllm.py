@@ -12,7 +12,9 @@ from transformers import AutoTokenizer
 from evallens.service.chat.prompt import PromptContext, build_messages
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines import VllmEngine
-from tests.evallens.service.conftest import TEST_MAX_MODEL_LEN, wait_until
+from evallens.service.engines.vllm_engine import weights_sha256
+from evallens.service.server import describe_service
+from tests.evallens.service.conftest import TEST_MAX_MODEL_LEN, make_settings, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -181,6 +183,20 @@ def test_config_fingerprint_changes_with_a_parameter(serve) -> None:
     assert same["fingerprint"] == baseline["fingerprint"]
     assert changed["fingerprint"] != baseline["fingerprint"]
     assert changed["answer_config"]["defaults"]["temperature"] == 0.2
+
+
+def test_the_config_described_before_any_model_loads_is_the_running_services(
+    serve, service_data_dir: Path, tiny_model_path: Path, database_url: str
+) -> None:
+    # what `evallens service config` prints: built from the settings alone, its engine never started
+    described = describe_service(make_settings(service_data_dir, tiny_model_path, database_url=database_url))
+    with serve(database_url=database_url) as client:
+        running = client.get("/v1/config").json()
+    config = described.model_dump(mode="json")["answer_config"]
+    assert config["engines"]["main"]["weights_sha256"] == weights_sha256(tiny_model_path)
+    assert config["retrieval"]["knowledge_base"] is True
+    assert config == running["answer_config"]
+    assert described.fingerprint == running["fingerprint"]
 
 
 def test_models_health_and_readiness(serve) -> None:

@@ -21,3 +21,17 @@ def run(
 
     report = run_service(ServiceSettings(), insecure)
     Console(soft_wrap=True).print(f"service at {report.url} ({report.engine}: {report.model}) stopped")
+
+
+@app.command("config")
+def config() -> None:
+    """Print what GET /v1/config would answer, without starting the service.
+
+    The configuration and fingerprint `evallens service` would run with under the current EVALLENS_*
+    settings, as JSON; nothing is started and no model is loaded. CI can tell from the fingerprint
+    whether a change needs an eval replay before starting anything.
+    """
+    from evallens.service.server import describe_service
+    from evallens.settings import ServiceSettings
+
+    typer.echo(describe_service(ServiceSettings()).model_dump_json(indent=2))

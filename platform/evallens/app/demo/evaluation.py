@@ -67,6 +67,23 @@ def target_fingerprint(service_url: str) -> str:
     return str(httpx.get(f"{service_url}/v1/config", timeout=30).json()["fingerprint"])
 
 
+def completed_run(
+    sessions: sessionmaker[Session], eval_set_id: int, fingerprint: str, label: str
+) -> uuid.UUID | None:
+    """The latest completed run of the set under ``label`` with this config fingerprint, if any."""
+    with sessions() as session:
+        return session.scalars(
+            select(EvalRun.id)
+            .where(
+                EvalRun.eval_set_id == eval_set_id,
+                EvalRun.config_fingerprint == fingerprint,
+                EvalRun.status == "completed",
+                EvalRun.label == label,
+            )
+            .order_by(EvalRun.started_at.desc())
+        ).first()
+
+
 def replay(
     sessions: sessionmaker[Session],
     eval_set_id: int,
@@ -79,18 +96,7 @@ def replay(
     from evals.metrics.context import build_scoring_context
     from evals.runner.run import run_eval
 
-    fingerprint = target_fingerprint(service_url)
-    with sessions() as session:
-        earlier = session.scalars(
-            select(EvalRun.id)
-            .where(
-                EvalRun.eval_set_id == eval_set_id,
-                EvalRun.config_fingerprint == fingerprint,
-                EvalRun.status == "completed",
-                EvalRun.label == label,
-            )
-            .order_by(EvalRun.started_at.desc())
-        ).first()
+    earlier = completed_run(sessions, eval_set_id, target_fingerprint(service_url), label)
     if earlier is not None:
         return RunOutcome(earlier, reused=True)
     with phase(progress, "loading the scoring models (MiniLM, judge)"):

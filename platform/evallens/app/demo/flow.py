@@ -29,6 +29,7 @@ from evallens.telemetry import attributes as attr
 
 SMOKE_MAX_MODEL_LEN = 8192  # the tiny model's byte-level tokenizer makes long prompts
 DEFAULT_MAX_MODEL_LEN = 2048
+BASELINE = "baseline"  # the label of the baseline configuration's runs
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,10 @@ class Demo:
         self.stack: Stack | None = None
         self.engine: Engine | None = None
         self.sessions: sessionmaker[Session] | None = None
+        self.synced: tuple[int, str, int] | None = None
+        # a completed run of the baseline configuration, found before the service starts
+        self.reusable_baseline: uuid.UUID | None = None
+        self.service_change: dict[str, str] | None = None  # what the running service was started with
 
     @property
     def demo_dir(self) -> Path:
@@ -146,13 +151,40 @@ class Demo:
             return self.stack
 
     def start_components(self, stack: Stack) -> None:
-        """The collector first, so the service's first spans have somewhere to go."""
+        """The collector first, so the service's first spans have somewhere to go. Then the service with
+        the baseline configuration, or with the change at once when that configuration already has a
+        completed baseline run (its fingerprint is read before any model loads), so a second demo does not
+        wait for a model it would never ask."""
+        assert self.sessions is not None
         with self.log.step("Start the collector and the reference service") as note:
             with phase(self.progress, "starting the collector"):
                 stack.start_collector()
+            eval_set_id = self.sync_sets()[0]
+            with phase(self.progress, "reading the baseline configuration's fingerprint"):
+                self.reusable_baseline = evaluation.completed_run(
+                    self.sessions, eval_set_id, stack.service_fingerprint(), BASELINE
+                )
+            self.service_change = None if self.reusable_baseline is None else self.change
             with phase(self.progress, "starting the reference service (loading the model into vLLM)"):
-                stack.start_service()
+                stack.start_service(self.service_change)
             note(f"collector {stack.collector_url}, service {stack.service_url}; logs in {stack.logs}")
+            if self.reusable_baseline is not None:
+                note(
+                    f"the baseline configuration's run {self.reusable_baseline} is reused: the service "
+                    f"starts with {self.settings.demo_candidate_change} at once"
+                )
+
+    def sync_sets(self) -> tuple[int, str, int]:
+        """Sync the curated sets (a small copy with ``--smoke``); (set version id, name, version)."""
+        assert self.sessions is not None
+        if self.synced is None:
+            sets = evaluation.curated_sets_dir()
+            if self.options.smoke:
+                sets = evaluation.write_smoke_sets(
+                    self.demo_dir / "smoke-sets", self.settings.demo_smoke_cases_per_scenario
+                )
+            self.synced = evaluation.sync_sets(self.sessions, sets)
+        return self.synced
 
     def index_knowledge_base(self, stack: Stack) -> None:
         """Upsert the Acme corpus (unchanged documents are not embedded again)."""
@@ -174,30 +206,30 @@ class Demo:
         )
 
     def replay_baseline(self, stack: Stack) -> tuple[int, uuid.UUID]:
-        """Sync the curated sets (a small copy with ``--smoke``), replay, tag the run ``main``."""
+        """Replay the synced sets with the baseline configuration (or reuse its run), tag the run ``main``."""
         assert self.sessions is not None
         with self.log.step("Replay the eval set with the baseline configuration") as note:
-            sets = evaluation.curated_sets_dir()
-            if self.options.smoke:
-                sets = evaluation.write_smoke_sets(
-                    self.demo_dir / "smoke-sets", self.settings.demo_smoke_cases_per_scenario
-                )
-            eval_set_id, set_name, version = evaluation.sync_sets(self.sessions, sets)
-            run = evaluation.replay(
-                self.sessions, eval_set_id, stack.service_url, "baseline", self.eval_settings(stack),
-                self.progress,
-            )  # fmt: skip
+            eval_set_id, set_name, version = self.sync_sets()
+            if self.reusable_baseline is not None:
+                run = evaluation.RunOutcome(self.reusable_baseline, reused=True)
+            else:
+                run = evaluation.replay(
+                    self.sessions, eval_set_id, stack.service_url, BASELINE, self.eval_settings(stack),
+                    self.progress,
+                )  # fmt: skip
             evaluation.tag_baseline(self.sessions, run.run_id)
             self.report.baseline_run_id = str(run.run_id)
             note(f"{set_name} v{version}: run {run.run_id}{' (reused)' if run.reused else ''}, tagged main")
             return eval_set_id, run.run_id
 
     def gate_a_change(self, stack: Stack, eval_set_id: int, baseline: uuid.UUID) -> None:
-        """Restart the service with one setting changed, replay, and gate the candidate."""
+        """Restart the service with one setting changed (unless it runs with it), replay, and gate."""
         assert self.sessions is not None and self.engine is not None
         with self.log.step(f"Change {self.settings.demo_candidate_change}, replay and gate") as note:
-            with phase(self.progress, "restarting the reference service with the change"):
-                stack.restart_service(self.change)
+            if self.service_change != self.change:
+                with phase(self.progress, "restarting the reference service with the change"):
+                    stack.restart_service(self.change)
+                self.service_change = self.change
             run = evaluation.replay(
                 self.sessions, eval_set_id, stack.service_url, "candidate", self.eval_settings(stack),
                 self.progress,

@@ -1,12 +1,20 @@
 """The demo's running stack: embedded PostgreSQL, collector, reference service and dashboard."""
 
+import json
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evallens.app.demo.processes import ManagedProcess, ProcessGroup
+from evallens.app.demo.processes import ManagedProcess, ProcessFailed, ProcessGroup
 from evallens.db import DatabaseServer, open_database
-from evallens.settings import CollectorSettings, DashboardSettings, DemoSettings, ServiceAddressSettings
+from evallens.settings import (
+    CollectorSettings,
+    DashboardSettings,
+    DemoSettings,
+    ServiceAddressSettings,
+    child_environment,
+)
 
 EVALLENS = [sys.executable, "-m", "evallens"]
 
@@ -68,9 +76,10 @@ class Stack:
         )
         collector.wait_healthy(f"{self.collector_url}/healthz", self.settings.demo_ready_timeout_s)
 
-    def start_service(self, change: dict[str, str] | None = None) -> None:
-        """The reference service exporting traces to the collector; ``change`` overrides settings."""
-        environment = {
+    def service_environment(self, change: dict[str, str] | None = None) -> dict[str, str]:
+        """The reference service's settings: this stack's database, model and collector; ``change``
+        overrides any of them."""
+        return {
             "EVALLENS_DATABASE_URL": self.database_url,
             "EVALLENS_MODEL_PATH": str(self.model_path),
             "EVALLENS_MAX_MODEL_LEN": str(self.max_model_len),
@@ -78,10 +87,42 @@ class Stack:
             "EVALLENS_RETRIEVAL_BUDGET_MS": str(self.settings.demo_retrieval_budget_ms),
             **(change or {}),
         }
+
+    def service_fingerprint(self, change: dict[str, str] | None = None) -> str:
+        """The config fingerprint the service would answer with (`evallens service config`, the same
+        settings, nothing started or loaded)."""
+        command = [*EVALLENS, "service", "config"]
+        try:
+            described = subprocess.run(
+                command,
+                env=child_environment(self.service_environment(change)),
+                capture_output=True,
+                text=True,
+                timeout=self.settings.demo_ready_timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise ProcessFailed(
+                f"`evallens service config` took over {self.settings.demo_ready_timeout_s:.0f} s"
+            ) from None
+        if described.returncode != 0:
+            last = (described.stderr.strip().splitlines() or ["no output"])[-1]
+            raise ProcessFailed(f"`evallens service config` exited with {described.returncode}: {last}")
+        return str(json.loads(described.stdout)["fingerprint"])
+
+    def start_service(self, change: dict[str, str] | None = None) -> None:
+        """The reference service exporting traces to the collector; ``change`` overrides settings."""
         service = self.processes.add(
-            ManagedProcess("service", [*EVALLENS, "service"], self.logs / "service.log", environment)
+            ManagedProcess(
+                "service", [*EVALLENS, "service"], self.logs / "service.log", self.service_environment(change)
+            )
         )
         service.wait_healthy(f"{self.service_url}/readyz", self.settings.demo_ready_timeout_s)
+
+    @property
+    def service_running(self) -> bool:
+        """Whether a reference service was started and not stopped."""
+        return any(process.name == "service" for process in self.processes.processes)
 
     def restart_service(self, change: dict[str, str]) -> None:
         """Stop the service and start it again with ``change`` applied."""

@@ -90,13 +90,12 @@ class ChatServing:
 
     def config_fingerprint(self) -> str:
         """The fingerprint of everything that changes answers (as ``/v1/config`` shows it); computed
-        once the engines are ready (their model identity is known only then), not per request."""
-        if self._fingerprint is not None:
-            return self._fingerprint
-        value = fingerprint(answer_config(self.settings, self.router, self.preflight.config()))
-        if self.router.is_ready():
-            self._fingerprint = value
-        return value
+        once, not per request (nothing in it changes while the service runs)."""
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(
+                answer_config(self.settings, self.router, self.preflight.config())
+            )
+        return self._fingerprint
 
     async def prepare(self, request: ChatCompletionRequest, tags: RequestTags) -> ChatCall:
         """Open the request's span, run the stages before the engine (guards, caches, retrieval) and

@@ -90,7 +90,7 @@ class VllmEngine:
         self.max_model_len: int | None = options.max_model_len
         self._llm: Any = None
         self._tokenizer: Any = None
-        self._weights_sha256 = ""
+        self._weights_sha256: str | None = None  # read on first use: the fingerprint needs no load
         self._start_lock = asyncio.Lock()
 
     async def start(self) -> None:
@@ -109,7 +109,6 @@ class VllmEngine:
         from vllm.v1.engine.async_llm import AsyncLLM
 
         self._tokenizer = AutoTokenizer.from_pretrained(self.options.model_path)
-        self._weights_sha256 = weights_sha256(self.options.model_path)
         return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_arguments(self.options)))
 
     async def close(self) -> None:
@@ -182,9 +181,11 @@ class VllmEngine:
         return 0 if self._llm is None else int(self._llm.get_num_unfinished_requests())
 
     def config(self) -> dict[str, JSONValue]:
-        """Model identity and the engine settings that change answers."""
+        """Model identity and the engine settings that change answers; known before the model loads."""
         from vllm import __version__ as vllm_version
 
+        if self._weights_sha256 is None:
+            self._weights_sha256 = weights_sha256(self.options.model_path)
         return {
             "provider": self.provider,
             "model": self.model_name,
