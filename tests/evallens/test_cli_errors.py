@@ -90,6 +90,11 @@ WITHOUT_DATABASE = {
         {},
         ["no model at", "run `evallens model pull`"],
     ),
+    "a body budget smaller than one body": (
+        ["service"],
+        {"EVALLENS_SERVICE_MAX_BODY_BYTES": "4096", "EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT": "2048"},
+        ["EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT", "at least EVALLENS_SERVICE_MAX_BODY_BYTES (4096)"],
+    ),
     "negative port": (
         ["service"],
         {"EVALLENS_SERVICE_PORT": "-1"},

@@ -124,6 +124,8 @@ def create_app(
         BodyLimit,
         max_body_bytes=settings.service_max_body_bytes,
         idle_timeout_s=settings.service_body_idle_timeout_s,
+        budget_bytes=settings.service_max_body_bytes_in_flight,
+        retry_after_s=settings.retry_after_s,
     )
     for area in (chat, feedback, info, ops):
         app.include_router(area.router)

@@ -5,25 +5,39 @@ so without this one client could send gigabytes into the service's memory, or ho
 sending nothing. The cap covers every route; it also bounds one document's text (a JSON string decodes
 to no more characters than its bytes), so documents need no limit of their own and a client reads one
 figure, ``EVALLENS_SERVICE_MAX_BODY_BYTES``, for everything it may send.
+
+A cap per body does not bound many bodies at once: a thousand clients sending a body of the largest size
+each would hold gigabytes. So all requests share a budget of body bytes
+(``EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT``), held from the first byte (or the declared length) until
+the request is answered; a request that would go over it is a 429 with ``Retry-After``, like a full queue.
 """
 
 import asyncio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evallens.service.errors import BodyStalled, BodyTooLarge, ServiceError
+from evallens.service.errors import BodyBudgetFull, BodyStalled, BodyTooLarge, ServiceError
 
 __all__ = ["BodyLimit"]
 
 
 class BodyLimit:
     """ASGI middleware: a body over ``max_body_bytes`` is a 413 (by its Content-Length before a byte is
-    read, else once the bytes read pass it), one that pauses for ``idle_timeout_s`` is a 408."""
+    read, else once the bytes read pass it), one that pauses for ``idle_timeout_s`` is a 408, and one
+    that would take the bytes all requests hold past ``budget_bytes`` is a 429 (``retry_after_s``)."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int, idle_timeout_s: float) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_body_bytes: int,
+        idle_timeout_s: float,
+        budget_bytes: int,
+        retry_after_s: int,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.idle_timeout_s = idle_timeout_s
+        self.budget = BodyBudget(budget_bytes, retry_after_s)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -33,7 +47,16 @@ class BodyLimit:
         if declared is not None and declared > self.max_body_bytes:
             await send_error(send, BodyTooLarge(self.max_body_bytes))
             return
-        body = _CappedBody(receive, self.max_body_bytes, self.idle_timeout_s)
+        held = Holding(self.budget)
+        try:
+            if declared is not None and not held.cover(declared):
+                await send_error(send, self.budget.full())
+                return
+            await self._handle(scope, _CappedBody(receive, self, held), send)
+        finally:
+            held.release()  # only once answered: the app keeps the body it parsed until then
+
+    async def _handle(self, scope: Scope, body: "_CappedBody", send: Send) -> None:
         started = False
 
         async def guarded_send(message: Message) -> None:
@@ -52,13 +75,53 @@ class BodyLimit:
             await send_error(send, body.refusal)
 
 
-class _CappedBody:
-    """The app's ``receive``: counts body bytes, refuses past the cap or after an idle pause."""
+class BodyBudget:
+    """The body bytes all requests of one app hold together (one event loop: no lock needed)."""
 
-    def __init__(self, receive: Receive, max_body_bytes: int, idle_timeout_s: float) -> None:
+    def __init__(self, budget_bytes: int, retry_after_s: int) -> None:
+        self.budget_bytes = budget_bytes
+        self.retry_after_s = retry_after_s
+        self.num_bytes_held = 0
+
+    def full(self) -> BodyBudgetFull:
+        """The refusal of a request that would go over the budget."""
+        return BodyBudgetFull(self.budget_bytes, self.retry_after_s)
+
+
+class Holding:
+    """What one request holds of the budget: grown to cover its body, given back once it is answered."""
+
+    def __init__(self, budget: BodyBudget) -> None:
+        self.budget = budget
+        self.num_bytes = 0
+
+    def cover(self, num_bytes: int) -> bool:
+        """Hold ``num_bytes`` in all for this request, if the budget has room; False if not."""
+        more = num_bytes - self.num_bytes
+        if more <= 0:
+            return True
+        if self.budget.num_bytes_held + more > self.budget.budget_bytes:
+            return False
+        self.budget.num_bytes_held += more
+        self.num_bytes = num_bytes
+        return True
+
+    def release(self) -> None:
+        """Give back everything this request held."""
+        self.budget.num_bytes_held -= self.num_bytes
+        self.num_bytes = 0
+
+
+class _CappedBody:
+    """The app's ``receive``: counts body bytes, refuses past the cap, past the shared budget, or after an
+    idle pause."""
+
+    def __init__(self, receive: Receive, limit: BodyLimit, held: Holding) -> None:
         self._receive = receive
-        self.max_body_bytes = max_body_bytes
-        self.idle_timeout_s = idle_timeout_s
+        self.max_body_bytes = limit.max_body_bytes
+        self.idle_timeout_s = limit.idle_timeout_s
+        self.budget = limit.budget
+        self.held = held
         self.num_bytes = 0
         self.complete = False
         self.refusal: ServiceError | None = None
@@ -81,6 +144,9 @@ class _CappedBody:
         self.num_bytes += len(message.get("body", b""))
         if self.num_bytes > self.max_body_bytes:
             self.refusal = BodyTooLarge(self.max_body_bytes)
+            raise self.refusal
+        if not self.held.cover(self.num_bytes):
+            self.refusal = self.budget.full()
             raise self.refusal
         self.complete = not message.get("more_body", False)
         return message

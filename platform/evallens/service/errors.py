@@ -147,6 +147,22 @@ class BodyStalled(ServiceError):
         )
 
 
+class BodyBudgetFull(ServiceError):
+    """The request's body would take the bytes all requests may hold together past the service's budget."""
+
+    status_code = 429
+    error_type = "rate_limit_error"
+    kind = "overload"
+
+    def __init__(self, budget_bytes: int, retry_after_s: int) -> None:
+        super().__init__(
+            f"The service holds as many request body bytes as it may ({budget_bytes} in all, "
+            f"EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT). Retry after {retry_after_s} s.",
+            code="body_bytes_in_flight",
+            headers={"Retry-After": str(retry_after_s), "Connection": "close"},  # the body is never read
+        )
+
+
 class EngineUnavailable(ServiceError):
     """The engine is not ready or failed."""
 

@@ -3,7 +3,7 @@
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from evallens.settings._base import DEFAULT_DATA_DIR, settings_config
 from evallens.settings.addresses import ServiceAddressSettings
@@ -100,6 +100,15 @@ class ServiceSettings(
             "over it: 413 before the rest is read. Also bounds one document's text."
         ),
     )
+    service_max_body_bytes_in_flight: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024,
+        description=(
+            "Body bytes all requests together may hold while they are read and handled; a request that "
+            "would go over it is answered 429 with Retry-After before its body is read. At least "
+            "EVALLENS_SERVICE_MAX_BODY_BYTES, so one body of the largest size always fits."
+        ),
+    )
     service_body_idle_timeout_s: float = Field(
         default=30.0,
         gt=0,
@@ -131,6 +140,17 @@ class ServiceSettings(
         ),
     )
     log_level: str = Field(default="info", description="Log level of the service (uvicorn and evallens).")
+
+    @field_validator("service_max_body_bytes_in_flight")
+    @classmethod
+    def _one_body_fits_the_budget(cls, value: int, info: ValidationInfo) -> int:
+        max_body_bytes = info.data.get("service_max_body_bytes")
+        if max_body_bytes is not None and value < max_body_bytes:
+            raise ValueError(
+                f"must be at least EVALLENS_SERVICE_MAX_BODY_BYTES ({max_body_bytes}), "
+                "or a body of the largest accepted size could never be read"
+            )
+        return value
 
     @field_validator("data_dir", "model_path", "route_small_model_path")
     @classmethod

@@ -1,9 +1,11 @@
 """Request bodies on the real stack (vLLM tiny model, PostgreSQL, uvicorn on a real socket): a body over
-``EVALLENS_SERVICE_MAX_BODY_BYTES`` is a 413 before it is read whole, one that stalls is a 408, and
-neither stores anything, reaches the engine, or stops the service answering others.
+``EVALLENS_SERVICE_MAX_BODY_BYTES`` is a 413 before it is read whole, one that stalls is a 408, one that
+would take the bytes all requests hold past ``EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT`` is a 429, and
+none stores anything, reaches the engine, or stops the service answering others.
 
 Before the limit, Starlette read any body whole into memory (one client could send gigabytes) and
-waited for a stalled one for ever."""
+waited for a stalled one for ever; before the shared budget, many clients could each hold a body of the
+largest size at once."""
 
 import json
 import select
@@ -14,6 +16,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+
+from tests.evallens.service.conftest import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -188,3 +192,47 @@ def test_a_stalled_body_is_a_408_and_the_service_keeps_answering(serve) -> None:
         error = answer.json()["error"]
         assert error["code"] == "body_timeout" and "EVALLENS_SERVICE_BODY_IDLE_TIMEOUT_S" in error["message"]
         assert client.post("/v1/chat/completions", json=chat_body()).status_code == 200
+
+
+def open_body(base_url: str, declared_bytes: int, first_part: bytes) -> socket.socket:
+    """A chat request that declares ``declared_bytes`` of body, sends ``first_part`` and holds on."""
+    address = urlsplit(base_url)
+    sock = socket.create_connection((address.hostname, address.port), timeout=SOCKET_TIMEOUT_S)
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: {address.netloc}\r\n"
+        f"content-type: application/json\r\ncontent-length: {declared_bytes}\r\n\r\n"
+    )
+    sock.sendall(head.encode() + first_part)
+    return sock
+
+
+def test_bodies_held_at_once_share_a_budget_and_the_request_past_it_is_a_429(serve) -> None:
+    """Two clients each hold a body of the largest size, part sent; together they fill the budget, so a
+    third request is refused before its body is read, and answered once they have gone."""
+    limits = {
+        **LIMITS,
+        "service_max_body_bytes_in_flight": 2 * MAX_BODY_BYTES,
+        "service_body_idle_timeout_s": 60.0,
+    }
+    with serve(**limits) as client:
+        held = [open_body(str(client.base_url), MAX_BODY_BYTES, b'{"messages": ') for _ in range(2)]
+        try:
+            # the two held bodies are counted once the service has read their heads
+            assert wait_until(
+                lambda: client.post("/v1/chat/completions", json=chat_body()).status_code == 429,
+                timeout_s=SOCKET_TIMEOUT_S,
+            )
+            before = engine_requests(client)
+            refused = client.post("/v1/chat/completions", json=chat_body())
+            assert engine_requests(client) == before  # refused before the chat serving ran
+            assert_refused(refused, 429, "body_bytes_in_flight", "EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT")
+            assert refused.headers["retry-after"] == "1"
+            assert client.get("/healthz").status_code == 200  # no body: nothing to hold
+        finally:
+            for sock in held:
+                sock.close()
+        # their bytes are given back when they go, and the service answers again
+        assert wait_until(
+            lambda: client.post("/v1/chat/completions", json=chat_body()).status_code == 200,
+            timeout_s=SOCKET_TIMEOUT_S,
+        )
