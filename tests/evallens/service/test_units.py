@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import JsonValue
@@ -14,6 +15,8 @@ from evallens.service.chat.prompt import BuiltPrompt, Passage, PromptContext, bu
 from evallens.service.chat.protocol import ChatCompletionRequest, ChunkChoice, DeltaMessage
 from evallens.service.chat.responses import ChunkEvents
 from evallens.service.chat.serving import sources_of
+from evallens.service.engines import vllm_engine, vllm_options
+from evallens.service.engines.vllm_engine import choose_dtype
 from evallens.service.errors import BudgetExceeded, ContextLengthExceeded, Overloaded
 from evallens.service.rag import RetrievalResult, RetrievedChunk
 from evallens.settings import ServiceSettings
@@ -146,3 +149,45 @@ def test_a_text_delta_event_is_the_response_models_event_byte_for_byte(text: str
     by_model = events.event([ChunkChoice(delta=DeltaMessage(content=text))])
     assert events.text(text) == by_model
     assert json.loads(by_model[len("data: ") :])["choices"][0]["delta"] == {"content": text}
+
+
+@pytest.mark.parametrize(
+    ("cuda", "flags", "expected"),
+    [
+        (False, {"fpu", "avx", "avx2", "fma"}, "float32"),  # AVX2 only: bfloat16 would be emulated
+        (False, {"avx2", "avx512f", "avx512_bf16"}, "bfloat16"),
+        (False, {"avx2", "amx_tile", "amx_bf16"}, "bfloat16"),
+        (False, {"fp", "asimd", "bf16"}, "bfloat16"),  # Arm with the BF16 extension
+        (False, set(), "float32"),  # flags unreadable
+        (True, {"avx2"}, "bfloat16"),  # a GPU computes it natively
+    ],
+)
+def test_auto_dtype_is_bfloat16_only_where_the_hardware_computes_it(
+    cuda: bool, flags: set[str], expected: str
+) -> None:
+    assert choose_dtype(cuda=cuda, cpu_flags=frozenset(flags)) == expected
+
+
+def test_a_dtype_set_by_hand_reaches_vllm_as_it_is() -> None:
+    for dtype in ("bfloat16", "float16", "float32"):
+        assert vllm_options(ServiceSettings(dtype=dtype)).dtype == dtype
+    assert vllm_options(ServiceSettings()).dtype in ("bfloat16", "float32")  # never "auto": /v1/config
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "expected"),
+    [
+        ("processor\t: 0\nflags\t: fpu avx2 avx512_bf16\nfpu\t: yes\n", {"fpu", "avx2", "avx512_bf16"}),
+        ("processor\t: 0\nFeatures\t: fp asimd bf16\n", {"fp", "asimd", "bf16"}),
+        ("processor\t: 0\n", set()),
+    ],
+)
+def test_cpu_flags_come_from_cpuinfo(
+    cpuinfo: str, expected: set[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "cpuinfo"
+    path.write_text(cpuinfo)
+    monkeypatch.setattr(vllm_engine, "CPUINFO", path)
+    assert vllm_engine.cpu_flags() == expected
+    monkeypatch.setattr(vllm_engine, "CPUINFO", tmp_path / "missing")
+    assert vllm_engine.cpu_flags() == frozenset()

@@ -15,7 +15,13 @@ from evallens.service.engines.base import (
 )
 from evallens.service.engines.openai_engine import OpenAIEngine, OpenAIOptions
 from evallens.service.engines.routing import EngineRouter, Route
-from evallens.service.engines.vllm_engine import VllmEngine, VllmOptions, engine_arguments, vllm_environment
+from evallens.service.engines.vllm_engine import (
+    VllmEngine,
+    VllmOptions,
+    effective_dtype,
+    engine_arguments,
+    vllm_environment,
+)
 from evallens.settings import ServiceSettings
 
 __all__ = [
@@ -51,7 +57,7 @@ def vllm_options(settings: ServiceSettings, model_path: Path | None = None) -> V
         max_model_len=settings.max_model_len,
         kv_cache_bytes=settings.kv_cache_bytes,
         max_num_seqs=settings.max_num_seqs,
-        dtype=settings.dtype,
+        dtype=effective_dtype(settings.dtype),
         enable_prefix_caching=settings.enable_prefix_caching,
         cache_dir=settings.cache_dir,
     )

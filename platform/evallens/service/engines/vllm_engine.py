@@ -20,6 +20,11 @@ from evallens.service.engines.base import (
 from evallens.settings import set_process_environment
 
 MANIFEST = "evallens-model.json"
+# CPU features that compute bfloat16 natively (x86 AVX512-BF16 and AMX; Arm's BF16 extension). Without
+# one, torch emulates bfloat16 matmuls: measured here (AVX2 only), SmolLM2-135M decoded 4.3x slower in
+# bfloat16 than in float32 with 8 requests in flight (11.6 against 49.8 tokens/s), 1.6x with one.
+NATIVE_BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+CPUINFO = Path("/proc/cpuinfo")
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,35 @@ def vllm_environment(cache_dir: Path) -> dict[str, str]:
         "VLLM_NO_USAGE_STATS": "1",
         "HF_HUB_OFFLINE": "1",
     }
+
+
+def effective_dtype(dtype: str) -> str:
+    """The dtype vLLM is given: ``auto`` is bfloat16 on a GPU or a CPU that computes it natively, else
+    float32 (emulated bfloat16 is several times slower); any other value as it is."""
+    if dtype != "auto":
+        return dtype
+    import torch
+
+    return choose_dtype(cuda=torch.cuda.is_available(), cpu_flags=cpu_flags())
+
+
+def choose_dtype(*, cuda: bool, cpu_flags: frozenset[str]) -> str:
+    """bfloat16 where the hardware computes it natively, float32 elsewhere."""
+    return "bfloat16" if cuda or cpu_flags & NATIVE_BF16_CPU_FLAGS else "float32"
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (Linux's ``/proc/cpuinfo``: x86 ``flags``, Arm ``Features``); empty
+    where it cannot be read."""
+    try:
+        text = CPUINFO.read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
 
 
 def engine_arguments(options: VllmOptions) -> dict[str, Any]:
