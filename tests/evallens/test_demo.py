@@ -173,7 +173,7 @@ def test_a_warm_second_run_reuses_its_runs_and_ctrl_c_stops_every_process(
     assert text.count("(reused)") == 2  # the baseline and the candidate run
     # the baseline's run was found before any model loaded: this run started the service once, with the
     # change, where the first run started it twice (baseline, then the change)
-    assert "is reused: the service starts with" in text
+    assert "reused: the service starts with the change at once" in text
     service_log = (data_dir / "demo" / "logs" / "service.log").read_text(errors="replace")
     assert service_log.count("Started server process") == 3
     assert [pid for pid in [*children, postmaster] if alive(pid)] == []

@@ -169,10 +169,8 @@ class Demo:
                 stack.start_service(self.service_change)
             note(f"collector {stack.collector_url}, service {stack.service_url}; logs in {stack.logs}")
             if self.reusable_baseline is not None:
-                note(
-                    f"the baseline configuration's run {self.reusable_baseline} is reused: the service "
-                    f"starts with {self.settings.demo_candidate_change} at once"
-                )
+                reused = self.reusable_baseline
+                note(f"baseline run {reused} reused: the service starts with the change at once")
 
     def sync_sets(self) -> tuple[int, str, int]:
         """Sync the curated sets (a small copy with ``--smoke``); (set version id, name, version)."""
