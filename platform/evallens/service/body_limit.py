@@ -120,7 +120,6 @@ class _CappedBody:
         self._receive = receive
         self.max_body_bytes = limit.max_body_bytes
         self.idle_timeout_s = limit.idle_timeout_s
-        self.budget = limit.budget
         self.held = held
         self.num_bytes = 0
         self.complete = False
@@ -146,7 +145,7 @@ class _CappedBody:
             self.refusal = BodyTooLarge(self.max_body_bytes)
             raise self.refusal
         if not self.held.cover(self.num_bytes):
-            self.refusal = self.budget.full()
+            self.refusal = self.held.budget.full()
             raise self.refusal
         self.complete = not message.get("more_body", False)
         return message

@@ -236,6 +236,16 @@ def test_bodies_held_at_once_share_a_budget_and_the_request_past_it_is_a_429(ser
             assert_refused(refused, 429, "body_bytes_in_flight", "EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT")
             assert refused.headers["retry-after"] == "1"
             assert client.get("/healthz").status_code == 200  # no body: nothing to hold
+            # no length declared: the bytes are counted as they arrive, and the first ones find no room
+            streamed = raw_post(
+                url,
+                "/v1/chat/completions",
+                {"content-type": "application/json", "transfer-encoding": "chunked"},
+                chunked([json.dumps(chat_body()).encode()]),
+            )
+            assert streamed.status_code == 429, streamed.status_line
+            assert streamed.json()["error"]["code"] == "body_bytes_in_flight"
+            assert engine_requests(client) == before
         finally:
             for sock in held:
                 sock.close()

@@ -119,11 +119,6 @@ class Stack:
         )
         service.wait_healthy(f"{self.service_url}/readyz", self.settings.demo_ready_timeout_s)
 
-    @property
-    def service_running(self) -> bool:
-        """Whether a reference service was started and not stopped."""
-        return any(process.name == "service" for process in self.processes.processes)
-
     def restart_service(self, change: dict[str, str]) -> None:
         """Stop the service and start it again with ``change`` applied."""
         self.processes.stop("service")
