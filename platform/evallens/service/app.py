@@ -119,13 +119,14 @@ def create_app(
     app.state.engines = router
     app.state.metrics = metrics
     app.state.auth = _auth_gate(settings, sessions)
-    install_error_handlers(app)
+    install_error_handlers(app, metrics.errors)
     app.add_middleware(
         BodyLimit,
         max_body_bytes=settings.service_max_body_bytes,
         idle_timeout_s=settings.service_body_idle_timeout_s,
         budget_bytes=settings.service_max_body_bytes_in_flight,
         retry_after_s=settings.retry_after_s,
+        errors=metrics.errors,
     )
     for area in (chat, feedback, info, ops):
         app.include_router(area.router)

@@ -10,13 +10,18 @@ A cap per body does not bound many bodies at once: a thousand clients sending a 
 each would hold gigabytes. So all requests share a budget of body bytes
 (``EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT``), held from the first byte (or the declared length) until
 the request is answered; a request that would go over it is a 429 with ``Retry-After``, like a full queue.
+
+Each refusal is counted in the service's errors metric by its kind (``body_too_large``, ``body_timeout``,
+``body_bytes_in_flight``): none reaches a handler that would record it, and an operator should see a
+client that sends too much, too slowly or too many at once.
 """
 
 import asyncio
 
+from prometheus_client import Counter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evallens.service.errors import BodyBudgetFull, BodyStalled, BodyTooLarge, ServiceError
+from evallens.service.errors import BodyBudgetFull, BodyStalled, BodyTooLarge, ServiceError, count_error
 
 __all__ = ["BodyLimit"]
 
@@ -24,7 +29,8 @@ __all__ = ["BodyLimit"]
 class BodyLimit:
     """ASGI middleware: a body over ``max_body_bytes`` is a 413 (by its Content-Length before a byte is
     read, else once the bytes read pass it), one that pauses for ``idle_timeout_s`` is a 408, and one
-    that would take the bytes all requests hold past ``budget_bytes`` is a 429 (``retry_after_s``)."""
+    that would take the bytes all requests hold past ``budget_bytes`` is a 429 (``retry_after_s``); each
+    refusal counted in ``errors``."""
 
     def __init__(
         self,
@@ -33,11 +39,13 @@ class BodyLimit:
         idle_timeout_s: float,
         budget_bytes: int,
         retry_after_s: int,
+        errors: Counter,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.idle_timeout_s = idle_timeout_s
         self.budget = BodyBudget(budget_bytes, retry_after_s)
+        self.errors = errors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -45,12 +53,12 @@ class BodyLimit:
             return
         declared = content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
-            await send_error(send, BodyTooLarge(self.max_body_bytes))
+            await self._refuse(send, BodyTooLarge(self.max_body_bytes))
             return
         held = Holding(self.budget)
         try:
             if declared is not None and not held.cover(declared):
-                await send_error(send, self.budget.full())
+                await self._refuse(send, self.budget.full())
                 return
             await self._handle(scope, _CappedBody(receive, self, held), send)
         finally:
@@ -71,8 +79,14 @@ class BodyLimit:
         except Exception:
             if body.refusal is None:
                 raise
-        if body.refusal is not None and not started:
-            await send_error(send, body.refusal)
+        if body.refusal is not None:
+            count_error(self.errors, body.refusal)
+            if not started:
+                await send_error(send, body.refusal)
+
+    async def _refuse(self, send: Send, error: ServiceError) -> None:
+        count_error(self.errors, error)
+        await send_error(send, error)
 
 
 class BodyBudget:

@@ -3,6 +3,7 @@
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from prometheus_client import Counter
 from pydantic import BaseModel
 
 
@@ -27,6 +28,7 @@ class ServiceError(Exception):
     status_code = 500
     error_type = "server_error"
     kind = "engine"  # label of the errors metric
+    counted = False  # True once the errors metric counts it, so that no later handler counts it again
 
     def __init__(
         self, message: str, *, code: str | None = None, headers: dict[str, str] | None = None
@@ -120,7 +122,7 @@ class BodyTooLarge(ServiceError):
 
     status_code = 413
     error_type = "invalid_request_error"
-    kind = "invalid_request"
+    kind = "body_too_large"
 
     def __init__(self, max_body_bytes: int) -> None:
         super().__init__(
@@ -136,7 +138,7 @@ class BodyStalled(ServiceError):
 
     status_code = 408
     error_type = "timeout_error"
-    kind = "timeout"
+    kind = "body_timeout"  # not "timeout": a client's pause, not the service's time budget
 
     def __init__(self, idle_timeout_s: float, num_bytes: int) -> None:
         super().__init__(
@@ -152,7 +154,7 @@ class BodyBudgetFull(ServiceError):
 
     status_code = 429
     error_type = "rate_limit_error"
-    kind = "overload"
+    kind = "body_bytes_in_flight"
 
     def __init__(self, budget_bytes: int, retry_after_s: int) -> None:
         super().__init__(
@@ -201,11 +203,13 @@ class AuthRefused(ServiceError):
             self.headers["WWW-Authenticate"] = "Bearer"
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Turn service errors and invalid bodies into OpenAI-style JSON errors."""
+def install_error_handlers(app: FastAPI, errors: Counter) -> None:
+    """Turn service errors and invalid bodies into OpenAI-style JSON errors, each counted in ``errors``
+    (the errors metric, by kind) unless the request's own recording counted it already."""
 
     async def service_error(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, ServiceError)
+        count_error(errors, error)
         return error.response()
 
     async def invalid_body(_: Request, error: Exception) -> JSONResponse:
@@ -219,7 +223,15 @@ def install_error_handlers(app: FastAPI) -> None:
                 param=param,
             )
         )
+        errors.labels(BadRequest.kind).inc()
         return JSONResponse(body.model_dump(), status_code=400)
 
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(RequestValidationError, invalid_body)
+
+
+def count_error(errors: Counter, error: ServiceError) -> None:
+    """Count ``error`` in the errors metric by its kind, once however many layers see it."""
+    if not error.counted:
+        errors.labels(error.kind).inc()
+        error.counted = True

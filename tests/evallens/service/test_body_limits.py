@@ -5,7 +5,7 @@ none stores anything, reaches the engine, or stops the service answering others.
 
 Before the limit, Starlette read any body whole into memory (one client could send gigabytes) and
 waited for a stalled one for ever; before the shared budget, many clients could each hold a body of the
-largest size at once."""
+largest size at once. Each refusal is counted in the service's errors metric (it used to go uncounted)."""
 
 import json
 import select
@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.evallens.service.conftest import wait_until
 
@@ -56,6 +57,23 @@ def engine_requests(client: httpx.Client) -> float:
         for line in text.splitlines()
         if line.startswith("vllm:request_success_total{")
     )
+
+
+def errors_counted(client: httpx.Client) -> dict[str, float]:
+    """The service's errors metric (``evallens_errors_total``) by kind, from ``/metrics``."""
+    return {
+        sample.labels["kind"]: sample.value
+        for family in text_string_to_metric_families(client.get("/metrics").text)
+        if family.name == "evallens_errors"
+        for sample in family.samples
+        if sample.name == "evallens_errors_total"
+    }
+
+
+def counted_since(before: dict[str, float], client: httpx.Client) -> dict[str, float]:
+    """The errors counted since ``before``, by kind (kinds not counted since left out)."""
+    now = errors_counted(client)
+    return {kind: now[kind] - before.get(kind, 0.0) for kind in now if now[kind] != before.get(kind, 0.0)}
 
 
 class RawAnswer:
@@ -138,7 +156,7 @@ def test_a_chunked_body_over_the_limit_is_refused_before_it_is_read_whole(serve)
     parts = [b'{"messages": [{"role": "user", "content": "', *[CHUNK] * num_chunks, b'"}]}']
     with serve(**LIMITS) as client:
         url = str(client.base_url)
-        before = engine_requests(client)
+        before, errors_before = engine_requests(client), errors_counted(client)
         answer = raw_post(
             url,
             "/v1/chat/completions",
@@ -146,6 +164,7 @@ def test_a_chunked_body_over_the_limit_is_refused_before_it_is_read_whole(serve)
             chunked(parts),
         )
         assert answer.status_code == 413, answer.status_line
+        assert counted_since(errors_before, client) == {"body_too_large": 1.0}
         assert answer.json()["error"]["code"] == "body_too_large"
         assert "connection: close" in answer.headers
         assert answer.num_bytes_sent < num_chunks * len(CHUNK) // 2
@@ -156,6 +175,7 @@ def test_a_chunked_body_over_the_limit_is_refused_before_it_is_read_whole(serve)
 def test_a_huge_declared_length_is_a_413_before_any_body_byte(serve) -> None:
     """A client that declares a terabyte and trickles it never gets the service to wait for it."""
     with serve(**LIMITS) as client:
+        errors_before = errors_counted(client)
         answer = raw_post(
             str(client.base_url),
             "/v1/chat/completions",
@@ -163,6 +183,7 @@ def test_a_huge_declared_length_is_a_413_before_any_body_byte(serve) -> None:
             [b'{"messages": '],
         )
         assert answer.status_code == 413, answer.status_line
+        assert counted_since(errors_before, client) == {"body_too_large": 1.0}
         assert "EVALLENS_SERVICE_MAX_BODY_BYTES" in answer.json()["error"]["message"]
         assert client.get("/healthz").status_code == 200
 
@@ -187,8 +208,10 @@ def test_a_stalled_body_is_a_408_and_the_service_keeps_answering(serve) -> None:
                 parts(),
             )
 
+        errors_before = errors_counted(client)
         answer = stalled_then_others()
         assert answer.status_code == 408, answer.status_line
+        assert counted_since(errors_before, client) == {"body_timeout": 1.0}
         error = answer.json()["error"]
         assert error["code"] == "body_timeout" and "EVALLENS_SERVICE_BODY_IDLE_TIMEOUT_S" in error["message"]
         assert client.post("/v1/chat/completions", json=chat_body()).status_code == 200
@@ -230,9 +253,10 @@ def test_bodies_held_at_once_share_a_budget_and_the_request_past_it_is_a_429(ser
 
         try:
             assert wait_until(budget_full, timeout_s=SOCKET_TIMEOUT_S)
-            before = engine_requests(client)
+            before, errors_before = engine_requests(client), errors_counted(client)
             refused = client.post("/v1/chat/completions", json=chat_body())
             assert engine_requests(client) == before  # refused before the chat serving ran
+            assert counted_since(errors_before, client) == {"body_bytes_in_flight": 1.0}
             assert_refused(refused, 429, "body_bytes_in_flight", "EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT")
             assert refused.headers["retry-after"] == "1"
             assert client.get("/healthz").status_code == 200  # no body: nothing to hold
@@ -246,6 +270,7 @@ def test_bodies_held_at_once_share_a_budget_and_the_request_past_it_is_a_429(ser
             assert streamed.status_code == 429, streamed.status_line
             assert streamed.json()["error"]["code"] == "body_bytes_in_flight"
             assert engine_requests(client) == before
+            assert counted_since(errors_before, client) == {"body_bytes_in_flight": 2.0}
         finally:
             for sock in held:
                 sock.close()
@@ -254,3 +279,27 @@ def test_bodies_held_at_once_share_a_budget_and_the_request_past_it_is_a_429(ser
             lambda: client.post("/v1/chat/completions", json=chat_body()).status_code == 200,
             timeout_s=SOCKET_TIMEOUT_S,
         )
+
+
+def test_requests_refused_before_the_chat_serving_are_counted_and_its_own_refusals_once(
+    serve, database_url: str
+) -> None:
+    """An invalid body, a missing key and an oversized body never reach the chat serving, which counts
+    the requests it refuses itself (a prompt past the context): each is counted once, by its kind."""
+    with serve(database_url=database_url, auth_enabled=True, retrieval_enabled=False, **LIMITS) as client:
+        before = errors_counted(client)
+        missing_key = client.post("/v1/chat/completions", json=chat_body())
+        assert missing_key.status_code == 401, missing_key.text
+        assert counted_since(before, client) == {"auth": 1.0}
+    with serve(**LIMITS) as client:
+        before = errors_counted(client)
+        invalid = client.post("/v1/chat/completions", json={"messages": "not a list"})
+        assert invalid.status_code == 400, invalid.text
+        too_large = client.post("/v1/chat/completions", json=chat_body("refunds " * (MAX_BODY_BYTES // 8)))
+        assert too_large.status_code == 413, too_large.text
+        assert counted_since(before, client) == {"invalid_request": 1.0, "body_too_large": 1.0}
+        before = errors_counted(client)
+        past_context = client.post("/v1/chat/completions", json={**chat_body(), "max_tokens": 10**6})
+        assert past_context.status_code == 400, past_context.text
+        assert past_context.json()["error"]["code"] == "context_length_exceeded"
+        assert counted_since(before, client) == {"context_length": 1.0}

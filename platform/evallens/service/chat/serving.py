@@ -359,7 +359,9 @@ class ChatServing:
             status, kind = CLIENT_CLOSED, "client_disconnected"
         else:
             status, kind = 500, type(error).__name__
-        recording.end(status, kind, hour_usd=self.settings.hour_usd)
+        recording.end(status, kind, hour_usd=self.settings.hour_usd)  # counts it in the errors metric
+        if isinstance(error, ServiceError):
+            error.counted = True  # the error handler answering it must not count it again
 
     async def close(self, call: ChatCall) -> None:
         """After the response ended however it ended (a client gone mid-stream included): make sure the

@@ -21,6 +21,7 @@ from evallens.service.errors import install_error_handlers
 from evallens.service.rag import Embedder, KeywordIndex
 from evallens.service.rag.embeddings import Vectors
 from evallens.service.rag.generations import KnowledgeBaseGenerations
+from evallens.service.telemetry import ServiceMetrics
 from evallens.settings import AuthSettings, RagSettings
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 from tests.evallens.service.conftest import wait_until
@@ -37,7 +38,7 @@ DOCUMENT: dict[str, Any] = {
 def make_client(document_service: DocumentService) -> TestClient:
     app = FastAPI()
     app.state.auth = AuthGate(AuthSettings(auth_enabled=False), Session)  # off: the default project
-    install_error_handlers(app)
+    install_error_handlers(app, ServiceMetrics().errors)
     app.include_router(create_documents_router(document_service))
     return TestClient(app, raise_server_exceptions=False)
 
