@@ -113,12 +113,17 @@ class PlainProgress:
         self.stopped = None
         elapsed = time.monotonic() - self.started
         if elapsed >= self.interval_s:
-            self._line(f"{self.status()}, finished in {elapsed:.0f} s")
+            counted = self._counts_items()
+            self._line(f"{self.status()}, finished in {elapsed:.0f} s" if counted else self._ended(elapsed))
 
     def status(self) -> str:
-        """``description: done/total done, failed, rate, ETA (current item)``."""
+        """``description: done/total done, failed, rate, ETA (current item)``; a phase that counts no
+        items (no total, none done) says only how long it has run."""
         with self.lock:
             elapsed = max(time.monotonic() - self.started, 1e-9)
+            if not self._counts_items():
+                text = f"{self.description}: {elapsed:.0f} s elapsed"
+                return f"{text} ({self.detail})" if self.detail else text
             rate = self.done / elapsed
             counted = f"{self.done}" if self.total is None else f"{self.done}/{self.total}"
             text = f"{self.description}: {counted} done, {self.failed} failed, {rate:.1f}/s"
@@ -127,6 +132,12 @@ class PlainProgress:
             elif self.total is None or self.done == 0:
                 text += f", {elapsed:.0f} s elapsed"
             return f"{text} ({self.detail})" if self.detail else text
+
+    def _counts_items(self) -> bool:
+        return self.total is not None or self.done > 0
+
+    def _ended(self, elapsed_s: float) -> str:
+        return f"{self.description}: finished in {elapsed_s:.0f} s"
 
     def _heartbeat(self, stopped: threading.Event) -> None:
         while not stopped.wait(self.interval_s):
