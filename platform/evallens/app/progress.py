@@ -113,8 +113,9 @@ class PlainProgress:
         self.stopped = None
         elapsed = time.monotonic() - self.started
         if elapsed >= self.interval_s:
+            ended = f"finished in {elapsed:.0f} s"
             counted = self._counts_items()
-            self._line(f"{self.status()}, finished in {elapsed:.0f} s" if counted else self._ended(elapsed))
+            self._line(f"{self.status()}, {ended}" if counted else f"{self.description}: {ended}")
 
     def status(self) -> str:
         """``description: done/total done, failed, rate, ETA (current item)``; a phase that counts no
@@ -135,9 +136,6 @@ class PlainProgress:
 
     def _counts_items(self) -> bool:
         return self.total is not None or self.done > 0
-
-    def _ended(self, elapsed_s: float) -> str:
-        return f"{self.description}: finished in {elapsed_s:.0f} s"
 
     def _heartbeat(self, stopped: threading.Event) -> None:
         while not stopped.wait(self.interval_s):
