@@ -15,6 +15,7 @@ import pytest
 from evallens.db.server import embedded_url, start_embedded
 from evallens.ports import free_port
 from evallens.settings import child_environment
+from evals.render.terminal import COLUMNS
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,6 @@ def demo_environment(data_dir: Path) -> dict[str, str]:
         "EVALLENS_COLLECTOR_GRPC_PORT": str(free_port()),
         "EVALLENS_SERVICE_PORT": str(free_port()),
         "EVALLENS_DASHBOARD_PORT": str(free_port()),
-        "COLUMNS": "160",
         # budgets are not under test here: on a loaded CI machine retrieval must not degrade
         "EVALLENS_DEMO_RETRIEVAL_BUDGET_MS": "30000",
         # the tiny model's answers are noise and no assertion reads their words (the gate's regression
@@ -84,6 +84,11 @@ def test_demo_exits_cleanly_and_leaves_nothing_running(
     ]:
         assert step in result.stdout
     assert "gate verdict: regression" in result.stdout
+    # piped, the gate's table is as wide as its text: every column heading and the regressed recall cell
+    # on one line each, where a console of 80 columns would cut them to "sce…", "rec…", "RE…"
+    lines = result.stdout.splitlines()
+    assert any(all(column in line for column in COLUMNS) for line in lines), result.stdout[-6000:]
+    assert any("REGRESSION" in line and "recall" in line for line in lines), result.stdout[-6000:]
     # piped, the long replays report progress in plain lines (counts, failures, rate) inside their step
     replay_lines = [line for line in result.stdout.splitlines() if line.startswith("replaying ")]
     assert replay_lines and all(" done, " in line and " failed, " in line for line in replay_lines)

@@ -3,7 +3,8 @@
 from typing import Annotated
 
 import typer
-from rich.console import Console
+
+from evallens.app.cli._output import output_console
 
 
 def demo(
@@ -24,4 +25,4 @@ def demo(
     """
     from evallens.app.demo.flow import DemoOptions, run_demo
 
-    run_demo(DemoOptions(smoke=smoke, dashboard=dashboard, keep_running=keep_running), Console())
+    run_demo(DemoOptions(smoke=smoke, dashboard=dashboard, keep_running=keep_running), output_console())

@@ -241,7 +241,7 @@ def watch(
         report_dir=report_dir, exit_on_regression=exit_on_regression, on_regression=on_regression,
         no_cache=no_cache, repeats=repeats, project=configured_project(),
     )  # fmt: skip
-    console = Console()
+    console = output_console()
     outcome = watch_command(options, console)
     console.print(
         f"watch ended: {len(outcome.runs)} run(s) completed, {len(outcome.failures)} failed, "

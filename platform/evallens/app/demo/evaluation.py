@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import yaml
+from rich.console import Console
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -125,10 +126,8 @@ def gate(
     return outcome.body
 
 
-def print_gate(body: GateReportBody) -> None:
-    """The gate's terminal report: quality and infra deltas, hints, verdict."""
-    from rich.console import Console
-
+def print_gate(body: GateReportBody, console: Console) -> None:
+    """The gate's terminal report on ``console``: quality and infra deltas, hints, verdict."""
     from evals.render import print_report
 
-    print_report(body, Console())
+    print_report(body, console)

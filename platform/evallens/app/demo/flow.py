@@ -233,7 +233,7 @@ class Demo:
                 self.progress,
             )  # fmt: skip
             body = evaluation.gate(self.sessions, baseline, run.run_id, self.demo_dir / "reports")
-            evaluation.print_gate(body)
+            evaluation.print_gate(body, self.console)
             self.report.candidate_run_id = str(run.run_id)
             self.report.verdict, self.report.num_hints = body.verdict, len(body.hints)
             reused = " (reused)" if run.reused else ""
