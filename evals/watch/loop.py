@@ -11,14 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.db.models import EvalRun
 from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.errors import EvallensError
 from evallens.reports import GateReportBody
-from evallens.runs import MAIN_TAG, RunNotFound
+from evallens.runs import MAIN_TAG, RunNotFound, latest_completed_run
 from evallens.settings import EvalSettings
 from evals.gate import GateOutcome, options_from_settings, run_gate
 from evals.metrics.result import ScoringContext
@@ -169,11 +167,11 @@ def _evaluate_sets(
             ).fingerprint
             with session_factory() as session:
                 eval_set = find_set_version(session, selector, project=options.project)
-                earlier = _completed_run(session, eval_set.id, target_fingerprint)
+                earlier = latest_completed_run(session, eval_set.id, target_fingerprint)
             if earlier is not None:
                 emit(
                     f"{eval_set.name} v{eval_set.version}: fingerprint {target_fingerprint} already "
-                    f"evaluated by run {earlier}: not replaying"
+                    f"evaluated by run {earlier.id}: not replaying"
                 )
                 continue
             emit(f"{eval_set.name} v{eval_set.version}: replaying against {options.endpoint}")
@@ -191,16 +189,6 @@ def _evaluate_sets(
         emit(_run_line(report))
         _gate(session_factory, settings, options, report, outcome, emit)
     return all_done
-
-
-def _completed_run(session: Session, eval_set_id: int, fingerprint: str) -> str | None:
-    query = select(EvalRun.id).where(
-        EvalRun.eval_set_id == eval_set_id,
-        EvalRun.config_fingerprint == fingerprint,
-        EvalRun.status == "completed",
-    )
-    found = session.scalars(query.limit(1)).first()
-    return str(found) if found is not None else None
 
 
 def _run_line(report: RunReport) -> str:

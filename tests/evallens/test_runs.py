@@ -1,4 +1,5 @@
-"""Which run a run is judged against (``baseline_of``): what its gate stored, else ``main``, else the last."""
+"""Which run a run is judged against (``baseline_of``): what its gate stored, else ``main``, else the last;
+and the latest completed run of a configuration (``latest_completed_run``)."""
 
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -6,16 +7,24 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalRun, EvalSet, EvalTag, GateReport
-from evallens.runs import baseline_of
+from evallens.runs import baseline_of, latest_completed_run
 
 
-def add_run(session: Session, eval_set: EvalSet, minutes_ago: int, status: str = "completed") -> uuid.UUID:
+def add_run(
+    session: Session,
+    eval_set: EvalSet,
+    minutes_ago: int,
+    status: str = "completed",
+    fingerprint: str = "fp",
+    label: str | None = None,
+) -> uuid.UUID:
     run = EvalRun(
         id=uuid.uuid4(),
         eval_set_id=eval_set.id,
+        label=label,
         endpoint="http://target",
         config={},
-        config_fingerprint="fp",
+        config_fingerprint=fingerprint,
         status=status,
         started_at=datetime.now(UTC) - timedelta(minutes=minutes_ago),
     )
@@ -60,3 +69,28 @@ def test_the_gate_s_baseline_then_main_then_the_previous_completed_run(
         )
     with sessions() as session:
         assert baseline_of(session, str(candidate)) == gated_against  # what the gate judged against
+
+
+def test_the_latest_completed_run_of_a_fingerprint_and_label(sessions: sessionmaker[Session]) -> None:
+    with sessions.begin() as session:
+        eval_set = EvalSet(name="support", version=1, content_hash="h")
+        other_set = EvalSet(name="support", version=2, content_hash="h2")
+        session.add_all([eval_set, other_set])
+        session.flush()
+        eval_set_id = eval_set.id
+        # oldest first: a query without ORDER BY (table order) would find the oldest
+        add_run(session, eval_set, 50, label="baseline")
+        add_run(session, eval_set, 40, label="baseline")
+        newest_baseline = add_run(session, eval_set, 30, label="baseline")
+        candidate = add_run(session, eval_set, 20, label="candidate")
+        add_run(session, eval_set, 10, status="running", label="baseline")
+        add_run(session, eval_set, 5, status="failed", label="baseline")
+        add_run(session, eval_set, 1, fingerprint="other", label="baseline")
+        add_run(session, other_set, 1, label="baseline")
+    with sessions() as session:
+        baseline = latest_completed_run(session, eval_set_id, "fp", label="baseline")
+        assert baseline is not None and baseline.id == newest_baseline
+        any_label = latest_completed_run(session, eval_set_id, "fp")
+        assert any_label is not None and any_label.id == candidate
+        assert latest_completed_run(session, eval_set_id, "fp", label="watch") is None
+        assert latest_completed_run(session, eval_set_id, "unseen") is None

@@ -1,9 +1,18 @@
-"""Stored eval runs, as every component finds them: by id or tag, their baseline, their results and
+"""Stored eval runs, as every component finds them: by id or tag, the latest completed one of a
+configuration, their baseline, their results and
 the cases that got worse between two runs. The JSON stored on runs and gates is ``evallens.reports``."""
 
 from evallens.runs.flips import MAX_FLIPS, flipped_cases
 from evallens.runs.listing import RunListing, list_runs
-from evallens.runs.resolve import MAIN_TAG, RunNotFound, RunRef, baseline_of, resolve_run, tag_run
+from evallens.runs.resolve import (
+    MAIN_TAG,
+    RunNotFound,
+    RunRef,
+    baseline_of,
+    latest_completed_run,
+    resolve_run,
+    tag_run,
+)
 from evallens.runs.results import StoredResult, load_results
 
 __all__ = [
@@ -15,6 +24,7 @@ __all__ = [
     "StoredResult",
     "baseline_of",
     "flipped_cases",
+    "latest_completed_run",
     "list_runs",
     "load_results",
     "resolve_run",

@@ -1,4 +1,5 @@
-"""Find a stored run by id or tag, tag it, and say which run it is judged against."""
+"""Find a stored run by id, by tag or as the latest completed one of a configuration, tag it, and
+say which run it is judged against."""
 
 import uuid
 from dataclasses import dataclass
@@ -61,6 +62,21 @@ def _run_by_tag(session: Session, tag: str, eval_set_name: str | None, project: 
     return session.scalars(
         select(EvalRun).where(EvalRun.id == tags[0].run_id, EvalRun.project == project)
     ).one_or_none()
+
+
+def latest_completed_run(
+    session: Session, eval_set_id: int, fingerprint: str, *, label: str | None = None
+) -> EvalRun | None:
+    """The newest completed run of set version ``eval_set_id`` against the target configuration
+    ``fingerprint`` (under ``label`` if given); None when there is none."""
+    query = select(EvalRun).where(
+        EvalRun.eval_set_id == eval_set_id,
+        EvalRun.config_fingerprint == fingerprint,
+        EvalRun.status == "completed",
+    )
+    if label is not None:
+        query = query.where(EvalRun.label == label)
+    return session.scalars(query.order_by(EvalRun.started_at.desc()).limit(1)).first()
 
 
 def tag_run(session: Session, reference: str, tag: str, *, project: str = DEFAULT_PROJECT) -> RunRef:

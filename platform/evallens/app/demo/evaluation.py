@@ -10,13 +10,11 @@ from pathlib import Path
 import httpx
 import yaml
 from rich.console import Console
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.db.models import EvalRun
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.reports import GateReportBody
-from evallens.runs import MAIN_TAG, tag_run
+from evallens.runs import MAIN_TAG, latest_completed_run, tag_run
 from evallens.settings import EvalSettings
 
 SMOKE_SET_NAME = "acme-support-smoke"
@@ -73,16 +71,8 @@ def completed_run(
 ) -> uuid.UUID | None:
     """The latest completed run of the set under ``label`` with this config fingerprint, if any."""
     with sessions() as session:
-        return session.scalars(
-            select(EvalRun.id)
-            .where(
-                EvalRun.eval_set_id == eval_set_id,
-                EvalRun.config_fingerprint == fingerprint,
-                EvalRun.status == "completed",
-                EvalRun.label == label,
-            )
-            .order_by(EvalRun.started_at.desc())
-        ).first()
+        run = latest_completed_run(session, eval_set_id, fingerprint, label=label)
+        return None if run is None else run.id
 
 
 def replay(
