@@ -1,6 +1,6 @@
 """Stored eval runs, as every component finds them: by id or tag, the latest completed one of a
-configuration, their baseline, their results and
-the cases that got worse between two runs. The JSON stored on runs and gates is ``evallens.reports``."""
+configuration, their baseline, their results and the cases that got worse between two runs. The JSON
+stored on runs and gates is ``evallens.reports``."""
 
 from evallens.runs.flips import MAX_FLIPS, flipped_cases
 from evallens.runs.listing import RunListing, list_runs
