@@ -84,7 +84,7 @@ def promote(
             session, trace_ids, eval_set_name=eval_set, scenario=scenario, expected=expected,
             reference_answer=reference, project=CasesSettings().cases_project,
         )  # fmt: skip
-    console = Console(width=200)
+    console = output_console()
     console.print(
         f"{report.eval_set_name}: version {report.version} with {len(report.cases)} promoted case(s)"
     )
@@ -112,7 +112,7 @@ def review(
     project = CasesSettings().cases_project
     with open_sessions() as sessions, sessions.begin() as session:
         report = cases.review_cases(session, case_keys, decision, eval_set_name=eval_set, project=project)
-    console = Console(width=200)
+    console = output_console()
     console.print(f"{report.eval_set_name}: version {report.version}", markup=False)
     for key, status in report.statuses.items():
         console.print(f"  {key}: {status}", markup=False)

@@ -5,9 +5,8 @@ from typing import Annotated
 import orjson
 import typer
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
+from evallens.app.cli._output import output_console, print_table
 from evallens.settings import CollectorSettings
 
 app = typer.Typer(help="OTLP/HTTP and gRPC trace receiver, Prometheus scraper, retention, quarantine.")
@@ -65,13 +64,12 @@ def quarantine_list(
         rows = [vars(entry) for entry in listing.entries]
         typer.echo(orjson.dumps({"total": listing.num_total, "entries": rows}, option=orjson.OPT_INDENT_2))
         return
-    table = Table("id", "project", "trace", "span", "name", "reason", "quarantined (UTC)")
-    for entry in listing.entries:
-        when = f"{entry.quarantined_at:%Y-%m-%d %H:%M:%S}"
-        cells = (str(entry.id), entry.project, entry.trace_id, entry.span_id, entry.name, entry.reason, when)
-        table.add_row(*(Text(cell) for cell in cells))  # client text and [brackets] are data, not markup
-    console = Console(width=200)
-    console.print(table)
+    cells = [
+        (str(e.id), e.project, e.trace_id, e.span_id, e.name, e.reason, f"{e.quarantined_at:%F %T}")
+        for e in listing.entries
+    ]
+    console = output_console()
+    print_table(console, ("id", "project", "trace", "span", "name", "reason", "quarantined (UTC)"), cells)
     console.print(f"{listing.num_total} quarantined spans", markup=False)
     if listing.num_dead_letter_files:
         console.print(

@@ -278,4 +278,4 @@ def calibrate(
     if json_output:
         typer.echo(json.dumps(report.as_json()))
     else:
-        print_calibration(report, Console(width=160))
+        print_calibration(report, output_console())
