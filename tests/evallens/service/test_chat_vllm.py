@@ -231,3 +231,26 @@ def test_concurrent_requests_all_answer(serve) -> None:
         for thread in threads:
             thread.join()
     assert results == [200] * 4
+
+
+def test_an_answer_the_engine_aborted_is_not_cached(serve, service_loop, vllm_engine: VllmEngine) -> None:
+    # vLLM ends each request it aborts with finish_reason "abort" (on shutdown, all in flight): the cut
+    # answer reaches its client as such, but an identical request later must not be served it from a cache.
+    # Greedy and without ignore_eos, so that caches may answer it; the tiny model's greedy answer runs to
+    # max_tokens (finish reason "length", 18 s here), so the abort always comes first
+    body = chat(stream=True, temperature=0, max_tokens=6000)
+    with serve(cache_exact_enabled=True) as client:
+        with client.stream("POST", "/v1/chat/completions", json=body) as response:
+            lines = response.iter_lines()
+            first = json.loads(next(lines)[len("data: ") :])
+            service_loop.run(vllm_engine.abort(first["id"]))
+            chunks = [json.loads(p) for p in sse_payloads(lines) if p != "[DONE]"]
+        assert [c["choices"][0].get("finish_reason") for c in chunks if c["choices"]][-1] == "abort"
+        with client.stream("POST", "/v1/chat/completions", json=body) as response:
+            next(response.iter_lines())  # the cache is asked before the first chunk
+            lookups = client.get("/metrics").text
+    exact = [
+        line for line in lookups.splitlines() if line.startswith('evallens_cache_lookups_total{cache="exact"')
+    ]
+    assert exact == ['evallens_cache_lookups_total{cache="exact",result="miss"} 2.0'], exact
+    assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 0)

@@ -13,7 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
 from evallens.service.budgets import Admission, Deadline, in_flight_slot, within
-from evallens.service.chat.answers import AnswerCache, CannedAnswer, Sources
+from evallens.service.chat.answers import COMPLETE, AnswerCache, CannedAnswer, Sources
 from evallens.service.chat.context_length import check_context
 from evallens.service.chat.fingerprint import answer_config, fingerprint
 from evallens.service.chat.preflight import Preflight, PreflightState, span_attributes
@@ -340,7 +340,7 @@ class ChatServing:
     def finish(self, call: ChatCall, status: int) -> None:
         """Record a successful request; remember a complete engine answer in the caches."""
         recording, state = call.recording, call.preflight
-        if state.canned is None and not state.degraded and recording.finish_reason is not None:
+        if state.canned is None and not state.degraded and recording.finish_reason in COMPLETE:
             answer = CannedAnswer(
                 recording.answer,
                 recording.finish_reason,
