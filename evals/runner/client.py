@@ -22,6 +22,10 @@ EXTENSION_FIELD = "evallens"
 TRACE_ID_HEADER = HEADER_TRACE_ID
 TRACEPARENT_HEADER = "traceparent"
 MAX_TOKEN_COUNT = 2**31 - 1  # eval_results stores token counts as INTEGER
+# finish reasons of an answer the target did not run to its end: vLLM's "abort" (a request aborted by
+# the engine, e.g. every one in flight when it shuts down) and "error" (an internal, retryable failure).
+# The text is cut wherever it stopped; scoring it as the target's answer would read as a quality drop.
+CUT_SHORT = frozenset({"abort", "error"})
 
 
 @dataclass
@@ -38,6 +42,7 @@ class Completion:
     semantic_cache_hit: bool | None = None
     degraded: bool | None = None
     trace_id: str | None = None
+    finish_reason: str | None = None
     error: str | None = None
     connection_failed: bool = False
 
@@ -99,6 +104,8 @@ async def complete(client: httpx.AsyncClient, url: str, request: ChatRequest) ->
         result.connection_failed = isinstance(error, httpx.ConnectError)
     except (ValueError, RecursionError) as error:  # not JSON, or JSON not shaped as a chat completion
         result.error = f"unreadable response: {str(error)[:200]}"
+    if result.error is None and result.finish_reason in CUT_SHORT:
+        result.error = f"the target ended the answer early (finish_reason {result.finish_reason!r})"
     result.latency_ms = (time.perf_counter() - started) * 1000
     if result.error is None and result.text is None:
         result.text = ""
@@ -133,6 +140,10 @@ def _apply_chunk(result: Completion, body: object, started: float) -> None:
             if result.ttft_ms is None:
                 result.ttft_ms = (time.perf_counter() - started) * 1000
             result.text = (result.text or "") + piece
+        finish_reason = choice.get("finish_reason")
+        if finish_reason is not None and not isinstance(finish_reason, str):
+            raise ValueError("a choice's finish_reason is not text")
+        result.finish_reason = finish_reason or result.finish_reason
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         result.input_tokens = _token_count(usage, "prompt_tokens", result.input_tokens)

@@ -1,5 +1,6 @@
 """The runner against an OpenAI-compatible target: what it records, and how failures end."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,7 @@ GARBLED_ANSWERS = {
     "content as a number": ['{"choices": [{"delta": {"content": 5}}]}'],
     "a token count as text": ['{"choices": [], "usage": {"prompt_tokens": "many"}}'],
     "a token count past INTEGER": ['{"choices": [], "usage": {"completion_tokens": ' + "9" * 30 + "}}"],
+    "a finish reason as a number": ['{"choices": [{"delta": {"content": "hi"}, "finish_reason": 2}]}'],
     "nested too deeply": ["[" * 100_000 + "]" * 100_000],
 }
 
@@ -139,6 +141,36 @@ def test_a_garbled_answer_is_a_recorded_failure(
         )
     assert run.status == "completed" and report.summary.num_errors == 1
     assert len(errors) == 1 and (errors[0] or "").startswith("unreadable response: "), errors
+
+
+@pytest.mark.parametrize("reason", ["abort", "error"])
+def test_an_answer_the_target_ended_early_is_a_recorded_failure(
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    reason: str,
+) -> None:
+    # vLLM ends a request it aborted (on shutdown, all in flight) with finish_reason "abort" and the text cut
+    # where it stopped: an error of the target, never an answer scored as wrong
+    eval_set_id = _sync(sessions)
+    scripted_target.raw_chunks = {
+        RR1: [
+            json.dumps({"choices": [{"index": 0, "delta": {"content": "You can return items within"}}]}),
+            json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}),
+        ]
+    }
+    settings = EvalSettings(eval_endpoint=scripted_target.url, eval_max_error_rate=0.3)
+    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity))
+    with sessions() as session:
+        errors = list(
+            session.scalars(
+                select(EvalResult.error).where(
+                    EvalResult.run_id == report.run_id, EvalResult.error.is_not(None)
+                )
+            )
+        )
+    assert report.summary.num_errors == 1
+    assert errors == [f"the target ended the answer early (finish_reason '{reason}')"]
 
 
 @pytest.mark.parametrize("number", ["NaN", "-Infinity", "1e999"])
