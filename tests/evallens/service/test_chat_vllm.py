@@ -233,24 +233,29 @@ def test_concurrent_requests_all_answer(serve) -> None:
     assert results == [200] * 4
 
 
-def test_an_answer_the_engine_aborted_is_not_cached(serve, service_loop, vllm_engine: VllmEngine) -> None:
-    # vLLM ends each request it aborts with finish_reason "abort" (on shutdown, all in flight): the cut
-    # answer reaches its client as such, but an identical request later must not be served it from a cache.
-    # Greedy and without ignore_eos, so that caches may answer it; the tiny model's greedy answer runs to
-    # max_tokens (finish reason "length", 18 s here), so the abort always comes first
+def test_an_answer_the_engine_aborted_is_an_error_and_never_cached(
+    serve, service_loop, vllm_engine: VllmEngine
+) -> None:
+    # vLLM ends each request it aborts with finish_reason "abort" (on shutdown, all in flight) and the text
+    # cut where it stopped: the client is told it failed, and an identical request later is not served the
+    # cut answer from a cache. Greedy and without ignore_eos, so that caches may answer it; the tiny model's
+    # greedy answer runs to max_tokens (finish reason "length", 18 s here), so the abort always comes first
     body = chat(stream=True, temperature=0, max_tokens=6000)
     with serve(cache_exact_enabled=True) as client:
         with client.stream("POST", "/v1/chat/completions", json=body) as response:
             lines = response.iter_lines()
             first = json.loads(next(lines)[len("data: ") :])
             service_loop.run(vllm_engine.abort(first["id"]))
-            chunks = [json.loads(p) for p in sse_payloads(lines) if p != "[DONE]"]
-        assert [c["choices"][0].get("finish_reason") for c in chunks if c["choices"]][-1] == "abort"
+            payloads = sse_payloads(lines)
         with client.stream("POST", "/v1/chat/completions", json=body) as response:
             next(response.iter_lines())  # the cache is asked before the first chunk
-            lookups = client.get("/metrics").text
-    exact = [
-        line for line in lookups.splitlines() if line.startswith('evallens_cache_lookups_total{cache="exact"')
-    ]
-    assert exact == ['evallens_cache_lookups_total{cache="exact",result="miss"} 2.0'], exact
+            exposition = client.get("/metrics").text
+    assert payloads[-1] == "[DONE]"
+    error = json.loads(payloads[-2])["error"]
+    assert error["code"] == "engine_abort" and "ended the answer early" in error["message"], error
+    assert all(c["choices"][0].get("finish_reason") is None for c in map(json.loads, payloads[:-2]))
+    assert 'evallens_errors_total{kind="engine"} 1.0' in exposition
+    lookups = [line for line in exposition.splitlines() if line.startswith("evallens_cache_lookups_total{")]
+    assert 'evallens_cache_lookups_total{cache="exact",result="miss"} 2.0' in lookups, lookups
+    assert not any('result="hit"' in line and not line.endswith(" 0.0") for line in lookups), lookups
     assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 0)

@@ -1,13 +1,14 @@
 """Answers given without the engine, and the chat's two answer caches (exact and semantic).
 
-The preflight looks answers up; the chat serving stores a complete engine answer (``COMPLETE``: not one
-vLLM aborted) and, when the engine fails, asks the semantic cache for a stand-in at its looser fallback
-threshold. Only deterministic requests (temperature 0 or a seed) are looked up and stored
-(``AnswerCache.cacheable``, one rule for both); a ``Cache-Control: no-cache`` request neither reads nor
-fills the caches. An answer computed with retrieval is keyed by the generation of the knowledge base it
-read (``KnowledgeBaseGenerations``): once the project's documents change, it is no longer served, by
-either cache or as a stand-in. Its entries are left to age out (TTL, LRU) rather than cleared: exact
-keys are hashes, so one project's entries cannot be told from another's without an index of their own.
+The preflight looks answers up; the chat serving stores a complete engine answer (finish reason in
+``engines.base.COMPLETE``) and, when the engine fails, asks the semantic cache for a stand-in at its
+looser fallback threshold. Only deterministic requests (temperature 0 or a seed) are looked up and
+stored (``AnswerCache.cacheable``, one rule for both); a ``Cache-Control: no-cache`` request neither
+reads nor fills the caches. An answer computed with retrieval is keyed by the generation of the
+knowledge base it read (``KnowledgeBaseGenerations``): once the project's documents change, it is no
+longer served, by either cache or as a stand-in. Its entries are left to age out (TTL, LRU) rather than
+cleared: exact keys are hashes, so one project's entries cannot be told from another's without an index
+of their own.
 """
 
 from dataclasses import dataclass, field, replace
@@ -20,10 +21,6 @@ from evallens.service.engines.base import JSONValue, SamplingOptions
 from evallens.service.rag.embeddings import Vectors
 from evallens.service.rag.generations import KnowledgeBaseGenerations
 from evallens.settings import CacheSettings
-
-# finish reasons of an answer the engine ran to its end: another request would get the same. vLLM ends a
-# request it aborted (all in flight when it shuts down) with "abort" and the text cut where it stopped
-COMPLETE = frozenset({"stop", "length"})
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
 from evallens.service.budgets import Admission, Deadline, in_flight_slot, within
-from evallens.service.chat.answers import COMPLETE, AnswerCache, CannedAnswer, Sources
+from evallens.service.chat.answers import AnswerCache, CannedAnswer, Sources
 from evallens.service.chat.context_length import check_context
 from evallens.service.chat.fingerprint import answer_config, fingerprint
 from evallens.service.chat.preflight import Preflight, PreflightState, span_attributes
@@ -21,6 +21,8 @@ from evallens.service.chat.prompt import BuiltPrompt, PromptContext, build_messa
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.chat.recording import CLIENT_CLOSED, RequestRecording
 from evallens.service.engines.base import (
+    COMPLETE,
+    ENDED_EARLY,
     Engine,
     EngineError,
     EngineRejected,
@@ -309,6 +311,12 @@ class ChatServing:
                     recording.engine_tokens = True
                 recording.num_prompt_tokens = chunk.num_prompt_tokens or recording.num_prompt_tokens
                 recording.num_output_tokens = chunk.num_output_tokens
+                if chunk.finish_reason in ENDED_EARLY:  # a cut answer is no answer: retryable, as vLLM's 500
+                    raise EngineUnavailable(
+                        f"The engine ended the answer early (finish reason '{chunk.finish_reason}'); "
+                        "retry the request.",
+                        code=f"engine_{chunk.finish_reason}",
+                    )
                 recording.finish_reason = chunk.finish_reason or recording.finish_reason
                 if chunk.engine_queue_s is not None and engine_queue_s is None:  # once: it never changes
                     engine_queue_s = chunk.engine_queue_s
