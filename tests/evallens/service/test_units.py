@@ -2,6 +2,10 @@
 
 import asyncio
 import json
+import os
+import stat
+import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,7 @@ from evallens.service.chat.protocol import ChatCompletionRequest, ChunkChoice, D
 from evallens.service.chat.responses import ChunkEvents
 from evallens.service.chat.serving import sources_of
 from evallens.service.engines import vllm_engine, vllm_options
-from evallens.service.engines.vllm_engine import choose_dtype
+from evallens.service.engines.vllm_engine import MAX_SOCKET_PATH_BYTES, choose_dtype, rpc_directory
 from evallens.service.errors import BudgetExceeded, ContextLengthExceeded, Overloaded
 from evallens.service.rag import RetrievalResult, RetrievedChunk
 from evallens.settings import ServiceSettings
@@ -191,3 +195,14 @@ def test_cpu_flags_come_from_cpuinfo(
     assert vllm_engine.cpu_flags() == expected
     monkeypatch.setattr(vllm_engine, "CPUINFO", tmp_path / "missing")
     assert vllm_engine.cpu_flags() == frozenset()
+
+
+def test_engine_sockets_stay_within_the_kernel_s_path_limit(tmp_path: Path) -> None:
+    # vLLM binds <rpc dir>/<uuid4>; past 107 bytes the bind fails and the engine never loads
+    with tempfile.TemporaryDirectory(prefix="el") as short:  # pytest's tmp_path itself may be too deep
+        shallow = Path(short) / "cache"
+        assert rpc_directory(shallow) == shallow / "vllm-rpc" and (shallow / "vllm-rpc").is_dir()
+    deep = tmp_path / ("d" * 80) / "cache"
+    chosen = rpc_directory(deep)
+    assert chosen.is_dir() and stat.S_IMODE(chosen.stat().st_mode) == 0o700
+    assert len(os.fsencode(chosen / str(uuid.uuid4()))) <= MAX_SOCKET_PATH_BYTES

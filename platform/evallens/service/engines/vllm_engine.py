@@ -3,6 +3,9 @@
 import asyncio
 import hashlib
 import json
+import os
+import tempfile
+import uuid
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +28,9 @@ MANIFEST = "evallens-model.json"
 # bfloat16 than in float32 with 8 requests in flight (11.6 against 49.8 tokens/s), 1.6x with one.
 NATIVE_BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
 CPUINFO = Path("/proc/cpuinfo")
+# vLLM names each socket to its engine core <VLLM_RPC_BASE_PATH>/<uuid4>; Linux holds at most 107 bytes
+# of a socket path (sizeof(sockaddr_un.sun_path) less its NUL), or binding fails and the engine never loads
+MAX_SOCKET_PATH_BYTES = 107
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,7 @@ class VllmOptions:
 
 def vllm_environment(cache_dir: Path) -> dict[str, str]:
     """Variables vLLM and torch read: in-process engine, one OpenMP thread, caches in our data dir."""
-    rpc_dir = cache_dir / "vllm-rpc"
-    rpc_dir.mkdir(parents=True, exist_ok=True)
+    rpc_dir = rpc_directory(cache_dir)
     return {
         "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
         # More threads than free cores makes CPU inference up to 30x slower.
@@ -56,6 +61,19 @@ def vllm_environment(cache_dir: Path) -> dict[str, str]:
         "VLLM_NO_USAGE_STATS": "1",
         "HF_HUB_OFFLINE": "1",
     }
+
+
+def rpc_directory(cache_dir: Path) -> Path:
+    """Where vLLM puts the Unix sockets to its engine core: in the cache dir, or, when a socket path there
+    would be too long for the kernel (a deep data dir), in a private directory under the system's temp."""
+    preferred = cache_dir / "vllm-rpc"
+    if len(os.fsencode(preferred)) + len(f"/{uuid.uuid4()}") <= MAX_SOCKET_PATH_BYTES:
+        preferred.mkdir(parents=True, exist_ok=True)
+        return preferred
+    short = Path(tempfile.gettempdir()) / f"evallens-vllm-rpc-{os.geteuid()}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    short.chmod(0o700)  # mkdir's mode is masked, and the directory may be older
+    return short
 
 
 def effective_dtype(dtype: str) -> str:
