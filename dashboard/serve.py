@@ -9,10 +9,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 from evallens.db.server import database
 from evallens.settings import DashboardSettings, DatabaseSettings, child_environment
+from evallens.signals import exit_on_signal
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def run_dashboard(
 ) -> DashboardRun:
     """Run ``script`` (which calls ``dashboard.app.run``) until it exits, on the configured PostgreSQL
     or the embedded default."""
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    signal.signal(signal.SIGTERM, exit_on_signal)
     with database(database_settings) as server:
         command = streamlit_command(settings, script)
         process = subprocess.Popen(command, env=dashboard_environment(server.url))
@@ -77,7 +77,3 @@ def run_dashboard(
                     process.wait()
     url = f"http://{settings.dashboard_host}:{settings.dashboard_port}"
     return DashboardRun(url=url, exit_code=exit_code)
-
-
-def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)

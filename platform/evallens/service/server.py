@@ -1,6 +1,7 @@
 """``evallens service``: the app under uvicorn, configured by ``EVALLENS_*`` variables only."""
 
 import logging
+import signal
 from dataclasses import dataclass
 
 import uvicorn
@@ -16,6 +17,7 @@ from evallens.service.app import create_app
 from evallens.service.info.protocol import ServiceConfig
 from evallens.service.weights.pull import pull_default_model
 from evallens.settings import ServiceSettings
+from evallens.signals import exit_on_signal
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +86,9 @@ def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun
     ensure_safe_bind(settings.service_host, settings.auth_enabled, insecure, "the reference service")
     configure_logging(settings.log_level)
     prepare_default_model(settings)
+    # uvicorn drains on SIGTERM, then raises the signal again under the handler it found: ours unwinds
+    # through ``database`` (an embedded PostgreSQL is stopped) where the default would end the process
+    signal.signal(signal.SIGTERM, exit_on_signal)
     with database(settings) as server:
         check_schema(server, settings)
         app = create_app(settings.model_copy(update={"database_url": server.url}))

@@ -3,6 +3,7 @@ own first line, print whole values when piped, and find the servers where the se
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from evallens.app.demo.processes import ManagedProcess
+from evallens.app.demo.stack import EVALLENS
 from evallens.db.server import HANDLES_FILE
 from evallens.ports import free_port
+from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import child_environment
 
 
@@ -110,3 +114,32 @@ def test_the_embedded_server_stops_with_its_last_user_even_after_one_was_killed(
         if postgres_running(pgdata):  # never leave a server behind, even when the test fails
             pid = int((pgdata / "postmaster.pid").read_text().split()[0])
             os.kill(pid, 15)
+
+
+@pytest.mark.slow
+def test_a_terminated_service_stops_the_embedded_server_it_started(tmp_path: Path) -> None:
+    # SIGTERM (systemd, `docker stop`, `kill`) drains the service, then unwinds it like Ctrl-C: without that,
+    # uvicorn re-raised the signal under its default handler, the process ended at once, and the embedded
+    # PostgreSQL it had started kept running
+    port = free_port()
+    environment = {
+        **embedded(tmp_path / "data"),
+        "EVALLENS_MODEL_PATH": str(build_tiny_llama(tmp_path / "tiny-model")),
+        "EVALLENS_MAX_MODEL_LEN": "512",
+        "EVALLENS_SERVICE_PORT": str(port),
+    }
+    pgdata = tmp_path / "data" / "postgres"
+    service = ManagedProcess("service", [*EVALLENS, "service"], tmp_path / "service.log", environment)
+    service.start()
+    try:
+        service.wait_healthy(f"http://127.0.0.1:{port}/readyz", timeout_s=300)
+        assert postgres_running(pgdata)
+        os.kill(service.pid, signal.SIGTERM)
+        assert service.process is not None
+        exit_code = service.process.wait(timeout=120)
+        assert not postgres_running(pgdata), (tmp_path / "service.log").read_text()[-3000:]
+        assert exit_code == 128 + signal.SIGTERM  # as a shell reports a command SIGTERM ended
+    finally:
+        service.stop()
+        if postgres_running(pgdata):  # never leave a server behind, even when the test fails
+            os.kill(int((pgdata / "postmaster.pid").read_text().split()[0]), signal.SIGTERM)

@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from types import FrameType
 
 from rich.console import Console
 from sqlalchemy import Engine, text
@@ -25,6 +24,7 @@ from evallens.db.partitions import create_partitions_ahead
 from evallens.errors import EvallensError
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.settings import CasesSettings, DemoSettings, EvalSettings, ServiceSettings
+from evallens.signals import exit_on_signal
 from evallens.telemetry import attributes as attr
 
 SMOKE_MAX_MODEL_LEN = 8192  # the tiny model's byte-level tokenizer makes long prompts
@@ -285,10 +285,6 @@ def run_demo(options: DemoOptions, console: Console) -> DemoReport:
         return Demo(options, console).run()
 
 
-def _terminated(signum: int, _frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
-
-
 @contextmanager
 def stops_on_signals() -> Iterator[None]:
     """Ctrl-C (SIGINT) and SIGTERM end the demo through its clean-up, which stops every child.
@@ -302,7 +298,7 @@ def stops_on_signals() -> Iterator[None]:
         return
     previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGTERM, exit_on_signal)
     try:
         yield
     finally:
