@@ -4,7 +4,6 @@ The script Streamlit runs is the caller's (the entry layer's ``streamlit_app.py`
 dashboard what it may not import itself.
 """
 
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -12,7 +11,6 @@ from pathlib import Path
 
 from evallens.db.server import database
 from evallens.settings import DashboardSettings, DatabaseSettings, child_environment
-from evallens.signals import exit_on_signal
 
 
 @dataclass(frozen=True)
@@ -60,7 +58,6 @@ def run_dashboard(
 ) -> DashboardRun:
     """Run ``script`` (which calls ``dashboard.app.run``) until it exits, on the configured PostgreSQL
     or the embedded default."""
-    signal.signal(signal.SIGTERM, exit_on_signal)
     with database(database_settings) as server:
         command = streamlit_command(settings, script)
         process = subprocess.Popen(command, env=dashboard_environment(server.url))

@@ -1,7 +1,6 @@
 """``evallens service``: the app under uvicorn, configured by ``EVALLENS_*`` variables only."""
 
 import logging
-import signal
 from dataclasses import dataclass
 
 import uvicorn
@@ -17,7 +16,6 @@ from evallens.service.app import create_app
 from evallens.service.info.protocol import ServiceConfig
 from evallens.service.weights.pull import pull_default_model
 from evallens.settings import ServiceSettings
-from evallens.signals import exit_on_signal
 
 logger = logging.getLogger(__name__)
 
@@ -80,15 +78,14 @@ def prepare_default_model(settings: ServiceSettings) -> None:
 def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun:
     """Serve until interrupted; the engine loads in the background (``/readyz`` turns 200).
 
-    The knowledge base and API keys live in PostgreSQL (the embedded one unless a URL is set).
+    The knowledge base and API keys live in PostgreSQL (the embedded one unless a URL is set). On
+    SIGTERM uvicorn drains, then raises the signal again under the handler it found: the CLI's
+    (``exit_on_signal``) unwinds through ``database``, which stops an embedded server.
     Refuses a non-loopback address without auth unless ``insecure``.
     """
     ensure_safe_bind(settings.service_host, settings.auth_enabled, insecure, "the reference service")
     configure_logging(settings.log_level)
     prepare_default_model(settings)
-    # uvicorn drains on SIGTERM, then raises the signal again under the handler it found: ours unwinds
-    # through ``database`` (an embedded PostgreSQL is stopped) where the default would end the process
-    signal.signal(signal.SIGTERM, exit_on_signal)
     with database(settings) as server:
         check_schema(server, settings)
         app = create_app(settings.model_copy(update={"database_url": server.url}))

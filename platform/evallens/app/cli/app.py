@@ -1,5 +1,6 @@
 """Builds the Typer app from one module per command group and turns user errors into one line."""
 
+import signal
 import sys
 from typing import NoReturn
 
@@ -22,6 +23,7 @@ from evallens.app.cli import (
 )
 from evallens.errors import EvallensError
 from evallens.settings import ENV_PREFIX
+from evallens.signals import exit_on_signal
 
 EXIT_ERROR = 2
 
@@ -51,7 +53,11 @@ def create_cli() -> typer.Typer:
 
 
 def main() -> None:
-    """Entry point of the console script: a user mistake is one line on stderr and exit code 2."""
+    """Entry point of the console script: a user mistake is one line on stderr and exit code 2.
+
+    SIGTERM (systemd, `docker stop`, `kill`) unwinds every command as Ctrl-C does, so what it started
+    (the embedded PostgreSQL, child processes) is stopped; the exit status is 143."""
+    signal.signal(signal.SIGTERM, exit_on_signal)
     try:
         result = create_cli()(standalone_mode=False)
     except typer.TyperException as error:  # click's errors: unknown command, bad or missing option
