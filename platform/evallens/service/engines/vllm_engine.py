@@ -5,7 +5,6 @@ import hashlib
 import json
 import os
 import tempfile
-import uuid
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ CPUINFO = Path("/proc/cpuinfo")
 # vLLM names each socket to its engine core <VLLM_RPC_BASE_PATH>/<uuid4>; Linux holds at most 107 bytes
 # of a socket path (sizeof(sockaddr_un.sun_path) less its NUL), or binding fails and the engine never loads
 MAX_SOCKET_PATH_BYTES = 107
+SOCKET_NAME_BYTES = len("/") + 36  # a uuid4 in its usual text form
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def rpc_directory(cache_dir: Path) -> Path:
     """Where vLLM puts the Unix sockets to its engine core: in the cache dir, or, when a socket path there
     would be too long for the kernel (a deep data dir), in a private directory under the system's temp."""
     preferred = cache_dir / "vllm-rpc"
-    if len(os.fsencode(preferred)) + len(f"/{uuid.uuid4()}") <= MAX_SOCKET_PATH_BYTES:
+    if len(os.fsencode(preferred)) + SOCKET_NAME_BYTES <= MAX_SOCKET_PATH_BYTES:
         preferred.mkdir(parents=True, exist_ok=True)
         return preferred
     short = Path(tempfile.gettempdir()) / f"evallens-vllm-rpc-{os.geteuid()}"
