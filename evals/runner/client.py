@@ -15,17 +15,13 @@ from evallens.telemetry.attributes import (
     HEADER_EVAL_RUN_ID,
     HEADER_TRACE_ID,
 )
-from evallens.telemetry.messages import clean_text
+from evallens.telemetry.messages import EARLY_FINISH_REASONS, clean_text
 from evals.metrics.recall import document_id
 
 EXTENSION_FIELD = "evallens"
 TRACE_ID_HEADER = HEADER_TRACE_ID
 TRACEPARENT_HEADER = "traceparent"
 MAX_TOKEN_COUNT = 2**31 - 1  # eval_results stores token counts as INTEGER
-# finish reasons of an answer the target did not run to its end: vLLM's "abort" (a request aborted by
-# the engine, e.g. every one in flight when it shuts down) and "error" (an internal, retryable failure).
-# The text is cut wherever it stopped; scoring it as the target's answer would read as a quality drop.
-CUT_SHORT = frozenset({"abort", "error"})
 
 
 @dataclass
@@ -104,7 +100,8 @@ async def complete(client: httpx.AsyncClient, url: str, request: ChatRequest) ->
         result.connection_failed = isinstance(error, httpx.ConnectError)
     except (ValueError, RecursionError) as error:  # not JSON, or JSON not shaped as a chat completion
         result.error = f"unreadable response: {str(error)[:200]}"
-    if result.error is None and result.finish_reason in CUT_SHORT:
+    # a cut text scored as the target's answer would read as a quality drop
+    if result.error is None and result.finish_reason in EARLY_FINISH_REASONS:
         result.error = f"the target ended the answer early (finish_reason {result.finish_reason!r})"
     result.latency_ms = (time.perf_counter() - started) * 1000
     if result.error is None and result.text is None:

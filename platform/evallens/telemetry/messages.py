@@ -1,5 +1,6 @@
-"""Chat messages wherever they are carried: a request's or a case's message list, and the question
-and answer in GenAI / OpenInference span attributes (``gen_ai.input.messages``, ``input.value``, ...)."""
+"""Chat messages wherever they are carried: a request's or a case's message list, the question and
+answer in GenAI / OpenInference span attributes (``gen_ai.input.messages``, ``input.value``, ...), and
+what an answer's finish reason says of it."""
 
 import json
 import re
@@ -10,6 +11,12 @@ from evallens.telemetry import attributes
 
 QUESTION_ATTRIBUTES = (attributes.GEN_AI_INPUT_MESSAGES, attributes.INPUT_VALUE)
 ANSWER_ATTRIBUTES = (attributes.GEN_AI_OUTPUT_MESSAGES, attributes.OUTPUT_VALUE)
+# An answer's finish reason. COMPLETE: the engine ran it to its end, and the same request would get it
+# again. EARLY: vLLM's "abort" (a request it aborted: every one in flight when it shuts down) and "error"
+# (an internal, retryable failure); the text is cut wherever the engine stopped. Others ("repetition")
+# end an answer the engine chose to stop.
+COMPLETE_FINISH_REASONS = frozenset({"stop", "length"})
+EARLY_FINISH_REASONS = frozenset({"abort", "error"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

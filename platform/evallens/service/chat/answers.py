@@ -1,7 +1,7 @@
 """Answers given without the engine, and the chat's two answer caches (exact and semantic).
 
 The preflight looks answers up; the chat serving stores a complete engine answer (finish reason in
-``engines.base.COMPLETE``) and, when the engine fails, asks the semantic cache for a stand-in at its
+``COMPLETE_FINISH_REASONS``) and, when the engine fails, asks the semantic cache for a stand-in at its
 looser fallback threshold. Only deterministic requests (temperature 0 or a seed) are looked up and
 stored (``AnswerCache.cacheable``, one rule for both); a ``Cache-Control: no-cache`` request neither
 reads nor fills the caches. An answer computed with retrieval is keyed by the generation of the

@@ -21,8 +21,6 @@ from evallens.service.chat.prompt import BuiltPrompt, PromptContext, build_messa
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.chat.recording import CLIENT_CLOSED, RequestRecording
 from evallens.service.engines.base import (
-    COMPLETE,
-    ENDED_EARLY,
     Engine,
     EngineError,
     EngineRejected,
@@ -44,6 +42,7 @@ from evallens.service.tags import RequestTags
 from evallens.service.telemetry import ServiceMetrics
 from evallens.settings import ServiceSettings
 from evallens.telemetry import attributes as attr
+from evallens.telemetry.messages import COMPLETE_FINISH_REASONS, EARLY_FINISH_REASONS
 
 
 @dataclass
@@ -311,7 +310,8 @@ class ChatServing:
                     recording.engine_tokens = True
                 recording.num_prompt_tokens = chunk.num_prompt_tokens or recording.num_prompt_tokens
                 recording.num_output_tokens = chunk.num_output_tokens
-                if chunk.finish_reason in ENDED_EARLY:  # a cut answer is no answer: retryable, as vLLM's 500
+                # a cut answer is no answer: retryable, as vLLM's own 500
+                if chunk.finish_reason in EARLY_FINISH_REASONS:
                     raise EngineUnavailable(
                         f"The engine ended the answer early (finish reason '{chunk.finish_reason}'); "
                         "retry the request.",
@@ -348,7 +348,7 @@ class ChatServing:
     def finish(self, call: ChatCall, status: int) -> None:
         """Record a successful request; remember a complete engine answer in the caches."""
         recording, state = call.recording, call.preflight
-        if state.canned is None and not state.degraded and recording.finish_reason in COMPLETE:
+        if state.canned is None and not state.degraded and recording.finish_reason in COMPLETE_FINISH_REASONS:
             answer = CannedAnswer(
                 recording.answer,
                 recording.finish_reason,

@@ -53,14 +53,6 @@ class Prompt:
         return None if self.token_ids is None else len(self.token_ids)
 
 
-# Finish reasons. COMPLETE: the engine ran the answer to its end, and the same request would get it again.
-# ENDED_EARLY: vLLM's "abort" (a request it aborted: every one in flight when it shuts down) and "error"
-# (an internal, retryable failure); the text is cut wherever the engine stopped. Others ("repetition")
-# end an answer the engine chose to stop: served, never cached.
-COMPLETE = frozenset({"stop", "length"})
-ENDED_EARLY = frozenset({"abort", "error"})
-
-
 @dataclass(frozen=True)
 class GenerationChunk:
     """New text since the last chunk, with running token counts; ``finish_reason`` on the last one."""
