@@ -1,10 +1,13 @@
 """Build the scoring context from settings: the local embedding model, thresholds and the judge."""
 
+from pathlib import Path
+
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.settings import EvalSettings
+from evallens.settings import EvalSettings, ServiceSettings
 from evals.errors import EvalConfigError
 from evals.metrics._embedding import MiniLmSimilarity
+from evals.metrics._harm_classifier import HarmClassifier, is_trained
 from evals.metrics.result import JudgeMode, ScoringContext, Similarity
 
 
@@ -16,12 +19,19 @@ def judge_mode(settings: EvalSettings) -> JudgeMode:
     return mode
 
 
+def harm_classifier_path(settings: EvalSettings) -> Path:
+    """Where the harm classifier is (and where ``evallens model pull`` trains it)."""
+    return settings.eval_harm_classifier_path or ServiceSettings().models_dir / "harm-classifier"
+
+
 def build_scoring_context(
     settings: EvalSettings,
     similarity: Similarity | None = None,
     sessions: sessionmaker[Session] | None = None,
 ) -> ScoringContext:
     """A ``ScoringContext`` with all-MiniLM-L6-v2, the thresholds and the judge the settings name.
+
+    The harm classifier joins it when it is enabled and has been trained (``evallens model pull``).
 
     With ``sessions``, judge verdicts are cached in PostgreSQL.
     """
@@ -38,6 +48,10 @@ def build_scoring_context(
             max_tokens=settings.eval_judge_max_tokens,
         )
         judge = LlmJudge(client, concurrency=settings.eval_judge_concurrency, sessions=sessions)
+    classifier_path = harm_classifier_path(settings)
+    harm_classifier = None
+    if settings.eval_harm_classifier and is_trained(classifier_path):
+        harm_classifier = HarmClassifier(classifier_path)
     return ScoringContext(
         similarity=similarity or MiniLmSimilarity(),
         similarity_threshold=settings.eval_similarity_threshold,
@@ -48,4 +62,6 @@ def build_scoring_context(
         recall_k=settings.eval_recall_k,
         judge=judge,
         judge_mode=mode,
+        harm_classifier=harm_classifier,
+        harm_confidence=settings.eval_harm_confidence,
     )

