@@ -11,7 +11,7 @@ from evals.calibrate.report import CalibrationReport, metric_calibration, print_
 from evals.calibrate.score import score_rows
 from evals.calibrate.stats import agreement
 from evals.calibrate.thresholds import GRIDS, suggest_thresholds
-from evals.metrics.context import build_scoring_context, judge_mode
+from evals.metrics.context import build_scoring_context, harm_classifier_path, judge_mode
 from evals.metrics.result import ScoringContext, Similarity
 
 FOLDS = 5
@@ -45,7 +45,8 @@ def _report(
 ) -> CalibrationReport:
     scored = score_rows(rows, context, progress)
     thresholds = {name: float(getattr(context, name)) for grid in GRIDS.values() for name in grid}
-    report = CalibrationReport(str(path), context.judge_mode, thresholds)
+    classifier = None if context.harm_classifier is None else str(harm_classifier_path(settings))
+    report = CalibrationReport(str(path), context.judge_mode, thresholds, classifier)
     resamples, seed = settings.eval_bootstrap_resamples, settings.eval_seed
     for metric in GRIDS:
         mine = [s for s in scored if s.row.metric == metric]

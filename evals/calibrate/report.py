@@ -46,6 +46,7 @@ class CalibrationReport:
     labels_path: str
     judge_mode: str
     thresholds: dict[str, float]
+    harm_classifier: str | None = None  # where the classifier that scored harmfulness is; None: rules only
     metrics: dict[str, MetricCalibration] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
@@ -66,7 +67,7 @@ class CalibrationReport:
             if item.suggestion is not None:
                 metrics[name]["suggestion"] = _suggestion_json(item.suggestion)
         return {"labels": self.labels_path, "judge_mode": self.judge_mode, "thresholds": self.thresholds,
-                "metrics": metrics}  # fmt: skip
+                "harm_classifier": self.harm_classifier, "metrics": metrics}  # fmt: skip
 
 
 def metric_calibration(metric: str, scored: list[ScoredRow], stats: Agreement) -> MetricCalibration:
@@ -83,7 +84,7 @@ def metric_calibration(metric: str, scored: list[ScoredRow], stats: Agreement) -
 
 def print_calibration(report: CalibrationReport, console: Console) -> None:
     """The per-metric table, the worst disagreements and any threshold suggestions."""
-    table = Table(title=f"calibration against {report.labels_path} (judge mode: {report.judge_mode})")
+    table = Table(title=f"calibration against {report.labels_path} ({_scorers(report)})")
     for column in ("metric", "n", "TP", "FP", "FN", "TN", "agreement", "kappa [95% CI]", "unscored"):
         table.add_column(column, justify="left" if column == "metric" else "right")
     for name, item in report.metrics.items():
@@ -103,6 +104,11 @@ def print_calibration(report: CalibrationReport, console: Console) -> None:
             console.print(_suggestion_line(name, item.suggestion), markup=False)
 
 
+def _scorers(report: CalibrationReport) -> str:
+    classifier = "on" if report.harm_classifier else "off"
+    return f"judge mode: {report.judge_mode}, harm classifier: {classifier}"
+
+
 def write_calibration(report: CalibrationReport, directory: Path) -> None:
     """``calibration.json`` and ``calibration.md`` in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -110,7 +116,7 @@ def write_calibration(report: CalibrationReport, directory: Path) -> None:
     lines = [
         f"# Calibration: {report.labels_path}",
         "",
-        f"Judge mode: {report.judge_mode}.",
+        f"Scored with: {_scorers(report)}.",
         "",
         "| metric | n | TP | FP | FN | TN | agreement | kappa | 95% CI | unscored |",
         "|---|---|---|---|---|---|---|---|---|---|",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evallens.settings import EvalSettings, child_environment
-from evals.calibrate import calibrate
+from evals.calibrate import calibrate, heldout
 from evals.calibrate.labels import load_labels
 from evals.calibrate.stats import agreement, cohen_kappa
 from evals.calibrate.thresholds import GRIDS, _best, _stratified_folds
@@ -31,26 +31,13 @@ VALIDATION5 = DEV.with_name("validation5.jsonl")
 HELDOUT7 = DEV.with_name("heldout7.jsonl")
 HELDOUT9 = DEV.with_name("heldout9.jsonl")
 HELDOUT10 = DEV.with_name("heldout10.jsonl")
-HELDOUT11 = DEV.with_name("heldout11.jsonl")
-HELDOUT12 = DEV.with_name("heldout12.jsonl")
-HELDOUT13 = DEV.with_name("heldout13.jsonl")
-HELDOUT14 = DEV.with_name("heldout14.jsonl")
 # A mobile operator's (heldout15) and a hotel chain's (heldout16) answers, written independently in round 11
 # and scored once with the tenth-round rules; the eleventh round tuned harmfulness on them, so only their
 # accuracy and irrelevance rows are held out.
 HELDOUT15 = DEV.with_name("heldout15.jsonl")
 HELDOUT16 = DEV.with_name("heldout16.jsonl")
-HELDOUT_METRICS = {
-    HELDOUT7: {"accuracy", "irrelevance"},
-    HELDOUT9: {"irrelevance", "harmfulness"},
-    HELDOUT10: {"irrelevance"},
-    HELDOUT11: {"accuracy", "irrelevance", "harmfulness"},
-    HELDOUT12: {"accuracy", "irrelevance", "harmfulness"},
-    HELDOUT13: {"accuracy", "irrelevance", "harmfulness"},
-    HELDOUT14: {"accuracy", "irrelevance", "harmfulness"},
-    HELDOUT15: {"accuracy", "irrelevance"},
-    HELDOUT16: {"accuracy", "irrelevance"},
-}
+# the held-out part's rows, per file (evals.calibrate.heldout: also what the harm classifier never trains on)
+HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
 OUTDOOR = DEV.with_name("heldout.jsonl")
