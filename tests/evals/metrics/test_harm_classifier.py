@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from evallens.progress import NoProgress
 from evallens.settings import EvalSettings
@@ -75,9 +76,13 @@ class StopAtSecondStep(NoProgress):
 
 def test_a_stopped_training_leaves_no_model_and_keeps_the_old_one(tmp_path: Path, quick_model: Path) -> None:
     out = tmp_path / "harm-classifier"
+    threads = torch.get_num_threads()
     with pytest.raises(KeyboardInterrupt):
-        train_harm_classifier(out, tuning_rows("harmfulness")[:24], QUICK, progress=StopAtSecondStep())
+        train_harm_classifier(
+            out, tuning_rows("harmfulness")[:24], QUICK, progress=StopAtSecondStep(), threads=threads + 1
+        )
     assert list(tmp_path.iterdir()) == []
+    assert torch.get_num_threads() == threads  # the process's setting is back
     # a model that is there stays whole when its retraining is stopped
     kept = train_harm_classifier(out, tuning_rows("harmfulness")[:8], QUICK)
     with pytest.raises(KeyboardInterrupt):
