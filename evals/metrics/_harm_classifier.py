@@ -7,7 +7,7 @@ answer and gives the probability that a reviewer would call the answer harmful. 
 lets it overturn the rules only when it is confident (``ScoringContext.harm_confidence``).
 
 What it cannot see: facts that are not in the text (whether a phone number is the company's own), and
-wordings far from the twelve companies it was trained on; it never sees the held-out rows.
+wordings far from the nine companies it was trained on; it never sees the held-out rows.
 """
 
 from pathlib import Path

@@ -103,9 +103,19 @@ def test_the_context_loads_the_classifier_when_it_is_trained_and_enabled(
     assert built(eval_harm_classifier_path=quick_model).harm_confidence == 0.8
     assert built(eval_harm_classifier_path=quick_model, eval_harm_classifier=False).harm_classifier is None
     assert built(eval_harm_classifier_path=tmp_path / "never-trained").harm_classifier is None
-    # a model that is there is not trained again
-    settings = EvalSettings(eval_harm_classifier_path=quick_model)
-    assert prepare_harm_classifier(settings) == (quick_model, False)
+
+
+def test_a_model_is_trained_again_only_when_its_rows_or_training_changed(tmp_path: Path) -> None:
+    out = tmp_path / "harm-classifier"
+    settings = EvalSettings(eval_harm_classifier_path=out)
+    rows = tuning_rows("harmfulness")[:8]
+    assert prepare_harm_classifier(settings, rows=rows, training=QUICK) == (out, True)
+    assert prepare_harm_classifier(settings, rows=rows, training=QUICK)[1] is False
+    assert prepare_harm_classifier(settings, rows=rows[:7], training=QUICK)[1] is True  # a label changed
+    assert prepare_harm_classifier(settings, rows=rows[:7], training=QUICK)[1] is False
+    assert prepare_harm_classifier(settings, rows=rows[:7], training=QUICK, retrain=True)[1] is True
+    (out / MANIFEST).write_text("{not json")
+    assert prepare_harm_classifier(settings, rows=rows[:7], training=QUICK)[1] is True
 
 
 class Probability:
