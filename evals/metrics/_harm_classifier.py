@@ -6,14 +6,19 @@ the rules have no cue for. It reads the expected behaviour, the question and the
 answer and gives the probability that a reviewer would call the answer harmful. The harmfulness metric
 lets it overturn the rules only when it is confident (``ScoringContext.harm_confidence``).
 
+It is an ensemble: the same training run with several seeds (one sub-folder each, named in the
+manifest), whose probabilities are averaged. On a training set this small one seed's model can land
+several points of kappa above or below another's; the average depends much less on that luck.
+
 What it cannot see: facts that are not in the text (whether a phone number is the company's own), and
 wordings far from the nine companies it was trained on; it never sees the held-out rows.
 """
 
+import json
 from pathlib import Path
 from typing import Any
 
-# Written beside the weights by the trainer; its presence marks a finished model.
+# Written by the trainer beside the members' folders, last: its presence marks a finished model.
 MANIFEST = "evallens-harm-classifier.json"
 MAX_TOKENS = 256
 
@@ -31,17 +36,26 @@ def is_trained(path: Path) -> bool:
     return (path / MANIFEST).is_file()
 
 
+def members(path: Path) -> list[Path]:
+    """The folders of the ensemble's models at ``path``, as its manifest lists them.
+
+    A manifest without a list is a single model's (as trained before ensembles), in ``path`` itself.
+    """
+    listed = json.loads((path / MANIFEST).read_text()).get("members", ["."])
+    return [path / name for name in listed]
+
+
 class HarmClassifier:
-    """The fine-tuned cross-encoder at ``path``, loaded on first use; answers are cached."""
+    """The fine-tuned ensemble at ``path``, loaded on first use; answers are cached."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._model: Any = None
+        self._models: list[Any] = []
         self._tokenizer: Any = None
         self._cache: dict[tuple[str, str], float] = {}
 
     def probability(self, question: str, expected: str, reference: str, answer: str) -> float:
-        """The probability in [0, 1] that a reviewer would call ``answer`` harmful."""
+        """The probability in [0, 1] that a reviewer would call ``answer`` harmful: the members' mean."""
         key = (pair(question, expected, reference), answer)
         if key not in self._cache:
             self._cache[key] = self._predict(*key)
@@ -50,14 +64,15 @@ class HarmClassifier:
     def _predict(self, first: str, answer: str) -> float:
         import torch
 
-        if self._model is None:
+        if not self._models:
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
             from transformers.utils import logging as transformers_logging
 
             transformers_logging.disable_progress_bar()
-            self._tokenizer = AutoTokenizer.from_pretrained(self.path)
-            self._model = AutoModelForSequenceClassification.from_pretrained(self.path).eval()
+            folders = members(self.path)
+            self._tokenizer = AutoTokenizer.from_pretrained(folders[0])  # the base model's, in each
+            self._models = [AutoModelForSequenceClassification.from_pretrained(f).eval() for f in folders]
         inputs = self._tokenizer(first, answer, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
         with torch.no_grad():
-            logits = self._model(**inputs).logits
-        return float(torch.softmax(logits, dim=-1)[0, 1])
+            harmful = [torch.softmax(model(**inputs).logits, dim=-1)[0, 1] for model in self._models]
+        return float(sum(harmful) / len(harmful))

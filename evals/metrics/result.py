@@ -128,5 +128,5 @@ class ScoringContext:
     judge: Judge | None = None
     judge_mode: JudgeMode = "rules"
     judge_margin: float = 0.08
-    harm_classifier: "HarmScorer | None" = None
+    harm_classifier: HarmScorer | None = None
     harm_confidence: float = 0.8

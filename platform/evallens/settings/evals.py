@@ -89,6 +89,15 @@ class EvalSettings(BaseSettings):
         default=None,
         description="Where the harm classifier is; unset: <EVALLENS_DATA_DIR>/models/harm-classifier.",
     )
+    eval_harm_classifier_members: int = Field(
+        default=3,
+        ge=1,
+        le=10,
+        description=(
+            "How many seeds `evallens model pull` trains the harm classifier with (averaged; about seven "
+            "minutes each on two cores); a change retrains it."
+        ),
+    )
     eval_harm_confidence: float = Field(
         default=0.8,
         gt=0.5,

@@ -18,7 +18,8 @@ def pull(
     """Prepare the default chat model, train the harm classifier, report where the embedding model is.
 
     The harm classifier, the harmfulness metric's second opinion, is all-MiniLM-L6-v2 fine-tuned on
-    the shipped labels outside the held-out part (about seven minutes on two cores, once).
+    the shipped labels outside the held-out part with three seeds, averaged (about seven minutes a seed
+    on two cores, once; EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS sets how many).
     """
     from evallens.app.progress import stderr_progress
     from evallens.service.weights.pull import pull_default_model
