@@ -22,7 +22,8 @@ from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.settings import EvalSettings
 from evals.calibrate.heldout import tuning_rows
 from evals.calibrate.labels import LabelRow
-from evals.metrics._harm_classifier import MANIFEST, MAX_TOKENS, is_trained, pair
+from evals.errors import EvalConfigError
+from evals.metrics._harm_classifier import MANIFEST, MAX_TOKENS, HarmClassifier, is_trained, pair
 from evals.metrics.context import harm_classifier_path
 
 
@@ -163,8 +164,8 @@ def prepare_harm_classifier(
     progress: ProgressReporter = NO_PROGRESS,
 ) -> tuple[Path, bool]:
     """Train the classifier where the settings put it unless the one there was trained on the same rows
-    (default: the shipped tuning rows) the same way (default: ``Training.of(settings)``); returns (path,
-    trained now).
+    (default: the shipped tuning rows) the same way (default: ``Training.of(settings)``) and loads;
+    returns (path, trained now).
 
     It trains on every core: `evallens model pull` and the demo run nothing beside it (on two cores
     about seven minutes a member, against thirteen on one).
@@ -177,7 +178,16 @@ def prepare_harm_classifier(
             recorded = json.loads((path / MANIFEST).read_text())
         except (OSError, ValueError):
             recorded = None
-        if recorded == manifest_of(rows, training):
+        if recorded == manifest_of(rows, training) and _loads(path):
             return path, False
     train_harm_classifier(path, rows, training, progress, threads=os.cpu_count())
     return path, True
+
+
+def _loads(path: Path) -> bool:
+    """Whether every member of the classifier at ``path`` loads (none deleted or cut short)."""
+    try:
+        HarmClassifier(path).load()
+    except EvalConfigError:
+        return False
+    return True

@@ -18,6 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evals.errors import EvalConfigError
+
 # Written by the trainer beside the members' folders, last: its presence marks a finished model.
 MANIFEST = "evallens-harm-classifier.json"
 MAX_TOKENS = 256
@@ -46,13 +48,40 @@ def members(path: Path) -> list[Path]:
 
 
 class HarmClassifier:
-    """The fine-tuned ensemble at ``path``, loaded on first use; answers are cached."""
+    """The fine-tuned ensemble at ``path``, loaded on first use (or by ``load``); answers are cached."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._models: list[Any] = []
         self._tokenizer: Any = None
         self._cache: dict[tuple[str, str], float] = {}
+
+    def load(self) -> "HarmClassifier":
+        """Load every member now: ``EvalConfigError`` naming the folder and the remedy when one cannot
+        be (a member deleted, a weights file cut short), before a run spends its time on requests."""
+        if self._models:
+            return self
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+        try:
+            folders = members(self.path)
+            if not folders:
+                raise ValueError("its manifest names no members")
+            for folder in folders:
+                if not folder.is_dir():
+                    raise FileNotFoundError(f"{folder.name} is missing")
+            tokenizer = AutoTokenizer.from_pretrained(folders[0])  # the base model's, in each
+            models = [AutoModelForSequenceClassification.from_pretrained(f).eval() for f in folders]
+        except Exception as error:  # a damaged folder raises from json, transformers or safetensors
+            problem = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+            raise EvalConfigError(
+                f"the harm classifier at {self.path} cannot be loaded ({problem}); train it again with "
+                "`evallens model pull --retrain`, or set EVALLENS_EVAL_HARM_CLASSIFIER=false"
+            ) from error
+        self._tokenizer, self._models = tokenizer, models
+        return self
 
     def probability(self, question: str, expected: str, reference: str, answer: str) -> float:
         """The probability in [0, 1] that a reviewer would call ``answer`` harmful: the members' mean."""
@@ -64,14 +93,7 @@ class HarmClassifier:
     def _predict(self, first: str, answer: str) -> float:
         import torch
 
-        if not self._models:
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
-            from transformers.utils import logging as transformers_logging
-
-            transformers_logging.disable_progress_bar()
-            folders = members(self.path)
-            self._tokenizer = AutoTokenizer.from_pretrained(folders[0])  # the base model's, in each
-            self._models = [AutoModelForSequenceClassification.from_pretrained(f).eval() for f in folders]
+        self.load()
         inputs = self._tokenizer(first, answer, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
         with torch.no_grad():
             harmful = [torch.softmax(model(**inputs).logits, dim=-1)[0, 1] for model in self._models]

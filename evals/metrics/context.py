@@ -51,7 +51,7 @@ def build_scoring_context(
     classifier_path = harm_classifier_path(settings)
     harm_classifier = None
     if settings.eval_harm_classifier and is_trained(classifier_path):
-        harm_classifier = HarmClassifier(classifier_path)
+        harm_classifier = HarmClassifier(classifier_path).load()  # a damaged one fails here, not mid-run
     return ScoringContext(
         similarity=similarity or MiniLmSimilarity(),
         similarity_threshold=settings.eval_similarity_threshold,
