@@ -26,3 +26,8 @@ class RunFailed(EvallensError):
         super().__init__(f"run {run_id} failed: {reason}")
         self.run_id = run_id
         self.reason = reason
+
+
+class ScoredDifferently(EvallensError):
+    """Two runs whose answers were scored by different metrics (code, thresholds, judge or classifier):
+    a difference in their scores could be the metrics', not the target's."""

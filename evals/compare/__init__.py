@@ -9,6 +9,7 @@ from evallens.runs import RunNotFound, RunRef, StoredResult, flipped_cases, load
 from evals.compare.cells import ComparisonOptions, compare_cells
 from evals.compare.hints import config_changes, draw_hints
 from evals.compare.procedure import ERROR_RATE, PROCEDURE
+from evals.errors import ScoredDifferently
 from evals.infra import compute_infra
 from evals.scoring import case_scores
 
@@ -32,6 +33,7 @@ def compare_runs(
             f"the runs replay different sets ('{baseline_ref.eval_set.name}' and "
             f"'{candidate_ref.eval_set.name}'); compare runs of one set"
         )
+    _require_same_scoring(baseline_ref.run, candidate_ref.run, candidate_ref.eval_set.name)
     base_results = load_results(session, baseline_ref.run.id)
     cand_results = load_results(session, candidate_ref.run.id)
     comparisons = compare_cells(case_scores(base_results), case_scores(cand_results), options)
@@ -95,6 +97,27 @@ def unscored_cases(baseline: list[StoredResult], candidate: list[StoredResult]) 
 def _require_completed(ref: RunRef) -> None:
     if ref.run.status != "completed":
         raise RunNotFound(f"run {ref.run.id} is {ref.run.status}: only completed runs can be compared")
+
+
+def _require_same_scoring(baseline: EvalRun, candidate: EvalRun, eval_set_name: str) -> None:
+    """``ScoredDifferently``, naming what differs, unless both runs were scored the same way."""
+    if baseline.scoring == candidate.scoring:
+        return
+    if baseline.scoring is None or candidate.scoring is None:
+        older = baseline if baseline.scoring is None else candidate
+        what = f"run {older.id} was stored before runs recorded how they were scored"
+    else:
+        differing = sorted(
+            key
+            for key in baseline.scoring.keys() | candidate.scoring.keys()
+            if baseline.scoring.get(key) != candidate.scoring.get(key)
+        )
+        what = f"they were scored differently ({', '.join(differing)} changed)"
+    raise ScoredDifferently(
+        f"runs {baseline.id} and {candidate.id} cannot be compared: {what}, so their scores may differ by "
+        f"the metrics, not the target; replay the baseline with today's metrics (`evallens eval run "
+        f"{eval_set_name} --tag main`) and gate against it"
+    )
 
 
 __all__ = ["ComparisonOptions", "cache_counts", "compare_runs", "stored_infra", "unscored_cases"]

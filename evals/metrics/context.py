@@ -1,5 +1,9 @@
-"""Build the scoring context from settings: the local embedding model, thresholds and the judge."""
+"""Build the scoring context from settings: the local embedding model, thresholds and the judge; and
+describe how a context scores, so that runs scored differently are never compared or reused."""
 
+import dataclasses
+import hashlib
+from functools import cache
 from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -7,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.settings import EvalSettings, ServiceSettings
 from evals.errors import EvalConfigError
 from evals.metrics._embedding import MiniLmSimilarity
-from evals.metrics._harm_classifier import HarmClassifier, is_trained
+from evals.metrics._harm_classifier import MANIFEST, HarmClassifier, is_trained
 from evals.metrics.result import JudgeMode, ScoringContext, Similarity
 
 
@@ -65,3 +69,39 @@ def build_scoring_context(
         harm_classifier=harm_classifier,
         harm_confidence=settings.eval_harm_confidence,
     )
+
+
+def describe_scoring(context: ScoringContext) -> dict[str, object]:
+    """What decides a run's scores besides the answers: the metrics' code, the thresholds, the judge
+    and the harm classifier. Stored with each run; two runs compare only when theirs are equal.
+
+    A changed rule, threshold, judge or retrained classifier can move the scores of unchanged answers,
+    and a gate would read that move as the target's.
+    """
+    thresholds = {
+        field.name: getattr(context, field.name)
+        for field in dataclasses.fields(context)
+        if isinstance(getattr(context, field.name), int | float | str)
+    }
+    judge = getattr(context.judge, "client", None)
+    classifier = context.harm_classifier
+    harm: str | None = None if classifier is None else type(classifier).__name__
+    if isinstance(classifier, HarmClassifier):  # retrained (other rows, seeds or settings): another digest
+        harm = "manifest " + hashlib.sha256((classifier.path / MANIFEST).read_bytes()).hexdigest()[:16]
+    return {
+        "metrics_code": metrics_code_digest(),
+        "similarity": type(context.similarity).__name__,
+        "thresholds": thresholds,
+        "judge": None if judge is None else {"endpoint": judge.base_url, "model": judge.model},
+        "harm_classifier": harm,
+    }
+
+
+@cache
+def metrics_code_digest() -> str:
+    """SHA-256 (16 hex digits) of the metrics' source: rules, judge prompts, the classifier's input."""
+    digest = hashlib.sha256()
+    root = Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]

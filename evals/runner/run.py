@@ -16,6 +16,7 @@ from evallens.settings import EvalSettings
 from evals.errors import EndpointUnreachable, EvalSetError, RunFailed
 from evals.infra import await_spans, compute_infra
 from evals.metrics import score_cases
+from evals.metrics.context import describe_scoring
 from evals.metrics.result import Answer, MetricResult, ScoringContext
 from evals.runner.replay import ReplayedCase, ReplayOptions, replay
 from evals.scoring import average_repeats, summarize
@@ -65,7 +66,9 @@ def run_eval(
         raise EvalSetError(f"eval set '{eval_set.name}' version {eval_set.version} has no active cases")
     target = fetch_target_config(target_url, api_key=settings.eval_api_key)
     model = settings.eval_model or first_model_id(target.config) or resolve_model(target_url, settings)
-    run_id = _start_run(session_factory, eval_set, target_url, target, label, repeats, settings)
+    run_id = _start_run(
+        session_factory, eval_set, target_url, target, label, repeats, settings, describe_scoring(scoring)
+    )
     try:
         options = ReplayOptions(
             endpoint=target_url,
@@ -142,6 +145,7 @@ def _start_run(
     label: str | None,
     repeats: int,
     settings: EvalSettings,
+    scoring: dict[str, object],
 ) -> uuid.UUID:
     run = EvalRun(
         id=uuid.uuid4(),
@@ -152,6 +156,7 @@ def _start_run(
         config=target.config,
         config_fingerprint=target.fingerprint,
         git_sha=settings.eval_git_sha or current_git_sha(),
+        scoring=scoring,
         status="running",
         repeats=repeats,
         started_at=datetime.now(UTC),

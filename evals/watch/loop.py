@@ -19,6 +19,7 @@ from evallens.reports import GateReportBody
 from evallens.runs import MAIN_TAG, RunNotFound, latest_completed_run
 from evallens.settings import EvalSettings
 from evals.gate import GateOutcome, options_from_settings, run_gate
+from evals.metrics.context import describe_scoring
 from evals.metrics.result import ScoringContext
 from evals.render import write_reports
 from evals.runner.run import RunReport, run_eval
@@ -156,8 +157,10 @@ def _evaluate_sets(
     outcome: WatchOutcome,
     emit: Emit,
 ) -> bool:
-    """Replay and gate every set this fingerprint has not been evaluated on; True when all now have."""
+    """Replay and gate every set this fingerprint has not been evaluated on (by today's metrics); True
+    when all now have."""
     all_done = True
+    scored_as = describe_scoring(scoring)
     for selector in options.set_selectors:
         if outcome.exit_code or _limit_reached(options, 0, outcome):
             return False
@@ -167,7 +170,7 @@ def _evaluate_sets(
             ).fingerprint
             with session_factory() as session:
                 eval_set = find_set_version(session, selector, project=options.project)
-                earlier = latest_completed_run(session, eval_set.id, target_fingerprint)
+                earlier = latest_completed_run(session, eval_set.id, target_fingerprint, scoring=scored_as)
             if earlier is not None:
                 emit(
                     f"{eval_set.name} v{eval_set.version}: fingerprint {target_fingerprint} already "

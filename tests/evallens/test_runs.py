@@ -9,6 +9,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db.models import EvalRun, EvalSet, EvalTag, GateReport
 from evallens.runs import baseline_of, latest_completed_run
 
+SCORING: dict[str, object] = {
+    "metrics_code": "abc",
+    "thresholds": {"similarity_threshold": 0.225},
+    "harm_classifier": None,
+}
+
 
 def add_run(
     session: Session,
@@ -17,6 +23,7 @@ def add_run(
     status: str = "completed",
     fingerprint: str = "fp",
     label: str | None = None,
+    scoring: dict[str, object] | None = None,
 ) -> uuid.UUID:
     run = EvalRun(
         id=uuid.uuid4(),
@@ -25,6 +32,7 @@ def add_run(
         endpoint="http://target",
         config={},
         config_fingerprint=fingerprint,
+        scoring=SCORING if scoring is None else scoring,
         status=status,
         started_at=datetime.now(UTC) - timedelta(minutes=minutes_ago),
     )
@@ -71,7 +79,7 @@ def test_the_gate_s_baseline_then_main_then_the_previous_completed_run(
         assert baseline_of(session, str(candidate)) == gated_against  # what the gate judged against
 
 
-def test_the_latest_completed_run_of_a_fingerprint_and_label(sessions: sessionmaker[Session]) -> None:
+def test_the_latest_completed_run_of_a_fingerprint_scoring_and_label(sessions: sessionmaker[Session]) -> None:
     with sessions.begin() as session:
         eval_set = EvalSet(name="support", version=1, content_hash="h")
         other_set = EvalSet(name="support", version=2, content_hash="h2")
@@ -87,10 +95,21 @@ def test_the_latest_completed_run_of_a_fingerprint_and_label(sessions: sessionma
         add_run(session, eval_set, 5, status="failed", label="baseline")
         add_run(session, eval_set, 1, fingerprint="other", label="baseline")
         add_run(session, other_set, 1, label="baseline")
+        # newer, but scored by other metrics: a retrained classifier, a moved threshold
+        add_run(session, eval_set, 3, label="baseline", scoring={**SCORING, "harm_classifier": "manifest 1"})
+        moved = {**SCORING, "thresholds": {"similarity_threshold": 0.3}}
+        add_run(session, eval_set, 2, label="candidate", scoring=moved)
     with sessions() as session:
-        baseline = latest_completed_run(session, eval_set_id, "fp", label="baseline")
+
+        def latest(fingerprint: str, label: str | None = None) -> EvalRun | None:
+            return latest_completed_run(session, eval_set_id, fingerprint, scoring=SCORING, label=label)
+
+        baseline = latest("fp", label="baseline")
         assert baseline is not None and baseline.id == newest_baseline
-        any_label = latest_completed_run(session, eval_set_id, "fp")
+        any_label = latest("fp")
         assert any_label is not None and any_label.id == candidate
-        assert latest_completed_run(session, eval_set_id, "fp", label="watch") is None
-        assert latest_completed_run(session, eval_set_id, "unseen") is None
+        assert latest("fp", label="watch") is None
+        assert latest("unseen") is None
+        rescored = latest_completed_run(session, eval_set_id, "fp", scoring=moved)
+        assert rescored is not None and rescored.id != candidate
+        assert latest_completed_run(session, eval_set_id, "fp", scoring={**SCORING, "judge": "x"}) is None

@@ -17,6 +17,7 @@ from evallens.runs import tag_run
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics as prom
 from evals.compare import ComparisonOptions, compare_runs
+from evals.errors import ScoredDifferently
 from evals.render.markdown import render_markdown
 from evals.sets.format import CaseSpec, EvalSetSpec
 from evals.sets.store import load_cases, sync_set
@@ -52,6 +53,7 @@ def _add_run(
     recall_misses: int = 0,
     unscored: int = 0,
     config: dict[str, object] | None = None,
+    scoring: dict[str, object] | None = None,
 ) -> uuid.UUID:
     """A completed run; in returns_refunds the first ``wrong`` answers are inaccurate and the first
     ``semantic_hits`` requests were served from the semantic cache (one span per request); in
@@ -62,6 +64,7 @@ def _add_run(
         endpoint="http://target",
         config=config or {"top_k": 5},
         config_fingerprint=json.dumps(config or {}),
+        scoring=scoring,
         status="completed",
         started_at=start,
         finished_at=start + timedelta(minutes=5),
@@ -237,6 +240,44 @@ def test_recall_lost_to_cached_answers_names_the_cache_not_the_index(
     recall_before, recall_after = (cache_hint.evidence[f"recall_{run}"] for run in ("baseline", "candidate"))
     assert recall_before is not None and recall_after is not None and recall_after < recall_before
     assert not any("index, the embedding model or top_k" in h.message for h in body.hints)
+
+
+SCORED: dict[str, object] = {
+    "metrics_code": "abc",
+    "similarity": "MiniLmSimilarity",
+    "judge": None,
+    "harm_classifier": None,
+}
+
+
+def test_runs_scored_differently_are_never_compared(
+    database_url: str, sessions: sessionmaker[Session], runs: dict[str, uuid.UUID]
+) -> None:
+    with sessions.begin() as session:
+        eval_set_id = session.get_one(EvalRun, runs["baseline"]).eval_set_id
+        scored = _add_run(session, eval_set_id, T0 + timedelta(hours=6), scoring=SCORED)
+        same = _add_run(session, eval_set_id, T0 + timedelta(hours=7), scoring=SCORED)
+        retrained = {**SCORED, "harm_classifier": "manifest 0123", "metrics_code": "def"}
+        rescored = _add_run(session, eval_set_id, T0 + timedelta(hours=8), scoring=retrained)
+    with sessions() as session:
+        assert compare_runs(session, str(scored), str(same), ComparisonOptions()).verdict == "pass"
+        with pytest.raises(ScoredDifferently) as error:
+            compare_runs(session, str(scored), str(rescored), ComparisonOptions())
+        assert f"runs {scored} and {rescored} cannot be compared: they were scored differently " in str(
+            error.value
+        )
+        assert "(harm_classifier, metrics_code changed)" in str(error.value)
+        assert "`evallens eval run synthetic --tag main`" in str(error.value)
+        with pytest.raises(
+            ScoredDifferently, match=f"run {runs['baseline']} was stored before runs recorded"
+        ):
+            compare_runs(session, str(runs["baseline"]), str(scored), ComparisonOptions())
+    refused = run_cli(
+        "gate", "--baseline", str(scored), "--candidate", str(rescored), database_url=database_url
+    )  # fmt: skip
+    assert refused.returncode == 2  # a comparison that means nothing is no verdict: neither 0 nor 1
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith(f"evallens: error: runs {scored} and {rescored} cannot be compared")
 
 
 def test_gate_cli_exit_codes_and_reports(

@@ -14,6 +14,7 @@ from evallens.settings import EvalSettings
 from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID
 from evals.errors import EndpointUnreachable
 from evals.metrics._embedding import MiniLmSimilarity
+from evals.metrics.context import describe_scoring
 from evals.metrics.result import ScoringContext
 from evals.runner.run import run_eval
 from evals.sets.sync import sync_path
@@ -41,11 +42,13 @@ def test_a_run_records_answers_timings_citations_and_scores(
     scripted_target.retrieved = {RR1: ["returns-policy#0", "returns-policy#2"], RR2: ["shipping-rates#1"]}
     scripted_target.semantic_hits = {RR2}
     settings = EvalSettings(eval_endpoint=scripted_target.url + "/v1/", eval_concurrency=2)
-    report = run_eval(sessions, eval_set_id, settings, ScoringContext(similarity=similarity))
+    scoring = ScoringContext(similarity=similarity)
+    report = run_eval(sessions, eval_set_id, settings, scoring)
 
     with sessions() as session:
         run = session.get_one(EvalRun, report.run_id)
         assert (run.status, run.config_fingerprint, run.config["model"]) == ("completed", "cfg-1", "scripted")
+        assert run.scoring == describe_scoring(scoring)  # how it was scored, for gates and reuse to check
         results = {
             r.case_id: r for r in session.scalars(select(EvalResult).where(EvalResult.run_id == run.id))
         }

@@ -65,13 +65,21 @@ def _run_by_tag(session: Session, tag: str, eval_set_name: str | None, project: 
 
 
 def latest_completed_run(
-    session: Session, eval_set_id: int, fingerprint: str, *, label: str | None = None
+    session: Session,
+    eval_set_id: int,
+    fingerprint: str,
+    *,
+    scoring: dict[str, object],
+    label: str | None = None,
 ) -> EvalRun | None:
     """The newest completed run of set version ``eval_set_id`` against the target configuration
-    ``fingerprint`` (under ``label`` if given); None when there is none."""
+    ``fingerprint``, scored as ``scoring`` describes (``evals.metrics.context.describe_scoring``; a run
+    scored otherwise is no measurement of today's metrics), under ``label`` if given; None when there
+    is none."""
     query = select(EvalRun).where(
         EvalRun.eval_set_id == eval_set_id,
         EvalRun.config_fingerprint == fingerprint,
+        EvalRun.scoring == scoring,
         EvalRun.status == "completed",
     )
     if label is not None:

@@ -66,12 +66,24 @@ def target_fingerprint(service_url: str) -> str:
     return str(httpx.get(f"{service_url}/v1/config", timeout=30).json()["fingerprint"])
 
 
+def scoring_description(settings: EvalSettings) -> dict[str, object]:
+    """How a run made now with ``settings`` would be scored (``describe_scoring``)."""
+    from evals.metrics.context import build_scoring_context, describe_scoring
+
+    return describe_scoring(build_scoring_context(settings))
+
+
 def completed_run(
-    sessions: sessionmaker[Session], eval_set_id: int, fingerprint: str, label: str
+    sessions: sessionmaker[Session],
+    eval_set_id: int,
+    fingerprint: str,
+    scoring: dict[str, object],
+    label: str,
 ) -> uuid.UUID | None:
-    """The latest completed run of the set under ``label`` with this config fingerprint, if any."""
+    """The latest completed run of the set under ``label`` with this config fingerprint, scored the way
+    ``scoring`` describes, if any."""
     with sessions() as session:
-        run = latest_completed_run(session, eval_set_id, fingerprint, label=label)
+        run = latest_completed_run(session, eval_set_id, fingerprint, scoring=scoring, label=label)
         return None if run is None else run.id
 
 
@@ -84,14 +96,15 @@ def replay(
     progress: ProgressReporter = NO_PROGRESS,
 ) -> RunOutcome:
     """Replay the set against the service, or reuse a completed run of the same set and config."""
-    from evals.metrics.context import build_scoring_context
+    from evals.metrics.context import build_scoring_context, describe_scoring
     from evals.runner.run import run_eval
 
-    earlier = completed_run(sessions, eval_set_id, target_fingerprint(service_url), label)
+    with phase(progress, "loading the scoring models (MiniLM, judge, harm classifier)"):
+        scoring = build_scoring_context(settings)
+    fingerprint = target_fingerprint(service_url)
+    earlier = completed_run(sessions, eval_set_id, fingerprint, describe_scoring(scoring), label)
     if earlier is not None:
         return RunOutcome(earlier, reused=True)
-    with phase(progress, "loading the scoring models (MiniLM, judge)"):
-        scoring = build_scoring_context(settings)
     report = run_eval(
         sessions, eval_set_id, settings, scoring, endpoint=service_url, label=label, progress=progress
     )

@@ -164,8 +164,9 @@ class Demo:
                 stack.start_collector()
             eval_set_id = self.sync_sets()[0]
             with phase(self.progress, "reading the baseline configuration's fingerprint"):
+                scoring = evaluation.scoring_description(EvalSettings())
                 self.reusable_baseline = evaluation.completed_run(
-                    self.sessions, eval_set_id, stack.service_fingerprint(), BASELINE
+                    self.sessions, eval_set_id, stack.service_fingerprint(), scoring, BASELINE
                 )
             self.service_change = None if self.reusable_baseline is None else self.change
             with phase(self.progress, "starting the reference service (loading the model into vLLM)"):

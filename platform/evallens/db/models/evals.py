@@ -81,6 +81,9 @@ class EvalRun(Base):
     config: Mapped[dict[str, Any]] = mapped_column()
     config_fingerprint: Mapped[str] = mapped_column(Text)
     git_sha: Mapped[str | None] = mapped_column(Text)
+    scoring: Mapped[dict[str, Any] | None] = mapped_column(
+        comment="how the answers were scored: metrics code, thresholds, judge, classifier"
+    )
     status: Mapped[str] = mapped_column(Text, comment="running, completed or failed")
     repeats: Mapped[int] = mapped_column(Integer, server_default="1")
     summary: Mapped[dict[str, Any] | None] = mapped_column()

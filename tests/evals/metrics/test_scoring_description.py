@@ -1,0 +1,36 @@
+"""How a context scores is described whole: what moves the score of an unchanged answer moves it."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+from evallens.settings import EvalSettings
+from evals.calibrate.heldout import tuning_rows
+from evals.calibrate.train import Training, train_harm_classifier
+from evals.metrics._embedding import MiniLmSimilarity
+from evals.metrics.context import build_scoring_context, describe_scoring, metrics_code_digest
+
+
+def test_what_moves_a_score_moves_the_description(tmp_path: Path, similarity: MiniLmSimilarity) -> None:
+    def described(**settings: object) -> dict[str, object]:
+        return describe_scoring(build_scoring_context(EvalSettings(**settings), similarity))  # type: ignore[arg-type]
+
+    rules = described()
+    assert rules == described()  # two contexts of the same settings
+    assert json.loads(json.dumps(rules)) == rules  # stored as JSONB and compared as read back
+    assert rules["harm_classifier"] is None and rules["judge"] is None
+    assert rules["metrics_code"] == metrics_code_digest() and len(metrics_code_digest()) == 16
+    assert described(eval_similarity_threshold=0.3) != rules
+    assert described(eval_harm_confidence=0.9) != rules
+    judged = described(eval_judge_endpoint="http://judge:8000", eval_judge_mode="judge")
+    assert judged["judge"] == {"endpoint": "http://judge:8000/v1", "model": None}
+    assert judged["thresholds"]["judge_mode"] == "judge"  # type: ignore[index]
+
+    quick = Training(epochs=1, batch_size=8, max_tokens=64, seeds=(1,))
+    folder = train_harm_classifier(tmp_path / "harm-classifier", tuning_rows("harmfulness")[:8], quick)
+    with_classifier = described(eval_harm_classifier=True, eval_harm_classifier_path=folder)
+    assert str(with_classifier["harm_classifier"]).startswith("manifest ")
+    train_harm_classifier(folder, tuning_rows("harmfulness")[:8], dataclasses.replace(quick, seeds=(2,)))
+    retrained = described(eval_harm_classifier=True, eval_harm_classifier_path=folder)
+    assert retrained["harm_classifier"] != with_classifier["harm_classifier"]
+    assert {key for key in rules if rules[key] != with_classifier[key]} == {"harm_classifier"}
