@@ -115,7 +115,7 @@ def _require_same_scoring(baseline: EvalRun, candidate: EvalRun, eval_set_name: 
         what = f"they were scored differently ({', '.join(differing)} changed)"
     raise ScoredDifferently(
         f"runs {baseline.id} and {candidate.id} cannot be compared: {what}, so their scores may differ by "
-        f"the metrics, not the target; replay the baseline with today's metrics (`evallens eval run "
+        f"the metrics, not the target; replay the baseline with today's metrics (`evallens eval run --set "
         f"{eval_set_name} --tag main`) and gate against it"
     )
 

@@ -267,7 +267,7 @@ def test_runs_scored_differently_are_never_compared(
             error.value
         )
         assert "(harm_classifier, metrics_code changed)" in str(error.value)
-        assert "`evallens eval run synthetic --tag main`" in str(error.value)
+        assert "`evallens eval run --set synthetic --tag main`" in str(error.value)
         with pytest.raises(
             ScoredDifferently, match=f"run {runs['baseline']} was stored before runs recorded"
         ):
