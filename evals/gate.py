@@ -11,7 +11,8 @@ from evallens.progress import NO_PROGRESS, ProgressReporter
 from evallens.reports import GateReportBody
 from evallens.runs import resolve_run
 from evallens.settings import EvalSettings
-from evals.compare import ComparisonOptions, compare_runs
+from evals.compare import ComparisonOptions, compare_runs, require_same_scoring
+from evals.metrics.context import describe_scoring
 from evals.metrics.result import ScoringContext
 from evals.runner.run import run_eval
 
@@ -84,6 +85,8 @@ def gate_endpoint(
         ref = resolve_run(session, baseline, project=project)
         eval_set_id = ref.run.eval_set_id
         repeats = ref.run.repeats
+        # before the replay, not after it: a baseline scored otherwise would make the replay a waste
+        require_same_scoring(ref.run, describe_scoring(scoring), "a run scored now", ref.eval_set.name)
     report = run_eval(
         session_factory, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats,
         label="gate candidate", progress=progress, no_cache=no_cache,

@@ -1,5 +1,7 @@
 """Compare a candidate run with a baseline run: paired statistics, infra deltas, hints, flipped cases."""
 
+from typing import Any
+
 from sqlalchemy.orm import Session
 
 from evallens.db.models import EvalRun
@@ -33,7 +35,10 @@ def compare_runs(
             f"the runs replay different sets ('{baseline_ref.eval_set.name}' and "
             f"'{candidate_ref.eval_set.name}'); compare runs of one set"
         )
-    _require_same_scoring(baseline_ref.run, candidate_ref.run, candidate_ref.eval_set.name)
+    candidate_run = candidate_ref.run
+    require_same_scoring(
+        baseline_ref.run, candidate_run.scoring, f"run {candidate_run.id}", candidate_ref.eval_set.name
+    )
     base_results = load_results(session, baseline_ref.run.id)
     cand_results = load_results(session, candidate_ref.run.id)
     comparisons = compare_cells(case_scores(base_results), case_scores(cand_results), options)
@@ -99,25 +104,35 @@ def _require_completed(ref: RunRef) -> None:
         raise RunNotFound(f"run {ref.run.id} is {ref.run.status}: only completed runs can be compared")
 
 
-def _require_same_scoring(baseline: EvalRun, candidate: EvalRun, eval_set_name: str) -> None:
-    """``ScoredDifferently``, naming what differs, unless both runs were scored the same way."""
-    if baseline.scoring == candidate.scoring:
+def require_same_scoring(
+    baseline: EvalRun, candidate_scoring: dict[str, Any] | None, candidate: str, eval_set_name: str
+) -> None:
+    """``ScoredDifferently``, naming what differs, unless the candidate (a stored run, or one about to
+    be made) was scored the way the ``baseline`` run was."""
+    if baseline.scoring == candidate_scoring:
         return
-    if baseline.scoring is None or candidate.scoring is None:
-        older = baseline if baseline.scoring is None else candidate
-        what = f"run {older.id} was stored before runs recorded how they were scored"
+    if baseline.scoring is None or candidate_scoring is None:
+        older = f"run {baseline.id}" if baseline.scoring is None else candidate
+        what = f"{older} was stored before runs recorded how they were scored"
     else:
         differing = sorted(
             key
-            for key in baseline.scoring.keys() | candidate.scoring.keys()
-            if baseline.scoring.get(key) != candidate.scoring.get(key)
+            for key in baseline.scoring.keys() | candidate_scoring.keys()
+            if baseline.scoring.get(key) != candidate_scoring.get(key)
         )
-        what = f"they were scored differently ({', '.join(differing)} changed)"
+        what = f"they are scored differently ({', '.join(differing)} changed)"
     raise ScoredDifferently(
-        f"runs {baseline.id} and {candidate.id} cannot be compared: {what}, so their scores may differ by "
+        f"run {baseline.id} and {candidate} cannot be compared: {what}, so their scores may differ by "
         f"the metrics, not the target; replay the baseline with today's metrics (`evallens eval run --set "
         f"{eval_set_name} --tag main`) and gate against it"
     )
 
 
-__all__ = ["ComparisonOptions", "cache_counts", "compare_runs", "stored_infra", "unscored_cases"]
+__all__ = [
+    "ComparisonOptions",
+    "cache_counts",
+    "compare_runs",
+    "require_same_scoring",
+    "stored_infra",
+    "unscored_cases",
+]

@@ -263,11 +263,10 @@ def test_runs_scored_differently_are_never_compared(
         assert compare_runs(session, str(scored), str(same), ComparisonOptions()).verdict == "pass"
         with pytest.raises(ScoredDifferently) as error:
             compare_runs(session, str(scored), str(rescored), ComparisonOptions())
-        assert f"runs {scored} and {rescored} cannot be compared: they were scored differently " in str(
-            error.value
-        )
-        assert "(harm_classifier, metrics_code changed)" in str(error.value)
-        assert "`evallens eval run --set synthetic --tag main`" in str(error.value)
+        message = str(error.value)
+        assert f"run {scored} and run {rescored} cannot be compared: they are scored differently " in message
+        assert "(harm_classifier, metrics_code changed)" in message
+        assert "`evallens eval run --set synthetic --tag main`" in message
         with pytest.raises(
             ScoredDifferently, match=f"run {runs['baseline']} was stored before runs recorded"
         ):
@@ -277,7 +276,7 @@ def test_runs_scored_differently_are_never_compared(
     )  # fmt: skip
     assert refused.returncode == 2  # a comparison that means nothing is no verdict: neither 0 nor 1
     [line] = refused.stderr.strip().splitlines()
-    assert line.startswith(f"evallens: error: runs {scored} and {rescored} cannot be compared")
+    assert line.startswith(f"evallens: error: run {scored} and run {rescored} cannot be compared")
 
 
 def test_gate_cli_exit_codes_and_reports(

@@ -1,5 +1,6 @@
 """The runner against an OpenAI-compatible target: what it records, and how failures end."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from evallens.ports import free_port
 from evallens.reports import InfraSummary, RunSummary
 from evallens.settings import EvalSettings
 from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID
-from evals.errors import EndpointUnreachable
+from evals.errors import EndpointUnreachable, ScoredDifferently
+from evals.gate import gate_endpoint
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.context import describe_scoring
 from evals.metrics.result import ScoringContext
@@ -328,3 +330,21 @@ def test_cli_run_then_tag(
     assert tagged.returncode == 0 and run_id in tagged.stdout
     with sessions() as session:
         assert session.scalars(select(EvalRun.status)).all() == ["completed"]
+
+
+def test_a_gate_against_a_baseline_scored_otherwise_refuses_before_replaying(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    eval_set_id = _sync(sessions)
+    settings = EvalSettings(eval_endpoint=scripted_target.url, eval_concurrency=2)
+    scoring = ScoringContext(similarity=similarity)
+    baseline = str(run_eval(sessions, eval_set_id, settings, scoring).run_id)
+    asked = len(scripted_target.headers_seen)
+    moved = dataclasses.replace(scoring, similarity_threshold=0.3)
+    with pytest.raises(ScoredDifferently, match=r"\(thresholds changed\)"):
+        gate_endpoint(sessions, baseline, scripted_target.url, settings, moved)
+    assert len(scripted_target.headers_seen) == asked  # nothing replayed
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalRun)) == 1
+    outcome = gate_endpoint(sessions, baseline, scripted_target.url, settings, scoring)
+    assert outcome.body.verdict == "pass" and outcome.body.baseline_run_id == baseline
