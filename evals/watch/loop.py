@@ -18,6 +18,7 @@ from evallens.errors import EvallensError
 from evallens.reports import GateReportBody
 from evallens.runs import MAIN_TAG, RunNotFound, latest_completed_run
 from evallens.settings import EvalSettings
+from evals.errors import ScoredDifferently
 from evals.gate import GateOutcome, options_from_settings, run_gate
 from evals.metrics.context import describe_scoring
 from evals.metrics.result import ScoringContext
@@ -221,6 +222,9 @@ def _gate(
             f"not gated: {error} for set {report.eval_set_name} (name a baseline with "
             f"`evallens eval tag RUN {options.baseline}`)"
         )
+        return
+    except ScoredDifferently as error:  # a stale baseline is the person's to replay; the watch goes on
+        emit(f"not gated: {error}")
         return
     outcome.gates.append(gated)
     body = gated.body

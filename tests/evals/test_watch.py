@@ -155,6 +155,35 @@ def test_watch_exits_on_regression_and_runs_the_command(
     assert any(e.startswith("on-regression command exited 0") for e in events)
 
 
+def test_a_baseline_scored_by_other_metrics_is_not_gated_against_and_the_watch_goes_on(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    _sync_recall_set(sessions, scripted_target)
+    target = scripted_target
+
+    def between_polls(poll: int) -> None:
+        if poll == 1:  # the baseline was stored by an older evallens, before runs recorded their scoring
+            with sessions.begin() as session:
+                run = session.scalars(select(EvalRun)).one()
+                run.scoring = None
+                tag_run(session, str(run.id), "main")
+            target.config = {"fingerprint": "cfg-2", "model": "scripted"}
+        elif poll == 2:
+            target.config = {"fingerprint": "cfg-3", "model": "scripted"}
+
+    options = WatchOptions(
+        endpoint=target.url, set_selectors=(SET_NAME,), interval_s=0.01, settle_s=0.0, max_polls=3,
+        exit_on_regression=True,
+    )  # fmt: skip
+    outcome, events = _run_watch(sessions, similarity, options, between_polls)
+    assert [r.config_fingerprint for r in outcome.runs] == ["cfg-1", "cfg-2", "cfg-3"]  # went on
+    assert outcome.gates == [] and outcome.exit_code == 0
+    refused = [e for e in events if e.startswith("not gated: run ")]
+    assert len(refused) == 2 and all(
+        "was stored before runs recorded how they were scored" in e for e in refused
+    )
+
+
 def test_watch_waits_while_the_config_is_still_changing(
     sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
 ) -> None:
