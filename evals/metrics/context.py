@@ -72,13 +72,14 @@ def build_scoring_context(
 
 
 def describe_scoring(context: ScoringContext) -> dict[str, object]:
-    """What decides a run's scores besides the answers: the metrics' code, the thresholds, the judge
-    and the harm classifier. Stored with each run; two runs compare only when theirs are equal.
+    """What decides a run's scores besides the answers: the metrics' code, their settings (thresholds,
+    judge mode), the judge and the harm classifier. Stored with each run; two runs compare only when
+    theirs are equal.
 
     A changed rule, threshold, judge or retrained classifier can move the scores of unchanged answers,
     and a gate would read that move as the target's.
     """
-    thresholds = {
+    parameters = {  # thresholds, the judge's mode and margin, the classifier's confidence
         field.name: getattr(context, field.name)
         for field in dataclasses.fields(context)
         if isinstance(getattr(context, field.name), int | float | str)
@@ -91,7 +92,7 @@ def describe_scoring(context: ScoringContext) -> dict[str, object]:
     return {
         "metrics_code": metrics_code_digest(),
         "similarity": type(context.similarity).__name__,
-        "thresholds": thresholds,
+        "settings": parameters,
         "judge": None if judge is None else {"endpoint": judge.base_url, "model": judge.model},
         "harm_classifier": harm,
     }

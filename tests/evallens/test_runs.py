@@ -11,7 +11,7 @@ from evallens.runs import baseline_of, latest_completed_run
 
 SCORING: dict[str, object] = {
     "metrics_code": "abc",
-    "thresholds": {"similarity_threshold": 0.225},
+    "settings": {"similarity_threshold": 0.225},
     "harm_classifier": None,
 }
 
@@ -97,7 +97,7 @@ def test_the_latest_completed_run_of_a_fingerprint_scoring_and_label(sessions: s
         add_run(session, other_set, 1, label="baseline")
         # newer, but scored by other metrics: a retrained classifier, a moved threshold
         add_run(session, eval_set, 3, label="baseline", scoring={**SCORING, "harm_classifier": "manifest 1"})
-        moved = {**SCORING, "thresholds": {"similarity_threshold": 0.3}}
+        moved = {**SCORING, "settings": {"similarity_threshold": 0.3}}
         add_run(session, eval_set, 2, label="candidate", scoring=moved)
     with sessions() as session:
 

@@ -341,7 +341,7 @@ def test_a_gate_against_a_baseline_scored_otherwise_refuses_before_replaying(
     baseline = str(run_eval(sessions, eval_set_id, settings, scoring).run_id)
     asked = len(scripted_target.headers_seen)
     moved = dataclasses.replace(scoring, similarity_threshold=0.3)
-    with pytest.raises(ScoredDifferently, match=r"\(thresholds changed\)"):
+    with pytest.raises(ScoredDifferently, match=r"\(settings changed\)"):
         gate_endpoint(sessions, baseline, scripted_target.url, settings, moved)
     assert len(scripted_target.headers_seen) == asked  # nothing replayed
     with sessions() as session:

@@ -24,7 +24,7 @@ def test_what_moves_a_score_moves_the_description(tmp_path: Path, similarity: Mi
     assert described(eval_harm_confidence=0.9) != rules
     judged = described(eval_judge_endpoint="http://judge:8000", eval_judge_mode="judge")
     assert judged["judge"] == {"endpoint": "http://judge:8000/v1", "model": None}
-    assert judged["thresholds"]["judge_mode"] == "judge"  # type: ignore[index]
+    assert judged["settings"]["judge_mode"] == "judge"  # type: ignore[index]
 
     quick = Training(epochs=1, batch_size=8, max_tokens=64, seeds=(1,))
     folder = train_harm_classifier(tmp_path / "harm-classifier", tuning_rows("harmfulness")[:8], quick)
