@@ -12,6 +12,7 @@ from evallens.settings import EvalSettings, ServiceSettings
 from evals.errors import EvalConfigError
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics._harm_classifier import MANIFEST, HarmClassifier, is_trained
+from evals.metrics.judge.client import JudgeClient, JudgeUnavailable
 from evals.metrics.result import JudgeMode, ScoringContext, Similarity
 
 
@@ -93,9 +94,19 @@ def describe_scoring(context: ScoringContext) -> dict[str, object]:
         "metrics_code": metrics_code_digest(),
         "similarity": type(context.similarity).__name__,
         "settings": parameters,
-        "judge": None if judge is None else {"endpoint": judge.base_url, "model": judge.model},
+        "judge": None if judge is None else {"endpoint": judge.base_url, "model": _judge_model(judge)},
         "harm_classifier": harm,
     }
+
+
+def _judge_model(client: JudgeClient) -> str | None:
+    """The model the judge asks: the configured one, else the one its endpoint serves now (the same
+    address serving another model scores otherwise); None when the endpoint cannot say."""
+    try:
+        with client.open() as http:
+            return client.model_name(http)
+    except JudgeUnavailable:
+        return None
 
 
 @cache
