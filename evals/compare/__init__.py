@@ -7,7 +7,15 @@ from sqlalchemy.orm import Session
 from evallens.db.models import EvalRun
 from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.reports import CacheCounts, GateReportBody, InfraSummary, RunSummary
-from evallens.runs import RunNotFound, RunRef, StoredResult, flipped_cases, load_results, resolve_run
+from evallens.runs import (
+    RunNotFound,
+    RunRef,
+    StoredResult,
+    edited_cases,
+    flipped_cases,
+    load_results,
+    resolve_run,
+)
 from evals.compare.cells import ComparisonOptions, compare_cells
 from evals.compare.hints import config_changes, draw_hints
 from evals.compare.procedure import ERROR_RATE, PROCEDURE
@@ -25,7 +33,8 @@ def compare_runs(
     project: str = DEFAULT_PROJECT,
 ) -> GateReportBody:
     """The full comparison of two completed runs (ids or tags) of the same set of ``project``, with
-    the serving figures each run stored when it ended."""
+    the serving figures each run stored when it ended. Only the cases both runs asked alike are
+    paired: a case edited between the runs' set versions is left out and named."""
     candidate_ref = resolve_run(session, candidate, project=project)
     baseline_ref = resolve_run(session, baseline, eval_set_name=candidate_ref.eval_set.name, project=project)
     for ref in (baseline_ref, candidate_ref):
@@ -41,6 +50,11 @@ def compare_runs(
     )
     base_results = load_results(session, baseline_ref.run.id)
     cand_results = load_results(session, candidate_ref.run.id)
+    edited = edited_cases(base_results, cand_results)
+    base_results, cand_results = (
+        [item for item in results if item.case.case_key not in edited]
+        for results in (base_results, cand_results)
+    )
     comparisons = compare_cells(case_scores(base_results), case_scores(cand_results), options)
     infra_base, infra_cand = stored_infra(session, baseline_ref.run), stored_infra(session, candidate_ref.run)
     changes = config_changes(baseline_ref.run.config, candidate_ref.run.config)
@@ -59,6 +73,7 @@ def compare_runs(
         cache_baseline=cache_counts(baseline_ref.run, base_results),
         cache_candidate=cache_counts(candidate_ref.run, cand_results),
         num_unscored=unscored_cases(base_results, cand_results),
+        edited_cases=edited,
         comparisons=comparisons,
         infra_baseline=infra_base,
         infra_candidate=infra_cand,

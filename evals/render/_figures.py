@@ -2,6 +2,8 @@
 
 from evallens.reports import CacheCounts, GateReportBody, InfraSummary, MetricComparison
 
+MAX_EDITED_SHOWN = 5  # edited cases named in a report; the JSON lists them all
+
 INFRA_ROWS: list[tuple[str, str]] = [
     ("latency_ms_p50", "latency p50 (ms)"),
     ("latency_ms_p95", "latency p95 (ms)"),
@@ -112,6 +114,18 @@ def unscored_line(body: GateReportBody) -> str | None:
         return None
     counts = ", ".join(f"{metric} {count}" for metric, count in body.num_unscored.items())
     return f"cases left unscored by the judge and excluded from the paired tests: {counts}"
+
+
+def edited_line(body: GateReportBody) -> str | None:
+    """Which cases were edited between the runs' set versions: left out, so the report names them."""
+    if not body.edited_cases:
+        return None
+    shown = ", ".join(body.edited_cases[:MAX_EDITED_SHOWN])
+    more = len(body.edited_cases) - MAX_EDITED_SHOWN
+    return (
+        f"{len(body.edited_cases)} case(s) edited between the runs' set versions, left out of the "
+        f"comparison: {shown}" + (f" and {more} more" if more > 0 else "")
+    )
 
 
 def cache_warning(body: GateReportBody) -> str | None:

@@ -5,6 +5,7 @@ from evals.render._figures import (
     cache_line,
     cache_warning,
     detectable,
+    edited_line,
     infra_rows,
     number,
     points,
@@ -84,6 +85,9 @@ def _caches_and_power(body: GateReportBody) -> list[str]:
     unscored = unscored_line(body)
     if unscored is not None:
         lines += ["", f"**Unscored:** {unscored}."]
+    edited = edited_line(body)
+    if edited is not None:
+        lines += ["", f"**Edited cases:** {edited}."]
     if body.repeats_baseline > 1 or body.repeats_candidate > 1:
         lines += [
             "",

@@ -9,6 +9,7 @@ from evals.render._figures import (
     cache_line,
     cache_warning,
     detectable,
+    edited_line,
     infra_rows,
     number,
     points,
@@ -76,6 +77,9 @@ def _print_caches_and_power(body: GateReportBody, console: Console) -> None:
     unscored = unscored_line(body)
     if unscored is not None:
         console.print(f"[yellow]unscored:[/yellow] {escape(unscored)}")
+    edited = edited_line(body)
+    if edited is not None:
+        console.print(f"[yellow]edited:[/yellow] {escape(edited)}")
     if body.repeats_baseline > 1 or body.repeats_candidate > 1:
         console.print(
             f"repeats: {body.repeats_baseline} (baseline), {body.repeats_candidate} (candidate), "

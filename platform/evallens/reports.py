@@ -161,6 +161,11 @@ class GateReportBody(BaseModel):
         description="metric -> cases left out of its paired tests because a run could not score them "
         "(the LLM judge gave no verdict)",
     )
+    edited_cases: list[str] = Field(
+        default_factory=list,
+        description="keys of cases edited between the runs' set versions (another reference, facts or "
+        "wording), left out of the comparison: their two answers were not asked or judged the same way",
+    )
     comparisons: list[MetricComparison]
     infra_baseline: InfraSummary | None
     infra_candidate: InfraSummary | None

@@ -27,13 +27,16 @@ T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 NUM_CASES = 30
 
 
-def _make_set(session: Session) -> int:
+def _make_set(session: Session, *, edited: int = 0) -> int:
+    """The set's version; with ``edited``, the version whose first ``edited`` returns_refunds cases
+    have another reference answer (the policy they ask about changed)."""
     cases = [
         CaseSpec(
             id=f"{scenario[:2]}-{i:03d}",
             scenario=scenario,
             question=f"question {scenario} {i}?",
-            reference_answer=f"answer {i}",
+            reference_answer=f"answer {i}"
+            + (" (revised)" if scenario == "returns_refunds" and i < edited else ""),
             reference_context_ids=[f"doc-{i}"],
         )
         for scenario in ("returns_refunds", "shipping_logistics")
@@ -345,3 +348,24 @@ def test_cases_the_judge_left_unscored_are_counted_and_left_out_of_the_tests(
     assert cells[("shipping_logistics", "recall")].num_pairs == NUM_CASES  # only the judged metric
     assert body.verdict == "pass"
     assert "excluded from the paired tests: accuracy 4" in render_markdown(body)
+
+
+def test_cases_edited_between_set_versions_are_named_and_left_out_of_the_comparison(
+    sessions: sessionmaker[Session],
+) -> None:
+    """The set's references changed for 14 cases between the runs: the same answers now score wrong
+    on them, which says nothing about the target, so those cases are not paired."""
+    with sessions.begin() as session:
+        create_span_partitions(session.connection(), [T0.date()])
+        before = _add_run(session, _make_set(session), T0)
+        after = _add_run(session, _make_set(session, edited=14), T0 + timedelta(hours=1), wrong=14)
+        body = compare_runs(session, str(before), str(after), ComparisonOptions())
+    edited = [f"re-{i:03d}" for i in range(14)]
+    assert body.edited_cases == edited
+    assert body.verdict == "pass"
+    cells = {(c.scenario, c.metric): c for c in body.comparisons}
+    assert cells[("overall", "accuracy")].num_pairs == 2 * NUM_CASES - 14
+    assert cells[("returns_refunds", "recall")].num_pairs == NUM_CASES - 14
+    assert not {flip.case_key for flip in body.flipped_cases} & set(edited)
+    markdown = render_markdown(body)
+    assert "14 case(s) edited between the runs' set versions" in markdown and "re-004 and 9 more" in markdown

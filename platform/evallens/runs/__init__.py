@@ -13,7 +13,7 @@ from evallens.runs.resolve import (
     resolve_run,
     tag_run,
 )
-from evallens.runs.results import StoredResult, load_results
+from evallens.runs.results import StoredResult, edited_cases, load_results
 
 __all__ = [
     "MAIN_TAG",
@@ -23,6 +23,7 @@ __all__ = [
     "RunRef",
     "StoredResult",
     "baseline_of",
+    "edited_cases",
     "flipped_cases",
     "latest_completed_run",
     "list_runs",

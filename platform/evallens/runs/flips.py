@@ -1,15 +1,17 @@
 """Cases that got worse on a metric between two runs, with both answers and traces side by side."""
 
 from evallens.reports import LOWER_IS_BETTER, FlippedCase
-from evallens.runs.results import StoredResult
+from evallens.runs.results import StoredResult, edited_cases
 from evallens.telemetry.messages import last_user_message
 
 MAX_FLIPS = 100
 
 
 def flipped_cases(baseline: list[StoredResult], candidate: list[StoredResult]) -> list[FlippedCase]:
-    """Per case and metric: the baseline scored better than the candidate (first repeat of each)."""
-    base_by_key = _first_repeat(baseline)
+    """Per case and metric: the baseline scored better than the candidate (first repeat of each); not
+    a case edited between the runs' set versions, whose two answers were asked or judged otherwise."""
+    edited = set(edited_cases(baseline, candidate))
+    base_by_key = {key: item for key, item in _first_repeat(baseline).items() if key not in edited}
     flips: list[FlippedCase] = []
     for key, cand in sorted(_first_repeat(candidate).items()):
         base = base_by_key.get(key)
