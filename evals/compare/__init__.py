@@ -7,7 +7,15 @@ from sqlalchemy.orm import Session
 from evallens.db.models import EvalRun
 from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.reports import CacheCounts, GateReportBody, InfraSummary, RunSummary
-from evallens.runs import RunNotFound, RunRef, StoredResult, flipped_cases, load_results, resolve_run
+from evallens.runs import (
+    RunNotFound,
+    RunRef,
+    StoredResult,
+    flipped_cases,
+    load_results,
+    resolve_run,
+    scoring_differences,
+)
 from evals.compare.cells import ComparisonOptions, compare_cells
 from evals.compare.hints import config_changes, draw_hints
 from evals.compare.procedure import ERROR_RATE, PROCEDURE
@@ -115,11 +123,7 @@ def require_same_scoring(
         older = f"run {baseline.id}" if baseline.scoring is None else candidate
         what = f"{older} was stored before runs recorded how they were scored"
     else:
-        differing = sorted(
-            key
-            for key in baseline.scoring.keys() | candidate_scoring.keys()
-            if baseline.scoring.get(key) != candidate_scoring.get(key)
-        )
+        differing = scoring_differences(baseline.scoring, candidate_scoring)
         what = f"they are scored differently ({', '.join(differing)} changed)"
     raise ScoredDifferently(
         f"run {baseline.id} and {candidate} cannot be compared: {what}, so their scores may differ by "
