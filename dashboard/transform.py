@@ -103,6 +103,26 @@ def mark_scoring_changes(trend: pd.DataFrame) -> pd.DataFrame:
     return trend.drop(columns="scoring").assign(scoring_change=trend["run_id"].map(changes))
 
 
+def scoring_warning(baseline: tuple[str, Any], candidate: tuple[str, Any], eval_set_name: str) -> str | None:
+    """Why two runs (label, stored scoring) cannot be compared, as the gate refuses them; None when they
+    were scored alike."""
+    (baseline_label, baseline_scoring), (candidate_label, candidate_scoring) = baseline, candidate
+    baseline_scoring, candidate_scoring = _scoring(baseline_scoring), _scoring(candidate_scoring)
+    differing = scoring_differences(baseline_scoring, candidate_scoring)
+    if not differing:
+        return None
+    if baseline_scoring is None or candidate_scoring is None:
+        older = baseline_label if baseline_scoring is None else candidate_label
+        what = f"run {older} was stored before runs recorded how they were scored"
+    else:
+        what = f"they were scored differently ({', '.join(differing)} changed)"
+    return (
+        f"Runs {baseline_label} and {candidate_label} are not comparable: {what}, so their scores may "
+        "differ by the metrics, not the target, and the gate refuses to compare them. Replay the baseline "
+        f"with today's metrics (`evallens eval run --set {eval_set_name} --tag main`) and compare against it."
+    )
+
+
 def _scoring(stored: Any) -> dict[str, Any] | None:
     return stored if isinstance(stored, dict) else None  # NULL may come back as None or NaN
 

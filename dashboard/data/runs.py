@@ -26,14 +26,15 @@ def runs(url: str, project: str, eval_set_name: str | None = None) -> pd.DataFra
 
 @cached
 def run_documents(url: str, project: str, run_id: str) -> dict[str, Any]:
-    """The stored summary and infra JSON of one run of ``project`` (None where not computed)."""
+    """The stored summary, infra and scoring JSON of one run of ``project`` (None where not computed or,
+    for scoring, not recorded)."""
     row = frame(
         url,
-        "SELECT summary, infra FROM eval_runs WHERE id = CAST(:id AS uuid) AND project = :p",
+        "SELECT summary, infra, scoring FROM eval_runs WHERE id = CAST(:id AS uuid) AND project = :p",
         id=run_id,
         p=project,
     )
-    return {"summary": None, "infra": None} if row.empty else dict(row.iloc[0])
+    return {"summary": None, "infra": None, "scoring": None} if row.empty else dict(row.iloc[0])
 
 
 @cached

@@ -1,4 +1,4 @@
-"""Runs scored differently (``eval_runs.scoring``): marked in the overview's trend."""
+"""Runs scored differently (``eval_runs.scoring``): marked in the overview's trend, warned of on compare."""
 
 import json
 import uuid
@@ -85,3 +85,23 @@ def test_the_trend_marks_each_run_scored_differently_from_the_one_before(
     }
     caption = next(caption.value for caption in app.caption if REPLAY in caption.value)
     assert "scores on either side of a rule are not comparable" in caption
+
+
+def test_compare_warns_of_runs_scored_differently_and_only_then(app_database: str, seeded: Seeded) -> None:
+    set_scoring(app_database, {seeded.baseline_id: SCORING, seeded.candidate_id: RETRAINED})
+    app = open_page("app_pages/compare.py")
+    assert (app.selectbox[0].value, app.selectbox[1].value) == (seeded.candidate_id, seeded.baseline_id)
+    [warning] = app.warning
+    assert warning.value.startswith(
+        "Runs baseline and candidate are not comparable: they were scored differently "
+        "(harm_classifier, metrics_code changed)"
+    )
+    assert REPLAY in warning.value
+    assert app.dataframe, "the comparison is still shown, below the warning"
+
+    set_scoring(app_database, {seeded.candidate_id: SCORING})
+    assert not open_page("app_pages/compare.py").warning
+
+    set_scoring(app_database, {seeded.baseline_id: None})
+    [warning] = open_page("app_pages/compare.py").warning
+    assert "run baseline was stored before runs recorded how they were scored" in warning.value
