@@ -10,7 +10,8 @@ HEIGHT = 260
 
 def metric_trend(trend: pd.DataFrame) -> Any:
     """Each metric's overall mean per run, runs in start order named by label, tags and start time,
-    with the 95% interval as a band."""
+    with the 95% interval as a band, and a dashed rule at each run whose ``scoring_change`` says it was
+    scored differently from the run before it."""
     tags = trend["tags"] if "tags" in trend else pd.Series([None] * len(trend), index=trend.index)
     names = [
         f"{label} [{tag}]" if isinstance(tag, str) else str(label)
@@ -21,11 +22,9 @@ def metric_trend(trend: pd.DataFrame) -> Any:
             f"{name} {started:%m-%d %H:%M}" for name, started in zip(names, trend["started_at"], strict=True)
         ]
     )
-    order = list(dict.fromkeys(trend.sort_values("started_at")["run"]))
-    base = alt.Chart(trend).encode(
-        x=alt.X("run:O", title="run (label [tags] start, UTC)", sort=order, axis=alt.Axis(labelAngle=-30)),
-        color=alt.Color("metric:N", title="metric"),
-    )
+    order = list(dict.fromkeys(trend.sort_values("started_at", kind="stable")["run"]))
+    x = alt.X("run:O", title="run (label [tags] start, UTC)", sort=order, axis=alt.Axis(labelAngle=-30))
+    base = alt.Chart(trend).encode(x=x, color=alt.Color("metric:N", title="metric"))
     band = base.mark_area(opacity=0.15).encode(
         y=alt.Y("ci_low:Q", title="rate (%)", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
         y2="ci_high:Q",
@@ -41,7 +40,19 @@ def metric_trend(trend: pd.DataFrame) -> Any:
             alt.Tooltip("started_at:T", format="%Y-%m-%d %H:%M", title="start (UTC)"),
         ],
     )
-    return (band + line).properties(height=HEIGHT)
+    changed = trend.dropna(subset=["scoring_change"]) if "scoring_change" in trend else trend.iloc[:0]
+    if changed.empty:
+        return (band + line).properties(height=HEIGHT)
+    markers = changed.drop_duplicates("run")
+    markers = markers.assign(marker="scoring changed: " + markers["scoring_change"])[["run", "marker"]]
+    at_run = alt.Chart(markers).encode(x=x)
+    rules = at_run.mark_rule(color="#7f7f7f", strokeDash=[4, 4]).encode(
+        tooltip=[alt.Tooltip("marker:N", title="scoring")]
+    )
+    labels = at_run.mark_text(align="left", baseline="top", dx=3, dy=3, color="#7f7f7f").encode(
+        y=alt.value(0), text="marker:N"
+    )
+    return alt.layer(band, line, rules, labels).properties(height=HEIGHT)
 
 
 def stacked_per_day(frame: pd.DataFrame, value: str, title: str, fmt: str) -> Any:

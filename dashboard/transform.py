@@ -1,10 +1,12 @@
-"""Pure reshaping of query results into what the pages show: deltas, rates, a waterfall, span facts."""
+"""Pure reshaping of query results into what the pages show: deltas, rates, a waterfall, span facts,
+where runs were scored differently."""
 
 from typing import Any
 
 import pandas as pd
 
 from evallens.reports import LOWER_IS_BETTER, METRICS, GateReportBody, InfraSummary, RunSummary
+from evallens.runs import scoring_differences
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
 
@@ -75,6 +77,54 @@ def quality_deltas(
                 }
             )
     return pd.DataFrame(rows)
+
+
+def scoring_change(before: Any, after: Any) -> str | None:
+    """What changed in how a run was scored since the run ``before`` it (None: scored alike): the keys
+    that differ (``evallens.runs.scoring_differences``), or that one of the two did not record it."""
+    before, after = _scoring(before), _scoring(after)
+    differing = scoring_differences(before, after)
+    if not differing:
+        return None
+    if before is None:
+        return "recorded from this run on"
+    return "not recorded by this run" if after is None else ", ".join(differing)
+
+
+def mark_scoring_changes(trend: pd.DataFrame) -> pd.DataFrame:
+    """The metric trend with ``scoring_change`` in place of ``scoring``: on each run scored differently
+    from the run plotted before it (start order), what changed; None on the others."""
+    runs = trend.drop_duplicates("run_id").sort_values("started_at", kind="stable")
+    changes: dict[str, str | None] = {}
+    previous: Any = None
+    for index, run in enumerate(runs.itertuples()):
+        changes[str(run.run_id)] = None if index == 0 else scoring_change(previous, run.scoring)
+        previous = run.scoring
+    return trend.drop(columns="scoring").assign(scoring_change=trend["run_id"].map(changes))
+
+
+def scoring_warning(baseline: tuple[str, Any], candidate: tuple[str, Any], eval_set_name: str) -> str | None:
+    """Why two runs (label, stored scoring) cannot be compared, as the gate refuses them; None when they
+    were scored alike."""
+    (baseline_label, baseline_scoring), (candidate_label, candidate_scoring) = baseline, candidate
+    baseline_scoring, candidate_scoring = _scoring(baseline_scoring), _scoring(candidate_scoring)
+    differing = scoring_differences(baseline_scoring, candidate_scoring)
+    if not differing:
+        return None
+    if baseline_scoring is None or candidate_scoring is None:
+        older = baseline_label if baseline_scoring is None else candidate_label
+        what = f"run {older} was stored before runs recorded how they were scored"
+    else:
+        what = f"they were scored differently ({', '.join(differing)} changed)"
+    return (
+        f"Runs {baseline_label} and {candidate_label} are not comparable: {what}, so their scores may "
+        "differ by the metrics, not the target, and the gate refuses to compare them. Replay the baseline "
+        f"with today's metrics (`evallens eval run --set {eval_set_name} --tag main`) and compare against it."
+    )
+
+
+def _scoring(stored: Any) -> dict[str, Any] | None:
+    return stored if isinstance(stored, dict) else None  # NULL may come back as None or NaN
 
 
 def infra_deltas(baseline: InfraSummary | None, candidate: InfraSummary | None) -> pd.DataFrame:

@@ -41,6 +41,14 @@ if baseline_id == candidate_id:
 
 baseline_docs = data.runs.run_documents(ctx.url, ctx.project, baseline_id)
 candidate_docs = data.runs.run_documents(ctx.url, ctx.project, candidate_id)
+chosen = all_runs.set_index("run_id")
+scored_differently = transform.scoring_warning(
+    (str(chosen.at[baseline_id, "label"]), baseline_docs["scoring"]),
+    (str(chosen.at[candidate_id, "label"]), candidate_docs["scoring"]),
+    str(chosen.at[candidate_id, "eval_set_name"]),
+)
+if scored_differently:
+    st.warning(scored_differently, icon=":material/rule:")
 report_json = data.runs.gate_report(ctx.url, ctx.project, baseline_id, candidate_id)
 report = GateReportBody.model_validate(report_json) if report_json else None
 if report:

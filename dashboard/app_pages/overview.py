@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard import _ui, charts, data
+from dashboard import _ui, charts, data, transform
 from evallens.reports import LOWER_IS_BETTER, METRICS, MetricEstimate, RunSummary
 
 ctx = _ui.context()
@@ -77,10 +77,17 @@ else:
         scorecard("overall", summary.overall, baseline.overall if baseline else {})
         for scenario, estimates in sorted(summary.scenarios.items()):
             scorecard(scenario, estimates, baseline.scenarios.get(scenario, {}) if baseline else {})
-    trend = data.runs.metric_trend(ctx.url, ctx.project, set_name)
+    trend = transform.mark_scoring_changes(data.runs.metric_trend(ctx.url, ctx.project, set_name))
     if not trend.empty:
         st.subheader("Trend over runs")
         st.altair_chart(charts.metric_trend(trend), width="stretch")
+        if trend["scoring_change"].notna().any():
+            st.caption(
+                "A dashed rule marks a run scored differently from the run before it (other metrics code, "
+                "settings, judge or harm classifier): scores on either side of a rule are not comparable, "
+                "since they may have moved by the metrics, not the target. To compare, replay the baseline "
+                f"with today's metrics: `evallens eval run --set {set_name} --tag main`."
+            )
 
 st.header("Cost and traffic")
 if not present["spans"]:

@@ -26,14 +26,15 @@ def runs(url: str, project: str, eval_set_name: str | None = None) -> pd.DataFra
 
 @cached
 def run_documents(url: str, project: str, run_id: str) -> dict[str, Any]:
-    """The stored summary and infra JSON of one run of ``project`` (None where not computed)."""
+    """The stored summary, infra and scoring JSON of one run of ``project`` (None where not computed or,
+    for scoring, not recorded)."""
     row = frame(
         url,
-        "SELECT summary, infra FROM eval_runs WHERE id = CAST(:id AS uuid) AND project = :p",
+        "SELECT summary, infra, scoring FROM eval_runs WHERE id = CAST(:id AS uuid) AND project = :p",
         id=run_id,
         p=project,
     )
-    return {"summary": None, "infra": None} if row.empty else dict(row.iloc[0])
+    return {"summary": None, "infra": None, "scoring": None} if row.empty else dict(row.iloc[0])
 
 
 @cached
@@ -71,18 +72,19 @@ def gate_report(url: str, project: str, baseline_run_id: str, candidate_run_id: 
 
 @cached
 def metric_trend(url: str, project: str, eval_set_name: str) -> pd.DataFrame:
-    """Each completed run's overall mean and interval per metric, oldest first, with the run's tags."""
+    """Each completed run's overall mean and interval per metric, oldest first, with the run's tags and
+    how it was scored (``scoring``, None for runs stored before runs recorded it)."""
     return frame(
         url,
         """
         SELECT r.id::text AS run_id, coalesce(r.label, left(r.id::text, 8)) AS label, r.started_at,
                (SELECT string_agg(t.tag, ', ' ORDER BY t.tag) FROM eval_tags t WHERE t.run_id = r.id) AS tags,
-               m.key AS metric, (m.value->>'mean')::float AS mean,
+               r.scoring, m.key AS metric, (m.value->>'mean')::float AS mean,
                (m.value->>'ci_low')::float AS ci_low, (m.value->>'ci_high')::float AS ci_high
         FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id
         CROSS JOIN LATERAL jsonb_each(r.summary->'overall') m
         WHERE r.project = :p AND s.name = :set_name AND r.status = 'completed' AND r.summary IS NOT NULL
-        ORDER BY r.started_at
+        ORDER BY r.started_at, r.id, m.key
         """,
         p=project,
         set_name=eval_set_name,

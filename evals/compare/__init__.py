@@ -15,6 +15,7 @@ from evallens.runs import (
     flipped_cases,
     load_results,
     resolve_run,
+    scoring_differences,
 )
 from evals.compare.cells import ComparisonOptions, compare_cells
 from evals.compare.hints import config_changes, draw_hints
@@ -130,11 +131,7 @@ def require_same_scoring(
         older = f"run {baseline.id}" if baseline.scoring is None else candidate
         what = f"{older} was stored before runs recorded how they were scored"
     else:
-        differing = sorted(
-            key
-            for key in baseline.scoring.keys() | candidate_scoring.keys()
-            if baseline.scoring.get(key) != candidate_scoring.get(key)
-        )
+        differing = scoring_differences(baseline.scoring, candidate_scoring)
         what = f"they are scored differently ({', '.join(differing)} changed)"
     raise ScoredDifferently(
         f"run {baseline.id} and {candidate} cannot be compared: {what}, so their scores may differ by "

@@ -1,6 +1,6 @@
 """Stored eval runs, as every component finds them: by id or tag, the latest completed one of a
-configuration, their baseline, their results and the cases that got worse between two runs. The JSON
-stored on runs and gates is ``evallens.reports``."""
+configuration, their baseline, their results, the cases that got worse between two runs and what
+differs in how two runs were scored. The JSON stored on runs and gates is ``evallens.reports``."""
 
 from evallens.runs.flips import MAX_FLIPS, flipped_cases
 from evallens.runs.listing import RunListing, list_runs
@@ -14,6 +14,7 @@ from evallens.runs.resolve import (
     tag_run,
 )
 from evallens.runs.results import StoredResult, edited_cases, load_results
+from evallens.runs.scoring import scoring_differences
 
 __all__ = [
     "MAIN_TAG",
@@ -29,5 +30,6 @@ __all__ = [
     "list_runs",
     "load_results",
     "resolve_run",
+    "scoring_differences",
     "tag_run",
 ]
