@@ -61,6 +61,20 @@ def test_compare_defaults_to_latest_run_and_its_tagged_baseline(seeded: Seeded) 
     assert "REGRESSION" in texts(app)
 
 
+def test_compare_names_the_cases_the_gate_left_out_as_edited(app_database: str, seeded: Seeded) -> None:
+    assert "edited between the runs' set versions" not in texts(open_page("app_pages/compare.py"))
+    with psycopg.connect(app_database) as connection:
+        connection.execute(
+            "UPDATE gate_reports SET report = report || %s",
+            (Jsonb({"edited_cases": ["rr-004", "rr-007"]}),),
+        )
+    st.cache_data.clear()
+    assert (
+        "2 case(s) were edited between the runs' set versions (another question, reference or facts under "
+        "the same id) and are left out of the comparison: rr-004, rr-007"
+    ) in texts(open_page("app_pages/compare.py"))
+
+
 def test_compare_without_gate_report_says_how_to_get_significance(seeded: Seeded) -> None:
     app = open_page("app_pages/compare.py")
     app.selectbox[0].set_value(seeded.baseline_id).run()
