@@ -2,11 +2,13 @@
 
 Each poll waits for a ready target and a stable fingerprint (the same on two reads ``settle_s``
 apart, ready before and after each read). A fingerprint that a completed run already evaluated is
-not replayed; a failed run (target down, too many errors) does not count, so the next ready poll
-tries again. Every completed run is gated against the baseline tag.
+not replayed, but that run is gated (unless it is the baseline): it may have been made without the
+watch, and never gated. A failed run (target down, too many errors) does not count, so the next ready
+poll tries again. Every completed run is gated against the baseline tag.
 """
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.errors import EvallensError
 from evallens.reports import GateReportBody
-from evallens.runs import MAIN_TAG, RunNotFound, latest_completed_run
+from evallens.runs import MAIN_TAG, RunNotFound, latest_completed_run, resolve_run
 from evallens.settings import EvalSettings
 from evals.errors import ScoredDifferently
 from evals.gate import GateOutcome, options_from_settings, run_gate
@@ -177,6 +179,9 @@ def _evaluate_sets(
                     f"{eval_set.name} v{eval_set.version}: fingerprint {target_fingerprint} already "
                     f"evaluated by run {earlier.id}: not replaying"
                 )
+                if not _is_baseline(session_factory, options, earlier.id, eval_set.name):
+                    # a run made without the watch (`eval run`) may never have been gated
+                    _gate(session_factory, settings, options, earlier.id, eval_set.name, outcome, emit)
                 continue
             emit(f"{eval_set.name} v{eval_set.version}: replaying against {options.endpoint}")
             report = run_eval(
@@ -191,8 +196,20 @@ def _evaluate_sets(
             continue
         outcome.runs.append(report)
         emit(_run_line(report))
-        _gate(session_factory, settings, options, report, outcome, emit)
+        _gate(session_factory, settings, options, report.run_id, report.eval_set_name, outcome, emit)
     return all_done
+
+
+def _is_baseline(
+    session_factory: sessionmaker[Session], options: WatchOptions, run_id: uuid.UUID, eval_set_name: str
+) -> bool:
+    """Whether the run is the one the watch gates against (gating it against itself says nothing)."""
+    with session_factory() as session:
+        try:
+            ref = resolve_run(session, options.baseline, eval_set_name=eval_set_name, project=options.project)
+        except RunNotFound:
+            return False
+    return ref.run.id == run_id
 
 
 def _run_line(report: RunReport) -> str:
@@ -208,18 +225,19 @@ def _gate(
     session_factory: sessionmaker[Session],
     settings: EvalSettings,
     options: WatchOptions,
-    report: RunReport,
+    run_id: uuid.UUID,
+    eval_set_name: str,
     outcome: WatchOutcome,
     emit: Emit,
 ) -> None:
     try:
         gated = run_gate(
-            session_factory, options.baseline, str(report.run_id), options_from_settings(settings),
+            session_factory, options.baseline, str(run_id), options_from_settings(settings),
             project=options.project,
         )  # fmt: skip
     except RunNotFound as error:
         emit(
-            f"not gated: {error} for set {report.eval_set_name} (name a baseline with "
+            f"not gated: {error} for set {eval_set_name} (name a baseline with "
             f"`evallens eval tag RUN {options.baseline}`)"
         )
         return
@@ -230,7 +248,7 @@ def _gate(
     body = gated.body
     report_dir = None
     if options.report_dir is not None:
-        report_dir = options.report_dir / f"{body.eval_set_name}-{str(report.run_id)[:8]}"
+        report_dir = options.report_dir / f"{body.eval_set_name}-{str(run_id)[:8]}"
         write_reports(body, report_dir)
     for line in verdict_lines(body, options.baseline):
         emit(line)

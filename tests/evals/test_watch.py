@@ -12,8 +12,9 @@ from evallens.runs import tag_run
 from evallens.settings import EvalSettings
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.result import ScoringContext
+from evals.runner.run import run_eval
 from evals.sets.format import CaseSpec, EvalSetSpec
-from evals.sets.store import sync_set
+from evals.sets.store import find_set_version, sync_set
 from evals.watch import WatchOptions, WatchOutcome, watch
 from tests.evals.conftest import ScriptedTarget, run_cli
 
@@ -182,6 +183,40 @@ def test_a_baseline_scored_by_other_metrics_is_not_gated_against_and_the_watch_g
     assert len(refused) == 2 and all(
         "was stored before runs recorded how they were scored" in e for e in refused
     )
+
+
+def test_a_change_evaluated_without_the_watch_is_gated_not_replayed(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    """A person replayed the new config by hand (`eval run`, no gate), then started the watch."""
+    _sync_recall_set(sessions, scripted_target)
+    target = scripted_target
+    settings, context = EvalSettings(eval_concurrency=4), ScoringContext(similarity=similarity)
+    with sessions() as session:
+        set_id = find_set_version(session, SET_NAME).id
+    baseline = run_eval(sessions, set_id, settings, context, endpoint=target.url, label="main")
+    with sessions.begin() as session:
+        tag_run(session, str(baseline.run_id), "main")
+    good_citations = dict(target.retrieved)
+    target.config, target.retrieved = {"fingerprint": "cfg-2", "model": "scripted"}, {}
+    by_hand = run_eval(sessions, set_id, settings, context, endpoint=target.url, label="by hand")
+    target.config, target.retrieved = {"fingerprint": "cfg-1", "model": "scripted"}, good_citations
+
+    def between_polls(poll: int) -> None:
+        if poll == 1:  # the change the person evaluated by hand is deployed
+            target.config, target.retrieved = {"fingerprint": "cfg-2", "model": "scripted"}, {}
+
+    options = WatchOptions(
+        endpoint=target.url, set_selectors=(SET_NAME,), interval_s=0.01, settle_s=0.0, max_polls=2,
+        exit_on_regression=True,
+    )  # fmt: skip
+    outcome, events = _run_watch(sessions, similarity, options, between_polls)
+    assert outcome.runs == []  # both configs already evaluated: nothing replayed
+    assert [(g.body.candidate_run_id, g.body.verdict) for g in outcome.gates] == [
+        (str(by_hand.run_id), "regression")  # the baseline itself is not gated against itself
+    ]
+    assert outcome.exit_code == 1
+    assert sum("not replaying" in e for e in events) == 2
 
 
 def test_watch_waits_while_the_config_is_still_changing(
