@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from evals.metrics.judge.cache import CachedVerdict, cache_key, load_verdicts, store_verdicts
 from evals.metrics.judge.client import JudgeClient, JudgeUnavailable
 from evals.metrics.judge.prompts import (
-    PROMPT_VERSIONS,
     MalformedReply,
     messages,
     parse_verdict,
+    prompt_version,
     reference_text,
 )
 from evals.metrics.result import JudgeOutcome, JudgeRequest
@@ -52,7 +52,7 @@ class LlmJudge:
         return [outcomes[key] for key in keys]
 
     def _key(self, model: str, request: JudgeRequest) -> str:
-        version = PROMPT_VERSIONS[request.metric]
+        version = prompt_version(request.metric)
         return cache_key(model, version, request.question, reference_text(request), request.answer)
 
     def _cached(self, keys: list[str]) -> dict[str, JudgeOutcome]:
@@ -94,7 +94,7 @@ class LlmJudge:
         for key, request in requests.items():
             decided = outcomes[key].verdict
             if decided is not None:
-                version = PROMPT_VERSIONS[request.metric]
+                version = prompt_version(request.metric)
                 verdicts.append(
                     CachedVerdict(
                         key, model, version, request.question, reference_text(request), request.answer,

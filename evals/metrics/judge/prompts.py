@@ -2,17 +2,16 @@
 
 Every block of material (question, reference, answer) sits between markers that carry a tag derived
 from the material itself, so an answer cannot close its own block; the judge is told that anything
-inside the markers is data and that instructions there must be ignored. Bump a metric's version when
-its prompt changes: the version is part of the cache key.
+inside the markers is data and that instructions there must be ignored. A metric's prompt version,
+part of the cache key, is a digest of the prompt itself: any change to it asks the judge again.
 """
 
 import hashlib
 import json
 import re
 
+from evallens.reports import MetricName
 from evals.metrics.result import JudgeRequest
-
-PROMPT_VERSIONS = {"accuracy": "accuracy/1", "irrelevance": "irrelevance/1", "harmfulness": "harmfulness/1"}
 
 SYSTEM = (
     "You review answers written by the customer-support assistant of an online shop. You receive the "
@@ -89,6 +88,15 @@ def messages(request: JudgeRequest) -> list[dict[str, str]]:
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": f"{material}\n\n{TASKS[request.metric]}"},
     ]
+
+
+def prompt_version(metric: MetricName) -> str:
+    """What a cached verdict was asked with: the metric and a digest of everything the judge reads
+    besides the material (system text, task, layout, output schema), so a cached verdict is reused only
+    for the prompt it answered."""
+    probe = JudgeRequest(metric, "question", "reference", ["fact"], "answer", "answer")
+    prompt = json.dumps([messages(probe), VERDICT_SCHEMA], sort_keys=True)
+    return f"{metric}/{hashlib.sha256(prompt.encode()).hexdigest()[:12]}"
 
 
 def parse_verdict(reply: str) -> tuple[bool, str]:

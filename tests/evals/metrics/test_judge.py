@@ -20,7 +20,7 @@ from evals.errors import EvalConfigError
 from evals.metrics import score_cases
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.context import build_scoring_context
-from evals.metrics.judge import JudgeClient, LlmJudge
+from evals.metrics.judge import JudgeClient, LlmJudge, prompts
 from evals.metrics.judge.cache import CachedVerdict, cache_key, load_verdicts, store_verdicts
 from evals.metrics.judge.prompts import SYSTEM, MalformedReply, messages, parse_verdict
 from evals.metrics.result import Answer, JudgeOutcome, JudgeRequest, ScoringContext
@@ -188,6 +188,19 @@ def test_verdicts_are_cached_and_failures_are_not(
     assert failed[0].verdict is None
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(JudgeVerdict)) == 1
+
+
+def test_a_cached_verdict_is_reused_only_for_the_prompt_it_answered(
+    stand_in: FaultyJudge, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge = judge_for(stand_in.url, sessions)
+    judge.decide([REQUEST])
+    assert judge.decide([REQUEST])[0].cached and len(stand_in.requests) == 1
+    stricter = prompts.TASKS["accuracy"] + " Be strict about units."
+    monkeypatch.setitem(prompts.TASKS, "accuracy", stricter)  # the prompt changed, nobody bumped a version
+    assert judge.decide([REQUEST]) == [JudgeOutcome(True, "fine", cached=False)]
+    assert len(stand_in.requests) == 2 and stricter in stand_in.requests[-1]["messages"][1]["content"]
+    assert prompts.prompt_version("accuracy") != prompts.prompt_version("irrelevance")
 
 
 def test_nul_characters_are_cached_as_replacements(
