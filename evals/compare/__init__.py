@@ -56,6 +56,9 @@ def compare_runs(
         [item for item in results if item.case.case_key not in edited]
         for results in (base_results, cand_results)
     )
+    base_keys, cand_keys = (
+        {item.case.case_key for item in results} for results in (base_results, cand_results)
+    )
     comparisons = compare_cells(case_scores(base_results), case_scores(cand_results), options)
     infra_base, infra_cand = stored_infra(session, baseline_ref.run), stored_infra(session, candidate_ref.run)
     changes = config_changes(baseline_ref.run.config, candidate_ref.run.config)
@@ -75,6 +78,8 @@ def compare_runs(
         cache_candidate=cache_counts(candidate_ref.run, cand_results),
         num_unscored=unscored_cases(base_results, cand_results),
         edited_cases=edited,
+        num_baseline_only=len(base_keys - cand_keys - set(edited)),
+        num_candidate_only=len(cand_keys - base_keys - set(edited)),
         comparisons=comparisons,
         infra_baseline=infra_base,
         infra_candidate=infra_cand,

@@ -128,6 +128,19 @@ def edited_line(body: GateReportBody) -> str | None:
     )
 
 
+def unpaired_line(body: GateReportBody) -> str | None:
+    """How many cases only one run's set version has: neither tested nor flipped, so the report says so."""
+    parts = [
+        f"{count} only in the {side}'s set version ({change} since)"
+        for count, side, change in (
+            (body.num_candidate_only, "candidate", "added"),
+            (body.num_baseline_only, "baseline", "removed"),
+        )
+        if count
+    ]
+    return f"cases not compared: {' and '.join(parts)}" if parts else None
+
+
 def cache_warning(body: GateReportBody) -> str | None:
     """A warning when cached answers dominate a run: such a comparison says little about the model."""
     for label, counts in (("baseline", body.cache_baseline), ("candidate", body.cache_candidate)):

@@ -12,6 +12,7 @@ from evals.render._figures import (
     power_note,
     power_summary,
     underpowered,
+    unpaired_line,
     unscored_line,
     verdict_word,
 )
@@ -88,6 +89,9 @@ def _caches_and_power(body: GateReportBody) -> list[str]:
     edited = edited_line(body)
     if edited is not None:
         lines += ["", f"**Edited cases:** {edited}."]
+    unpaired = unpaired_line(body)
+    if unpaired is not None:
+        lines += ["", f"**Unpaired:** {unpaired}."]
     if body.repeats_baseline > 1 or body.repeats_candidate > 1:
         lines += [
             "",

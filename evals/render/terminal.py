@@ -16,6 +16,7 @@ from evals.render._figures import (
     power_note,
     power_summary,
     underpowered,
+    unpaired_line,
     unscored_line,
     verdict_word,
 )
@@ -80,6 +81,9 @@ def _print_caches_and_power(body: GateReportBody, console: Console) -> None:
     edited = edited_line(body)
     if edited is not None:
         console.print(f"[yellow]edited:[/yellow] {escape(edited)}")
+    unpaired = unpaired_line(body)
+    if unpaired is not None:
+        console.print(f"[yellow]unpaired:[/yellow] {escape(unpaired)}")
     if body.repeats_baseline > 1 or body.repeats_candidate > 1:
         console.print(
             f"repeats: {body.repeats_baseline} (baseline), {body.repeats_candidate} (candidate), "

@@ -166,6 +166,12 @@ class GateReportBody(BaseModel):
         description="keys of cases edited between the runs' set versions (another reference, facts or "
         "wording), left out of the comparison: their two answers were not asked or judged the same way",
     )
+    num_baseline_only: int = Field(
+        default=0, description="cases only the baseline's set version has (removed since): not compared"
+    )
+    num_candidate_only: int = Field(
+        default=0, description="cases only the candidate's set version has (added since): not compared"
+    )
     comparisons: list[MetricComparison]
     infra_baseline: InfraSummary | None
     infra_candidate: InfraSummary | None

@@ -27,9 +27,10 @@ T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 NUM_CASES = 30
 
 
-def _make_set(session: Session, *, edited: int = 0) -> int:
+def _make_set(session: Session, *, edited: int = 0, added: int = 0) -> int:
     """The set's version; with ``edited``, the version whose first ``edited`` returns_refunds cases
-    have another reference answer (the policy they ask about changed)."""
+    have another reference answer (the policy they ask about changed); with ``added``, that many more
+    cases in each scenario."""
     cases = [
         CaseSpec(
             id=f"{scenario[:2]}-{i:03d}",
@@ -40,7 +41,7 @@ def _make_set(session: Session, *, edited: int = 0) -> int:
             reference_context_ids=[f"doc-{i}"],
         )
         for scenario in ("returns_refunds", "shipping_logistics")
-        for i in range(NUM_CASES)
+        for i in range(NUM_CASES + added)
     ]
     spec = EvalSetSpec(name="synthetic", source_path="memory", cases=cases)
     return sync_set(session, spec).eval_set_id
@@ -358,7 +359,7 @@ def test_cases_edited_between_set_versions_are_named_and_left_out_of_the_compari
     with sessions.begin() as session:
         create_span_partitions(session.connection(), [T0.date()])
         before = _add_run(session, _make_set(session), T0)
-        after = _add_run(session, _make_set(session, edited=14), T0 + timedelta(hours=1), wrong=14)
+        after = _add_run(session, _make_set(session, edited=14, added=3), T0 + timedelta(hours=1), wrong=14)
         body = compare_runs(session, str(before), str(after), ComparisonOptions())
     edited = [f"re-{i:03d}" for i in range(14)]
     assert body.edited_cases == edited
@@ -369,3 +370,5 @@ def test_cases_edited_between_set_versions_are_named_and_left_out_of_the_compari
     assert not {flip.case_key for flip in body.flipped_cases} & set(edited)
     markdown = render_markdown(body)
     assert "14 case(s) edited between the runs' set versions" in markdown and "re-004 and 9 more" in markdown
+    assert (body.num_candidate_only, body.num_baseline_only) == (6, 0)  # three more cases per scenario
+    assert "cases not compared: 6 only in the candidate's set version (added since)" in markdown
