@@ -89,12 +89,14 @@ def run_eval(
         _check_error_rate(run_id, replayed, settings.eval_max_error_rate)
         with phase(progress, f"scoring {len(replayed)} answers"):
             results = _score(replayed, scoring)  # embeddings and judge calls, outside any transaction
+        scored_as = describe_scoring(scoring)  # the judge's model is known now if it was down at the start
         traces = [item.completion.trace_id for item in replayed if item.completion.trace_id]
         with phase(progress, f"waiting for the spans of {len(traces)} traces"):
             await_spans(session_factory, str(run_id), eval_set.project, traces, settings.eval_span_wait_s)
         with session_factory.begin() as session:
             cache = cache_counts(replayed, no_cache)
             summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended, cache)
+            session.get_one(EvalRun, run_id).scoring = scored_as
     except BaseException as error:
         _fail_run(session_factory, run_id, error)
         raise

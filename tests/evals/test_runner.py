@@ -16,11 +16,12 @@ from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_I
 from evals.errors import EndpointUnreachable, ScoredDifferently
 from evals.gate import gate_endpoint
 from evals.metrics._embedding import MiniLmSimilarity
-from evals.metrics.context import describe_scoring
+from evals.metrics.context import build_scoring_context, describe_scoring
 from evals.metrics.result import ScoringContext
 from evals.runner.run import run_eval
 from evals.sets.sync import sync_path
 from tests.evals.conftest import SETS, ScriptedTarget, run_cli
+from tests.evals.metrics.judge_server import faulty_judge
 
 RR1 = "How many days do I have to return an unopened item?"
 RR2 = "How long does a refund take to reach my card?"
@@ -348,3 +349,21 @@ def test_a_gate_against_a_baseline_scored_otherwise_refuses_before_replaying(
         assert session.scalar(select(func.count()).select_from(EvalRun)) == 1
     outcome = gate_endpoint(sessions, baseline, scripted_target.url, settings, scoring)
     assert outcome.body.verdict == "pass" and outcome.body.baseline_run_id == baseline
+
+
+def test_a_judge_down_when_the_run_starts_is_recorded_by_the_model_that_scored(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    """Two runs whose judge could not name its model at the start must not pass as scored alike."""
+    eval_set_id = _sync(sessions)
+    with faulty_judge() as judge:
+        judge.models_down = 1  # the run's start asks, and hears nothing; the scoring asks again
+        settings = EvalSettings(
+            eval_endpoint=scripted_target.url, eval_judge_endpoint=judge.url, eval_judge_mode="judge"
+        )
+        run_id = run_eval(sessions, eval_set_id, settings, build_scoring_context(settings, similarity)).run_id
+    assert judge.requests and {request["model"] for request in judge.requests} == {"faulty-judge"}
+    with sessions() as session:
+        run = session.get_one(EvalRun, run_id)
+        assert run.status == "completed" and run.scoring is not None
+        assert run.scoring["judge"] == {"endpoint": f"{judge.url}/v1", "model": "faulty-judge"}

@@ -29,6 +29,7 @@ class FaultyJudge:
     finish_reason: str = "stop"
     reject_response_format: bool = False
     models: list[str] = field(default_factory=lambda: ["faulty-judge"])
+    models_down: int = 0  # how many more /v1/models requests answer 503 (an endpoint still starting)
     requests: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -37,6 +38,9 @@ def _app(judge: FaultyJudge) -> FastAPI:
 
     @app.get("/v1/models")
     async def models() -> JSONResponse:
+        if judge.models_down > 0:
+            judge.models_down -= 1
+            return JSONResponse({"error": {"message": "starting"}}, status_code=503)
         return JSONResponse({"object": "list", "data": [{"id": name} for name in judge.models]})
 
     @app.post("/v1/chat/completions")
