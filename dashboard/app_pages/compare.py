@@ -4,6 +4,7 @@ import streamlit as st
 
 from dashboard import _ui, charts, data, transform
 from evallens.reports import GateReportBody, InfraSummary, RunSummary
+from evallens.runs import left_out_notes
 
 ctx = _ui.context()
 st.title("Compare runs")
@@ -57,12 +58,8 @@ if report:
         f"Gate verdict: **{verdict}** (minimum effect {report.min_effect * 100:.0f} pts, "
         f"alpha {report.alpha}, {report.procedure} multiple-testing procedure)"
     )
-    if report.edited_cases:
-        shown = ", ".join(report.edited_cases[:10]) + (", ..." if len(report.edited_cases) > 10 else "")
-        st.caption(
-            f"{len(report.edited_cases)} case(s) were edited between the runs' set versions (another "
-            f"question, reference or facts under the same id) and are left out of the comparison: {shown}"
-        )
+    for label, note in left_out_notes(report):
+        st.caption(f"{label.capitalize()}: {note}.")
 else:
     st.caption(
         "No gate report for this pair, so no significance marks or hints: run "

@@ -2,8 +2,6 @@
 
 from evallens.reports import CacheCounts, GateReportBody, InfraSummary, MetricComparison
 
-MAX_EDITED_SHOWN = 5  # edited cases named in a report; the JSON lists them all
-
 INFRA_ROWS: list[tuple[str, str]] = [
     ("latency_ms_p50", "latency p50 (ms)"),
     ("latency_ms_p95", "latency p95 (ms)"),
@@ -106,39 +104,6 @@ def cache_line(label: str, counts: CacheCounts | None) -> str | None:
         f"{counts.num_semantic_hits} from the semantic cache"
     )
     return line + (" (caches bypassed: --no-cache)" if counts.bypassed else "")
-
-
-def unscored_line(body: GateReportBody) -> str | None:
-    """Which cases the judge left unscored: the tests leave them out, so the report says how many."""
-    if not body.num_unscored:
-        return None
-    counts = ", ".join(f"{metric} {count}" for metric, count in body.num_unscored.items())
-    return f"cases left unscored by the judge and excluded from the paired tests: {counts}"
-
-
-def edited_line(body: GateReportBody) -> str | None:
-    """Which cases were edited between the runs' set versions: left out, so the report names them."""
-    if not body.edited_cases:
-        return None
-    shown = ", ".join(body.edited_cases[:MAX_EDITED_SHOWN])
-    more = len(body.edited_cases) - MAX_EDITED_SHOWN
-    return (
-        f"{len(body.edited_cases)} case(s) edited between the runs' set versions, left out of the "
-        f"comparison: {shown}" + (f" and {more} more" if more > 0 else "")
-    )
-
-
-def unpaired_line(body: GateReportBody) -> str | None:
-    """How many cases only one run's set version has: neither tested nor flipped, so the report says so."""
-    parts = [
-        f"{count} only in the {side}'s set version ({change} since)"
-        for count, side, change in (
-            (body.num_candidate_only, "candidate", "added"),
-            (body.num_baseline_only, "baseline", "removed"),
-        )
-        if count
-    ]
-    return f"cases not compared: {' and '.join(parts)}" if parts else None
 
 
 def cache_warning(body: GateReportBody) -> str | None:

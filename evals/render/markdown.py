@@ -1,19 +1,17 @@
 """The comparison as Markdown, for a pull-request comment."""
 
 from evallens.reports import GateReportBody
+from evallens.runs import left_out_notes
 from evals.render._figures import (
     cache_line,
     cache_warning,
     detectable,
-    edited_line,
     infra_rows,
     number,
     points,
     power_note,
     power_summary,
     underpowered,
-    unpaired_line,
-    unscored_line,
     verdict_word,
 )
 
@@ -83,15 +81,8 @@ def _caches_and_power(body: GateReportBody) -> list[str]:
         warning = cache_warning(body)
         if warning is not None:
             lines.append(f"- **{warning}**")
-    unscored = unscored_line(body)
-    if unscored is not None:
-        lines += ["", f"**Unscored:** {unscored}."]
-    edited = edited_line(body)
-    if edited is not None:
-        lines += ["", f"**Edited cases:** {edited}."]
-    unpaired = unpaired_line(body)
-    if unpaired is not None:
-        lines += ["", f"**Unpaired:** {unpaired}."]
+    for label, note in left_out_notes(body):
+        lines += ["", f"**{label.capitalize()}:** {note}."]
     if body.repeats_baseline > 1 or body.repeats_candidate > 1:
         lines += [
             "",

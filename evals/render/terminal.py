@@ -5,19 +5,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from evallens.reports import GateReportBody
+from evallens.runs import left_out_notes
 from evals.render._figures import (
     cache_line,
     cache_warning,
     detectable,
-    edited_line,
     infra_rows,
     number,
     points,
     power_note,
     power_summary,
     underpowered,
-    unpaired_line,
-    unscored_line,
     verdict_word,
 )
 
@@ -75,15 +73,8 @@ def _print_caches_and_power(body: GateReportBody, console: Console) -> None:
     warning = cache_warning(body)
     if warning is not None:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
-    unscored = unscored_line(body)
-    if unscored is not None:
-        console.print(f"[yellow]unscored:[/yellow] {escape(unscored)}")
-    edited = edited_line(body)
-    if edited is not None:
-        console.print(f"[yellow]edited:[/yellow] {escape(edited)}")
-    unpaired = unpaired_line(body)
-    if unpaired is not None:
-        console.print(f"[yellow]unpaired:[/yellow] {escape(unpaired)}")
+    for label, note in left_out_notes(body):
+        console.print(f"[yellow]{label}:[/yellow] {escape(note)}")
     if body.repeats_baseline > 1 or body.repeats_candidate > 1:
         console.print(
             f"repeats: {body.repeats_baseline} (baseline), {body.repeats_candidate} (candidate), "

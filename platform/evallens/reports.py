@@ -166,11 +166,13 @@ class GateReportBody(BaseModel):
         description="keys of cases edited between the runs' set versions (another reference, facts or "
         "wording), left out of the comparison: their two answers were not asked or judged the same way",
     )
-    num_baseline_only: int = Field(
-        default=0, description="cases only the baseline's set version has (removed since): not compared"
+    baseline_only_cases: list[str] = Field(
+        default_factory=list,
+        description="keys of cases only the baseline's set version has (removed since): not compared",
     )
-    num_candidate_only: int = Field(
-        default=0, description="cases only the candidate's set version has (added since): not compared"
+    candidate_only_cases: list[str] = Field(
+        default_factory=list,
+        description="keys of cases only the candidate's set version has (added since): not compared",
     )
     comparisons: list[MetricComparison]
     infra_baseline: InfraSummary | None

@@ -61,18 +61,26 @@ def test_compare_defaults_to_latest_run_and_its_tagged_baseline(seeded: Seeded) 
     assert "REGRESSION" in texts(app)
 
 
-def test_compare_names_the_cases_the_gate_left_out_as_edited(app_database: str, seeded: Seeded) -> None:
-    assert "edited between the runs' set versions" not in texts(open_page("app_pages/compare.py"))
+def test_compare_names_the_cases_the_gate_left_out(app_database: str, seeded: Seeded) -> None:
+    assert "left out of the comparison" not in texts(open_page("app_pages/compare.py"))
+    left_out = {
+        "edited_cases": ["rr-004", "rr-007"],
+        "candidate_only_cases": [f"rr-{i:03d}" for i in range(20, 27)],
+        "num_unscored": {"accuracy": 3},
+    }
     with psycopg.connect(app_database) as connection:
-        connection.execute(
-            "UPDATE gate_reports SET report = report || %s",
-            (Jsonb({"edited_cases": ["rr-004", "rr-007"]}),),
-        )
+        connection.execute("UPDATE gate_reports SET report = report || %s", (Jsonb(left_out),))
     st.cache_data.clear()
+    shown = texts(open_page("app_pages/compare.py"))
+    assert "Unscored: cases the judge left unscored, excluded from the paired tests: accuracy 3." in shown
     assert (
-        "2 case(s) were edited between the runs' set versions (another question, reference or facts under "
-        "the same id) and are left out of the comparison: rr-004, rr-007"
-    ) in texts(open_page("app_pages/compare.py"))
+        "Edited: 2 case(s) edited between the runs' set versions, left out of the comparison: rr-004, rr-007."
+    ) in shown
+    assert (
+        "Added: 7 case(s) only in the candidate's set version (added since), not compared: "
+        "rr-020, rr-021, rr-022, rr-023, rr-024 and 2 more."
+    ) in shown
+    assert "removed since" not in shown
 
 
 def test_compare_without_gate_report_says_how_to_get_significance(seeded: Seeded) -> None:

@@ -1,5 +1,6 @@
 """Compare and gate on runs, results, spans and metric samples written into the real test database."""
 
+import io
 import json
 import uuid
 import xml.etree.ElementTree as ET
@@ -7,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -19,6 +21,7 @@ from evallens.telemetry import metrics as prom
 from evals.compare import ComparisonOptions, compare_runs
 from evals.errors import ScoredDifferently
 from evals.render.markdown import render_markdown
+from evals.render.terminal import print_report
 from evals.sets.format import CaseSpec, EvalSetSpec
 from evals.sets.store import load_cases, sync_set
 from tests.evals.conftest import run_cli
@@ -370,5 +373,15 @@ def test_cases_edited_between_set_versions_are_named_and_left_out_of_the_compari
     assert not {flip.case_key for flip in body.flipped_cases} & set(edited)
     markdown = render_markdown(body)
     assert "14 case(s) edited between the runs' set versions" in markdown and "re-004 and 9 more" in markdown
-    assert (body.num_candidate_only, body.num_baseline_only) == (6, 0)  # three more cases per scenario
-    assert "cases not compared: 6 only in the candidate's set version (added since)" in markdown
+    added = [f"{prefix}-{i:03d}" for prefix in ("re", "sh") for i in range(NUM_CASES, NUM_CASES + 3)]
+    assert (body.candidate_only_cases, body.baseline_only_cases) == (added, [])  # three more per scenario
+    assert (
+        "**Added:** 6 case(s) only in the candidate's set version (added since), not compared: "
+        "re-030, re-031, re-032, sh-030, sh-031 and 1 more."
+    ) in markdown
+    with sessions.begin() as session:
+        backwards = compare_runs(session, str(after), str(before), ComparisonOptions())
+    assert (backwards.candidate_only_cases, backwards.baseline_only_cases) == ([], added)
+    printed = io.StringIO()
+    print_report(backwards, Console(file=printed, width=400))
+    assert "removed: 6 case(s) only in the baseline's set version (removed since)" in printed.getvalue()

@@ -1,8 +1,10 @@
 """Stored eval runs, as every component finds them: by id or tag, the latest completed one of a
-configuration, their baseline, their results, the cases that got worse between two runs and what
-differs in how two runs were scored. The JSON stored on runs and gates is ``evallens.reports``."""
+configuration, their baseline, their results, the cases that got worse between two runs, what
+differs in how two runs were scored and what a comparison of them left out. The JSON stored on runs
+and gates is ``evallens.reports``."""
 
 from evallens.runs.flips import MAX_FLIPS, flipped_cases
+from evallens.runs.left_out import left_out_notes
 from evallens.runs.listing import RunListing, list_runs
 from evallens.runs.resolve import (
     MAIN_TAG,
@@ -27,6 +29,7 @@ __all__ = [
     "edited_cases",
     "flipped_cases",
     "latest_completed_run",
+    "left_out_notes",
     "list_runs",
     "load_results",
     "resolve_run",
