@@ -12,7 +12,8 @@ from evallens.reports import GateReportBody
 from evallens.runs import resolve_run
 from evallens.settings import EvalSettings
 from evals.compare import ComparisonOptions, compare_runs, require_same_scoring
-from evals.metrics.context import describe_scoring
+from evals.errors import ScoredDifferently
+from evals.metrics.context import describe_scoring, require_judge_model
 from evals.metrics.result import ScoringContext
 from evals.runner.run import run_eval
 
@@ -86,7 +87,11 @@ def gate_endpoint(
         eval_set_id = ref.run.eval_set_id
         repeats = ref.run.repeats
         # before the replay, not after it: a baseline scored otherwise would make the replay a waste
-        require_same_scoring(ref.run, describe_scoring(scoring), "a run scored now", ref.eval_set.name)
+        try:
+            require_same_scoring(ref.run, describe_scoring(scoring), "a run scored now", ref.eval_set.name)
+        except ScoredDifferently:
+            require_judge_model(scoring)  # a judge that is down only looks like another judge
+            raise
     report = run_eval(
         session_factory, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats,
         label="gate candidate", progress=progress, no_cache=no_cache,

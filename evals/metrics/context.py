@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.settings import EvalSettings, ServiceSettings
-from evals.errors import EvalConfigError
+from evals.errors import EndpointUnreachable, EvalConfigError
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics._harm_classifier import MANIFEST, HarmClassifier, is_trained
 from evals.metrics.judge.client import JudgeClient, JudgeUnavailable
@@ -107,6 +107,21 @@ def _judge_model(client: JudgeClient) -> str | None:
             return client.model_name(http)
     except JudgeUnavailable:
         return None
+
+
+def require_judge_model(context: ScoringContext) -> None:
+    """``EndpointUnreachable`` when the context's judge cannot say which model it serves (down, or still
+    starting): a description made now records no model, which differs from a run's for that reason."""
+    client = getattr(context.judge, "client", None)
+    if not isinstance(client, JudgeClient):
+        return
+    try:
+        with client.open() as http:
+            client.model_name(http)
+    except JudgeUnavailable as error:
+        raise EndpointUnreachable(
+            f"{error}; start the judge, or name its model with EVALLENS_EVAL_JUDGE_MODEL, and try again"
+        ) from None
 
 
 @cache

@@ -367,3 +367,25 @@ def test_a_judge_down_when_the_run_starts_is_recorded_by_the_model_that_scored(
         run = session.get_one(EvalRun, run_id)
         assert run.status == "completed" and run.scoring is not None
         assert run.scoring["judge"] == {"endpoint": f"{judge.url}/v1", "model": "faulty-judge"}
+
+
+def test_a_gate_whose_judge_is_down_says_so_rather_than_that_scoring_changed(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    eval_set_id = _sync(sessions)
+    with faulty_judge() as judge:
+        settings = EvalSettings(
+            eval_endpoint=scripted_target.url, eval_judge_endpoint=judge.url, eval_judge_mode="judge"
+        )
+        baseline = str(
+            run_eval(sessions, eval_set_id, settings, build_scoring_context(settings, similarity)).run_id
+        )
+        asked = len(scripted_target.headers_seen)
+        judge.models_down = 2  # restarting while the gate checks how it will score
+        with pytest.raises(
+            EndpointUnreachable, match=r"judge endpoint answered HTTP 503.*EVALLENS_EVAL_JUDGE_MODEL"
+        ):
+            gate_endpoint(
+                sessions, baseline, scripted_target.url, settings, build_scoring_context(settings, similarity)
+            )
+    assert len(scripted_target.headers_seen) == asked  # nothing replayed
