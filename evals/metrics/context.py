@@ -120,7 +120,7 @@ def require_judge_model(context: ScoringContext) -> None:
             client.model_name(http)
     except JudgeUnavailable as error:
         raise EndpointUnreachable(
-            f"{error}; start the judge, or name its model with EVALLENS_EVAL_JUDGE_MODEL, and try again"
+            f"{error}; the judge must say which model it serves (start it, or set EVALLENS_EVAL_JUDGE_MODEL)"
         ) from None
 
 

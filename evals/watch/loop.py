@@ -20,9 +20,9 @@ from evallens.errors import EvallensError
 from evallens.reports import GateReportBody
 from evallens.runs import MAIN_TAG, RunNotFound, latest_completed_run, resolve_run
 from evallens.settings import EvalSettings
-from evals.errors import ScoredDifferently
+from evals.errors import EndpointUnreachable, ScoredDifferently
 from evals.gate import GateOutcome, options_from_settings, run_gate
-from evals.metrics.context import describe_scoring
+from evals.metrics.context import describe_scoring, require_judge_model
 from evals.metrics.result import ScoringContext
 from evals.render import write_reports
 from evals.runner.run import RunReport, run_eval
@@ -135,6 +135,11 @@ def _poll(
         _report_status(
             state, f"waiting: config still changing ({seen.fingerprint} -> {again.fingerprint})", emit
         )
+        return
+    try:  # runs scored by a judge of unknown model could be neither reused nor gated
+        require_judge_model(scoring)
+    except EndpointUnreachable as error:
+        _report_status(state, f"waiting: {error}", emit)
         return
     state.was_down, state.status = False, ""
     emit(f"target ready, config fingerprint {seen.fingerprint} (stable for {options.settle_s:g} s)")

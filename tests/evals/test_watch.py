@@ -11,12 +11,14 @@ from evallens.db.models import EvalRun, GateReport
 from evallens.runs import tag_run
 from evallens.settings import EvalSettings
 from evals.metrics._embedding import MiniLmSimilarity
+from evals.metrics.context import build_scoring_context
 from evals.metrics.result import ScoringContext
 from evals.runner.run import run_eval
 from evals.sets.format import CaseSpec, EvalSetSpec
 from evals.sets.store import find_set_version, sync_set
 from evals.watch import WatchOptions, WatchOutcome, watch
 from tests.evals.conftest import ScriptedTarget, run_cli
+from tests.evals.metrics.judge_server import faulty_judge
 
 NUM_CASES = 20
 SET_NAME = "watch-set"
@@ -273,3 +275,39 @@ def test_watch_cli_rejects_an_unknown_set_and_runs_against_a_target(
 def test_watch_cli_rejects_bad_limits(database_url: str, flag: str) -> None:
     result = run_cli("eval", "watch", "--set", SET_NAME, flag, "0", database_url=database_url)
     assert result.returncode == 2 and "Invalid value" in result.stderr
+
+
+def test_a_change_is_not_replayed_while_the_judge_cannot_say_its_model(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    """Scored by a judge of unknown model, a run could be neither reused nor gated: the watch waits."""
+    _sync_recall_set(sessions, scripted_target)
+    target = scripted_target
+    with faulty_judge() as judge:
+        settings = EvalSettings(
+            eval_endpoint=target.url,
+            eval_concurrency=4,
+            eval_judge_endpoint=judge.url,
+            eval_judge_mode="both",
+        )
+        with sessions() as session:
+            set_id = find_set_version(session, SET_NAME).id
+        baseline = run_eval(sessions, set_id, settings, build_scoring_context(settings, similarity))
+        with sessions.begin() as session:
+            tag_run(session, str(baseline.run_id), "main")
+        target.config = {"fingerprint": "cfg-2", "model": "scripted"}  # a change, deployed
+        judge.models_down = 1_000_000  # while the judge restarts
+
+        def sleep(seconds: float) -> None:
+            if seconds == options.interval_s:  # after the first poll, the judge is back
+                judge.models_down = 0
+
+        events: list[str] = []
+        options = WatchOptions(endpoint=target.url, set_selectors=(SET_NAME,), interval_s=0.01, settle_s=0.0,
+                               max_polls=3)  # fmt: skip
+        scoring = build_scoring_context(settings, similarity)
+        outcome = watch(sessions, settings, scoring, options, on_event=events.append, sleep=sleep)
+    waiting = [e for e in events if e.startswith("waiting: judge endpoint answered HTTP 503")]
+    assert len(waiting) == 1 and "EVALLENS_EVAL_JUDGE_MODEL" in waiting[0]
+    assert [run.config_fingerprint for run in outcome.runs] == ["cfg-2"]  # replayed once the judge was back
+    assert [gate.body.verdict for gate in outcome.gates] == ["pass"]
