@@ -14,6 +14,7 @@ from evallens.cases.versions import (
     REJECTED,
     copy_case,
     latest_eval_set,
+    lock_set_versions,
     set_cases,
     store_version,
 )
@@ -61,6 +62,7 @@ def review_cases(
             "scenario": review.scenario,
         }
     )
+    lock_set_versions(session, eval_set_name, project)
     source = latest_eval_set(session, eval_set_name, project)
     cases = {case.case_key: case for case in set_cases(session, source.id)}
     keys = list(dict.fromkeys(case_keys))
