@@ -7,7 +7,7 @@ from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.orm import Session
 
 from evallens.db.models import GenAIContent, Span
-from evallens.telemetry.messages import QUESTION_ATTRIBUTES, first_text, last_user_message
+from evallens.telemetry.messages import QUESTION_ATTRIBUTES, first_text, question_from_attribute
 
 
 def trace_questions(session: Session, trace_ids: Sequence[str], project: str) -> dict[str, str | None]:
@@ -47,4 +47,5 @@ def _event_questions(session: Session, trace_ids: list[str], project: str) -> di
     for trace_id, span_id, event_messages in rows:
         if first_span.setdefault(trace_id, span_id) == span_id:
             messages.setdefault(trace_id, []).extend(event_messages)
-    return {trace_id: last_user_message(found) for trace_id, found in messages.items()}
+    # read as mining reads them (stripped, None when blank): the case holds the question the page showed
+    return {trace_id: question_from_attribute(found) for trace_id, found in messages.items()}
