@@ -19,6 +19,7 @@ from evallens.cases.versions import (
     store_version,
 )
 from evallens.db.models import EvalCase
+from evallens.errors import EvallensError
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ def review_cases(
             "scenario": review.scenario,
         }
     )
+    for name, text in (("question", review.question), ("scenario", review.scenario)):
+        if text is not None and not text.strip():  # blanks are never what a reviewer meant
+            raise EvallensError(f"the {name} must not be blank")
     lock_set_versions(session, eval_set_name, project)
     source = latest_eval_set(session, eval_set_name, project)
     cases = {case.case_key: case for case in set_cases(session, source.id)}
