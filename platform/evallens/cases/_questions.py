@@ -7,13 +7,15 @@ from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.orm import Session
 
 from evallens.db.models import GenAIContent, Span
-from evallens.telemetry.messages import QUESTION_ATTRIBUTES, first_text, last_user_message
+from evallens.telemetry.messages import QUESTION_ATTRIBUTES, first_text, question_from_attribute
 
 
 def trace_questions(session: Session, trace_ids: Sequence[str], project: str) -> dict[str, str | None]:
-    """The user question of each trace of ``project`` (from its earliest span there that carries one,
-    else from the GenAI content events of its earliest span that has any); None when none does.
-    Another project's spans and events never count, even under the same trace id."""
+    """The user question of each trace of ``project``, read as mining reads it (so a case holds the
+    question the reviewer saw): each question attribute from the earliest span carrying it, in the
+    order of ``QUESTION_ATTRIBUTES``, else the GenAI content events of the trace's earliest span that has
+    any; None when none holds one. Another project's spans and events never count, even under the same
+    trace id."""
     questions: dict[str, str | None] = dict.fromkeys(trace_ids)
     has_question = Span.attributes.has_any(array(QUESTION_ATTRIBUTES))
     rows = session.execute(
@@ -21,10 +23,14 @@ def trace_questions(session: Session, trace_ids: Sequence[str], project: str) ->
         .where(Span.project == project, Span.trace_id.in_(list(trace_ids)), has_question)
         .order_by(Span.start_time)
     )
+    earliest: dict[str, dict[str, object]] = {}  # per trace: attribute -> its value on the earliest span
     for trace_id, span_attributes in rows:
-        if questions.get(trace_id) is None:
-            values = [span_attributes.get(name) for name in QUESTION_ATTRIBUTES]
-            questions[trace_id] = first_text(values, "user")
+        found = earliest.setdefault(trace_id, {})
+        for name in QUESTION_ATTRIBUTES:
+            if name in span_attributes:
+                found.setdefault(name, span_attributes[name])
+    for trace_id, found in earliest.items():
+        questions[trace_id] = first_text([found.get(name) for name in QUESTION_ATTRIBUTES], "user")
     missing = [trace_id for trace_id, question in questions.items() if question is None]
     if missing:
         questions.update(_event_questions(session, missing, project))
@@ -47,4 +53,5 @@ def _event_questions(session: Session, trace_ids: list[str], project: str) -> di
     for trace_id, span_id, event_messages in rows:
         if first_span.setdefault(trace_id, span_id) == span_id:
             messages.setdefault(trace_id, []).extend(event_messages)
-    return {trace_id: last_user_message(found) for trace_id, found in messages.items()}
+    # read as mining reads them (stripped, None when blank): the case holds the question the page showed
+    return {trace_id: question_from_attribute(found) for trace_id, found in messages.items()}

@@ -15,6 +15,7 @@ from evallens.cases.versions import (
     NEEDS_REVIEW,
     copy_case,
     latest_eval_set,
+    lock_set_versions,
     set_cases,
     store_version,
 )
@@ -73,6 +74,7 @@ def promote_traces(
     if not scenario.strip():
         raise EvallensError("the scenario must not be empty")
     refuse_nul({"scenario": scenario, "reference answer": reference_answer})
+    lock_set_versions(session, eval_set_name, project)
     source = latest_eval_set(session, eval_set_name, project)
     existing = set_cases(session, source.id)
     questions = _checked_questions(session, unique_ids, source, existing, project)

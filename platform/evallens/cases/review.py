@@ -14,10 +14,12 @@ from evallens.cases.versions import (
     REJECTED,
     copy_case,
     latest_eval_set,
+    lock_set_versions,
     set_cases,
     store_version,
 )
 from evallens.db.models import EvalCase
+from evallens.errors import EvallensError
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,10 @@ def review_cases(
             "scenario": review.scenario,
         }
     )
+    for name, text in (("question", review.question), ("scenario", review.scenario)):
+        if text is not None and not text.strip():  # blanks are never what a reviewer meant
+            raise EvallensError(f"the {name} must not be blank")
+    lock_set_versions(session, eval_set_name, project)
     source = latest_eval_set(session, eval_set_name, project)
     cases = {case.case_key: case for case in set_cases(session, source.id)}
     keys = list(dict.fromkeys(case_keys))

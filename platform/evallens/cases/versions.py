@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from evallens.cases.errors import UnknownEvalSet, VersionExists
@@ -20,6 +20,8 @@ from evallens.db.models import EvalCase, EvalSet
 ACTIVE = "active"
 NEEDS_REVIEW = "needs_review"
 REJECTED = "rejected"
+# First key of the two-key advisory locks on set names (a key space apart from other advisory locks).
+SET_VERSION_LOCKS = 0x6573  # "es"
 _COPIED_COLUMNS = tuple(
     column.key for column in EvalCase.__table__.columns if column.key not in {"id", "eval_set_id"}
 )
@@ -75,6 +77,19 @@ def latest_eval_set(session: Session, name: str, project: str = "default") -> Ev
     if eval_set is None:
         raise UnknownEvalSet(f"no eval set named {name!r}; run `evallens eval sets sync` first")
     return eval_set
+
+
+def lock_set_versions(session: Session, name: str, project: str = "default") -> None:
+    """Wait for, and hold until the transaction ends, the one writer's lock on set ``name`` of ``project``.
+
+    A promotion or review builds the next version from the latest one: a second writer must read the
+    latest version only after the first one committed, or both store the same version number (a unique
+    violation, not a clear error) and one writer's cases would be lost. Take it before
+    ``latest_eval_set``."""
+    session.execute(
+        text("SELECT pg_advisory_xact_lock(:space, hashtext(:key))"),
+        {"space": SET_VERSION_LOCKS, "key": f"{project}/{name}"},
+    )
 
 
 def set_cases(session: Session, eval_set_id: int) -> list[EvalCase]:

@@ -46,6 +46,8 @@ def _content(content: Any, parts: Any) -> str | None:
     if isinstance(content, str):
         return content
     pieces = parts or content or []
+    if not isinstance(pieces, list):  # a client's number or flag where text or parts belong: no text
+        return ""
     texts = [str(part.get("content") or part.get("text") or "") for part in pieces if isinstance(part, dict)]
     return " ".join(text for text in texts if text)
 

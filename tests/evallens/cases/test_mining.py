@@ -17,6 +17,8 @@ from tests.evallens.cases.traffic import (
     DUPLICATES,
     Traffic,
     document_upload,
+    feedback,
+    request,
     request_with_content_events,
 )
 from tests.evals.conftest import run_cli
@@ -167,3 +169,18 @@ def test_cli_mine_json(database_url: str, traffic: Traffic) -> None:
     assert "[EMAIL]" in table.stdout and "jane.doe" not in table.stdout
     bad = run_cli("cases", "mine", "--since", "week", database_url=database_url)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0, bad.stderr
+
+
+def test_a_feedback_comment_is_redacted_like_the_question(
+    sessions: sessionmaker[Session], traffic: Traffic
+) -> None:
+    """The user's words on a thumbs down are shown beside the redacted question (``cases mine --json``):
+    the personal data in them is replaced the same way."""
+    with sessions.begin() as session:
+        rated = request(session, traffic.now - timedelta(minutes=4), "Where is my parcel?", "On its way.")
+        comment = "Wrong again, call me on +1 415 555 0100 or mail jane.doe@example.com"
+        feedback(session, traffic.now - timedelta(minutes=3), rated, -1.0, comment)
+    with sessions() as session:
+        report = mine(session, since=timedelta(days=1), limit=50)
+    [candidate] = [item for item in report.candidates if rated in item.trace_ids]
+    assert candidate.feedback_comment == "Wrong again, call me on [PHONE] or mail [EMAIL]"

@@ -195,3 +195,30 @@ def test_nul_typed_into_a_promotion_or_review_is_one_error_naming_the_field(
                 session, [traffic.slow], eval_set_name=SET_NAME, scenario=scenario, reference_answer=reference
             )
     assert counts(sessions) == before
+
+
+@pytest.mark.parametrize(
+    ("review", "message"),
+    [
+        ({"question": "  \n "}, "the question must not be blank"),
+        ({"question": ""}, "the question must not be blank"),
+        ({"scenario": " "}, "the scenario must not be blank"),
+    ],
+)
+def test_a_blank_question_or_scenario_in_a_review_is_refused(
+    sessions: sessionmaker[Session], traffic: Traffic, review: dict[str, str], message: str
+) -> None:
+    """Promotion refuses a blank scenario; a review replacing the question or the scenario with blanks
+    made an active case that asks nothing (or an empty ``--question`` was silently ignored)."""
+    with sessions.begin() as session:
+        cases.promote_traces(session, [traffic.slow], eval_set_name=SET_NAME, scenario="pricing")
+    before = counts(sessions)
+    key = cases.case_key_for(traffic.slow)
+    decision = cases.CaseReview(
+        reference_answer="We match prices within 14 days.",
+        question=review.get("question"),
+        scenario=review.get("scenario"),
+    )
+    with pytest.raises(EvallensError, match=message), sessions.begin() as session:
+        cases.review_cases(session, [key], decision, eval_set_name=SET_NAME)
+    assert counts(sessions) == before

@@ -72,6 +72,7 @@ def request(
     cited: bool = True,
     root: dict[str, Any] | None = None,
     guard: dict[str, Any] | None = None,
+    chat: dict[str, Any] | None = None,
     eval_run_id: str | None = None,
 ) -> str:
     """One chat request as the reference service traces it: root, retrieval, guard and chat spans."""
@@ -116,7 +117,7 @@ def request(
                 40,
                 latency_ms - 50,
                 root_id,
-                attributes={},
+                attributes=chat or {},
                 model="smollm2",
                 cost_usd=0.001,
                 input_tokens=100,

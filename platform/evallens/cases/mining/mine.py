@@ -36,7 +36,7 @@ class Readers:
 
 
 class Candidate(BaseModel):
-    """One candidate bad case: a question (redacted for display) and the traces that asked it."""
+    """One candidate bad case: a question and the traces that asked it (texts redacted for display)."""
 
     trace_id: str
     trace_ids: list[str]
@@ -180,7 +180,7 @@ def _candidate(cluster: Cluster) -> Candidate:
         question_redactions=[redaction.kind for redaction in question.redactions] if question else [],
         answer=redact(head.answer).text if head.answer else None,
         feedback_score=head.facts.feedback_score,
-        feedback_comment=head.facts.feedback_comment,
+        feedback_comment=redact(comment).text if (comment := head.facts.feedback_comment) else None,
         latency_ms=head.facts.latency_ms,
         cost_usd=head.facts.cost_usd,
         start_time=head.facts.start_time,
