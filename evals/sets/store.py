@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from evallens.cases import set_content_hash
+from evallens.cases import lock_set_versions, set_content_hash
 from evallens.db.models import EvalCase, EvalSet
 from evallens.db.models.traces import DEFAULT_PROJECT
 from evals.errors import EvalSetError
@@ -33,6 +33,7 @@ def content_hash(eval_set: EvalSetSpec) -> str:
 
 def sync_set(session: Session, eval_set: EvalSetSpec, *, project: str = DEFAULT_PROJECT) -> SyncedSet:
     """Store ``eval_set`` as a new version unless a version with the same content exists."""
+    lock_set_versions(session, eval_set.name, project)  # a promotion or another sync may be storing one
     digest = content_hash(eval_set)
     existing = session.scalars(
         select(EvalSet).where(

@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from evallens import cases
 from evallens.errors import EvallensError
+from evals.sets.format import CaseSpec, EvalSetSpec
+from evals.sets.store import SyncedSet, sync_set
 from tests.evallens.cases.conftest import SET_NAME
 from tests.evallens.cases.traffic import Traffic
 
@@ -98,3 +100,26 @@ def test_promoting_one_trace_twice_at_once_stores_it_once(
     assert isinstance(result, EvallensError) and "already a case of mini-support v2" in str(result)
     with sessions() as session:
         assert cases.latest_eval_set(session, SET_NAME).version == 2
+
+
+def test_a_sync_beside_a_promotion_stores_its_version_on_top(
+    sessions: sessionmaker[Session], traffic: Traffic
+) -> None:
+    """`eval sets sync` of an edited set file while someone promotes a trace into that set."""
+    edited = EvalSetSpec(
+        name=SET_NAME,
+        source_path="memory",
+        cases=[
+            CaseSpec(
+                id="only-case",
+                scenario="orders",
+                question="Where is my order?",
+                reference_answer="On its way.",
+            )
+        ],
+    )
+    with sessions() as session:
+        before = cases.latest_eval_set(session, SET_NAME).version
+    result = race(sessions, traffic, promote("slow"), lambda session, _: sync_set(session, edited))
+    assert isinstance(result, SyncedSet) and result.created, repr(result)
+    assert result.version == before + 2  # after the promotion's version, not the same number
