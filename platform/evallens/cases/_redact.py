@@ -1,24 +1,23 @@
 """Replace personal data in a question with placeholders, and say what was replaced."""
 
 import re
-import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-_EMAIL_LOCAL = frozenset(string.ascii_letters + string.digits + "._%+-")
-_EMAIL_DOMAIN = re.compile(r"[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+_EMAIL_SYMBOLS = frozenset("._%+-")  # in a local part besides letters and digits of any script
+_EMAIL_DOMAIN = re.compile(r"(?:[^\W_]|[.-])+\.[^\W\d_]{2,}")  # "exämple.com" and "例子.中国" too
 _AT = re.compile("@")
 
 
 def _emails(text: str) -> Iterator[tuple[int, int]]:
-    """Where ``[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}`` matches, as ``finditer`` finds it, in
-    linear time. That regex retries a run of local-part characters from each of its positions, so a
-    long run without an "@" (a hash or blob in a client's question) took quadratic time: hours for
-    2 MB. Here each "@" looks back over its own run once."""
+    """Where ``[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}`` matches (with letters and digits of any
+    script), as ``finditer`` finds it, in linear time. That regex retries a run of local-part characters
+    from each of its positions, so a long run without an "@" (a hash or blob in a client's question)
+    took quadratic time: hours for 2 MB. Here each "@" looks back over its own run once."""
     position = 0
     for at in (found.start() for found in _AT.finditer(text)):
         start = at
-        while start > position and text[start - 1] in _EMAIL_LOCAL:
+        while start > position and (text[start - 1].isalnum() or text[start - 1] in _EMAIL_SYMBOLS):
             start -= 1
         domain = _EMAIL_DOMAIN.match(text, at + 1) if start < at else None
         if domain is not None:
@@ -35,7 +34,7 @@ def _matches(pattern: str) -> Callable[[str], Iterator[tuple[int, int]]]:
 _PATTERNS: tuple[tuple[str, Callable[[str], Iterator[tuple[int, int]]]], ...] = (
     ("email", _emails),
     ("card", _matches(r"\b(?:\d[ -]?){12,18}\d\b")),
-    ("phone", _matches(r"(?<![\w+])\+?\d[\d ().-]{6,}\d\b")),
+    ("phone", _matches(r"(?<![\w+(])(?:\+|\()?\d[\d ().-]{6,}\d\b")),  # "(415) 555-0100" whole
     (
         "address",
         _matches(

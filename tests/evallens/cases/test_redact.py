@@ -93,3 +93,16 @@ EMAIL_TEXTS = [
 @pytest.mark.parametrize("text", EMAIL_TEXTS)
 def test_the_email_finder_finds_what_the_email_regex_found(text: str) -> None:
     assert list(_emails(text)) == [match.span() for match in EMAIL_REGEX.finditer(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("write to jané@exämple.com today", "write to [EMAIL] today"),  # internationalised addresses
+        ("用户@例子.中国", "[EMAIL]"),
+        ("Call (415) 555-0100 after six", "Call [PHONE] after six"),  # the area code's bracket too
+        ("+1 (415) 555-0100", "[PHONE]"),
+    ],
+)
+def test_redact_replaces_the_whole_of_an_email_or_phone_number(text: str, redacted: str) -> None:
+    assert cases.redact(text).text == redacted
