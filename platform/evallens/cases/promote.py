@@ -68,7 +68,8 @@ def promote_traces(
     project: str = "default",
 ) -> PromotionReport:
     """Store a new version of the set: its cases plus one redacted case per trace (nothing on error)."""
-    unique_ids = list(dict.fromkeys(trace_ids))
+    # stored in lower-case hex: an id pasted from a viewer that shows capitals, or with spaces, is the same
+    unique_ids = list(dict.fromkeys(trace_id.strip().lower() for trace_id in trace_ids))
     if not unique_ids:
         raise UnknownTrace("no trace ids given")
     if not scenario.strip():
@@ -89,7 +90,7 @@ def promote_traces(
             scenario=scenario,
             question=case.question.text,
             messages=None,
-            reference_answer=reference_answer or None,
+            reference_answer=(reference_answer or "").strip() or None,  # a blank text area is no reference
             required_facts=[],
             reference_context_ids=[],
             expected_behavior=expected,

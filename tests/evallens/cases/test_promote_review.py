@@ -96,6 +96,31 @@ def test_a_complete_case_is_active_at_once(sessions: sessionmaker[Session], traf
     assert cases.case_key_for(traffic.refusal) in keys
 
 
+def test_a_trace_id_pasted_in_capitals_or_with_spaces_is_the_trace(
+    sessions: sessionmaker[Session], traffic: Traffic
+) -> None:
+    """Trace ids are stored in lower-case hex; a viewer may show them in capitals, a copy may add spaces."""
+    pasted = [f" {traffic.refusal.upper()}\n", traffic.refusal]  # twice, the same trace
+    with sessions.begin() as session:
+        report = cases.promote_traces(
+            session, pasted, eval_set_name=SET_NAME, scenario="warranty", expected="decline"
+        )
+    assert [(case.case_key, case.trace_id) for case in report.cases] == [
+        (cases.case_key_for(traffic.refusal), traffic.refusal)
+    ]
+
+
+def test_a_blank_reference_is_no_reference(sessions: sessionmaker[Session], traffic: Traffic) -> None:
+    with sessions.begin() as session:
+        report = cases.promote_traces(
+            session, [traffic.slow], eval_set_name=SET_NAME, scenario="orders", reference_answer="  \n"
+        )
+    with sessions() as session:
+        stored = {case.case_key: case for case in cases.set_cases(session, report.eval_set_id)}
+    promoted = stored[cases.case_key_for(traffic.slow)]
+    assert (promoted.status, promoted.reference_answer) == ("needs_review", None)
+
+
 def test_reject_keeps_the_case_out_of_runs(sessions: sessionmaker[Session], traffic: Traffic) -> None:
     with sessions.begin() as session:
         cases.promote_traces(session, [traffic.slow], eval_set_name=SET_NAME, scenario="pricing")
