@@ -14,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from collector._files import DirectoryLock
+from collector._http_protocol import head_deadline_protocol
 from collector.api import HttpLimits, create_app
 from collector.grpc_service import create_grpc_server
 from collector.log_store import LogReceiver
@@ -224,6 +225,7 @@ class Collector:
     def _uvicorn_config(self) -> uvicorn.Config:
         return uvicorn.Config(
             self.app,
+            http=head_deadline_protocol(self.settings.collector_request_head_timeout_s),
             log_level="warning",
             lifespan="off",
             limit_concurrency=self.settings.collector_max_concurrent_requests,

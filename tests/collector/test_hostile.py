@@ -382,3 +382,39 @@ def test_an_upload_that_stalls_past_the_body_timeout_is_a_408_and_gives_its_budg
     assert answer.startswith("HTTP/1.1 408 "), answer
     assert "no body bytes for 0.5 s" in answer
     assert in_flight_bytes(collector) == 0
+
+
+def post_until_stored(collector: Collector, request_body: bytes, timeout_s: float = 60) -> httpx.Response:
+    """POST ``request_body`` again after each 503 until an answer that is not one, or ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = httpx.post(
+            f"http://127.0.0.1:{collector.http_port}/v1/traces", content=request_body, headers=PROTOBUF
+        )
+        if answer.status_code != 503 or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
+def test_connections_that_never_send_a_whole_request_do_not_hold_every_slot(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """uvicorn counts every open connection against the limit and times out none that has not sent a
+    request head: four sockets opened and left silent (or cut inside the head) were a 503 to every
+    other client for as long as they stayed open, with or without an API key."""
+    collector = make_collector(
+        database_url, collector_max_concurrent_requests=4, collector_request_head_timeout_s=1
+    )
+    silent = [socket.create_connection(("127.0.0.1", collector.http_port)) for _ in range(3)]
+    silent.append(socket.create_connection(("127.0.0.1", collector.http_port)))
+    silent[-1].sendall(b"POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-ty")
+    try:
+        answer = post_until_stored(collector, make_request([make_span(0)]).SerializeToString())
+        assert answer.status_code == 200, answer.text
+        assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+        for client in silent:
+            client.settimeout(30)
+            assert client.recv(1024) == b""  # the collector closed it
+    finally:
+        for client in silent:
+            client.close()

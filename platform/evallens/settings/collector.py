@@ -36,6 +36,15 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         gt=0,
         description="Seconds an HTTP request body may pause before the request is answered 408.",
     )
+    collector_request_head_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Seconds an HTTP connection may stay open without sending a whole request head (its first, "
+            "or the next after an answer) before it is closed: open connections count against "
+            "collector_max_concurrent_requests."
+        ),
+    )
     collector_max_concurrent_requests: int = Field(
         default=64, ge=1, description="HTTP connections served at once; more are answered 503."
     )
