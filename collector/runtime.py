@@ -118,6 +118,10 @@ class Collector:
                 self.gate,
                 self.settings.collector_max_concurrent_requests,
                 self.log_receiver,
+                (
+                    self.settings.collector_grpc_max_connection_age_s,
+                    self.settings.collector_grpc_connection_grace_s,
+                ),
             )
             self._grpc.start()
         self.scraper.start()

@@ -5,9 +5,11 @@ import base64
 import json
 import secrets
 import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+import grpc
 import httpx
 import orjson
 import pytest
@@ -418,3 +420,50 @@ def test_connections_that_never_send_a_whole_request_do_not_hold_every_slot(
     finally:
         for client in silent:
             client.close()
+
+
+EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+RESENT_AFTER = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def test_grpc_calls_that_never_send_their_message_do_not_hold_every_worker(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """gRPC waits for a unary call's message in one of the server's worker threads: two calls opened
+    and never sent (the default is eight workers) held them all, and every other client's export
+    waited in vain for as long as those calls stayed open, with or without an API key."""
+    collector = make_collector(
+        database_url,
+        collector_grpc_workers=2,
+        collector_grpc_max_connection_age_s=1,
+        collector_grpc_connection_grace_s=1,
+    )
+    address = f"127.0.0.1:{collector.grpc_port}"
+    never = threading.Event()
+
+    def no_message() -> Iterator[bytes]:
+        never.wait()
+        yield from ()
+
+    with grpc.insecure_channel(address) as silent_channel:
+        silent = silent_channel.stream_unary(EXPORT_METHOD)
+        stalled = [silent.future(no_message()) for _ in range(2)]
+        time.sleep(0.5)  # both reach the collector before the first honest call
+        try:
+            body = make_request([make_span(0)]).SerializeToString()
+            deadline, answer = time.monotonic() + 60, None
+            while answer is None and time.monotonic() < deadline:
+                with grpc.insecure_channel(address) as channel:
+                    try:
+                        answer = channel.unary_unary(EXPORT_METHOD)(body, timeout=5)
+                    except grpc.RpcError as error:  # an exporter resends after these
+                        assert error.code() in RESENT_AFTER
+            assert answer is not None, "no export got through while the silent calls were open"
+            assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+            for call in stalled:
+                with pytest.raises(grpc.RpcError):
+                    call.result(timeout=30)  # the collector ended it
+        finally:
+            never.set()
+            for call in stalled:
+                call.cancel()

@@ -28,6 +28,20 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=4317, ge=0, le=65535, description="Port of OTLP/gRPC; 0 picks a free one."
     )
     collector_grpc_workers: int = Field(default=8, ge=1, description="Threads serving gRPC exports.")
+    collector_grpc_max_connection_age_s: float = Field(
+        default=60.0,
+        gt=0,
+        description=(
+            "Seconds after which a gRPC connection is asked to close (clients reconnect); its calls "
+            "then have collector_grpc_connection_grace_s to finish. A call holds a worker thread "
+            "while its message arrives, so this bounds how long one that never sends can hold it."
+        ),
+    )
+    collector_grpc_connection_grace_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a gRPC connection past its age keeps its open calls before it is closed.",
+    )
     collector_max_request_bytes: int = Field(
         default=16 * MIB, ge=1024, description="Largest request body accepted, before and after gzip."
     )
