@@ -79,7 +79,11 @@ class Collector:
         )
         self.app = create_app(
             self.receiver,
-            HttpLimits(settings.collector_max_request_bytes, settings.collector_body_idle_timeout_s),
+            HttpLimits(
+                settings.collector_max_request_bytes,
+                settings.collector_body_idle_timeout_s,
+                settings.collector_body_timeout_s,
+            ),
             self.health,
             self.gate,
             self.log_receiver,

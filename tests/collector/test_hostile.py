@@ -2,6 +2,7 @@
 nothing good in the same request lost, and the collector still taking an honest client's data."""
 
 import base64
+import contextlib
 import json
 import secrets
 import socket
@@ -467,3 +468,41 @@ def test_grpc_calls_that_never_send_their_message_do_not_hold_every_worker(
             never.set()
             for call in stalled:
                 call.cancel()
+
+
+def test_uploads_that_trickle_do_not_hold_every_slot(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """The body timeout counted pauses only: a client sending one byte a little more often than every
+    collector_body_idle_timeout_s (30 s) held its connection for the length of a 16 MiB body, about
+    15 years, and such uploads on every slot but one (uvicorn counts the asking connection) were a
+    503 to every other client all along."""
+    collector = make_collector(
+        database_url,
+        collector_max_concurrent_requests=4,
+        collector_body_idle_timeout_s=1,
+        collector_body_timeout_s=2,
+    )
+    trickling = [stalled_upload(collector.http_port) for _ in range(3)]
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.wait(0.2):
+            for client in trickling:
+                with contextlib.suppress(OSError):  # the collector answered and closed it
+                    client.sendall(b"\x0a")
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    try:
+        answer = post_until_stored(collector, make_request([make_span(0)]).SerializeToString())
+        assert answer.status_code == 200, answer.text
+        assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+        for client in trickling:
+            client.settimeout(30)
+            assert client.recv(65536).startswith(b"HTTP/1.1 408 ")
+    finally:
+        stop.set()
+        sender.join()
+        for client in trickling:
+            client.close()

@@ -50,6 +50,11 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         gt=0,
         description="Seconds an HTTP request body may pause before the request is answered 408.",
     )
+    collector_body_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds an HTTP request body may take in all before the request is answered 408.",
+    )
     collector_request_head_timeout_s: float = Field(
         default=10.0,
         gt=0,
