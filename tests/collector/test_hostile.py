@@ -4,6 +4,7 @@ nothing good in the same request lost, and the collector still taking an honest 
 import base64
 import contextlib
 import json
+import random
 import secrets
 import socket
 import threading
@@ -506,3 +507,31 @@ def test_uploads_that_trickle_do_not_hold_every_slot(
         sender.join()
         for client in trickling:
             client.close()
+
+
+def unicode_key(seed: int) -> str:
+    """256 characters of four UTF-8 bytes each, as random as a key can be (so nothing compresses)."""
+    rnd = random.Random(seed)
+    return "".join(chr(0x20000 + rnd.randrange(0xA000)) for _ in range(256))
+
+
+def test_a_span_whose_rollup_key_postgres_cannot_index_is_rejected_before_it_is_acknowledged(
+    running_collector: Collector, database_url: str, transport: str
+) -> None:
+    """Span rollups are keyed by project, day, model, tenant and feature: three of those at the
+    allowed 256 characters of four bytes made the key wider than a btree takes (SQLSTATE 54000), so
+    each such span was bisected out of its flush alone. 2,000 of them in one request held the one
+    writer (and every other client's spans queued behind them) for 9.5 s; a 500,000-span request
+    for most of an hour."""
+    wide = {
+        names.GEN_AI_REQUEST_MODEL: unicode_key(1),
+        names.TENANT: unicode_key(2),
+        names.FEATURE: unicode_key(3),
+    }
+    one_wide_key = {names.GEN_AI_REQUEST_MODEL: unicode_key(4), names.FEATURE: "search"}
+    spans = [make_span(8, attributes=wide), make_span(9, attributes=one_wide_key)]
+    answer = TRANSPORTS[transport](running_collector, make_request(spans), {})
+    assert (answer.ok, answer.rejected) == (True, 1), answer
+    assert "bytes" in answer.message and "quarantine" not in answer.message
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-9"]
+    assert quarantined(database_url) == []
