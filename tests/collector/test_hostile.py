@@ -535,3 +535,31 @@ def test_a_span_whose_rollup_key_postgres_cannot_index_is_rejected_before_it_is_
     assert "bytes" in answer.message and "quarantine" not in answer.message
     assert [span["name"] for span in fetch_spans(database_url)] == ["span-9"]
     assert quarantined(database_url) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        (b'"intValue":"7777777"', b'"intValue":99999999999999999999'),  # JavaScript's 1e20 is an integer
+        (b'"intValue":"7777777"', b'"intValue":"-99999999999999999999"'),
+        (b'"name":"span-20"', b'"name":["span-20"]'),
+    ],
+    ids=["int-over-int64", "int-string-under-int64", "name-not-a-string"],
+)
+def test_a_span_protobuf_json_cannot_read_rejects_that_span_not_its_request(
+    running_collector: Collector, database_url: str, field: bytes, value: bytes
+) -> None:
+    """One span json_format refused made the whole OTLP/JSON request a 400, and the exporter dropped
+    every good span in it."""
+    odd = make_span(20, attributes={"big": 7777777})
+    body = otlp_json(make_request([make_span(21), odd, make_span(22)]))
+    assert body.count(field) == 1
+    body = body.replace(field, value)
+    answer = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/traces",
+        content=body,
+        headers={"content-type": "application/json"},
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["partialSuccess"]["rejectedSpans"] == "1", answer.text
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-21", "span-22"]
