@@ -25,13 +25,32 @@ async def read_capped(
     max_bytes: int,
     on_size: Callable[[int], None] | None = None,
     idle_timeout_s: float | None = None,
+    total_timeout_s: float | None = None,
 ) -> bytes:
     """The whole body, or ``BodyTooLarge`` as soon as it passes ``max_bytes``, or ``BodyTimeout`` when
-    no bytes come for ``idle_timeout_s``.
+    no bytes come for ``idle_timeout_s`` or the whole body has not come in ``total_timeout_s``.
 
     ``on_size`` hears the size read so far after each chunk (and may raise to stop reading).
     """
     parts: list[bytes] = []
+    try:
+        # pauses alone are not enough: a byte a little more often than the idle timeout kept a request
+        # (and its connection slot) open for as long as a 16 MiB body takes at that pace
+        async with asyncio.timeout(total_timeout_s):
+            await _read(chunks, parts, max_bytes, on_size, idle_timeout_s)
+    except TimeoutError:
+        size = sum(len(part) for part in parts)
+        raise BodyTimeout(f"the body took over {total_timeout_s:g} s; {size} bytes came") from None
+    return b"".join(parts)
+
+
+async def _read(
+    chunks: AsyncIterator[bytes],
+    parts: list[bytes],
+    max_bytes: int,
+    on_size: Callable[[int], None] | None,
+    idle_timeout_s: float | None,
+) -> None:
     size = 0
     while True:
         try:
@@ -40,7 +59,7 @@ async def read_capped(
         except TimeoutError:
             raise BodyTimeout(f"no body bytes for {idle_timeout_s:g} s; {size} bytes came") from None
         if chunk is None:
-            return b"".join(parts)
+            return
         size += len(chunk)
         if size > max_bytes:
             raise BodyTooLarge(f"request body is over {max_bytes} bytes")

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from collector.validate import InvalidSpan, SpanLimits, amount, count, key_text
+from collector.validate import InvalidSpan, SpanLimits, amount, check_rollup_key, count, key_text
 from evallens.telemetry import attributes as names
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 from evallens.telemetry.messages import clean_text
@@ -96,6 +96,7 @@ class GenAIFields:
         self.tenant, self.user_id, self.feature = tenant, user_id, feature
         self.eval_run_id, self.eval_case_id = eval_run_id, eval_case_id
         check_rated_trace(get(names.FEEDBACK_TARGET_TRACE_ID), limits)
+        check_rollup_key(self.project, self.model, tenant, feature)
 
 
 def check_rated_trace(value: Any, limits: SpanLimits) -> None:

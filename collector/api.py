@@ -43,10 +43,11 @@ class HttpError(Exception):
 
 @dataclass(frozen=True)
 class HttpLimits:
-    """Largest body accepted, on the wire and after gzip, and how long a body may pause."""
+    """Largest body accepted, on the wire and after gzip, how long a body may pause and take in all."""
 
     max_request_bytes: int = 16 * 1024 * 1024
     body_idle_timeout_s: float = 30.0
+    body_timeout_s: float = 60.0
 
 
 def create_app(
@@ -161,11 +162,16 @@ async def read_body(request: Request, limits: HttpLimits, on_size: Callable[[int
     """The request's body, its bytes counted in the decode budget as they arrive (``on_size``).
 
     Counted as read, not as declared: a client that declares 16 MiB and stalls holds what it sent,
-    not a quarter of the budget; one that stops sending is answered 408 after the idle timeout.
+    not a quarter of the budget; one that stops sending is answered 408 after the idle timeout, and
+    one that trickles after the body timeout.
     """
     try:
         return await read_capped(
-            request.stream(), limits.max_request_bytes, on_size, limits.body_idle_timeout_s
+            request.stream(),
+            limits.max_request_bytes,
+            on_size,
+            limits.body_idle_timeout_s,
+            limits.body_timeout_s,
         )
     except BodyTimeout as error:
         raise HttpError(408, code_pb2.DEADLINE_EXCEEDED, str(error)) from None

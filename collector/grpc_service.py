@@ -113,16 +113,23 @@ def create_grpc_server(
     gate: AuthGate | None = None,
     max_concurrent_rpcs: int | None = None,
     log_receiver: LogReceiver | None = None,
+    connection_age_s: tuple[float, float] = (60.0, 30.0),
 ) -> tuple[Any, int]:
     """A started-able gRPC server bound to ``address`` (port 0 picks one) and the port it got.
 
-    Beyond ``max_concurrent_rpcs`` calls at once, gRPC itself answers RESOURCE_EXHAUSTED.
+    Beyond ``max_concurrent_rpcs`` calls at once, gRPC itself answers RESOURCE_EXHAUSTED. A unary
+    call waits for its message in a worker thread, with no deadline of its own: connections are asked
+    to close after ``connection_age_s[0]`` and closed ``connection_age_s[1]`` later, so a call that
+    never sends its message holds its worker for that long at most, not for as long as its client likes.
     """
+    max_age_s, grace_s = connection_age_s
     server = grpc.server(
         ThreadPoolExecutor(max_workers=workers, thread_name_prefix="collector-grpc"),
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 0),
+            ("grpc.max_connection_age_ms", round(max_age_s * 1000)),
+            ("grpc.max_connection_age_grace_ms", round(grace_s * 1000)),
         ],
         maximum_concurrent_rpcs=max_concurrent_rpcs,
     )

@@ -14,6 +14,7 @@ import orjson
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 # What a span's id that is not hex (base64, say) becomes: three bytes, a length no id has, so the
@@ -65,19 +66,56 @@ def _replace_lone_surrogate(match: re.Match[bytes]) -> bytes:
     return match.group(0) if len(escape) == _PAIR_LENGTH else backslashes + rb"\ufffd"
 
 
-def json_request(document: dict[str, Any]) -> ExportTraceServiceRequest:
-    """The ``ExportTraceServiceRequest`` of a loaded OTLP/JSON document (hex ids made protobuf's)."""
+def json_request(document: dict[str, Any]) -> tuple[ExportTraceServiceRequest, tuple[str, ...]]:
+    """The ``ExportTraceServiceRequest`` of a loaded OTLP/JSON document (hex ids made protobuf's), and
+    why each span ``json_format`` cannot read (an int over int64, a name that is a list) was left out.
+
+    Such a span made the whole request a 400 and its exporter dropped every good span with it; a
+    request with no readable span still is one.
+    """
     for span in iter_span_objects(document):
         rewrite_ids(span, mark_not_hex=True)
         for link in _list(span.get("links")):
             if isinstance(link, dict):
                 rewrite_ids(link)
+    try:
+        return _parsed(document), ()
+    except MalformedRequest:
+        unreadable = _drop_unreadable_spans(document)
+        if not unreadable or not iter_span_objects(document):
+            raise
+    return _parsed(document), tuple(unreadable)
+
+
+_PARSE_ERRORS = (json_format.ParseError, ValueError, TypeError, AttributeError, RecursionError)
+MAX_REASON_CHARS = 300
+
+
+def _parsed(document: dict[str, Any]) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
     try:
         json_format.ParseDict(document, request, ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError) as error:
+    except _PARSE_ERRORS as error:
         raise MalformedRequest(f"not an OTLP ExportTraceServiceRequest: {error}") from None
     return request
+
+
+def _drop_unreadable_spans(document: dict[str, Any]) -> list[str]:
+    """Take the spans ``json_format`` refuses out of ``document``; why each one was refused."""
+    reasons: list[str] = []
+    for resource_spans in _list(_get(document, "resourceSpans", "resource_spans")):
+        for scope_spans in _list(_get(resource_spans, "scopeSpans", "scope_spans")):
+            spans = _list(_get(scope_spans, "spans"))
+            readable = []
+            for span in spans:
+                try:
+                    json_format.ParseDict(span, Span(), ignore_unknown_fields=True)
+                except _PARSE_ERRORS as error:
+                    reasons.append(f"span is not OTLP/JSON: {error}"[:MAX_REASON_CHARS])
+                else:
+                    readable.append(span)
+            spans[:] = readable
+    return reasons
 
 
 def parse_protobuf_request(body: bytes) -> ExportTraceServiceRequest:

@@ -14,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from collector._files import DirectoryLock
+from collector._http_protocol import head_deadline_protocol
 from collector.api import HttpLimits, create_app
 from collector.grpc_service import create_grpc_server
 from collector.log_store import LogReceiver
@@ -78,7 +79,11 @@ class Collector:
         )
         self.app = create_app(
             self.receiver,
-            HttpLimits(settings.collector_max_request_bytes, settings.collector_body_idle_timeout_s),
+            HttpLimits(
+                settings.collector_max_request_bytes,
+                settings.collector_body_idle_timeout_s,
+                settings.collector_body_timeout_s,
+            ),
             self.health,
             self.gate,
             self.log_receiver,
@@ -117,6 +122,10 @@ class Collector:
                 self.gate,
                 self.settings.collector_max_concurrent_requests,
                 self.log_receiver,
+                (
+                    self.settings.collector_grpc_max_connection_age_s,
+                    self.settings.collector_grpc_connection_grace_s,
+                ),
             )
             self._grpc.start()
         self.scraper.start()
@@ -224,6 +233,7 @@ class Collector:
     def _uvicorn_config(self) -> uvicorn.Config:
         return uvicorn.Config(
             self.app,
+            http=head_deadline_protocol(self.settings.collector_request_head_timeout_s),
             log_level="warning",
             lifespan="off",
             limit_concurrency=self.settings.collector_max_concurrent_requests,

@@ -34,7 +34,7 @@ from collector.logs import LogBatch, LogsJob, decode_logs_body
 from collector.otlp_json import MalformedRequest, iter_span_objects, json_request, load_json_request
 from collector.pricebook import PriceBook
 from collector.records import SpanRecord
-from collector.validate import SpanLimits
+from collector.validate import InvalidSpan, SpanLimits
 from evallens.telemetry import attributes as attr
 
 logger = logging.getLogger(__name__)
@@ -92,17 +92,20 @@ def decode_body(job: DecodeJob) -> Decoded:
     Protobuf is walked span by span (``collector._wire``), so memory follows the body, not its tree.
     """
     body = gunzip_capped(job.body, job.max_body_bytes) if job.gzip else job.body
+    rejections = Rejections()
     try:
         if job.body_format == "json":
             # counted on the JSON document: a protobuf message for each of millions of empty spans
             # (``{}`` is 3 bytes) took ~1.4 GB and 40 s before the cap refused them
             document = load_json_request(body)
             check_span_count(len(iter_span_objects(document)), job.limits)
-            groups = message_groups(json_request(document))
+            request, unreadable = json_request(document)
+            for reason in unreadable:
+                rejections.add(InvalidSpan(reason))
+            groups = message_groups(request)
         else:
             check_span_count(_wire.count_spans(body), job.limits)
             groups = _wire.resource_groups(body)
-        rejections = Rejections()
         spans = iter_spans(groups, job.limits, rejections)
         if job.project is not None:
             spans = stamped(spans, job.project)

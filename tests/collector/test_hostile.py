@@ -2,12 +2,16 @@
 nothing good in the same request lost, and the collector still taking an honest client's data."""
 
 import base64
+import contextlib
 import json
+import random
 import secrets
 import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+import grpc
 import httpx
 import orjson
 import pytest
@@ -382,3 +386,180 @@ def test_an_upload_that_stalls_past_the_body_timeout_is_a_408_and_gives_its_budg
     assert answer.startswith("HTTP/1.1 408 "), answer
     assert "no body bytes for 0.5 s" in answer
     assert in_flight_bytes(collector) == 0
+
+
+def post_until_stored(collector: Collector, request_body: bytes, timeout_s: float = 60) -> httpx.Response:
+    """POST ``request_body`` again after each 503 until an answer that is not one, or ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = httpx.post(
+            f"http://127.0.0.1:{collector.http_port}/v1/traces", content=request_body, headers=PROTOBUF
+        )
+        if answer.status_code != 503 or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
+def test_connections_that_never_send_a_whole_request_do_not_hold_every_slot(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """uvicorn counts every open connection against the limit and times out none that has not sent a
+    request head: four sockets opened and left silent (or cut inside the head) were a 503 to every
+    other client for as long as they stayed open, with or without an API key."""
+    collector = make_collector(
+        database_url, collector_max_concurrent_requests=4, collector_request_head_timeout_s=1
+    )
+    silent = [socket.create_connection(("127.0.0.1", collector.http_port)) for _ in range(3)]
+    silent.append(socket.create_connection(("127.0.0.1", collector.http_port)))
+    silent[-1].sendall(b"POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-ty")
+    try:
+        answer = post_until_stored(collector, make_request([make_span(0)]).SerializeToString())
+        assert answer.status_code == 200, answer.text
+        assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+        for client in silent:
+            client.settimeout(30)
+            assert client.recv(1024) == b""  # the collector closed it
+    finally:
+        for client in silent:
+            client.close()
+
+
+EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+RESENT_AFTER = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def test_grpc_calls_that_never_send_their_message_do_not_hold_every_worker(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """gRPC waits for a unary call's message in one of the server's worker threads: two calls opened
+    and never sent (the default is eight workers) held them all, and every other client's export
+    waited in vain for as long as those calls stayed open, with or without an API key."""
+    collector = make_collector(
+        database_url,
+        collector_grpc_workers=2,
+        collector_grpc_max_connection_age_s=1,
+        collector_grpc_connection_grace_s=1,
+    )
+    address = f"127.0.0.1:{collector.grpc_port}"
+    never = threading.Event()
+
+    def no_message() -> Iterator[bytes]:
+        never.wait()
+        yield from ()
+
+    with grpc.insecure_channel(address) as silent_channel:
+        silent = silent_channel.stream_unary(EXPORT_METHOD)
+        stalled = [silent.future(no_message()) for _ in range(2)]
+        time.sleep(0.5)  # both reach the collector before the first honest call
+        try:
+            body = make_request([make_span(0)]).SerializeToString()
+            deadline, answer = time.monotonic() + 60, None
+            while answer is None and time.monotonic() < deadline:
+                with grpc.insecure_channel(address) as channel:
+                    try:
+                        answer = channel.unary_unary(EXPORT_METHOD)(body, timeout=5)
+                    except grpc.RpcError as error:  # an exporter resends after these
+                        assert error.code() in RESENT_AFTER
+            assert answer is not None, "no export got through while the silent calls were open"
+            assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+            for call in stalled:
+                with pytest.raises(grpc.RpcError):
+                    call.result(timeout=30)  # the collector ended it
+        finally:
+            never.set()
+            for call in stalled:
+                call.cancel()
+
+
+def test_uploads_that_trickle_do_not_hold_every_slot(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """The body timeout counted pauses only: a client sending one byte a little more often than every
+    collector_body_idle_timeout_s (30 s) held its connection for the length of a 16 MiB body, about
+    15 years, and such uploads on every slot but one (uvicorn counts the asking connection) were a
+    503 to every other client all along."""
+    collector = make_collector(
+        database_url,
+        collector_max_concurrent_requests=4,
+        collector_body_idle_timeout_s=1,
+        collector_body_timeout_s=2,
+    )
+    trickling = [stalled_upload(collector.http_port) for _ in range(3)]
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.wait(0.2):
+            for client in trickling:
+                with contextlib.suppress(OSError):  # the collector answered and closed it
+                    client.sendall(b"\x0a")
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    try:
+        answer = post_until_stored(collector, make_request([make_span(0)]).SerializeToString())
+        assert answer.status_code == 200, answer.text
+        assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+        for client in trickling:
+            client.settimeout(30)
+            assert client.recv(65536).startswith(b"HTTP/1.1 408 ")
+    finally:
+        stop.set()
+        sender.join()
+        for client in trickling:
+            client.close()
+
+
+def unicode_key(seed: int) -> str:
+    """256 characters of four UTF-8 bytes each, as random as a key can be (so nothing compresses)."""
+    rnd = random.Random(seed)
+    return "".join(chr(0x20000 + rnd.randrange(0xA000)) for _ in range(256))
+
+
+def test_a_span_whose_rollup_key_postgres_cannot_index_is_rejected_before_it_is_acknowledged(
+    running_collector: Collector, database_url: str, transport: str
+) -> None:
+    """Span rollups are keyed by project, day, model, tenant and feature: three of those at the
+    allowed 256 characters of four bytes made the key wider than a btree takes (SQLSTATE 54000), so
+    each such span was bisected out of its flush alone. 2,000 of them in one request held the one
+    writer (and every other client's spans queued behind them) for 9.5 s; a 500,000-span request
+    for most of an hour."""
+    wide = {
+        names.GEN_AI_REQUEST_MODEL: unicode_key(1),
+        names.TENANT: unicode_key(2),
+        names.FEATURE: unicode_key(3),
+    }
+    one_wide_key = {names.GEN_AI_REQUEST_MODEL: unicode_key(4), names.FEATURE: "search"}
+    spans = [make_span(8, attributes=wide), make_span(9, attributes=one_wide_key)]
+    answer = TRANSPORTS[transport](running_collector, make_request(spans), {})
+    assert (answer.ok, answer.rejected) == (True, 1), answer
+    assert "bytes" in answer.message and "quarantine" not in answer.message
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-9"]
+    assert quarantined(database_url) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        (b'"intValue":"7777777"', b'"intValue":99999999999999999999'),  # JavaScript's 1e20 is an integer
+        (b'"intValue":"7777777"', b'"intValue":"-99999999999999999999"'),
+        (b'"name":"span-20"', b'"name":["span-20"]'),
+    ],
+    ids=["int-over-int64", "int-string-under-int64", "name-not-a-string"],
+)
+def test_a_span_protobuf_json_cannot_read_rejects_that_span_not_its_request(
+    running_collector: Collector, database_url: str, field: bytes, value: bytes
+) -> None:
+    """One span json_format refused made the whole OTLP/JSON request a 400, and the exporter dropped
+    every good span in it."""
+    odd = make_span(20, attributes={"big": 7777777})
+    body = otlp_json(make_request([make_span(21), odd, make_span(22)]))
+    assert body.count(field) == 1
+    body = body.replace(field, value)
+    answer = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/traces",
+        content=body,
+        headers={"content-type": "application/json"},
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["partialSuccess"]["rejectedSpans"] == "1", answer.text
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-21", "span-22"]

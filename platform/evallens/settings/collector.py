@@ -28,6 +28,20 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=4317, ge=0, le=65535, description="Port of OTLP/gRPC; 0 picks a free one."
     )
     collector_grpc_workers: int = Field(default=8, ge=1, description="Threads serving gRPC exports.")
+    collector_grpc_max_connection_age_s: float = Field(
+        default=60.0,
+        gt=0,
+        description=(
+            "Seconds after which a gRPC connection is asked to close (clients reconnect); its calls "
+            "then have collector_grpc_connection_grace_s to finish. A call holds a worker thread "
+            "while its message arrives, so this bounds how long one that never sends can hold it."
+        ),
+    )
+    collector_grpc_connection_grace_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a gRPC connection past its age keeps its open calls before it is closed.",
+    )
     collector_max_request_bytes: int = Field(
         default=16 * MIB, ge=1024, description="Largest request body accepted, before and after gzip."
     )
@@ -35,6 +49,20 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=30.0,
         gt=0,
         description="Seconds an HTTP request body may pause before the request is answered 408.",
+    )
+    collector_body_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds an HTTP request body may take in all before the request is answered 408.",
+    )
+    collector_request_head_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Seconds an HTTP connection may stay open without sending a whole request head (its first, "
+            "or the next after an answer) before it is closed: open connections count against "
+            "collector_max_concurrent_requests."
+        ),
     )
     collector_max_concurrent_requests: int = Field(
         default=64, ge=1, description="HTTP connections served at once; more are answered 503."
