@@ -17,7 +17,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Tracer
 from opentelemetry.util.types import AttributeValue
 
-from evallens.service.chat.answers import AnswerCache, CacheKey, CannedAnswer, deterministic
+from evallens.service.chat.answers import AnswerCache, CacheKey, CannedAnswer, answer_variant, deterministic
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines.base import JSONValue, SamplingOptions
 from evallens.service.guards import CircuitBreaker, GuardMetrics, RetrievalGuard, SafetyGuard, ScopeGuard
@@ -159,6 +159,7 @@ class Preflight:
                 project=project if retrieval else None,  # an answer without retrieval reads no documents
                 single_turn=roles.count("user") == 1 and "assistant" not in roles,
                 question=last_user_message(request.messages),
+                variant=answer_variant(request),
             ),
             project=project,
         )
