@@ -50,6 +50,33 @@ def test_a_seed_out_of_range_is_400_and_never_opens_the_engine_breaker(serve, se
     assert answered.json()["choices"][0]["finish_reason"] == "length"
 
 
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"stop": ["ok", ""]}, "stop"),
+        ({"stop": ""}, "stop"),
+        ({"min_tokens": 3}, "min_tokens"),
+        ({"min_tokens": 10_000, "max_tokens": None}, "min_tokens"),  # over the default max_tokens
+    ],
+    ids=["empty-stop-in-a-list", "empty-stop", "min-tokens-over-max-tokens", "min-tokens-over-the-default"],
+)
+def test_sampling_vllm_refuses_is_400_and_never_opens_the_engine_breaker(
+    serve, fields: dict[str, Any], param: str
+) -> None:
+    """An empty stop string, or ``min_tokens`` over ``max_tokens``, passed every check at the edge and
+    failed inside the engine, where vLLM refuses such sampling parameters: a 503 that counted against
+    the engine's breaker, so one client opened it and every other client got 503."""
+    breaker = {"breaker_min_calls": 2, "breaker_error_rate": 0.5, "breaker_open_s": 600.0}
+    with serve(**breaker) as client:
+        refused = [post_json(client, chat_body(**fields)) for _ in range(3)]
+        answered = post_json(client, chat_body())
+    assert [response.status_code for response in refused + [answered]] == [400, 400, 400, 200], [
+        response.text for response in refused + [answered]
+    ]
+    for response in refused:
+        assert_invalid(response, param)
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_lone_surrogate_in_a_message_is_400(serve, stream: bool) -> None:
     """JSON's ``\\ud800`` decodes to a lone surrogate, which the tokenizer refused with a TypeError: a 500."""

@@ -135,6 +135,14 @@ class ChatServing:
             min_tokens=request.min_tokens,
             ignore_eos=request.ignore_eos,
         )
+        if sampling.min_tokens > sampling.max_tokens:
+            # vLLM refuses it only inside the engine, where it counted as the engine's failure (a 503,
+            # against its breaker): it is the request's fault
+            raise BadRequest(
+                f"min_tokens ({sampling.min_tokens}) must not be more than max_tokens "
+                f"({sampling.max_tokens}, the service's default when the request gives none).",
+                param="min_tokens",
+            )
         bare = check_context(request, sampling, self.router, self.settings.system_prompt)  # before any work
         config_fingerprint = self.config_fingerprint()
         state = await self.preflight.run(
