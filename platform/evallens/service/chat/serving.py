@@ -264,6 +264,7 @@ class ChatServing:
         first-token budget, a semantic-cache stand-in (degraded), else the error (503, or the 504)."""
 
         deadline = call.deadline
+        rejected: list[EngineRejected] = []
 
         async def draw() -> GenerationChunk | None:
             try:
@@ -271,6 +272,11 @@ class ChatServing:
                     anext(chunks), deadline.first_token_left_s(), deadline.first_token_error()
                 )
             except StopAsyncIteration:
+                return None
+            except EngineRejected as error:
+                # An engine that answers "bad request" works: the breaker must not count the client's fault
+                # (a server's 400 behind the openai engine) as the engine failing.
+                rejected.append(error)
                 return None
             except EngineError as error:
                 raise EngineUnavailable(str(error)) from error
@@ -291,6 +297,8 @@ class ChatServing:
             if isinstance(cause, ServiceError) and not isinstance(cause, EngineUnavailable):
                 raise cause from None  # a missed budget stays a 504
             raise EngineUnavailable(str(error), code=error.reason) from error
+        if rejected:
+            raise rejected[0]
         if outcome.fallback is not None:
             state.degraded_reason, state.canned = ENGINE_FALLBACK_CACHE, outcome.fallback
             state.semantic_hit, call.sources = True, outcome.fallback.sources
