@@ -145,6 +145,9 @@ class ChatServing:
             )
         bare = check_context(request, sampling, self.router, self.settings.system_prompt)  # before any work
         config_fingerprint = self.config_fingerprint()
+        deadline = Deadline(
+            self.settings.ttft_budget_s, self.settings.total_budget_s, started=recording.started
+        )
         state = await self.preflight.run(
             request,
             sampling,
@@ -152,6 +155,7 @@ class ChatServing:
             config_fingerprint,
             project=tags.knowledge_base,
             use_caches=not tags.no_cache,
+            deadline=deadline,
         )
         recording.span.set_attributes(span_attributes(state))
         built = build_messages(request, self._prompt_context(state))
@@ -159,9 +163,6 @@ class ChatServing:
         route = self.router.choose(built.num_chars)
         recording.set_request(
             route.engine.model_name, route.engine.provider, route.name, sampling, config_fingerprint
-        )
-        deadline = Deadline(
-            self.settings.ttft_budget_s, self.settings.total_budget_s, started=recording.started
         )
         if state.canned is not None:
             prompt = Prompt(built.messages)
