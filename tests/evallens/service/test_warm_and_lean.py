@@ -209,6 +209,46 @@ def test_the_preflight_embeds_only_for_a_cache_that_can_answer(
     assert embeds(temperature=0.8, seed=7) == [QUESTION]  # seeded: the same answer again
 
 
+class StallingEmbedder(RecordingEmbedder):
+    """The real embedder, which stalls while the test holds ``running`` clear (a busy thread pool, a
+    contended CPU)."""
+
+    def __init__(self, settings: RagSettings) -> None:
+        super().__init__(settings)
+        self.running = threading.Event()
+        self.running.set()
+
+    def embed(self, texts: list[str]) -> Any:
+        assert self.running.wait(120), "the test never let the embedder run again"
+        return super().embed(texts)
+
+
+def test_a_stalled_question_embedding_is_cut_by_the_first_token_budget(
+    service_loop: LoopThread,
+    vllm_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    rag_settings: RagSettings,
+) -> None:
+    """The preflight embeds a cacheable question for the semantic cache before any budget applied: the
+    request waited for the embedding however long it took, past its first-token budget (measured from
+    its arrival), and only then went on (the client got no 504 while it stalled)."""
+    embedder = StallingEmbedder(rag_settings)
+    app_settings = make_settings(service_data_dir, tiny_model_path, ttft_budget_s=2.0, **CACHES)
+    with app_client(service_loop, vllm_engine, tracer_provider, app_settings, embedder) as (_, client):
+        assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+        embedder.running.clear()
+        try:
+            payload = {"messages": [{"role": "user", "content": QUESTION}], "max_tokens": 4, "temperature": 0}
+            response = client.post("/v1/chat/completions", json=payload, timeout=60)  # liveness only
+        finally:
+            embedder.running.set()
+        assert response.status_code == 504, response.text
+        assert response.json()["error"]["code"] == "time_to_first_token_timeout"
+        assert ask(client, temperature=0).status_code == 200  # the service goes on answering
+
+
 def test_an_engine_that_cannot_start_is_named_as_failed(tmp_path: Path) -> None:
     """A waiter on ``/readyz`` learns that the engine failed rather than polling until it gives up."""
     from evallens.service.engines.routing import EngineRouter

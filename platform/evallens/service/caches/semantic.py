@@ -27,6 +27,7 @@ class _Entry(Generic[V]):
     value: V
     created_at: float
     used_at: float
+    variant: str
 
 
 @dataclass(frozen=True)
@@ -77,16 +78,19 @@ class SemanticCache(Generic[V]):
         return len(self._tenants)
 
     def lookup(
-        self, tenant: str, embedding: Vector, *, threshold: float | None = None
+        self, tenant: str, embedding: Vector, *, threshold: float | None = None, variant: str | None = None
     ) -> SemanticHit[V] | None:
-        """The most similar cached answer of ``tenant`` at or above ``threshold`` (default: the setting)."""
+        """The most similar cached answer of ``tenant`` at or above ``threshold`` (default: the setting),
+        among those stored under ``variant`` (None: any)."""
         if not self.enabled:
             return None
         bar = self.threshold if threshold is None else threshold
         with self._tracer.start_as_current_span(attr.SPAN_CACHE_SEMANTIC) as span:
             now = self._clock()
             with self._lock:
-                entries = self._live(tenant, now)
+                entries = [
+                    entry for entry in self._live(tenant, now) if variant is None or entry.variant == variant
+                ]
                 best: _Entry[V] | None = None
                 similarity = -1.0
                 if entries:
@@ -105,15 +109,18 @@ class SemanticCache(Generic[V]):
             self._metrics.count(self.name, hit)
             return SemanticHit(best.value, similarity, best.question) if best is not None else None
 
-    def store(self, tenant: str, question: str, embedding: Vector, value: V) -> None:
-        """Remember ``value`` as the answer to ``question`` for ``tenant``; the least recently used goes."""
+    def store(self, tenant: str, question: str, embedding: Vector, value: V, *, variant: str = "") -> None:
+        """Remember ``value`` as the answer to ``question`` for ``tenant``, made with ``variant`` (what
+        else than the question shaped the answer); the least recently used goes."""
         if not self.enabled:
             return
         now = self._clock()
         with self._lock:
             self._expire(now)
             entries = self._live(tenant, now)
-            entries.append(_Entry(question, np.asarray(embedding, dtype=np.float32), value, now, now))
+            entries.append(
+                _Entry(question, np.asarray(embedding, dtype=np.float32), value, now, now, variant)
+            )
             self._tenants[tenant] = entries
             self._stores.append((now, tenant))
             if len(entries) > self._max_entries:

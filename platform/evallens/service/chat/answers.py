@@ -8,9 +8,13 @@ reads nor fills the caches. An answer computed with retrieval is keyed by the ge
 knowledge base it read (``KnowledgeBaseGenerations``): once the project's documents change, it is no
 longer served, by either cache or as a stand-in. Its entries are left to age out (TTL, LRU) rather than
 cleared: exact keys are hashes, so one project's entries cannot be told from another's without an index
-of their own.
+of their own. The semantic cache compares questions by meaning but everything else of the request
+exactly (``answer_variant``): a close question asked for another length, model, sampling or system
+prompt is not served an answer made for different ones (only a failed engine's stand-in is, degraded).
 """
 
+import hashlib
+import json
 from dataclasses import dataclass, field, replace
 
 from opentelemetry.trace import Tracer
@@ -54,6 +58,7 @@ class CacheKey:
     generation: int  # that knowledge base's generation when the request began (0 without retrieval)
     single_turn: bool  # only a lone question is compared by meaning
     question: str | None
+    variant: str = ""  # everything but the question that shapes the answer (``answer_variant``)
     exact: str | None = None
     embedding: Vectors | None = None
 
@@ -77,6 +82,16 @@ def cache_scope(tenant: str, knowledge_base: str | None) -> str:
     """Where a question's semantic entries live: per tenant and per mode, and with retrieval per state of
     the knowledge base read (``knowledge_base_state``; None: without retrieval)."""
     return f"{tenant}\x1fplain" if knowledge_base is None else f"{tenant}\x1frag\x1f{knowledge_base}"
+
+
+def answer_variant(request: ChatCompletionRequest) -> str:
+    """Hash of what shapes an answer besides its question: the fields the exact key hashes and the
+    messages other than the user's (a system prompt). Only answers made with the same are semantic hits."""
+    body = request.model_dump(include={"model", "temperature", "top_p", "seed", "stop"})
+    body["max_tokens"] = request.max_tokens or request.max_completion_tokens
+    others = [message for message in request.messages if message.role != "user"]
+    body["messages"] = [[message.role, message.content] for message in others]
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def deterministic(request: ChatCompletionRequest, sampling: SamplingOptions) -> bool:
@@ -131,12 +146,13 @@ class AnswerCache:
         project: str | None,
         single_turn: bool,
         question: str | None,
+        variant: str = "",
     ) -> CacheKey:
         """A request's cache key, tied to ``project``'s knowledge base as it is now (None: no retrieval).
         Taken before retrieval: an answer stored under generation N read the documents of N or later,
         so a change made while it is computed can hide a fresh answer but never show a stale one."""
         generation = 0 if project is None else self.generations.current(project)
-        return CacheKey(use, deterministic, tenant, project, generation, single_turn, question)
+        return CacheKey(use, deterministic, tenant, project, generation, single_turn, question, variant)
 
     @staticmethod
     def exact_key(request: ChatCompletionRequest, key: CacheKey, *, fingerprint: str) -> str:
@@ -157,7 +173,7 @@ class AnswerCache:
         """An answer to a question close enough in meaning (at the cache's threshold)."""
         if key.embedding is None or not self.wants_embedding(key):
             return None
-        hit = self.semantic.lookup(key.scope, key.embedding)
+        hit = self.semantic.lookup(key.scope, key.embedding, variant=key.variant)
         return None if hit is None else hit.value
 
     def wants_fallback(self, key: CacheKey) -> bool:
@@ -167,7 +183,7 @@ class AnswerCache:
 
     def fallback(self, key: CacheKey) -> CannedAnswer | None:
         """A stand-in for a failed engine: an answer at the looser fallback threshold, from the knowledge
-        base as it is now (it may have changed since the request began)."""
+        base as it is now (it may have changed since the request began), made with any parameters."""
         if key.embedding is None or not self.wants_fallback(key):
             return None
         now = key if key.project is None else replace(key, generation=self.generations.current(key.project))
@@ -179,4 +195,4 @@ class AnswerCache:
         if self.wants_exact(key) and key.exact is not None:
             self.exact.put(key.exact, answer)
         if self.wants_embedding(key) and key.embedding is not None and key.question is not None:
-            self.semantic.store(key.scope, key.question, key.embedding, answer)
+            self.semantic.store(key.scope, key.question, key.embedding, answer, variant=key.variant)

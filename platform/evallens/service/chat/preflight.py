@@ -17,7 +17,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Tracer
 from opentelemetry.util.types import AttributeValue
 
-from evallens.service.chat.answers import AnswerCache, CacheKey, CannedAnswer, deterministic
+from evallens.service.budgets import Deadline, within
+from evallens.service.chat.answers import AnswerCache, CacheKey, CannedAnswer, answer_variant, deterministic
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines.base import JSONValue, SamplingOptions
 from evallens.service.guards import CircuitBreaker, GuardMetrics, RetrievalGuard, SafetyGuard, ScopeGuard
@@ -142,10 +143,12 @@ class Preflight:
         *,
         project: str,
         use_caches: bool = True,
+        deadline: Deadline | None = None,
     ) -> PreflightState:
         """Run the stages in order within the current (request) span, retrieving from ``project``'s
         knowledge base; ``use_caches=False`` (a ``Cache-Control: no-cache`` request) neither reads nor
-        fills the answer caches."""
+        fills the answer caches. Embedding the question for the caches, outside retrieval's budget, is
+        bounded by the request's first-token ``deadline`` (past it: its 504)."""
         wanted = request.evallens.retrieval if request.evallens is not None else None
         retrieval = self.retrieval_enabled and wanted is not False
         roles = [message.role for message in request.messages]
@@ -159,6 +162,7 @@ class Preflight:
                 project=project if retrieval else None,  # an answer without retrieval reads no documents
                 single_turn=roles.count("user") == 1 and "assistant" not in roles,
                 question=last_user_message(request.messages),
+                variant=answer_variant(request),
             ),
             project=project,
         )
@@ -175,7 +179,12 @@ class Preflight:
                 return state
         if self.answers.wants_embedding(state.cache):
             # Embedded once: retrieval reuses this vector; otherwise retrieval embeds within its budget.
-            state.cache.embedding = await self.embed_question(state.question)
+            embedding = self.embed_question(state.question)
+            state.cache.embedding = await (
+                embedding
+                if deadline is None
+                else within(embedding, deadline.first_token_left_s(), deadline.first_token_error())
+            )
             if (similar := self.answers.get_similar(state.cache)) is not None:
                 state.semantic_hit, state.canned = True, similar
                 return state

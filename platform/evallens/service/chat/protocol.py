@@ -3,7 +3,7 @@
 import time
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evallens.service.text import UnicodeText
 
@@ -53,6 +53,15 @@ class ChatCompletionRequest(BaseModel):
     min_tokens: int = Field(default=0, ge=0)
     ignore_eos: bool = False
     evallens: EvallensOptions | None = None
+
+    @field_validator("stop")
+    @classmethod
+    def _stop_sequences_have_text(cls, stop: str | list[str] | None) -> str | list[str] | None:
+        """vLLM refuses an empty stop sequence only inside the engine, where it counted as the engine's
+        failure (a 503, against its breaker): it is the request's fault, a 400 here."""
+        if stop is not None and any(not sequence for sequence in ([stop] if isinstance(stop, str) else stop)):
+            raise ValueError("a stop sequence must not be empty")
+        return stop
 
     @property
     def stop_sequences(self) -> tuple[str, ...]:

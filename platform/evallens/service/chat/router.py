@@ -1,16 +1,20 @@
 """``POST /v1/chat/completions``."""
 
-from typing import Annotated
+import asyncio
+from collections.abc import Awaitable
+from typing import Annotated, TypeVar
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from evallens.service.chat.protocol import ChatCompletionRequest, ChatCompletionResponse
+from evallens.service.chat.recording import CLIENT_CLOSED
 from evallens.service.chat.responses import EventStreamResponse, complete, sse_events, trace_headers
 from evallens.service.chat.serving import ChatServing
 from evallens.service.dependencies import TagsDep, app_state
 from evallens.service.errors import ErrorResponse
 
+T = TypeVar("T")
 router = APIRouter()
 ChatServingDep = Annotated[ChatServing, Depends(app_state("chat"))]
 
@@ -27,13 +31,16 @@ ChatServingDep = Annotated[ChatServing, Depends(app_state("chat"))]
     },
 )
 async def create_chat_completion(
-    body: ChatCompletionRequest, tags: TagsDep, serving: ChatServingDep
+    body: ChatCompletionRequest, tags: TagsDep, serving: ChatServingDep, request: Request
 ) -> Response:
     """A chat completion, as one JSON answer or (``stream``) as server-sent events."""
     call = await serving.prepare(body, tags)
     chunks = serving.run(call)
     if not body.stream:
-        answer = await complete(call, chunks)
+        try:
+            answer = await until_disconnected(request, complete(call, chunks))
+        except ClientGone:
+            return Response(status_code=CLIENT_CLOSED)  # nobody reads it: the client is gone
         # Encoded once, by the response model (a dict through json.dumps would encode it twice over).
         return Response(answer.model_dump_json(), media_type="application/json", headers=trace_headers(call))
     # Draw the first chunk before answering, so that queueing and TTFT errors keep their status codes.
@@ -44,3 +51,28 @@ async def create_chat_completion(
         await serving.close(call)
 
     return EventStreamResponse(sse_events(call, first, chunks), on_close=close, headers=trace_headers(call))
+
+
+class ClientGone(Exception):
+    """The client disconnected before its answer was ready."""
+
+
+async def until_disconnected(request: Request, work: Awaitable[T]) -> T:
+    """``work``, cancelled when the client disconnects first: nothing else ends a whole answer's
+    generation (and frees its slot) for a client that left, as the end of an event stream does."""
+    task = asyncio.ensure_future(work)
+
+    async def watch() -> bool:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        return task.cancel()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if watcher.done() and not watcher.cancelled() and watcher.result():
+            raise ClientGone from None
+        raise
+    finally:
+        watcher.cancel()

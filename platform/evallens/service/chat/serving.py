@@ -135,8 +135,19 @@ class ChatServing:
             min_tokens=request.min_tokens,
             ignore_eos=request.ignore_eos,
         )
+        if sampling.min_tokens > sampling.max_tokens:
+            # vLLM refuses it only inside the engine, where it counted as the engine's failure (a 503,
+            # against its breaker): it is the request's fault
+            raise BadRequest(
+                f"min_tokens ({sampling.min_tokens}) must not be more than max_tokens "
+                f"({sampling.max_tokens}, the service's default when the request gives none).",
+                param="min_tokens",
+            )
         bare = check_context(request, sampling, self.router, self.settings.system_prompt)  # before any work
         config_fingerprint = self.config_fingerprint()
+        deadline = Deadline(
+            self.settings.ttft_budget_s, self.settings.total_budget_s, started=recording.started
+        )
         state = await self.preflight.run(
             request,
             sampling,
@@ -144,6 +155,7 @@ class ChatServing:
             config_fingerprint,
             project=tags.knowledge_base,
             use_caches=not tags.no_cache,
+            deadline=deadline,
         )
         recording.span.set_attributes(span_attributes(state))
         built = build_messages(request, self._prompt_context(state))
@@ -151,9 +163,6 @@ class ChatServing:
         route = self.router.choose(built.num_chars)
         recording.set_request(
             route.engine.model_name, route.engine.provider, route.name, sampling, config_fingerprint
-        )
-        deadline = Deadline(
-            self.settings.ttft_budget_s, self.settings.total_budget_s, started=recording.started
         )
         if state.canned is not None:
             prompt = Prompt(built.messages)
@@ -256,6 +265,7 @@ class ChatServing:
         first-token budget, a semantic-cache stand-in (degraded), else the error (503, or the 504)."""
 
         deadline = call.deadline
+        rejected: list[EngineRejected] = []
 
         async def draw() -> GenerationChunk | None:
             try:
@@ -263,6 +273,11 @@ class ChatServing:
                     anext(chunks), deadline.first_token_left_s(), deadline.first_token_error()
                 )
             except StopAsyncIteration:
+                return None
+            except EngineRejected as error:
+                # An engine that answers "bad request" works: the breaker must not count the client's fault
+                # (a server's 400 behind the openai engine) as the engine failing.
+                rejected.append(error)
                 return None
             except EngineError as error:
                 raise EngineUnavailable(str(error)) from error
@@ -283,6 +298,8 @@ class ChatServing:
             if isinstance(cause, ServiceError) and not isinstance(cause, EngineUnavailable):
                 raise cause from None  # a missed budget stays a 504
             raise EngineUnavailable(str(error), code=error.reason) from error
+        if rejected:
+            raise rejected[0]
         if outcome.fallback is not None:
             state.degraded_reason, state.canned = ENGINE_FALLBACK_CACHE, outcome.fallback
             state.semantic_hit, call.sources = True, outcome.fallback.sources

@@ -17,8 +17,13 @@ from evallens.telemetry.attributes import DEFAULT_PROJECT
 TokenCounter = Callable[[str], int]
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+# A full stop, then a space and a capital; or a Chinese/Japanese one (。！？), which needs no space after
+# it (unless a closing quote or bracket follows: that belongs to the sentence it ends).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])(?![」』”’）])\s*")
 MIN_BODY_TOKENS = 16
+# A window of text without spaces is at most this many characters per token of its budget (long enough
+# for any tokenizer's text; a shorter window is still a valid one).
+MAX_CHARS_PER_TOKEN = 8
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,8 @@ class _Unit:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` (a simple rule: end punctuation followed by a capital or digit)."""
+    """Sentences of ``text`` (a simple rule: end punctuation followed by a capital or digit, or a CJK
+    full stop)."""
     return [part.strip() for part in _SENTENCE_END.split(text.strip()) if part.strip()]
 
 
@@ -96,6 +102,12 @@ def _word_windows(text: str, budget: int, count_tokens: TokenCounter) -> list[st
     used = 0
     for word in text.split():
         cost = count_tokens(word)
+        if cost > budget:  # no space to split at (Chinese, a long number): cut it where the budget ends
+            if words:
+                windows.append(" ".join(words))
+                words, used = [], 0
+            windows.extend(_cut(word, budget, count_tokens))
+            continue
         if words and used + cost > budget:
             windows.append(" ".join(words))
             words, used = [], 0
@@ -104,6 +116,22 @@ def _word_windows(text: str, budget: int, count_tokens: TokenCounter) -> list[st
     if words:
         windows.append(" ".join(words))
     return windows
+
+
+def _cut(text: str, budget: int, count_tokens: TokenCounter) -> list[str]:
+    """``text`` cut into the longest pieces (by a binary search) of at most ``budget`` tokens."""
+    pieces: list[str] = []
+    while text:
+        low, high = 1, min(len(text), budget * MAX_CHARS_PER_TOKEN)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if count_tokens(text[:middle]) <= budget:
+                low = middle
+            else:
+                high = middle - 1
+        pieces.append(text[:low])
+        text = text[low:]
+    return pieces
 
 
 def _units(paragraphs: list[str], budget: int, count_tokens: TokenCounter) -> list[_Unit]:

@@ -18,8 +18,11 @@ from sqlalchemy.orm import Session
 from evallens.service.rag import store
 from evallens.service.rag.store import ScoredId
 
-_WORD = re.compile(r"[a-z0-9]+(?:[-_./][a-z0-9]+)*")
-_PART = re.compile(r"[a-z0-9]+")
+# Letters and digits of any script ([^\W_]); Chinese and Japanese, written without spaces between words,
+# are indexed by overlapping character pairs instead (as Lucene's CJK analyzer does).
+_WORD = re.compile(r"[^\W_]+(?:[-_./][^\W_]+)*")
+_PART = re.compile(r"[^\W_]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _STOPWORDS_TEXT = (
     "a an and are as at be but by can do does for from has have how i if in is it its my of on "
     "or our so than that the their then there these this to was we were what when where which "
@@ -36,9 +39,12 @@ def _normalize(word: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased terms; compounds like ``tr-4410`` are kept whole and also split into parts."""
+    """Lower-cased terms; compounds like ``tr-4410`` are kept whole and also split into parts; a run of
+    Chinese or Japanese characters gives its character pairs (a lone character, itself)."""
     terms: list[str] = []
-    for match in _WORD.finditer(text.lower()):
+    for run in _CJK.findall(text):
+        terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+    for match in _WORD.finditer(_CJK.sub(" ", text.lower())):
         word = match.group(0)
         parts = _PART.findall(word)
         if len(parts) > 1:

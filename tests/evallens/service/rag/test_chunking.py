@@ -89,3 +89,32 @@ def test_chunk_ids_are_stable_content_hashes(embedder: RecordingEmbedder) -> Non
     assert [c.id for c in changed[:-1]] == [c.id for c in first[:-1]]
     assert changed[-1].id != first[-1].id
     assert {c.id for c in chunk(DOCUMENT, "other")}.isdisjoint(c.id for c in first)
+
+
+# Chinese writes no spaces between words and none after its sentence ends (。！？).
+REFUNDS_ZH = "退款会在我们收到退货后的五到十个工作日内退回您的银行卡。礼品卡的退款会立即到账！"
+
+
+def test_text_without_spaces_is_split_at_its_sentence_ends_within_the_token_limit(
+    embedder: RecordingEmbedder,
+) -> None:
+    """Chunking split long paragraphs only at a full stop followed by a space and a capital, then at
+    spaces: a Chinese paragraph (or any text without spaces) stayed one chunk however long, far over
+    the limit, and the embedding model read only its first tokens."""
+    paragraph = REFUNDS_ZH * 30
+    chunks = chunk_document(
+        "zh", f"# 退款\n\n{paragraph}", count_tokens=embedder.count_tokens, chunk_tokens=64, overlap=0.0
+    )
+    assert len(chunks) > 10
+    assert all(chunk.num_tokens <= 64 for chunk in chunks)
+    bodies = [chunk.text.partition("\n")[2] for chunk in chunks]
+    assert all(body.endswith(("。", "！")) for body in bodies)
+    assert "".join(body.replace(" ", "") for body in bodies) == paragraph  # nothing lost, nothing twice
+    end = REFUNDS_ZH.index("。") + 1
+    assert split_sentences(REFUNDS_ZH) == [REFUNDS_ZH[:end], REFUNDS_ZH[end:]]
+    one_sentence = REFUNDS_ZH.replace("。", "，").replace("！", "，") * 20  # no sentence end to split at
+    pieces = chunk_document(
+        "zh", one_sentence, count_tokens=embedder.count_tokens, chunk_tokens=64, overlap=0.1
+    )
+    assert len(pieces) > 10 and all(piece.num_tokens <= 64 for piece in pieces)
+    assert "".join(piece.text for piece in pieces) == one_sentence
