@@ -84,11 +84,17 @@ def cache_scope(tenant: str, knowledge_base: str | None) -> str:
     return f"{tenant}\x1fplain" if knowledge_base is None else f"{tenant}\x1frag\x1f{knowledge_base}"
 
 
+def _answer_fields(request: ChatCompletionRequest) -> dict[str, object]:
+    """The request's fields besides its messages that shape its answer (model, sampling, length)."""
+    body = request.model_dump(include={"model", "temperature", "top_p", "seed", "stop"})
+    body["max_tokens"] = request.max_tokens or request.max_completion_tokens
+    return body
+
+
 def answer_variant(request: ChatCompletionRequest) -> str:
     """Hash of what shapes an answer besides its question: the fields the exact key hashes and the
     messages other than the user's (a system prompt). Only answers made with the same are semantic hits."""
-    body = request.model_dump(include={"model", "temperature", "top_p", "seed", "stop"})
-    body["max_tokens"] = request.max_tokens or request.max_completion_tokens
+    body = _answer_fields(request)
     others = [message for message in request.messages if message.role != "user"]
     body["messages"] = [[message.role, message.content] for message in others]
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -158,8 +164,7 @@ class AnswerCache:
     def exact_key(request: ChatCompletionRequest, key: CacheKey, *, fingerprint: str) -> str:
         """The exact-cache key: the answer-relevant request fields, the tenant, the mode, the state of
         the knowledge base read and the config."""
-        body = request.model_dump(include={"model", "messages", "temperature", "top_p", "seed", "stop"})
-        body["max_tokens"] = request.max_tokens or request.max_completion_tokens
+        body = _answer_fields(request) | request.model_dump(include={"messages"})
         body["retrieval"] = key.project is not None
         return request_key(
             body, tenant=key.tenant, config_fingerprint=fingerprint, knowledge_base=key.knowledge_base or ""
