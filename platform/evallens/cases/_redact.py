@@ -30,11 +30,38 @@ def _matches(pattern: str) -> Callable[[str], Iterator[tuple[int, int]]]:
     return lambda text: (match.span() for match in compiled.finditer(text))
 
 
-# Order matters: cards before phones, so a 16-digit card is not read as a phone number.
+# A calendar date written with digits: year first ("2024-03-15") or last ("15.03.2024", "03-15-24"), one
+# separator throughout. Its digits and dashes look like a phone number to the phone pattern.
+_DATE = re.compile(
+    r"(?<![\d.-])(?:(?P<year>\d{4})(?P<s1>[-./])(?P<a>\d{1,2})(?P=s1)(?P<b>\d{1,2})"
+    r"|(?P<c>\d{1,2})(?P<s2>[-./])(?P<d>\d{1,2})(?P=s2)(?:\d{4}|\d{2}))(?![\d.-]?\d)"
+)
+
+
+def _is_date(match: re.Match[str]) -> bool:
+    first, second = (match["a"], match["b"]) if match["year"] else (match["c"], match["d"])
+    day_month = sorted((int(first), int(second)))  # month and day in either order
+    return 1 <= day_month[0] <= 12 and 1 <= day_month[1] <= 31
+
+
+def _outside_dates(pattern: str) -> Callable[[str], Iterator[tuple[int, int]]]:
+    """Matches of ``pattern`` with each date blanked out first (same length), so "2024-03-15" is never read
+    as part of a phone or card number and a number written right after a date is still found."""
+    compiled = re.compile(pattern)
+
+    def spans(text: str) -> Iterator[tuple[int, int]]:
+        masked = _DATE.sub(lambda date: "_" * len(date[0]) if _is_date(date) else date[0], text)
+        return (match.span() for match in compiled.finditer(masked))
+
+    return spans
+
+
+# Order matters: cards before phones, so a 16-digit card is not read as a phone number. A number after
+# "#" is a numbered thing (an order, a ticket), not a phone.
 _PATTERNS: tuple[tuple[str, Callable[[str], Iterator[tuple[int, int]]]], ...] = (
     ("email", _emails),
-    ("card", _matches(r"\b(?:\d[ -]?){12,18}\d\b")),
-    ("phone", _matches(r"(?<![\w+(])(?:\+|\()?\d[\d ().-]{6,}\d\b")),  # "(415) 555-0100" whole
+    ("card", _outside_dates(r"\b(?:\d[ -]?){12,18}\d\b")),
+    ("phone", _outside_dates(r"(?<![\w+(#])(?:\+|\()?\d[\d ().-]{6,}\d\b")),  # "(415) 555-0100" whole
     (
         "address",
         _matches(

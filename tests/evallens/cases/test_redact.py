@@ -106,3 +106,20 @@ def test_the_email_finder_finds_what_the_email_regex_found(text: str) -> None:
 )
 def test_redact_replaces_the_whole_of_an_email_or_phone_number(text: str, redacted: str) -> None:
     assert cases.redact(text).text == redacted
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("It was ordered on 2024-03-15 and is late", "It was ordered on 2024-03-15 and is late"),
+        ("Delivered 15.03.2024, 03-15-24 or 3/15/2024?", "Delivered 15.03.2024, 03-15-24 or 3/15/2024?"),
+        ("between 2024-03-01 - 2024-03-15", "between 2024-03-01 - 2024-03-15"),
+        ("order #100234567 never came", "order #100234567 never came"),  # a numbered thing, not a phone
+        # a number right after a date is still found, and digits that are no date are still a phone
+        ("since 2024-03-15 020 7946 0958 rings out", "since 2024-03-15 [PHONE] rings out"),
+        ("my number is 12-34-5678", "my number is [PHONE]"),
+        ("card 4111 1111 1111 1111 expired 2024-03-15", "card [CARD] expired 2024-03-15"),
+    ],
+)
+def test_dates_and_numbered_things_are_not_phone_numbers(text: str, redacted: str) -> None:
+    assert cases.redact(text).text == redacted
