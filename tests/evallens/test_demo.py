@@ -1,6 +1,7 @@
 """``evallens demo --smoke --exit`` end to end, then the database it leaves behind."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -50,6 +51,9 @@ def demo_environment(data_dir: Path) -> dict[str, str]:
         # the tiny model's answers are noise and no assertion reads their words (the gate's regression
         # is in recall, from the retrieved documents): a third of the demo's default tokens to decode
         "EVALLENS_DEMO_EVAL_MAX_TOKENS": "32",
+        # the user's own project for their cases and dashboard: the demo keeps to its own (default) one
+        "EVALLENS_CASES_PROJECT": "someone-elses",
+        "EVALLENS_DASHBOARD_PROJECT": "someone-elses",
     }
 
 
@@ -92,6 +96,9 @@ def test_demo_exits_cleanly_and_leaves_nothing_running(
     # piped, the long replays report progress in plain lines (counts, failures, rate) inside their step
     replay_lines = [line for line in result.stdout.splitlines() if line.startswith("replaying ")]
     assert replay_lines and all(" done, " in line and " failed, " in line for line in replay_lines)
+    # mining reads the project the demo's traffic went to, not the user's EVALLENS_CASES_PROJECT
+    mined = re.search(r"(\d+) production traces since .*, (\d+) candidates", result.stdout)
+    assert mined is not None and int(mined[1]) > 0 and int(mined[2]) > 0, result.stdout[-6000:]
     assert processes_using(data_dir) == []
 
 

@@ -264,10 +264,11 @@ class Demo:
                     self.engine, feedback, "evallens.feedback.score", sent.num_negative + sent.num_positive
                 )
                 wait_for_questions(self.engine, sent.trace_ids)
-            settings = CasesSettings()
             with self.sessions() as session:
+                # the demo's service runs without API keys, so its traces (like its sets and runs) are the
+                # default project's, whatever EVALLENS_CASES_PROJECT says for the user's own work
                 mined = mine_cases(
-                    session, settings, mining_readers(), project=settings.cases_project,
+                    session, CasesSettings(), mining_readers(), project=attr.DEFAULT_PROJECT,
                     since=timedelta(hours=1), limit=10, progress=self.progress,
                 )  # fmt: skip
                 session.commit()  # the questions' new embeddings

@@ -15,6 +15,7 @@ from evallens.settings import (
     ServiceAddressSettings,
     child_environment,
 )
+from evallens.telemetry.attributes import DEFAULT_PROJECT
 
 EVALLENS = [sys.executable, "-m", "evallens"]
 
@@ -131,7 +132,8 @@ class Stack:
                 "dashboard",
                 [*EVALLENS, "dashboard"],
                 self.logs / "dashboard.log",
-                {"EVALLENS_DATABASE_URL": self.database_url},
+                # the demo's traces, sets and runs are the default project's (see the mining step)
+                {"EVALLENS_DATABASE_URL": self.database_url, "EVALLENS_DASHBOARD_PROJECT": DEFAULT_PROJECT},
             )
         )
         dashboard.wait_healthy(f"{self.dashboard_url}/_stcore/health", self.settings.demo_ready_timeout_s)
