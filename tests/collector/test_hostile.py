@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import grpc
 import httpx
@@ -563,3 +564,75 @@ def test_a_span_protobuf_json_cannot_read_rejects_that_span_not_its_request(
     assert answer.status_code == 200, answer.text
     assert answer.json()["partialSuccess"]["rejectedSpans"] == "1", answer.text
     assert [span["name"] for span in fetch_spans(database_url)] == ["span-21", "span-22"]
+
+
+# What JavaScript writes for 1e20 in a number attribute: an integer json_format cannot put in an int64
+OVER_INT64 = {"intValue": 10**20}
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def odd_resource(resource: dict[str, Any]) -> None:
+    resource["resource"]["attributes"].append({"key": "odd", "value": OVER_INT64})
+
+
+def odd_scope(resource: dict[str, Any]) -> None:
+    scopes = resource["scopeSpans" if "scopeSpans" in resource else "scopeLogs"]
+    scopes[0].setdefault("scope", {})["name"] = ["a list"]
+
+
+@pytest.mark.parametrize(("mutate", "called"), [(odd_resource, "resource"), (odd_scope, "scope")])
+def test_a_resource_or_scope_protobuf_json_cannot_read_rejects_its_spans_not_the_request(
+    running_collector: Collector, database_url: str, mutate: Mutation, called: str
+) -> None:
+    """A resource or scope json_format refused made the whole OTLP/JSON request a 400, when one
+    unreadable span no longer did: every good span of the other resources and scopes was lost."""
+    request = make_request([make_span(30)])
+    request.resource_spans.extend(make_request([make_span(31), make_span(32)]).resource_spans)
+    document = json.loads(otlp_json(request))
+    mutate(document["resourceSpans"][1])
+    answer = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/traces",
+        content=json.dumps(document).encode(),
+        headers={"content-type": "application/json"},
+    )
+    assert answer.status_code == 200, answer.text
+    partial = answer.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "2" and f"{called} is not OTLP/JSON" in partial["errorMessage"]
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-30"]
+
+
+def odd_log_record(resource: dict[str, Any]) -> None:
+    record = resource["scopeLogs"][0]["logRecords"][0]
+    record.setdefault("attributes", []).append({"key": "odd", "value": OVER_INT64})
+
+
+@pytest.mark.parametrize(
+    ("mutate", "called", "kept"),
+    [(odd_log_record, "log record", {"kept", "also kept"}), (odd_scope, "scope", {"kept"})]
+    + [(odd_resource, "resource", {"kept"})],
+    ids=["log-record", "scope", "resource"],
+)
+def test_a_log_record_protobuf_json_cannot_read_rejects_it_not_the_request(
+    running_collector: Collector, database_url: str, mutate: Mutation, called: str, kept: set[str]
+) -> None:
+    """One log record, or a scope or resource, json_format refused made the whole OTLP/JSON logs
+    request a 400, and every good content event sent with it was lost."""
+    trace_id, span_ids = (15).to_bytes(16, "big"), [(index + 1).to_bytes(8, "big") for index in range(3)]
+    records = [
+        log_record("gen_ai.user.message", {"content": content}, trace_id, span_id)
+        for content, span_id in zip(("kept", "odd", "also kept"), span_ids, strict=True)
+    ]
+    request = logs_request(records[:1])
+    request.resource_logs.extend(logs_request(records[1:]).resource_logs)
+    document = json.loads(to_otlp_json(request))
+    mutate(document["resourceLogs"][1])
+    answer = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/logs",
+        content=json.dumps(document).encode(),
+        headers={"content-type": "application/json"},
+    )
+    assert answer.status_code == 200, answer.text
+    partial = answer.json()["partialSuccess"]
+    assert partial["rejectedLogRecords"] == str(3 - len(kept)), partial
+    assert f"{called} is not OTLP/JSON" in partial["errorMessage"]
+    assert {row["messages"][0]["content"] for row in stored_content(database_url)} == kept
