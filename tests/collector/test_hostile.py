@@ -10,11 +10,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import grpc
 import httpx
 import orjson
+import psutil
 import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
@@ -22,6 +25,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from collector._wire import varint_bytes
 from collector.otlp_json import MalformedRequest, load_json_request
 from collector.pricebook import PriceBook
 from collector.runtime import Collector
@@ -30,9 +34,10 @@ from collector.workers import DecodeJob, TooManySpans, decode_body
 from evallens.cases import promote_traces, trace_questions
 from evallens.db import create_db_engine
 from evallens.db.models import EvalCase, EvalSet
+from evallens.ports import free_port
 from evallens.telemetry import attributes as names
 from evallens.telemetry.messages import question_from_attribute
-from tests.collector.conftest import fetch_spans, make_request, make_span
+from tests.collector.conftest import fetch_spans, make_request, make_span, start_collector_process
 from tests.collector.test_genai_content import (
     QUESTION,
     any_value,
@@ -47,6 +52,7 @@ from tests.collector.test_transports import TRANSPORTS, otlp_json
 PROTOBUF = {"content-type": "application/x-protobuf"}
 # Deeper than Python's recursion limit: ``json.loads`` raises RecursionError, not ValueError.
 DEEP_JSON = "[" * 100_000
+MIB = 1024 * 1024
 
 
 @pytest.fixture(params=list(TRANSPORTS))
@@ -636,3 +642,53 @@ def test_a_log_record_protobuf_json_cannot_read_rejects_it_not_the_request(
     assert partial["rejectedLogRecords"] == str(3 - len(kept)), partial
     assert f"{called} is not OTLP/JSON" in partial["errorMessage"]
     assert {row["messages"][0]["content"] for row in stored_content(database_url)} == kept
+
+
+def padded_request(num_bytes: int) -> bytes:
+    """An export request of about ``num_bytes``: one resource whose unknown field 15 holds them."""
+    resource_spans = varint_bytes(15 << 3 | 2) + varint_bytes(num_bytes) + b"x" * num_bytes
+    return varint_bytes(1 << 3 | 2) + varint_bytes(len(resource_spans)) + resource_spans
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The most resident memory the process has held (Linux: VmHWM)."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def test_grpc_messages_waiting_for_a_worker_are_not_buffered_whole(database_url: str, tmp_path: Path) -> None:
+    """gRPC grew each stream's flow-control window (BDP probing) until a call waiting for a worker
+    thread had sent its whole message, held outside the decode budget: 128 exports of 16 MiB at once
+    took the collector from 116 MiB to 1.5 GiB with the budget at 64 MiB."""
+    http_port, grpc_port = free_port(), free_port()
+    process = start_collector_process(
+        database_url,
+        tmp_path,
+        http_port,
+        EVALLENS_COLLECTOR_GRPC_ENABLED="true",
+        EVALLENS_COLLECTOR_GRPC_PORT=str(grpc_port),
+        EVALLENS_COLLECTOR_GRPC_WORKERS="2",
+        EVALLENS_COLLECTOR_DECODE_WORKERS="1",
+    )
+    try:
+        before = psutil.Process(process.pid).memory_info().rss
+        body = padded_request(4 * MIB)
+
+        def export(_: int) -> grpc.StatusCode:
+            with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                try:
+                    channel.unary_unary(EXPORT_METHOD)(body, timeout=120)
+                except grpc.RpcError as error:
+                    return error.code()
+            return grpc.StatusCode.OK
+
+        with ThreadPoolExecutor(48) as clients:
+            codes = set(clients.map(export, range(48)))
+        assert codes <= {grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED}, codes
+        # two workers read two 4 MiB messages at a time; 48 buffered whole were 120 MiB or more
+        grown = peak_rss_bytes(process.pid) - before
+        assert grown < 64 * MIB, f"the collector grew by {grown / MIB:.0f} MiB"
+    finally:
+        process.terminate()
+        process.wait(30)
