@@ -43,9 +43,9 @@ class TraceService:
         project = self._admit(context)
         receiver = self._receiver
         try:
-            with receiver.admit(len(body)):
+            with receiver.admit(len(body), project):
                 decoded = receiver.pool.decode_blocking(receiver.job(body, "protobuf", False, project))
-            durable = receiver.queue(decoded).result()
+            durable = receiver.queue(decoded, project).result()
         except (MalformedRequest, BadEncoding, TooManySpans) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
         except (Refused, DecoderBusy, WorkerLost) as error:

@@ -75,6 +75,16 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         ge=1024,
         description="Bytes of decoded (packed) spans waiting to be written before new requests get 429.",
     )
+    collector_queue_project_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description=(
+            "Part of the queue (spans and bytes) the spans of one API key's project may take; beyond it "
+            "that project gets 429 while others still get in. With auth off all spans count as one "
+            "project's, and the whole queue is theirs."
+        ),
+    )
     collector_max_inflight_bytes: int = Field(
         default=64 * MIB,
         ge=1024,
