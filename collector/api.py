@@ -191,7 +191,7 @@ async def export_logs(
     counted in the decode budget until the rows are committed."""
     body_format, encoding = check_headers(request, limits, content_type)
     try:
-        with receiver.pool.reserve() as reservation:
+        with receiver.pool.reserve(project=project) as reservation:
             body = await read_body(request, limits, reservation.cover)
             batch = await receiver.pool.decode_logs(
                 log_receiver.job(body, body_format, encoding == "gzip", project)

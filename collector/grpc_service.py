@@ -70,7 +70,7 @@ class LogsService:
         project = admit(self._gate, context)
         pool = self._receiver.pool
         try:
-            with pool.reserve(len(body)):
+            with pool.reserve(len(body), project):
                 batch = pool.decode_logs_blocking(self._log_receiver.job(body, "protobuf", False, project))
                 answer = self._log_receiver.store(batch)
         except (MalformedRequest, BadEncoding, BodyTooLarge) as error:

@@ -39,7 +39,7 @@ class TraceReceiver:
         now; else a reservation of its body bytes to enter (``DecoderBusy`` there when the decode
         budget is spent)."""
         self.ingestor.check_admission(project)
-        return self.pool.reserve(num_bytes)
+        return self.pool.reserve(num_bytes, project)
 
     def job(self, body: bytes, body_format: BodyFormat, gzip: bool, project: str | None) -> DecodeJob:
         """The decode job of one request (``project`` from its API key overrides what spans claim)."""

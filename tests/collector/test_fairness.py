@@ -1,5 +1,7 @@
 """One project's flood against the one writer: another project's spans still get in."""
 
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -68,3 +70,45 @@ def test_a_project_that_floods_the_queue_leaves_room_for_another(
     assert answers["quiet"] == [200]
     assert len(fetch_spans(database_url, "project = 'quiet'")) == SPANS_PER_REQUEST
     assert sorted(answers["flood"]) == [200] * (len(answers["flood"]) - 1) + [429]
+
+
+def held_upload(port: int, key: str, num_bytes: int) -> socket.socket:
+    """A client that sends ``num_bytes`` of a body one byte longer, and then nothing more."""
+    client = socket.create_connection(("127.0.0.1", port))
+    head = (
+        f"POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-protobuf\r\n"
+        f"authorization: Bearer {key}\r\ncontent-length: {num_bytes + 1}\r\n\r\n"
+    )
+    client.sendall(head.encode() + b"\x0a" * num_bytes)
+    return client
+
+
+def answered(client: socket.socket) -> bool:
+    return bool(select.select([client], [], [], 0)[0])
+
+
+def test_a_project_holding_the_decode_budget_leaves_room_for_another(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """The bytes being read and decoded were first come, first served too: one project's uploads (slow
+    ones, or large ones that take seconds to decode) held the whole budget, and every other project's
+    export was a 429 meanwhile."""
+    collector = make_collector(database_url, auth_enabled=True, collector_max_inflight_bytes=2**20)
+    flood, quiet = new_key(database_url, "flood"), new_key(database_url, "quiet")
+    uploads = [held_upload(collector.http_port, flood, 524_000)]
+    try:
+        wait_until(lambda: collector.pool.bytes_in_flight == 524_000)
+        uploads.append(held_upload(collector.http_port, flood, 524_000))
+        wait_until(lambda: collector.pool.bytes_in_flight == 1_048_000 or answered(uploads[1]))
+        answer = httpx.post(
+            f"http://127.0.0.1:{collector.http_port}/v1/traces",
+            content=make_request([make_span(index) for index in range(100)]).SerializeToString(),
+            headers={"content-type": "application/x-protobuf", "authorization": f"Bearer {quiet}"},
+            timeout=60,
+        )
+        assert answer.status_code == 200, answer.text
+        assert len(fetch_spans(database_url, "project = 'quiet'")) == 100
+        assert uploads[1].recv(65536).startswith(b"HTTP/1.1 429 ")
+    finally:
+        for upload in uploads:
+            upload.close()
