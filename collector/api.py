@@ -126,10 +126,10 @@ async def export(
     """
     body_format, encoding = check_headers(request, limits, content_type)
     try:
-        with receiver.admit() as reservation:
+        with receiver.admit(project=project) as reservation:
             body = await read_body(request, limits, reservation.cover)
             decoded = await receiver.pool.decode(receiver.job(body, body_format, encoding == "gzip", project))
-        durable = await asyncio.wrap_future(receiver.queue(decoded))
+        durable = await asyncio.wrap_future(receiver.queue(decoded, project))
     except (BodyTooLarge, TooManySpans) as error:
         raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
     except (BadEncoding, MalformedRequest) as error:
@@ -191,7 +191,7 @@ async def export_logs(
     counted in the decode budget until the rows are committed."""
     body_format, encoding = check_headers(request, limits, content_type)
     try:
-        with receiver.pool.reserve() as reservation:
+        with receiver.pool.reserve(project=project) as reservation:
             body = await read_body(request, limits, reservation.cover)
             batch = await receiver.pool.decode_logs(
                 log_receiver.job(body, body_format, encoding == "gzip", project)

@@ -17,19 +17,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsPartialSuccess,
     ExportLogsServiceRequest,
     ExportLogsServiceResponse,
 )
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 
 from collector._anyvalue import any_value, key_values
 from collector._body import gunzip_capped
 from collector._genai import event_messages
 from collector._wire import parse_lenient
 from collector.copy_rows import json_text, text, timestamp_text
-from collector.otlp_json import MalformedRequest, load_json_document, rewrite_ids
+from collector.otlp_json import Level, MalformedRequest, load_json_document, parse_readable, rewrite_ids
 from collector.validate import InvalidSpan, SpanLimits, key_text
 from evallens.telemetry import attributes as names
 from evallens.telemetry.attributes import DEFAULT_PROJECT
@@ -114,15 +114,27 @@ def decode_logs_body(job: LogsJob) -> LogBatch:
     Raises ``BodyTooLarge``/``BadEncoding`` (gzip) or ``MalformedRequest``.
     """
     body = gunzip_capped(job.body, job.max_body_bytes) if job.gzip else job.body
-    return decode_logs(parse_logs(body, job.body_format), job.project, job.limits)
+    request, unreadable = parse_logs(body, job.body_format)
+    batch = decode_logs(request, job.project, job.limits)
+    for reason in unreadable:
+        batch.reject(reason)
+    return batch
 
 
-def parse_logs(body: bytes, body_format: str) -> ExportLogsServiceRequest:
-    """An ``ExportLogsServiceRequest`` from a protobuf or OTLP/JSON body (hex ids in JSON)."""
-    request = ExportLogsServiceRequest()
+LOG_LEVELS = (
+    Level(("resourceLogs", "resource_logs"), ResourceLogs, "resource"),
+    Level(("scopeLogs", "scope_logs"), ScopeLogs, "scope"),
+    Level(("logRecords", "log_records"), LogRecord, "log record"),
+)
+
+
+def parse_logs(body: bytes, body_format: str) -> tuple[ExportLogsServiceRequest, tuple[str, ...]]:
+    """An ``ExportLogsServiceRequest`` from a protobuf or OTLP/JSON body (hex ids in JSON), and why
+    each log record of a JSON body that ``json_format`` cannot read (or its resource or scope) was
+    left out: one such record made the whole request a 400, and every good record in it was lost."""
     if body_format != "json":
         try:
-            return parse_lenient(ExportLogsServiceRequest, body)
+            return parse_lenient(ExportLogsServiceRequest, body), ()
         except Exception as error:  # DecodeError, or RuntimeError for deep recursion
             raise MalformedRequest(f"body is not a protobuf ExportLogsServiceRequest: {error}") from None
     document = load_json_document(body, "resourceLogs")
@@ -131,11 +143,9 @@ def parse_logs(body: bytes, body_format: str) -> ExportLogsServiceRequest:
             for record in _list(_get(scope_logs, "logRecords", "log_records")):
                 if isinstance(record, dict):
                     rewrite_ids(record)
-    try:
-        json_format.ParseDict(document, request, ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError) as error:
-        raise MalformedRequest(f"not an OTLP ExportLogsServiceRequest: {error}") from None
-    return request
+    request = ExportLogsServiceRequest()
+    unreadable = parse_readable(document, request, LOG_LEVELS)
+    return request, unreadable
 
 
 def decode_logs(

@@ -8,13 +8,14 @@ strings) ``json_format`` already accepts; unknown fields are ignored as the spec
 import base64
 import binascii
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 # What a span's id that is not hex (base64, say) becomes: three bytes, a length no id has, so the
@@ -68,7 +69,8 @@ def _replace_lone_surrogate(match: re.Match[bytes]) -> bytes:
 
 def json_request(document: dict[str, Any]) -> tuple[ExportTraceServiceRequest, tuple[str, ...]]:
     """The ``ExportTraceServiceRequest`` of a loaded OTLP/JSON document (hex ids made protobuf's), and
-    why each span ``json_format`` cannot read (an int over int64, a name that is a list) was left out.
+    why each span ``json_format`` cannot read (an int over int64, a name that is a list), or whose
+    resource or scope it cannot read, was left out.
 
     Such a span made the whole request a 400 and its exporter dropped every good span with it; a
     request with no readable span still is one.
@@ -78,44 +80,87 @@ def json_request(document: dict[str, Any]) -> tuple[ExportTraceServiceRequest, t
         for link in _list(span.get("links")):
             if isinstance(link, dict):
                 rewrite_ids(link)
-    try:
-        return _parsed(document), ()
-    except MalformedRequest:
-        unreadable = _drop_unreadable_spans(document)
-        if not unreadable or not iter_span_objects(document):
-            raise
-    return _parsed(document), tuple(unreadable)
+    request = ExportTraceServiceRequest()
+    unreadable = parse_readable(document, request, TRACE_LEVELS)
+    return request, unreadable
 
 
+@dataclass(frozen=True)
+class Level:
+    """One level of an OTLP/JSON request: the names of its list in the level above, the message each
+    entry is, and what the entry is called in a rejection reason."""
+
+    keys: tuple[str, ...]
+    message: type[Message]
+    called: str
+
+
+TRACE_LEVELS = (
+    Level(("resourceSpans", "resource_spans"), ResourceSpans, "resource"),
+    Level(("scopeSpans", "scope_spans"), ScopeSpans, "scope"),
+    Level(("spans",), Span, "span"),
+)
 _PARSE_ERRORS = (json_format.ParseError, ValueError, TypeError, AttributeError, RecursionError)
 MAX_REASON_CHARS = 300
 
 
-def _parsed(document: dict[str, Any]) -> ExportTraceServiceRequest:
-    request = ExportTraceServiceRequest()
+def parse_readable(document: dict[str, Any], request: Message, levels: tuple[Level, ...]) -> tuple[str, ...]:
+    """Parse ``document`` into ``request``; when ``json_format`` refuses it, leave out each record it
+    cannot read, or whose resource or scope it cannot read, and say why once per record left out.
+
+    ``MalformedRequest`` when nothing it refused was a record, or no record is left.
+    """
+    try:
+        _parse_into(document, request)
+    except MalformedRequest:
+        unreadable = _drop_unreadable(document, levels)
+        if not unreadable or not _num_records(document, levels):
+            raise
+    else:
+        return ()
+    _parse_into(document, request)
+    return tuple(unreadable)
+
+
+def _parse_into(document: dict[str, Any], request: Message) -> None:
+    request.Clear()
     try:
         json_format.ParseDict(document, request, ignore_unknown_fields=True)
     except _PARSE_ERRORS as error:
-        raise MalformedRequest(f"not an OTLP ExportTraceServiceRequest: {error}") from None
-    return request
+        name = request.DESCRIPTOR.name
+        raise MalformedRequest(f"not an OTLP {name}: {error}") from None
 
 
-def _drop_unreadable_spans(document: dict[str, Any]) -> list[str]:
-    """Take the spans ``json_format`` refuses out of ``document``; why each one was refused."""
+def _drop_unreadable(parent: Any, levels: tuple[Level, ...]) -> list[str]:
+    """Take the entries ``json_format`` refuses out of ``parent``'s list at ``levels[0]``, and each
+    entry's list below; a resource or scope refused takes its records with it."""
+    level, below = levels[0], levels[1:]
+    entries = _list(_get(parent, *level.keys))
     reasons: list[str] = []
-    for resource_spans in _list(_get(document, "resourceSpans", "resource_spans")):
-        for scope_spans in _list(_get(resource_spans, "scopeSpans", "scope_spans")):
-            spans = _list(_get(scope_spans, "spans"))
-            readable = []
-            for span in spans:
-                try:
-                    json_format.ParseDict(span, Span(), ignore_unknown_fields=True)
-                except _PARSE_ERRORS as error:
-                    reasons.append(f"span is not OTLP/JSON: {error}"[:MAX_REASON_CHARS])
-                else:
-                    readable.append(span)
-            spans[:] = readable
+    readable = []
+    for entry in entries:
+        own = entry
+        if below and isinstance(entry, dict):
+            own = {key: value for key, value in entry.items() if key not in below[0].keys}
+        try:
+            json_format.ParseDict(own, level.message(), ignore_unknown_fields=True)
+        except _PARSE_ERRORS as error:
+            reason = f"{level.called} is not OTLP/JSON: {error}"[:MAX_REASON_CHARS]
+            reasons += [reason] * (_num_records(entry, below) if below else 1)
+            continue
+        readable.append(entry)
+        if below:
+            reasons += _drop_unreadable(entry, below)
+    entries[:] = readable
     return reasons
+
+
+def _num_records(parent: Any, levels: tuple[Level, ...]) -> int:
+    """How many entries the lowest of ``levels`` holds under ``parent``."""
+    entries = _list(_get(parent, *levels[0].keys))
+    if len(levels) == 1:
+        return len(entries)
+    return sum(_num_records(entry, levels[1:]) for entry in entries)
 
 
 def parse_protobuf_request(body: bytes) -> ExportTraceServiceRequest:

@@ -11,7 +11,7 @@ get 503.
 import logging
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -53,7 +53,10 @@ class Unavailable(Refused):
 
 @dataclass(frozen=True)
 class QueueLimits:
-    """Bounds of the queue and of one flush, and how the writer waits after failures."""
+    """Bounds of the queue and of one flush, and how the writer waits after failures.
+
+    ``project_share``: the part of the queue (spans and bytes) one API key's project may hold, so a
+    project sending faster than PostgreSQL takes spans cannot fill it for every other project."""
 
     max_spans: int = 50_000
     max_bytes: int = 256 * 1024 * 1024
@@ -62,6 +65,7 @@ class QueueLimits:
     db_retry_s: float = 1.0
     restart_backoff_s: float = 0.5
     restart_backoff_max_s: float = 30.0
+    project_share: float = 0.5
 
 
 @dataclass(eq=False)
@@ -69,6 +73,7 @@ class _Pending:
     """One request's packed spans on their way: chunks are taken and made durable one by one."""
 
     packed: PackedSpans
+    project: str | None = None
     future: "Future[Durable]" = field(default_factory=Future)
     next_chunk: int = 0
     chunks_done: int = 0
@@ -126,6 +131,8 @@ class Ingestor:
         self._limits, self._stats = limits, stats
         self._queue: deque[_Pending] = deque()
         self._num_spans = self._num_bytes = 0
+        self._project_spans: Counter[str] = Counter()
+        self._project_bytes: Counter[str] = Counter()
         self._condition = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -133,34 +140,58 @@ class Ingestor:
         self.writer_running = False
         self._next_db_attempt = 0.0
 
-    def check_admission(self) -> None:
-        """Raise ``Refused`` when a new request would certainly be refused (before reading its body)."""
+    def check_admission(self, project: str | None = None) -> None:
+        """Raise ``Refused`` when a new request would certainly be refused (before reading its body);
+        ``project``: its API key's (None with auth off)."""
         if not self.writer_healthy:
             raise Unavailable("the collector's writer is restarting", self._limits.retry_after_s)
         if self._num_spans >= self._limits.max_spans or self._num_bytes >= self._limits.max_bytes:
             raise Overloaded("the collector's queue is full", self._limits.retry_after_s)
+        if project is not None and self._over_share(project, 1, 1):  # not one more span fits
+            raise self._share_taken(project)
         if not self._database_worth_trying() and (self._spool is None or self._spool.full):
             # once the retry interval is over a request gets through, and its flush probes PostgreSQL
             reason = "the spool is full" if self._spool is not None else "there is no spool"
             raise Unavailable(f"PostgreSQL is unreachable and {reason}", self._limits.retry_after_s)
 
-    def submit(self, packed: PackedSpans) -> "Future[Durable]":
-        """Queue one request's spans; the future resolves to ``Durable`` once they all are."""
-        pending = _Pending(packed)
+    def submit(self, packed: PackedSpans, project: str | None = None) -> "Future[Durable]":
+        """Queue one request's spans (``project``: its API key's); the future resolves to ``Durable``
+        once they all are. A request finding the queue, or its project's share of it, empty gets in
+        whatever its size."""
+        pending = _Pending(packed, project)
         if not packed.num_spans:
             pending.future.set_result(Durable(STORED))
             return pending.future
         with self._condition:
-            self.check_admission()
+            self.check_admission(project)
             if self._queue and (
                 self._num_spans + packed.num_spans > self._limits.max_spans
                 or self._num_bytes + packed.num_bytes > self._limits.max_bytes
             ):
                 raise Overloaded("the collector's queue is full", self._limits.retry_after_s)
+            if project is not None and self._over_share(project, packed.num_spans, packed.num_bytes):
+                raise self._share_taken(project)
             self._queue.append(pending)
-            self._resize(packed.num_spans, packed.num_bytes)
+            self._resize(packed.num_spans, packed.num_bytes, project)
             self._condition.notify()
         return pending.future
+
+    def _over_share(self, project: str, num_spans: int, num_bytes: int) -> bool:
+        """Whether ``project`` has spans queued and would hold more than its share of the queue with
+        ``num_spans`` and ``num_bytes`` more."""
+        if not self._project_spans[project]:
+            return False
+        share = self._limits.project_share
+        return (
+            self._project_spans[project] + num_spans > self._limits.max_spans * share
+            or self._project_bytes[project] + num_bytes > self._limits.max_bytes * share
+        )
+
+    def _share_taken(self, project: str) -> Overloaded:
+        return Overloaded(
+            f"project {project!r} already has its share of the collector's queue waiting to be written",
+            self._limits.retry_after_s,
+        )
 
     def start(self) -> None:
         """Start the writer thread; it also replays what this or an earlier run spooled."""
@@ -187,9 +218,14 @@ class Ingestor:
         """Spans accepted but not yet durable."""
         return self._num_spans
 
-    def _resize(self, num_spans: int, num_bytes: int) -> None:
+    def _resize(self, num_spans: int, num_bytes: int, project: str | None) -> None:
         self._num_spans += num_spans
         self._num_bytes += num_bytes
+        if project is not None:
+            self._project_spans[project] += num_spans
+            self._project_bytes[project] += num_bytes
+            if not self._project_spans[project]:  # a key per project that has spans queued, no more
+                del self._project_spans[project], self._project_bytes[project]
         self._stats.queue_spans.set(self._num_spans)
         self._stats.queue_bytes.set(self._num_bytes)
 
@@ -243,7 +279,8 @@ class Ingestor:
                     raise
                 finally:
                     with self._condition:
-                        self._resize(-sum(p.num_spans for p in batch), -sum(len(p.chunk.data) for p in batch))
+                        for piece in batch:
+                            self._resize(-piece.num_spans, -len(piece.chunk.data), piece.pending.project)
             self._replay_one()
             self._import_dead_letters()
 
@@ -268,7 +305,8 @@ class Ingestor:
             while self._queue:
                 pending = self._queue.popleft()
                 for index in range(pending.next_chunk, len(pending.packed.chunks)):
-                    self._resize(-pending.packed.chunk_spans(index), -len(pending.packed.chunks[index].data))
+                    chunk = pending.packed.chunks[index]
+                    self._resize(-chunk.num_rows, -len(chunk.data), pending.project)
                     pending.chunk_failed(error)
 
     def _flush(self, batch: list[_Piece]) -> None:

@@ -34,21 +34,23 @@ class TraceReceiver:
         self.stats = stats
         self.prices = prices  # replaced whole by the price refresher; readers see one book or the other
 
-    def admit(self, num_bytes: int = 0) -> AbstractContextManager[Reservation]:
-        """Raise ``Refused`` when the queue or writer cannot take a request now; else a reservation of
-        its body bytes to enter (``DecoderBusy`` there when the decode budget is spent)."""
-        self.ingestor.check_admission()
-        return self.pool.reserve(num_bytes)
+    def admit(self, num_bytes: int = 0, project: str | None = None) -> AbstractContextManager[Reservation]:
+        """Raise ``Refused`` when the queue (or ``project``'s share of it) or writer cannot take a request
+        now; else a reservation of its body bytes to enter (``DecoderBusy`` there when the decode
+        budget is spent)."""
+        self.ingestor.check_admission(project)
+        return self.pool.reserve(num_bytes, project)
 
     def job(self, body: bytes, body_format: BodyFormat, gzip: bool, project: str | None) -> DecodeJob:
         """The decode job of one request (``project`` from its API key overrides what spans claim)."""
         return DecodeJob(body, body_format, gzip, self.max_body_bytes, self.span_limits, project, self.prices)
 
-    def queue(self, decoded: Decoded) -> "Future[Durable]":
-        """Count and queue decoded spans; the future resolves once they are durable."""
+    def queue(self, decoded: Decoded, project: str | None = None) -> "Future[Durable]":
+        """Count and queue decoded spans (``project``: the API key's); the future resolves once they
+        are durable."""
         self.stats.spans_received.inc(decoded.packed.num_spans + decoded.num_rejected)
         self.stats.spans_rejected.inc(decoded.num_rejected)
-        return self.ingestor.submit(decoded.packed)
+        return self.ingestor.submit(decoded.packed, project)
 
     def refused(self, error: Exception) -> None:
         """Count a request answered with a refusal."""

@@ -61,6 +61,7 @@ class Collector:
             settings.collector_decode_workers,
             settings.collector_max_inflight_bytes,
             settings.collector_retry_after_s,
+            settings.collector_project_share,
         )
         self.receiver = TraceReceiver(
             self.ingestor,
@@ -247,6 +248,7 @@ def queue_limits(settings: CollectorSettings) -> QueueLimits:
         max_spans=settings.collector_queue_max_spans,
         max_bytes=settings.collector_queue_max_bytes,
         flush_max_spans=settings.collector_flush_max_spans,
+        project_share=settings.collector_project_share,
         retry_after_s=settings.collector_retry_after_s,
         db_retry_s=settings.collector_db_retry_s,
         restart_backoff_s=settings.collector_writer_backoff_s,

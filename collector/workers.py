@@ -7,8 +7,9 @@ holds (``collector.logs``). The receivers' threads, event loop and writer only m
 rows; everything per span and per log record happens here, once.
 
 Two bounds keep memory flat whatever clients send: the bytes of request bodies being read or decoded
-at once (``reserve``: over it, 429 and Retry-After / RESOURCE_EXHAUSTED), and the spans one request
-may hold (over it, 413 / INVALID_ARGUMENT, checked before any span is decoded).
+at once (``reserve``: over it, 429 and Retry-After / RESOURCE_EXHAUSTED; one API key's project may
+hold only its share of them), and the spans one request may hold (over it, 413 / INVALID_ARGUMENT,
+checked before any span is decoded).
 """
 
 import asyncio
@@ -19,6 +20,7 @@ import multiprocessing
 import os
 import signal
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -167,9 +169,13 @@ def _warm_up() -> int:
 class DecodePool:
     """Worker processes (``spawn``ed: the collector's threads must not be forked) and the byte budget."""
 
-    def __init__(self, num_workers: int, max_bytes_in_flight: int, retry_after_s: int) -> None:
+    def __init__(
+        self, num_workers: int, max_bytes_in_flight: int, retry_after_s: int, project_share: float = 0.5
+    ) -> None:
         self.num_workers = num_workers or os.cpu_count() or 1
         self.max_bytes_in_flight = max_bytes_in_flight
+        self._project_share = project_share
+        self._project_bytes: Counter[str] = Counter()
         self._retry_after_s = retry_after_s
         self._executor = self._new_executor()
         self._lock = threading.Lock()
@@ -189,16 +195,17 @@ class DecodePool:
         self.worker_pids = sorted({future.result() for future in futures})
 
     @contextmanager
-    def reserve(self, num_bytes: int = 0) -> Iterator["Reservation"]:
-        """A share of the byte budget for one request body, given back on exit."""
-        reservation = Reservation(self)
+    def reserve(self, num_bytes: int = 0, project: str | None = None) -> Iterator["Reservation"]:
+        """A share of the byte budget for one request body (``project``: its API key's, None with auth
+        off), given back on exit."""
+        reservation = Reservation(self, project)
         try:
             reservation.cover(num_bytes)
             yield reservation
         finally:
             reservation.release()
 
-    def _take(self, num_bytes: int, held: int) -> None:
+    def _take(self, num_bytes: int, held: int, project: str | None) -> None:
         with self._lock:
             others = self.bytes_in_flight - held
             # a request alone is always let in, so one as large as the request limit gets through
@@ -207,11 +214,25 @@ class DecodePool:
                     f"the collector is reading and decoding {others} bytes of other requests",
                     self._retry_after_s,
                 )
+            if project is not None:
+                # and so is a project's one request; its others only within the project's share
+                own = self._project_bytes[project] - held
+                if own and own + held + num_bytes > self.max_bytes_in_flight * self._project_share:
+                    raise DecoderBusy(
+                        f"the collector is reading and decoding {own} bytes of project {project!r}'s "
+                        "other requests, its share",
+                        self._retry_after_s,
+                    )
+                self._project_bytes[project] += num_bytes
             self.bytes_in_flight += num_bytes
 
-    def _give_back(self, num_bytes: int) -> None:
+    def _give_back(self, num_bytes: int, project: str | None) -> None:
         with self._lock:
             self.bytes_in_flight -= num_bytes
+            if project is not None:
+                self._project_bytes[project] -= num_bytes
+                if not self._project_bytes[project]:
+                    del self._project_bytes[project]
 
     async def decode(self, job: DecodeJob) -> Decoded:
         """``decode_body`` in a worker, awaited without blocking the event loop."""
@@ -261,17 +282,17 @@ class DecodePool:
 class Reservation:
     """The bytes one request holds of a pool's budget; grows as its body is read."""
 
-    def __init__(self, pool: DecodePool) -> None:
-        self._pool = pool
+    def __init__(self, pool: DecodePool, project: str | None = None) -> None:
+        self._pool, self._project = pool, project
         self.num_bytes = 0
 
     def cover(self, total_bytes: int) -> None:
         """Hold at least ``total_bytes``; ``DecoderBusy`` when the budget cannot take them now."""
         if total_bytes > self.num_bytes:
-            self._pool._take(total_bytes - self.num_bytes, self.num_bytes)
+            self._pool._take(total_bytes - self.num_bytes, self.num_bytes, self._project)
             self.num_bytes = total_bytes
 
     def release(self) -> None:
         """Give everything back."""
-        self._pool._give_back(self.num_bytes)
+        self._pool._give_back(self.num_bytes, self._project)
         self.num_bytes = 0

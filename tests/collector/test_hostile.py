@@ -10,10 +10,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
 import grpc
 import httpx
 import orjson
+import psutil
 import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
@@ -21,6 +25,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from collector._wire import varint_bytes
 from collector.otlp_json import MalformedRequest, load_json_request
 from collector.pricebook import PriceBook
 from collector.runtime import Collector
@@ -29,9 +34,10 @@ from collector.workers import DecodeJob, TooManySpans, decode_body
 from evallens.cases import promote_traces, trace_questions
 from evallens.db import create_db_engine
 from evallens.db.models import EvalCase, EvalSet
+from evallens.ports import free_port
 from evallens.telemetry import attributes as names
 from evallens.telemetry.messages import question_from_attribute
-from tests.collector.conftest import fetch_spans, make_request, make_span
+from tests.collector.conftest import fetch_spans, make_request, make_span, start_collector_process
 from tests.collector.test_genai_content import (
     QUESTION,
     any_value,
@@ -46,6 +52,7 @@ from tests.collector.test_transports import TRANSPORTS, otlp_json
 PROTOBUF = {"content-type": "application/x-protobuf"}
 # Deeper than Python's recursion limit: ``json.loads`` raises RecursionError, not ValueError.
 DEEP_JSON = "[" * 100_000
+MIB = 1024 * 1024
 
 
 @pytest.fixture(params=list(TRANSPORTS))
@@ -563,3 +570,125 @@ def test_a_span_protobuf_json_cannot_read_rejects_that_span_not_its_request(
     assert answer.status_code == 200, answer.text
     assert answer.json()["partialSuccess"]["rejectedSpans"] == "1", answer.text
     assert [span["name"] for span in fetch_spans(database_url)] == ["span-21", "span-22"]
+
+
+# What JavaScript writes for 1e20 in a number attribute: an integer json_format cannot put in an int64
+OVER_INT64 = {"intValue": 10**20}
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def odd_resource(resource: dict[str, Any]) -> None:
+    resource["resource"]["attributes"].append({"key": "odd", "value": OVER_INT64})
+
+
+def odd_scope(resource: dict[str, Any]) -> None:
+    scopes = resource["scopeSpans" if "scopeSpans" in resource else "scopeLogs"]
+    scopes[0].setdefault("scope", {})["name"] = ["a list"]
+
+
+@pytest.mark.parametrize(("mutate", "called"), [(odd_resource, "resource"), (odd_scope, "scope")])
+def test_a_resource_or_scope_protobuf_json_cannot_read_rejects_its_spans_not_the_request(
+    running_collector: Collector, database_url: str, mutate: Mutation, called: str
+) -> None:
+    """A resource or scope json_format refused made the whole OTLP/JSON request a 400, when one
+    unreadable span no longer did: every good span of the other resources and scopes was lost."""
+    request = make_request([make_span(30)])
+    request.resource_spans.extend(make_request([make_span(31), make_span(32)]).resource_spans)
+    document = json.loads(otlp_json(request))
+    mutate(document["resourceSpans"][1])
+    answer = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/traces",
+        content=json.dumps(document).encode(),
+        headers={"content-type": "application/json"},
+    )
+    assert answer.status_code == 200, answer.text
+    partial = answer.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "2" and f"{called} is not OTLP/JSON" in partial["errorMessage"]
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-30"]
+
+
+def odd_log_record(resource: dict[str, Any]) -> None:
+    record = resource["scopeLogs"][0]["logRecords"][0]
+    record.setdefault("attributes", []).append({"key": "odd", "value": OVER_INT64})
+
+
+@pytest.mark.parametrize(
+    ("mutate", "called", "kept"),
+    [(odd_log_record, "log record", {"kept", "also kept"}), (odd_scope, "scope", {"kept"})]
+    + [(odd_resource, "resource", {"kept"})],
+    ids=["log-record", "scope", "resource"],
+)
+def test_a_log_record_protobuf_json_cannot_read_rejects_it_not_the_request(
+    running_collector: Collector, database_url: str, mutate: Mutation, called: str, kept: set[str]
+) -> None:
+    """One log record, or a scope or resource, json_format refused made the whole OTLP/JSON logs
+    request a 400, and every good content event sent with it was lost."""
+    trace_id, span_ids = (15).to_bytes(16, "big"), [(index + 1).to_bytes(8, "big") for index in range(3)]
+    records = [
+        log_record("gen_ai.user.message", {"content": content}, trace_id, span_id)
+        for content, span_id in zip(("kept", "odd", "also kept"), span_ids, strict=True)
+    ]
+    request = logs_request(records[:1])
+    request.resource_logs.extend(logs_request(records[1:]).resource_logs)
+    document = json.loads(to_otlp_json(request))
+    mutate(document["resourceLogs"][1])
+    answer = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/logs",
+        content=json.dumps(document).encode(),
+        headers={"content-type": "application/json"},
+    )
+    assert answer.status_code == 200, answer.text
+    partial = answer.json()["partialSuccess"]
+    assert partial["rejectedLogRecords"] == str(3 - len(kept)), partial
+    assert f"{called} is not OTLP/JSON" in partial["errorMessage"]
+    assert {row["messages"][0]["content"] for row in stored_content(database_url)} == kept
+
+
+def padded_request(num_bytes: int) -> bytes:
+    """An export request of about ``num_bytes``: one resource whose unknown field 15 holds them."""
+    resource_spans = varint_bytes(15 << 3 | 2) + varint_bytes(num_bytes) + b"x" * num_bytes
+    return varint_bytes(1 << 3 | 2) + varint_bytes(len(resource_spans)) + resource_spans
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The most resident memory the process has held (Linux: VmHWM)."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def test_grpc_messages_waiting_for_a_worker_are_not_buffered_whole(database_url: str, tmp_path: Path) -> None:
+    """gRPC grew each stream's flow-control window (BDP probing) until a call waiting for a worker
+    thread had sent its whole message, held outside the decode budget: 128 exports of 16 MiB at once
+    took the collector from 116 MiB to 1.5 GiB with the budget at 64 MiB."""
+    http_port, grpc_port = free_port(), free_port()
+    process = start_collector_process(
+        database_url,
+        tmp_path,
+        http_port,
+        EVALLENS_COLLECTOR_GRPC_ENABLED="true",
+        EVALLENS_COLLECTOR_GRPC_PORT=str(grpc_port),
+        EVALLENS_COLLECTOR_GRPC_WORKERS="2",
+        EVALLENS_COLLECTOR_DECODE_WORKERS="1",
+    )
+    try:
+        before = psutil.Process(process.pid).memory_info().rss
+        body = padded_request(4 * MIB)
+
+        def export(_: int) -> grpc.StatusCode:
+            with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                try:
+                    channel.unary_unary(EXPORT_METHOD)(body, timeout=120)
+                except grpc.RpcError as error:
+                    return error.code()
+            return grpc.StatusCode.OK
+
+        with ThreadPoolExecutor(48) as clients:
+            codes = set(clients.map(export, range(48)))
+        assert codes <= {grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED}, codes
+        # two workers read two 4 MiB messages at a time; 48 buffered whole were 120 MiB or more
+        grown = peak_rss_bytes(process.pid) - before
+        assert grown < 64 * MIB, f"the collector grew by {grown / MIB:.0f} MiB"
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -75,6 +75,16 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         ge=1024,
         description="Bytes of decoded (packed) spans waiting to be written before new requests get 429.",
     )
+    collector_project_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description=(
+            "Part of the queue (spans and bytes) and of collector_max_inflight_bytes one API key's "
+            "project may take; beyond it that project gets 429 while others still get in (a project's "
+            "one request always may). With auth off every request counts as one project's."
+        ),
+    )
     collector_max_inflight_bytes: int = Field(
         default=64 * MIB,
         ge=1024,

@@ -1,0 +1,114 @@
+"""One project's flood against the one writer: another project's spans still get in."""
+
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+import httpx
+import psycopg
+
+from collector.runtime import Collector
+from tests.collector.conftest import fetch_spans, make_request, make_span
+from tests.collector.test_auth import new_key
+
+SPANS_PER_REQUEST = 100
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the collector neither answered nor queued the request"
+        time.sleep(0.02)
+
+
+def test_a_project_that_floods_the_queue_leaves_room_for_another(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """The queue before the one writer was first come, first served: a project sending faster than
+    PostgreSQL takes spans filled it, and every other project's export was a 429 for as long as the
+    flood went on (an exporter that honours Retry-After came back to a full queue each time)."""
+    collector = make_collector(
+        database_url, auth_enabled=True, collector_queue_max_spans=1000, collector_flush_max_spans=100
+    )
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    keys = {project: new_key(database_url, project) for project in ("flood", "quiet")}
+    answers: dict[str, list[int]] = {"flood": [], "quiet": []}
+    threads: list[threading.Thread] = []
+
+    def send(project: str, first: int) -> threading.Thread:
+        spans = [make_span(first + index) for index in range(SPANS_PER_REQUEST)]
+        headers = {"content-type": "application/x-protobuf", "authorization": f"Bearer {keys[project]}"}
+        body = make_request(spans).SerializeToString()
+        thread = threading.Thread(
+            target=lambda: answers[project].append(
+                httpx.post(url, content=body, headers=headers, timeout=120).status_code
+            )
+        )
+        thread.start()
+        threads.append(thread)
+        queued = collector.ingestor.num_queued_spans
+        wait_until(lambda: not thread.is_alive() or collector.ingestor.num_queued_spans > queued)
+        return thread
+
+    with psycopg.connect(database_url, autocommit=True) as blocker:
+        blocker.execute("BEGIN")
+        blocker.execute("LOCK TABLE spans IN ACCESS EXCLUSIVE MODE")  # nothing leaves the queue now
+        try:
+            for request in range(20):
+                send("flood", request * SPANS_PER_REQUEST)
+                if answers["flood"]:
+                    break
+            assert answers["flood"] == [429]
+            send("quiet", 100_000)
+            assert answers["quiet"] == [], "the other project was refused"
+        finally:
+            blocker.execute("ROLLBACK")
+    for thread in threads:
+        thread.join(120)
+    assert answers["quiet"] == [200]
+    assert len(fetch_spans(database_url, "project = 'quiet'")) == SPANS_PER_REQUEST
+    assert sorted(answers["flood"]) == [200] * (len(answers["flood"]) - 1) + [429]
+
+
+def held_upload(port: int, key: str, num_bytes: int) -> socket.socket:
+    """A client that sends ``num_bytes`` of a body one byte longer, and then nothing more."""
+    client = socket.create_connection(("127.0.0.1", port))
+    head = (
+        f"POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-protobuf\r\n"
+        f"authorization: Bearer {key}\r\ncontent-length: {num_bytes + 1}\r\n\r\n"
+    )
+    client.sendall(head.encode() + b"\x0a" * num_bytes)
+    return client
+
+
+def answered(client: socket.socket) -> bool:
+    return bool(select.select([client], [], [], 0)[0])
+
+
+def test_a_project_holding_the_decode_budget_leaves_room_for_another(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """The bytes being read and decoded were first come, first served too: one project's uploads (slow
+    ones, or large ones that take seconds to decode) held the whole budget, and every other project's
+    export was a 429 meanwhile."""
+    collector = make_collector(database_url, auth_enabled=True, collector_max_inflight_bytes=2**20)
+    flood, quiet = new_key(database_url, "flood"), new_key(database_url, "quiet")
+    uploads = [held_upload(collector.http_port, flood, 524_000)]
+    try:
+        wait_until(lambda: collector.pool.bytes_in_flight == 524_000)
+        uploads.append(held_upload(collector.http_port, flood, 524_000))
+        wait_until(lambda: collector.pool.bytes_in_flight == 1_048_000 or answered(uploads[1]))
+        answer = httpx.post(
+            f"http://127.0.0.1:{collector.http_port}/v1/traces",
+            content=make_request([make_span(index) for index in range(100)]).SerializeToString(),
+            headers={"content-type": "application/x-protobuf", "authorization": f"Bearer {quiet}"},
+            timeout=60,
+        )
+        assert answer.status_code == 200, answer.text
+        assert len(fetch_spans(database_url, "project = 'quiet'")) == 100
+        assert uploads[1].recv(65536).startswith(b"HTTP/1.1 429 ")
+    finally:
+        for upload in uploads:
+            upload.close()
