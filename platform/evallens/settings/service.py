@@ -119,6 +119,14 @@ class ServiceSettings(
         gt=0,
         description="Seconds a request body may pause before the request is answered 408.",
     )
+    service_request_head_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Seconds a connection may stay open without sending a whole request head (its first, or the "
+            "next after an answer) before it is closed: each open connection holds a file descriptor."
+        ),
+    )
     otlp_endpoint: str | None = Field(
         default=None,
         description="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces. Unset: no export.",

@@ -1,15 +1,18 @@
-"""uvicorn's HTTP protocol with a deadline on each request head.
+"""uvicorn's HTTP protocol with a deadline on each request head, for the collector and the service.
 
-uvicorn counts every open connection against ``limit_concurrency``, and times out a connection only
-once it has answered a request and heard nothing more: a connection that never sends a whole request
-head stays open, and counted, for as long as its client keeps it. Here each connection must finish
-its first request head, and each next one after an answer, within ``head_timeout_s``, or it is closed.
+uvicorn times out a connection only once it has answered a request and heard nothing more: a connection
+that never sends a whole request head stays open for as long as its client keeps it, counted against
+``limit_concurrency`` where one is set, and holding one of the process's file descriptors in any case.
+Here each connection must finish its first request head, and each next one after an answer, within
+``head_timeout_s``, or it is closed.
 """
 
 import asyncio
 from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+__all__ = ["head_deadline_protocol"]
 
 
 def head_deadline_protocol(head_timeout_s: float) -> type[asyncio.Protocol]:
