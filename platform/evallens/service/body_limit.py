@@ -1,10 +1,13 @@
-"""Request bodies under a size cap and an idle timeout, enforced as their bytes arrive.
+"""Request bodies under a size cap, an idle timeout and a time for the whole body, enforced as their
+bytes arrive.
 
 Starlette reads a body whole before FastAPI parses it, and uvicorn caps neither its size nor its pauses,
 so without this one client could send gigabytes into the service's memory, or hold a request open by
-sending nothing. The cap covers every route; it also bounds one document's text (a JSON string decodes
-to no more characters than its bytes), so documents need no limit of their own and a client reads one
-figure, ``EVALLENS_SERVICE_MAX_BODY_BYTES``, for everything it may send.
+sending nothing, or by sending a byte a little more often than the idle timeout (and with it the bytes
+its declared length holds of the budget below). The cap covers every route; it also bounds one
+document's text (a JSON string decodes to no more characters than its bytes), so documents need no
+limit of their own and a client reads one figure, ``EVALLENS_SERVICE_MAX_BODY_BYTES``, for everything
+it may send.
 
 A cap per body does not bound many bodies at once: a thousand clients sending a body of the largest size
 each would hold gigabytes. So all requests share a budget of body bytes
@@ -21,22 +24,30 @@ import asyncio
 from prometheus_client import Counter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evallens.service.errors import BodyBudgetFull, BodyStalled, BodyTooLarge, ServiceError, count_error
+from evallens.service.errors import (
+    BodyBudgetFull,
+    BodyStalled,
+    BodyTooLarge,
+    BodyTooSlow,
+    ServiceError,
+    count_error,
+)
 
 __all__ = ["BodyLimit"]
 
 
 class BodyLimit:
     """ASGI middleware: a body over ``max_body_bytes`` is a 413 (by its Content-Length before a byte is
-    read, else once the bytes read pass it), one that pauses for ``idle_timeout_s`` is a 408, and one
-    that would take the bytes all requests hold past ``budget_bytes`` is a 429 (``retry_after_s``); each
-    refusal counted in ``errors``."""
+    read, else once the bytes read pass it), one that pauses for ``idle_timeout_s`` or is not all in
+    after ``body_timeout_s`` is a 408, and one that would take the bytes all requests hold past
+    ``budget_bytes`` is a 429 (``retry_after_s``); each refusal counted in ``errors``."""
 
     def __init__(
         self,
         app: ASGIApp,
         max_body_bytes: int,
         idle_timeout_s: float,
+        body_timeout_s: float,
         budget_bytes: int,
         retry_after_s: int,
         errors: Counter,
@@ -44,6 +55,7 @@ class BodyLimit:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.idle_timeout_s = idle_timeout_s
+        self.body_timeout_s = body_timeout_s
         self.budget = BodyBudget(budget_bytes, retry_after_s)
         self.errors = errors
 
@@ -127,13 +139,15 @@ class Holding:
 
 
 class _CappedBody:
-    """The app's ``receive``: counts body bytes, refuses past the cap, past the shared budget, or after an
-    idle pause."""
+    """The app's ``receive``: counts body bytes, refuses past the cap, past the shared budget, after an
+    idle pause, or once the body has taken its time."""
 
     def __init__(self, receive: Receive, limit: BodyLimit, held: Holding) -> None:
         self._receive = receive
         self.max_body_bytes = limit.max_body_bytes
         self.idle_timeout_s = limit.idle_timeout_s
+        self.body_timeout_s = limit.body_timeout_s
+        self.body_deadline = asyncio.get_running_loop().time() + limit.body_timeout_s
         self.held = held
         self.num_bytes = 0
         self.complete = False
@@ -145,11 +159,15 @@ class _CappedBody:
         if self.complete:
             # After the body, receive only waits for a disconnect (streamed answers listen for one).
             return await self._receive()
+        body_left_s = self.body_deadline - asyncio.get_running_loop().time()
         try:
-            async with asyncio.timeout(self.idle_timeout_s):
+            async with asyncio.timeout(max(min(self.idle_timeout_s, body_left_s), 0.0)):
                 message = await self._receive()
         except TimeoutError:
-            self.refusal = BodyStalled(self.idle_timeout_s, self.num_bytes)
+            if body_left_s <= self.idle_timeout_s:
+                self.refusal = BodyTooSlow(self.body_timeout_s, self.num_bytes)
+            else:
+                self.refusal = BodyStalled(self.idle_timeout_s, self.num_bytes)
             raise self.refusal from None
         if message["type"] != "http.request":
             self.complete = True

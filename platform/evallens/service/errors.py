@@ -156,6 +156,19 @@ class BodyStalled(ServiceError):
         )
 
 
+class BodyTooSlow(BodyStalled):
+    """The client's request body was not all in within the service's time for a whole body."""
+
+    def __init__(self, body_timeout_s: float, num_bytes: int) -> None:
+        ServiceError.__init__(
+            self,
+            f"The request body was not all in after {body_timeout_s:g} s ({num_bytes} bytes came; "
+            "EVALLENS_SERVICE_BODY_TIMEOUT_S).",
+            code="body_timeout",
+            headers={"Connection": "close"},
+        )
+
+
 class BodyBudgetFull(ServiceError):
     """The request's body would take the bytes all requests may hold together past the service's budget."""
 

@@ -119,6 +119,11 @@ class ServiceSettings(
         gt=0,
         description="Seconds a request body may pause before the request is answered 408.",
     )
+    service_body_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a request body may take in all before the request is answered 408.",
+    )
     service_request_head_timeout_s: float = Field(
         default=10.0,
         gt=0,

@@ -7,9 +7,11 @@ Before the limit, Starlette read any body whole into memory (one client could se
 waited for a stalled one for ever; before the shared budget, many clients could each hold a body of the
 largest size at once. Each refusal is counted in the service's errors metric (it used to go uncounted)."""
 
+import contextlib
 import json
 import select
 import socket
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -279,6 +281,61 @@ def test_bodies_held_at_once_share_a_budget_and_the_request_past_it_is_a_429(ser
             lambda: client.post("/v1/chat/completions", json=chat_body()).status_code == 200,
             timeout_s=SOCKET_TIMEOUT_S,
         )
+
+
+def test_bodies_that_trickle_do_not_hold_the_budget_from_others(serve) -> None:
+    """Only pauses were timed: a client sending a byte a little more often than every
+    EVALLENS_SERVICE_BODY_IDLE_TIMEOUT_S kept its request for as long as its declared length takes at
+    that pace (years for 8 MiB), and with it the bytes that length holds of the shared budget, so eight
+    such requests (no API key needed: the key is checked once the body is in) were a 429 to every
+    other client all along."""
+    limits = {
+        **LIMITS,
+        "service_max_body_bytes_in_flight": 2 * MAX_BODY_BYTES,
+        "service_body_idle_timeout_s": 1.0,
+        "service_body_timeout_s": 3.0,
+    }
+    with serve(**limits) as client:
+        url = str(client.base_url)
+        trickling = [open_body(url, MAX_BODY_BYTES, b'{"messages": ') for _ in range(2)]
+        stop = threading.Event()
+
+        def trickle() -> None:
+            while not stop.wait(0.2):
+                for sock in trickling:
+                    with contextlib.suppress(OSError):  # the service answered and closed it
+                        sock.sendall(b" ")
+
+        sender = threading.Thread(target=trickle, daemon=True)
+        sender.start()
+        try:
+            errors_before = errors_counted(client)
+            assert wait_until(
+                lambda: client.post("/v1/chat/completions", json=chat_body()).status_code == 200,
+                timeout_s=SOCKET_TIMEOUT_S,
+            )
+            for sock in trickling:
+                answer = RawAnswer(read_all(sock), 0)
+                assert answer.status_code == 408, answer.status_line
+                error = answer.json()["error"]
+                assert (
+                    error["code"] == "body_timeout" and "EVALLENS_SERVICE_BODY_TIMEOUT_S" in error["message"]
+                )
+            assert counted_since(errors_before, client).get("body_timeout") == 2.0
+        finally:
+            stop.set()
+            sender.join()
+            for sock in trickling:
+                sock.close()
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything the service sends on ``sock`` until it hangs up."""
+    raw = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(64 * 1024):
+            raw += chunk
+    return raw
 
 
 def test_requests_refused_before_the_chat_serving_are_counted_and_its_own_refusals_once(
