@@ -1,5 +1,8 @@
 """Errors the API returns, each with its HTTP status, OpenAI error type and metric kind."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -235,19 +238,35 @@ def install_error_handlers(app: FastAPI, errors: Counter) -> None:
     async def invalid_body(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, RequestValidationError)
         first = error.errors()[0] if error.errors() else {}
-        param = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
-        body = ErrorResponse(
-            error=ErrorDetail(
-                message=f"{param}: {first.get('msg', 'invalid request')}",
-                type="invalid_request_error",
-                param=param,
-            )
+        loc = tuple(first.get("loc", ()))
+        param = (
+            None if first.get("type") == "json_invalid" else ".".join(str(part) for part in loc[1:]) or None
         )
+        message = f"{param}: {first.get('msg', 'invalid request')}" if param else whole_body_message(first)
+        body = ErrorResponse(error=ErrorDetail(message=message, type="invalid_request_error", param=param))
         errors.labels(BadRequest.kind).inc()
         return JSONResponse(body.model_dump(), status_code=400)
 
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(RequestValidationError, invalid_body)
+
+
+JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "true or false"}
+
+
+def whole_body_message(error: Mapping[str, Any]) -> str:
+    """What is wrong with a request body as a whole (not one field of it), in a client's words."""
+    received = error.get("input")
+    if error.get("type") == "json_invalid":
+        position = error.get("loc", ("body", "?"))[-1]
+        reason = error.get("ctx", {}).get("error", "unreadable")
+        return f"The request body is not valid JSON: {reason} (at character {position})."
+    if error.get("type") == "missing":
+        return "The request body is missing (or JSON null): send a JSON object."
+    if isinstance(received, bytes):  # not parsed: sent without a JSON content type
+        return "The request body must be a JSON object sent with Content-Type: application/json."
+    kind = JSON_KINDS.get(type(received), "not an object")
+    return f"The request body must be a JSON object, not {kind}."
 
 
 def count_error(errors: Counter, error: ServiceError) -> None:

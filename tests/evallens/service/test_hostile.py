@@ -138,3 +138,30 @@ def test_one_project_cannot_rate_another_projects_answer(serve, database_url: st
         assert [response.status_code for response in accepted] == [202, 202]
     feedback = [span for span in span_exporter.get_finished_spans() if span.name == attr.SPAN_FEEDBACK]
     assert [dict(span.attributes or {})[attr.TENANT] for span in feedback] == ["shop-a", "shop-a"]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "words"),
+    [
+        (b"[1, 2]", "application/json", "must be a JSON object, not an array"),
+        (b'"refunds"', "application/json", "must be a JSON object, not a string"),
+        (b"", "application/json", "body is missing"),
+        (b"null", "application/json", "body is missing"),
+        (b'{"messages": [', "application/json", "not valid JSON"),
+        (json.dumps(chat_body()).encode(), "text/plain", "Content-Type: application/json"),
+    ],
+    ids=["array", "string", "empty", "null", "cut-json", "text-plain"],
+)
+def test_a_body_wrong_as_a_whole_is_400_saying_what_is_wrong(
+    serve, body: bytes, content_type: str, words: str
+) -> None:
+    """A body that is not a JSON object was refused as 'None: Input should be a valid dictionary or
+    object to extract fields from' (an empty one 'None: Field required', cut JSON '14: JSON decode
+    error' with param '14'): no field is at fault, and the message named none a client could act on."""
+    with serve() as client:
+        refused = client.post("/v1/chat/completions", content=body, headers={"content-type": content_type})
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["type"] == "invalid_request_error" and error["param"] is None, error
+        assert words in error["message"] and "None" not in error["message"], error
+        assert post_json(client, chat_body()).status_code == 200
