@@ -8,6 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import Counter
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException
 
 
 class ErrorDetail(BaseModel):
@@ -247,8 +248,26 @@ def install_error_handlers(app: FastAPI, errors: Counter) -> None:
         errors.labels(BadRequest.kind).inc()
         return JSONResponse(body.model_dump(), status_code=400)
 
+    async def http_error(request: Request, error: Exception) -> JSONResponse:
+        # Starlette's own refusals (an unknown path or method, a body FastAPI cannot parse) answered
+        # {"detail": ...}, not the error object OpenAI clients read
+        assert isinstance(error, HTTPException)
+        if isinstance(error.__cause__, ServiceError):  # the body limit refused the body FastAPI read
+            return await service_error(request, error.__cause__)
+        message = str(error.detail)
+        if isinstance(error.__cause__, RecursionError):
+            message = "The request body nests JSON too deeply to read."
+        error_type = "server_error" if error.status_code >= 500 else "invalid_request_error"
+        if error.status_code == 404:
+            error_type = NotFound.error_type
+        if error.status_code == 400:
+            errors.labels(BadRequest.kind).inc()
+        body = ErrorResponse(error=ErrorDetail(message=message, type=error_type))
+        return JSONResponse(body.model_dump(), status_code=error.status_code, headers=error.headers)
+
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(RequestValidationError, invalid_body)
+    app.add_exception_handler(HTTPException, http_error)
 
 
 JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "true or false"}

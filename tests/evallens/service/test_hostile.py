@@ -165,3 +165,24 @@ def test_a_body_wrong_as_a_whole_is_400_saying_what_is_wrong(
         assert error["type"] == "invalid_request_error" and error["param"] is None, error
         assert words in error["message"] and "None" not in error["message"], error
         assert post_json(client, chat_body()).status_code == 200
+
+
+def test_refusals_before_the_api_answer_with_an_error_object(serve) -> None:
+    """JSON nested deeper than Python reads (a RecursionError in FastAPI's parser), an unknown path or
+    a wrong method were answered {"detail": ...}: no ``error`` object for an OpenAI client to read, and
+    for the nesting only 'There was an error parsing the body'."""
+    with serve() as client:
+        deep = client.post(
+            "/v1/chat/completions",
+            content=b'{"messages": ' + b"[" * 100_000,
+            headers={"content-type": "application/json"},
+        )
+        unknown = client.post("/v1/completions", json=chat_body())
+        wrong_method = client.get("/v1/chat/completions")
+        assert (deep.status_code, unknown.status_code, wrong_method.status_code) == (400, 404, 405)
+        assert deep.json()["error"]["type"] == "invalid_request_error", deep.text
+        assert "nests JSON too deeply" in deep.json()["error"]["message"]
+        assert unknown.json()["error"]["type"] == "not_found_error", unknown.text
+        assert wrong_method.json()["error"]["message"] == "Method Not Allowed", wrong_method.text
+        assert wrong_method.headers["allow"] == "POST"
+        assert post_json(client, chat_body()).status_code == 200
