@@ -186,3 +186,27 @@ def test_refusals_before_the_api_answer_with_an_error_object(serve) -> None:
         assert wrong_method.json()["error"]["message"] == "Method Not Allowed", wrong_method.text
         assert wrong_method.headers["allow"] == "POST"
         assert post_json(client, chat_body()).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"stream": "yes"}, "stream"),
+        ({"stream": 1}, "stream"),
+        ({"stream": True, "stream_options": {"include_usage": "no"}}, "stream_options.include_usage"),
+        ({"max_tokens": True}, "max_tokens"),
+        ({"max_tokens": "2"}, "max_tokens"),
+        ({"temperature": "0"}, "temperature"),
+        ({"evallens": {"retrieval": "off"}}, "evallens.retrieval"),
+    ],
+    ids=["stream-yes", "stream-1", "include-usage-no", "max-tokens-true", "max-tokens-text",
+         "temperature-text", "retrieval-off"],
+)  # fmt: skip
+def test_a_field_of_the_wrong_json_type_is_400_not_guessed(serve, fields: dict[str, Any], param: str) -> None:
+    """Lax parsing guessed: "stream": "yes" streamed, "max_tokens": true asked for one token,
+    "temperature": "0" was greedy. OpenAI's API refuses a value of the wrong JSON type, and a client
+    that sends one has a bug it should hear about rather than an answer to a guess."""
+    with serve() as client:
+        assert_invalid(post_json(client, chat_body(**fields)), param)
+        answered = post_json(client, chat_body(temperature=0, max_tokens=2))  # an integer is a number
+        assert answered.status_code == 200, answered.text
