@@ -97,6 +97,22 @@ class MessagesTooLong(ContextLengthExceeded):
         self.max_model_len = max_model_len
 
 
+class TooManyMessages(ContextLengthExceeded):
+    """More messages than the context window has tokens: each takes at least one (its role's markup),
+    so they cannot fit whatever they say (refused before the chat template renders them all)."""
+
+    def __init__(self, num_messages: int, max_model_len: int) -> None:
+        BadRequest.__init__(
+            self,
+            f"This model's maximum context length is {max_model_len} tokens. However, your request holds "
+            f"{num_messages} messages, and each takes at least one token. Please send fewer messages.",
+            code="context_length_exceeded",
+        )
+        self.num_prompt_tokens = 0
+        self.max_tokens = 0
+        self.max_model_len = max_model_len
+
+
 class Overloaded(ServiceError):
     """Every in-flight slot is taken and the queue is full."""
 

@@ -210,3 +210,20 @@ def test_a_field_of_the_wrong_json_type_is_400_not_guessed(serve, fields: dict[s
         assert_invalid(post_json(client, chat_body(**fields)), param)
         answered = post_json(client, chat_body(temperature=0, max_tokens=2))  # an integer is a number
         assert answered.status_code == 200, answered.text
+
+
+def test_more_messages_than_the_context_has_tokens_is_400_before_they_are_tokenized(serve) -> None:
+    """Empty messages passed the character check, so the chat template rendered and the tokenizer read
+    every one before the count of tokens refused them: 100,000 (3 MiB of body) held the event loop, and
+    every other request, for 2.5 s here, 250,000 (the 8 MiB body limit) several seconds each time."""
+    many = [{"role": "user", "content": ""}] * TEST_MAX_MODEL_LEN + [{"role": "user", "content": QUESTION}]
+    with serve() as client:
+        refused = post_json(client, {**chat_body(), "messages": many})
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "context_length_exceeded", error
+        # refused by counting messages: no count of their tokens, which only tokenizing them gives
+        assert f"holds {TEST_MAX_MODEL_LEN + 2} messages" in error["message"], error
+        assert "in the messages" not in error["message"], error
+        a_few = [{"role": "user", "content": ""}] * 10 + [{"role": "user", "content": QUESTION}]
+        assert post_json(client, {**chat_body(), "messages": a_few}).status_code == 200
