@@ -10,6 +10,9 @@ from evallens.service.text import UnicodeText
 # vLLM's own OpenAI server takes a seed as a signed 64-bit integer; outside that range its engine fails
 # the request, a 503 that would count against the engine's breaker.
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
+# vLLM checks every stop sequence against the answer after every token, on the event loop and without a
+# limit of its own; OpenAI's API takes up to 4.
+MAX_STOP_SEQUENCES = 16
 
 
 # Flags and numbers of a request are strict, as OpenAI's API is: a JSON true or false for a flag, a number
@@ -65,9 +68,12 @@ class ChatCompletionRequest(BaseModel):
     @classmethod
     def _stop_sequences_have_text(cls, stop: str | list[str] | None) -> str | list[str] | None:
         """vLLM refuses an empty stop sequence only inside the engine, where it counted as the engine's
-        failure (a 503, against its breaker): it is the request's fault, a 400 here."""
+        failure (a 503, against its breaker): it is the request's fault, a 400 here. Too many stop
+        sequences held the event loop, so every other request, while their answer was made."""
         if stop is not None and any(not sequence for sequence in ([stop] if isinstance(stop, str) else stop)):
             raise ValueError("a stop sequence must not be empty")
+        if isinstance(stop, list) and len(stop) > MAX_STOP_SEQUENCES:
+            raise ValueError(f"at most {MAX_STOP_SEQUENCES} stop sequences, got {len(stop)}")
         return stop
 
     @property
