@@ -11,8 +11,11 @@ it may send.
 
 A cap per body does not bound many bodies at once: a thousand clients sending a body of the largest size
 each would hold gigabytes. So all requests share a budget of body bytes
-(``EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT``), held from the first byte (or the declared length) until
-the request is answered; a request that would go over it is a 429 with ``Retry-After``, like a full queue.
+(``EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT``), held as the bytes arrive until the request is
+answered; a request that would go over it is a 429 with ``Retry-After``, like a full queue, before its
+body is read when its declared length does not fit what the others hold. A declared length holds
+nothing by itself: a client could declare 8 MiB on a few connections and send nothing, and every other
+request with a body was a 429 while they waited.
 
 Each refusal is counted in the service's errors metric by its kind (``body_too_large``, ``body_timeout``,
 ``body_bytes_in_flight``): none reaches a handler that would record it, and an operator should see a
@@ -67,11 +70,11 @@ class BodyLimit:
         if declared is not None and declared > self.max_body_bytes:
             await self._refuse(send, BodyTooLarge(self.max_body_bytes))
             return
+        if declared is not None and not self.budget.has_room(declared):
+            await self._refuse(send, self.budget.full())
+            return
         held = Holding(self.budget)
         try:
-            if declared is not None and not held.cover(declared):
-                await self._refuse(send, self.budget.full())
-                return
             await self._handle(scope, _CappedBody(receive, self, held), send)
         finally:
             held.release()  # only once answered: the app keeps the body it parsed until then
@@ -108,6 +111,10 @@ class BodyBudget:
         self.budget_bytes = budget_bytes
         self.retry_after_s = retry_after_s
         self.num_bytes_held = 0
+
+    def has_room(self, num_bytes: int) -> bool:
+        """Whether ``num_bytes`` more fit beside what all requests hold now."""
+        return self.num_bytes_held + num_bytes <= self.budget_bytes
 
     def full(self) -> BodyBudgetFull:
         """The refusal of a request that would go over the budget."""

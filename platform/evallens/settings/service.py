@@ -109,9 +109,10 @@ class ServiceSettings(
         default=64 * 1024 * 1024,
         ge=1024,
         description=(
-            "Body bytes all requests together may hold while they are read and handled; a request that "
-            "would go over it is answered 429 with Retry-After before its body is read. At least "
-            "EVALLENS_SERVICE_MAX_BODY_BYTES, so one body of the largest size always fits."
+            "Body bytes all requests together may hold while they are read and handled, counted as they "
+            "arrive; a request that would go over it is answered 429 with Retry-After, before its body "
+            "is read when its declared length does not fit. At least EVALLENS_SERVICE_MAX_BODY_BYTES, so "
+            "one body of the largest size always fits."
         ),
     )
     service_body_idle_timeout_s: float = Field(
