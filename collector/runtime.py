@@ -14,7 +14,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from collector._files import DirectoryLock
-from collector._http_protocol import head_deadline_protocol
 from collector.api import HttpLimits, create_app
 from collector.grpc_service import create_grpc_server
 from collector.log_store import LogReceiver
@@ -31,6 +30,7 @@ from collector.write import SpanWriter
 from evallens.auth import AuthGate
 from evallens.db import create_db_engine, create_session_factory
 from evallens.errors import EvallensError
+from evallens.http_protocol import head_deadline_protocol
 from evallens.settings import CollectorSettings
 
 logger = logging.getLogger(__name__)

@@ -124,6 +124,7 @@ def create_app(
         BodyLimit,
         max_body_bytes=settings.service_max_body_bytes,
         idle_timeout_s=settings.service_body_idle_timeout_s,
+        body_timeout_s=settings.service_body_timeout_s,
         budget_bytes=settings.service_max_body_bytes_in_flight,
         retry_after_s=settings.retry_after_s,
         errors=metrics.errors,

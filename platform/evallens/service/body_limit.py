@@ -1,15 +1,21 @@
-"""Request bodies under a size cap and an idle timeout, enforced as their bytes arrive.
+"""Request bodies under a size cap, an idle timeout and a time for the whole body, enforced as their
+bytes arrive.
 
 Starlette reads a body whole before FastAPI parses it, and uvicorn caps neither its size nor its pauses,
 so without this one client could send gigabytes into the service's memory, or hold a request open by
-sending nothing. The cap covers every route; it also bounds one document's text (a JSON string decodes
-to no more characters than its bytes), so documents need no limit of their own and a client reads one
-figure, ``EVALLENS_SERVICE_MAX_BODY_BYTES``, for everything it may send.
+sending nothing, or by sending a byte a little more often than the idle timeout (and with it the bytes
+its declared length holds of the budget below). The cap covers every route; it also bounds one
+document's text (a JSON string decodes to no more characters than its bytes), so documents need no
+limit of their own and a client reads one figure, ``EVALLENS_SERVICE_MAX_BODY_BYTES``, for everything
+it may send.
 
 A cap per body does not bound many bodies at once: a thousand clients sending a body of the largest size
 each would hold gigabytes. So all requests share a budget of body bytes
-(``EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT``), held from the first byte (or the declared length) until
-the request is answered; a request that would go over it is a 429 with ``Retry-After``, like a full queue.
+(``EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT``), held as the bytes arrive until the request is
+answered; a request that would go over it is a 429 with ``Retry-After``, like a full queue, before its
+body is read when its declared length does not fit what the others hold. A declared length holds
+nothing by itself: a client could declare 8 MiB on a few connections and send nothing, and every other
+request with a body was a 429 while they waited.
 
 Each refusal is counted in the service's errors metric by its kind (``body_too_large``, ``body_timeout``,
 ``body_bytes_in_flight``): none reaches a handler that would record it, and an operator should see a
@@ -21,22 +27,30 @@ import asyncio
 from prometheus_client import Counter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evallens.service.errors import BodyBudgetFull, BodyStalled, BodyTooLarge, ServiceError, count_error
+from evallens.service.errors import (
+    BodyBudgetFull,
+    BodyStalled,
+    BodyTooLarge,
+    BodyTooSlow,
+    ServiceError,
+    count_error,
+)
 
 __all__ = ["BodyLimit"]
 
 
 class BodyLimit:
     """ASGI middleware: a body over ``max_body_bytes`` is a 413 (by its Content-Length before a byte is
-    read, else once the bytes read pass it), one that pauses for ``idle_timeout_s`` is a 408, and one
-    that would take the bytes all requests hold past ``budget_bytes`` is a 429 (``retry_after_s``); each
-    refusal counted in ``errors``."""
+    read, else once the bytes read pass it), one that pauses for ``idle_timeout_s`` or is not all in
+    after ``body_timeout_s`` is a 408, and one that would take the bytes all requests hold past
+    ``budget_bytes`` is a 429 (``retry_after_s``); each refusal counted in ``errors``."""
 
     def __init__(
         self,
         app: ASGIApp,
         max_body_bytes: int,
         idle_timeout_s: float,
+        body_timeout_s: float,
         budget_bytes: int,
         retry_after_s: int,
         errors: Counter,
@@ -44,6 +58,7 @@ class BodyLimit:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.idle_timeout_s = idle_timeout_s
+        self.body_timeout_s = body_timeout_s
         self.budget = BodyBudget(budget_bytes, retry_after_s)
         self.errors = errors
 
@@ -55,11 +70,11 @@ class BodyLimit:
         if declared is not None and declared > self.max_body_bytes:
             await self._refuse(send, BodyTooLarge(self.max_body_bytes))
             return
+        if declared is not None and not self.budget.has_room(declared):
+            await self._refuse(send, self.budget.full())
+            return
         held = Holding(self.budget)
         try:
-            if declared is not None and not held.cover(declared):
-                await self._refuse(send, self.budget.full())
-                return
             await self._handle(scope, _CappedBody(receive, self, held), send)
         finally:
             held.release()  # only once answered: the app keeps the body it parsed until then
@@ -97,6 +112,10 @@ class BodyBudget:
         self.retry_after_s = retry_after_s
         self.num_bytes_held = 0
 
+    def has_room(self, num_bytes: int) -> bool:
+        """Whether ``num_bytes`` more fit beside what all requests hold now."""
+        return self.num_bytes_held + num_bytes <= self.budget_bytes
+
     def full(self) -> BodyBudgetFull:
         """The refusal of a request that would go over the budget."""
         return BodyBudgetFull(self.budget_bytes, self.retry_after_s)
@@ -127,13 +146,15 @@ class Holding:
 
 
 class _CappedBody:
-    """The app's ``receive``: counts body bytes, refuses past the cap, past the shared budget, or after an
-    idle pause."""
+    """The app's ``receive``: counts body bytes, refuses past the cap, past the shared budget, after an
+    idle pause, or once the body has taken its time."""
 
     def __init__(self, receive: Receive, limit: BodyLimit, held: Holding) -> None:
         self._receive = receive
         self.max_body_bytes = limit.max_body_bytes
         self.idle_timeout_s = limit.idle_timeout_s
+        self.body_timeout_s = limit.body_timeout_s
+        self.body_deadline = asyncio.get_running_loop().time() + limit.body_timeout_s
         self.held = held
         self.num_bytes = 0
         self.complete = False
@@ -145,11 +166,15 @@ class _CappedBody:
         if self.complete:
             # After the body, receive only waits for a disconnect (streamed answers listen for one).
             return await self._receive()
+        body_left_s = self.body_deadline - asyncio.get_running_loop().time()
         try:
-            async with asyncio.timeout(self.idle_timeout_s):
+            async with asyncio.timeout(max(min(self.idle_timeout_s, body_left_s), 0.0)):
                 message = await self._receive()
         except TimeoutError:
-            self.refusal = BodyStalled(self.idle_timeout_s, self.num_bytes)
+            if body_left_s <= self.idle_timeout_s:
+                self.refusal = BodyTooSlow(self.body_timeout_s, self.num_bytes)
+            else:
+                self.refusal = BodyStalled(self.idle_timeout_s, self.num_bytes)
             raise self.refusal from None
         if message["type"] != "http.request":
             self.complete = True

@@ -1,10 +1,14 @@
 """Errors the API returns, each with its HTTP status, OpenAI error type and metric kind."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import Counter
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException
 
 
 class ErrorDetail(BaseModel):
@@ -93,6 +97,22 @@ class MessagesTooLong(ContextLengthExceeded):
         self.max_model_len = max_model_len
 
 
+class TooManyMessages(ContextLengthExceeded):
+    """More messages than the context window has tokens: each takes at least one (its role's markup),
+    so they cannot fit whatever they say (refused before the chat template renders them all)."""
+
+    def __init__(self, num_messages: int, max_model_len: int) -> None:
+        BadRequest.__init__(
+            self,
+            f"This model's maximum context length is {max_model_len} tokens. However, your request holds "
+            f"{num_messages} messages, and each takes at least one token. Please send fewer messages.",
+            code="context_length_exceeded",
+        )
+        self.num_prompt_tokens = 0
+        self.max_tokens = 0
+        self.max_model_len = max_model_len
+
+
 class Overloaded(ServiceError):
     """Every in-flight slot is taken and the queue is full."""
 
@@ -151,6 +171,19 @@ class BodyStalled(ServiceError):
         super().__init__(
             f"The request body stalled: no bytes for {idle_timeout_s:g} s after {num_bytes} bytes "
             "(EVALLENS_SERVICE_BODY_IDLE_TIMEOUT_S).",
+            code="body_timeout",
+            headers={"Connection": "close"},
+        )
+
+
+class BodyTooSlow(BodyStalled):
+    """The client's request body was not all in within the service's time for a whole body."""
+
+    def __init__(self, body_timeout_s: float, num_bytes: int) -> None:
+        ServiceError.__init__(
+            self,
+            f"The request body was not all in after {body_timeout_s:g} s ({num_bytes} bytes came; "
+            "EVALLENS_SERVICE_BODY_TIMEOUT_S).",
             code="body_timeout",
             headers={"Connection": "close"},
         )
@@ -222,19 +255,53 @@ def install_error_handlers(app: FastAPI, errors: Counter) -> None:
     async def invalid_body(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, RequestValidationError)
         first = error.errors()[0] if error.errors() else {}
-        param = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
-        body = ErrorResponse(
-            error=ErrorDetail(
-                message=f"{param}: {first.get('msg', 'invalid request')}",
-                type="invalid_request_error",
-                param=param,
-            )
+        loc = tuple(first.get("loc", ()))
+        param = (
+            None if first.get("type") == "json_invalid" else ".".join(str(part) for part in loc[1:]) or None
         )
+        message = f"{param}: {first.get('msg', 'invalid request')}" if param else whole_body_message(first)
+        body = ErrorResponse(error=ErrorDetail(message=message, type="invalid_request_error", param=param))
         errors.labels(BadRequest.kind).inc()
         return JSONResponse(body.model_dump(), status_code=400)
 
+    async def http_error(request: Request, error: Exception) -> JSONResponse:
+        # Starlette's own refusals (an unknown path or method, a body FastAPI cannot parse) answered
+        # {"detail": ...}, not the error object OpenAI clients read
+        assert isinstance(error, HTTPException)
+        if isinstance(error.__cause__, ServiceError):  # the body limit refused the body FastAPI read
+            return await service_error(request, error.__cause__)
+        message = str(error.detail)
+        if isinstance(error.__cause__, RecursionError):
+            message = "The request body nests JSON too deeply to read."
+        error_type = "server_error" if error.status_code >= 500 else "invalid_request_error"
+        if error.status_code == 404:
+            error_type = NotFound.error_type
+        if error.status_code == 400:
+            errors.labels(BadRequest.kind).inc()
+        body = ErrorResponse(error=ErrorDetail(message=message, type=error_type))
+        return JSONResponse(body.model_dump(), status_code=error.status_code, headers=error.headers)
+
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(RequestValidationError, invalid_body)
+    app.add_exception_handler(HTTPException, http_error)
+
+
+JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "true or false"}
+
+
+def whole_body_message(error: Mapping[str, Any]) -> str:
+    """What is wrong with a request body as a whole (not one field of it), in a client's words."""
+    received = error.get("input")
+    if error.get("type") == "json_invalid":
+        position = error.get("loc", ("body", "?"))[-1]
+        reason = error.get("ctx", {}).get("error", "unreadable")
+        return f"The request body is not valid JSON: {reason} (at character {position})."
+    if error.get("type") == "missing":
+        return "The request body is missing (or JSON null): send a JSON object."
+    if isinstance(received, bytes):  # not parsed: sent without a JSON content type
+        return "The request body must be a JSON object sent with Content-Type: application/json."
+    kind = JSON_KINDS.get(type(received), "not an object")
+    return f"The request body must be a JSON object, not {kind}."
 
 
 def count_error(errors: Counter, error: ServiceError) -> None:

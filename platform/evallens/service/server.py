@@ -2,6 +2,7 @@
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 from opentelemetry.sdk.trace import TracerProvider
@@ -12,6 +13,7 @@ from evallens.db import create_db_engine, ping
 from evallens.db.server import DatabaseServer, database
 from evallens.db.sessions import ensure_schema
 from evallens.errors import EvallensError
+from evallens.http_protocol import head_deadline_protocol
 from evallens.service.app import create_app
 from evallens.service.info.protocol import ServiceConfig
 from evallens.service.weights.pull import pull_default_model
@@ -89,11 +91,21 @@ def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun
     with database(settings) as server:
         check_schema(server, settings)
         app = create_app(settings.model_copy(update={"database_url": server.url}))
-        uvicorn.run(
-            app, host=settings.service_host, port=settings.service_port, log_level=settings.log_level.lower()
-        )
+        uvicorn.run(app, **uvicorn_options(settings))
     model = settings.openai_model if settings.engine == "openai" else str(settings.resolved_model_path)
     return ServiceRun(f"http://{settings.service_host}:{settings.service_port}", settings.engine, model or "")
+
+
+def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
+    """uvicorn's arguments for `evallens service`: connections that send no whole request head within
+    ``service_request_head_timeout_s`` are closed (uvicorn would keep them, and their file descriptors,
+    for as long as their clients do)."""
+    return {
+        "host": settings.service_host,
+        "port": settings.service_port,
+        "log_level": settings.log_level.lower(),
+        "http": head_deadline_protocol(settings.service_request_head_timeout_s),
+    }
 
 
 def describe_service(settings: ServiceSettings) -> ServiceConfig:

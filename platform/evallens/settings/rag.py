@@ -105,6 +105,14 @@ class CacheSettings(BaseSettings):
     cache_semantic_max_entries: int = Field(
         default=1000, ge=1, description="Semantic-cache entries kept per tenant (oldest use evicted)."
     )
+    cache_semantic_max_total_entries: int = Field(
+        default=10_000,
+        ge=1,
+        description=(
+            "Semantic-cache entries kept across all tenants (the oldest stored evicted): tenants are "
+            "named by a request header, so their number is the clients' choice."
+        ),
+    )
 
 
 class GuardSettings(BaseSettings):

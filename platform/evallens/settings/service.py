@@ -109,15 +109,29 @@ class ServiceSettings(
         default=64 * 1024 * 1024,
         ge=1024,
         description=(
-            "Body bytes all requests together may hold while they are read and handled; a request that "
-            "would go over it is answered 429 with Retry-After before its body is read. At least "
-            "EVALLENS_SERVICE_MAX_BODY_BYTES, so one body of the largest size always fits."
+            "Body bytes all requests together may hold while they are read and handled, counted as they "
+            "arrive; a request that would go over it is answered 429 with Retry-After, before its body "
+            "is read when its declared length does not fit. At least EVALLENS_SERVICE_MAX_BODY_BYTES, so "
+            "one body of the largest size always fits."
         ),
     )
     service_body_idle_timeout_s: float = Field(
         default=30.0,
         gt=0,
         description="Seconds a request body may pause before the request is answered 408.",
+    )
+    service_body_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a request body may take in all before the request is answered 408.",
+    )
+    service_request_head_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Seconds a connection may stay open without sending a whole request head (its first, or the "
+            "next after an answer) before it is closed: each open connection holds a file descriptor."
+        ),
     )
     otlp_endpoint: str | None = Field(
         default=None,

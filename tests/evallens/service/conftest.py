@@ -27,6 +27,7 @@ from evallens.service.documents import DocumentService
 from evallens.service.engines import VllmEngine, vllm_options
 from evallens.service.rag import Embedder, KeywordIndex
 from evallens.service.rag.generations import KnowledgeBaseGenerations
+from evallens.service.server import uvicorn_options
 from evallens.service.weights.tiny import build_tiny_llama
 from evallens.settings import RagSettings, ServiceSettings
 
@@ -134,9 +135,12 @@ def tracer_provider(span_exporter: InMemorySpanExporter) -> Iterator[TracerProvi
 
 
 @contextmanager
-def serving(loop: LoopThread, app: FastAPI) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on a free loopback port on the engine's loop; yield its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+def serving(loop: LoopThread, app: FastAPI, **options: Any) -> Iterator[str]:
+    """Serve ``app`` with uvicorn (``options``: more of its arguments) on a free loopback port on the
+    engine's loop; yield its base URL."""
+    config: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "log_level": "warning", "lifespan": "on"}
+    config.update(options)
+    server = uvicorn.Server(uvicorn.Config(app, **config))
     done = asyncio.run_coroutine_threadsafe(server.serve(), loop.loop)
     wait_until(lambda: server.started or done.done(), timeout_s=60)
     if done.done():
@@ -176,7 +180,11 @@ def serve(
     def start(**overrides: Any) -> Iterator[httpx.Client]:
         settings = make_settings(service_data_dir, tiny_model_path, **overrides)
         app = create_app(settings, engine=vllm_engine, tracer_provider=tracer_provider)
-        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+        protocol = uvicorn_options(settings)["http"]  # the service's own HTTP protocol, as it runs
+        with (
+            serving(service_loop, app, http=protocol) as url,
+            httpx.Client(base_url=url, timeout=120) as client,
+        ):
             assert wait_until(lambda: warmed_up(client), timeout_s=300)
             yield client
 

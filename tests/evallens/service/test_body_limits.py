@@ -7,9 +7,11 @@ Before the limit, Starlette read any body whole into memory (one client could se
 waited for a stalled one for ever; before the shared budget, many clients could each hold a body of the
 largest size at once. Each refusal is counted in the service's errors metric (it used to go uncounted)."""
 
+import contextlib
 import json
 import select
 import socket
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -229,9 +231,13 @@ def open_body(base_url: str, declared_bytes: int, first_part: bytes) -> socket.s
     return sock
 
 
+# All of a body of the largest size but its last bytes: what a client holds of the budget is what it sent.
+NEARLY_WHOLE = b'{"messages": ' + b" " * (MAX_BODY_BYTES - 32)
+
+
 def test_bodies_held_at_once_share_a_budget_and_the_request_past_it_is_a_429(serve) -> None:
-    """Two clients each hold a body of the largest size, part sent; together they fill the budget, so a
-    third request is refused before its body is read, and answered once they have gone."""
+    """Two clients each hold a body of the largest size, all but its end sent; together they fill the
+    budget, so a third request is refused before its body is read, and answered once they have gone."""
     limits = {
         **LIMITS,
         "service_max_body_bytes_in_flight": 2 * MAX_BODY_BYTES,
@@ -239,7 +245,7 @@ def test_bodies_held_at_once_share_a_budget_and_the_request_past_it_is_a_429(ser
     }
     with serve(**limits) as client:
         url = str(client.base_url)
-        held = [open_body(url, MAX_BODY_BYTES, b'{"messages": ') for _ in range(2)]
+        held = [open_body(url, MAX_BODY_BYTES, NEARLY_WHOLE) for _ in range(2)]
 
         def budget_full() -> bool:
             """Both bodies held, and a request refused for it. A held body that arrived while a probe was
@@ -247,7 +253,7 @@ def test_bodies_held_at_once_share_a_budget_and_the_request_past_it_is_a_429(ser
             for index, sock in enumerate(held):
                 if select.select([sock], [], [], 0)[0]:  # answered (429) or closed
                     sock.close()
-                    held[index] = open_body(url, MAX_BODY_BYTES, b'{"messages": ')
+                    held[index] = open_body(url, MAX_BODY_BYTES, NEARLY_WHOLE)
             client.get("/healthz")  # a round trip after the heads: the service has read them
             return bool(client.post("/v1/chat/completions", json=chat_body()).status_code == 429)
 
@@ -279,6 +285,90 @@ def test_bodies_held_at_once_share_a_budget_and_the_request_past_it_is_a_429(ser
             lambda: client.post("/v1/chat/completions", json=chat_body()).status_code == 200,
             timeout_s=SOCKET_TIMEOUT_S,
         )
+
+
+def test_a_declared_length_holds_nothing_of_the_budget_until_its_bytes_come(serve) -> None:
+    """A request held the whole length it declared from its head on: two clients each declaring a body
+    of the largest size and sending nothing more than its first bytes filled the budget (eight do with
+    the defaults, no API key needed), and every other request with a body was a 429 while they waited,
+    again and again each time they reconnected."""
+    limits = {
+        **LIMITS,
+        "service_max_body_bytes_in_flight": 2 * MAX_BODY_BYTES,
+        "service_body_idle_timeout_s": 60.0,
+    }
+    with serve(**limits) as client:
+        url = str(client.base_url)
+        declared = [open_body(url, MAX_BODY_BYTES, b'{"messages": ') for _ in range(2)]
+        try:
+            client.get("/healthz")  # a round trip after their heads: the service has read them
+            answered = client.post("/v1/chat/completions", json=chat_body())
+            assert answered.status_code == 200, answered.text
+            for sock in declared:
+                assert not select.select([sock], [], [], 0)[0]  # still open, still waiting for a body
+        finally:
+            for sock in declared:
+                sock.close()
+
+
+def test_bodies_that_trickle_do_not_hold_the_budget_from_others(serve) -> None:
+    """Only pauses were timed: a client sending a byte a little more often than every
+    EVALLENS_SERVICE_BODY_IDLE_TIMEOUT_S kept its request for as long as its declared length takes at
+    that pace (years for 8 MiB), and with it the bytes that length holds of the shared budget, so eight
+    such requests (no API key needed: the key is checked once the body is in) were a 429 to every
+    other client all along."""
+    limits = {
+        **LIMITS,
+        "service_max_body_bytes_in_flight": 2 * MAX_BODY_BYTES,
+        "service_body_idle_timeout_s": 1.0,
+        "service_body_timeout_s": 3.0,
+    }
+    with serve(**limits) as client:
+        url = str(client.base_url)
+        # all but 200 bytes of bodies of the largest size: together they leave less room than the
+        # honest request's body takes, and at a byte every half second they would take 100 s to end
+        first_part = b'{"messages": ' + b" " * (MAX_BODY_BYTES - 213)
+        trickling = [open_body(url, MAX_BODY_BYTES, first_part) for _ in range(2)]
+        honest = chat_body("How long do card refunds take? " * 16)
+        stop = threading.Event()
+
+        def trickle() -> None:
+            while not stop.wait(0.5):
+                for sock in trickling:
+                    with contextlib.suppress(OSError):  # the service answered and closed it
+                        sock.sendall(b" ")
+
+        sender = threading.Thread(target=trickle, daemon=True)
+        sender.start()
+        try:
+            errors_before = errors_counted(client)
+            assert client.post("/v1/chat/completions", json=honest).status_code == 429  # they hold it
+            assert wait_until(
+                lambda: client.post("/v1/chat/completions", json=honest).status_code == 200,
+                timeout_s=SOCKET_TIMEOUT_S,
+            )
+            for sock in trickling:
+                answer = RawAnswer(read_all(sock), 0)
+                assert answer.status_code == 408, answer.status_line
+                error = answer.json()["error"]
+                assert (
+                    error["code"] == "body_timeout" and "EVALLENS_SERVICE_BODY_TIMEOUT_S" in error["message"]
+                )
+            assert counted_since(errors_before, client).get("body_timeout") == 2.0
+        finally:
+            stop.set()
+            sender.join()
+            for sock in trickling:
+                sock.close()
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything the service sends on ``sock`` until it hangs up."""
+    raw = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(64 * 1024):
+            raw += chunk
+    return raw
 
 
 def test_requests_refused_before_the_chat_serving_are_counted_and_its_own_refusals_once(

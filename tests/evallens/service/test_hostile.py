@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from evallens.auth import Scope, create_key
 from evallens.db.engine import sqlalchemy_url
 from evallens.service import create_app
+from evallens.service.chat.protocol import MAX_STOP_SEQUENCES
 from evallens.service.engines import OpenAIEngine, OpenAIOptions
 from evallens.telemetry import attributes as attr
 from tests.evallens.service.conftest import TEST_MAX_MODEL_LEN, make_settings, serving, wait_until
@@ -138,3 +139,103 @@ def test_one_project_cannot_rate_another_projects_answer(serve, database_url: st
         assert [response.status_code for response in accepted] == [202, 202]
     feedback = [span for span in span_exporter.get_finished_spans() if span.name == attr.SPAN_FEEDBACK]
     assert [dict(span.attributes or {})[attr.TENANT] for span in feedback] == ["shop-a", "shop-a"]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "words"),
+    [
+        (b"[1, 2]", "application/json", "must be a JSON object, not an array"),
+        (b'"refunds"', "application/json", "must be a JSON object, not a string"),
+        (b"", "application/json", "body is missing"),
+        (b"null", "application/json", "body is missing"),
+        (b'{"messages": [', "application/json", "not valid JSON"),
+        (json.dumps(chat_body()).encode(), "text/plain", "Content-Type: application/json"),
+    ],
+    ids=["array", "string", "empty", "null", "cut-json", "text-plain"],
+)
+def test_a_body_wrong_as_a_whole_is_400_saying_what_is_wrong(
+    serve, body: bytes, content_type: str, words: str
+) -> None:
+    """A body that is not a JSON object was refused as 'None: Input should be a valid dictionary or
+    object to extract fields from' (an empty one 'None: Field required', cut JSON '14: JSON decode
+    error' with param '14'): no field is at fault, and the message named none a client could act on."""
+    with serve() as client:
+        refused = client.post("/v1/chat/completions", content=body, headers={"content-type": content_type})
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["type"] == "invalid_request_error" and error["param"] is None, error
+        assert words in error["message"] and "None" not in error["message"], error
+        assert post_json(client, chat_body()).status_code == 200
+
+
+def test_refusals_before_the_api_answer_with_an_error_object(serve) -> None:
+    """JSON nested deeper than Python reads (a RecursionError in FastAPI's parser), an unknown path or
+    a wrong method were answered {"detail": ...}: no ``error`` object for an OpenAI client to read, and
+    for the nesting only 'There was an error parsing the body'."""
+    with serve() as client:
+        deep = client.post(
+            "/v1/chat/completions",
+            content=b'{"messages": ' + b"[" * 100_000,
+            headers={"content-type": "application/json"},
+        )
+        unknown = client.post("/v1/completions", json=chat_body())
+        wrong_method = client.get("/v1/chat/completions")
+        assert (deep.status_code, unknown.status_code, wrong_method.status_code) == (400, 404, 405)
+        assert deep.json()["error"]["type"] == "invalid_request_error", deep.text
+        assert "nests JSON too deeply" in deep.json()["error"]["message"]
+        assert unknown.json()["error"]["type"] == "not_found_error", unknown.text
+        assert wrong_method.json()["error"]["message"] == "Method Not Allowed", wrong_method.text
+        assert wrong_method.headers["allow"] == "POST"
+        assert post_json(client, chat_body()).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"stream": "yes"}, "stream"),
+        ({"stream": 1}, "stream"),
+        ({"stream": True, "stream_options": {"include_usage": "no"}}, "stream_options.include_usage"),
+        ({"max_tokens": True}, "max_tokens"),
+        ({"max_tokens": "2"}, "max_tokens"),
+        ({"temperature": "0"}, "temperature"),
+        ({"evallens": {"retrieval": "off"}}, "evallens.retrieval"),
+    ],
+    ids=["stream-yes", "stream-1", "include-usage-no", "max-tokens-true", "max-tokens-text",
+         "temperature-text", "retrieval-off"],
+)  # fmt: skip
+def test_a_field_of_the_wrong_json_type_is_400_not_guessed(serve, fields: dict[str, Any], param: str) -> None:
+    """Lax parsing guessed: "stream": "yes" streamed, "max_tokens": true asked for one token,
+    "temperature": "0" was greedy. OpenAI's API refuses a value of the wrong JSON type, and a client
+    that sends one has a bug it should hear about rather than an answer to a guess."""
+    with serve() as client:
+        assert_invalid(post_json(client, chat_body(**fields)), param)
+        answered = post_json(client, chat_body(temperature=0, max_tokens=2))  # an integer is a number
+        assert answered.status_code == 200, answered.text
+
+
+def test_more_messages_than_the_context_has_tokens_is_400_before_they_are_tokenized(serve) -> None:
+    """Empty messages passed the character check, so the chat template rendered and the tokenizer read
+    every one before the count of tokens refused them: 100,000 (3 MiB of body) held the event loop, and
+    every other request, for 2.5 s here, 250,000 (the 8 MiB body limit) several seconds each time."""
+    many = [{"role": "user", "content": ""}] * TEST_MAX_MODEL_LEN + [{"role": "user", "content": QUESTION}]
+    with serve() as client:
+        refused = post_json(client, {**chat_body(), "messages": many})
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "context_length_exceeded", error
+        # refused by counting messages: no count of their tokens, which only tokenizing them gives
+        assert f"holds {TEST_MAX_MODEL_LEN + 2} messages" in error["message"], error
+        assert "in the messages" not in error["message"], error
+        a_few = [{"role": "user", "content": ""}] * 10 + [{"role": "user", "content": QUESTION}]
+        assert post_json(client, {**chat_body(), "messages": a_few}).status_code == 200
+
+
+def test_more_stop_sequences_than_the_service_checks_is_400(serve) -> None:
+    """vLLM checks every stop sequence against the answer after every token, on the event loop, with no
+    limit of its own: 600,000 of them (an 8 MiB body) held every other request (a /healthz for 3.8 s
+    here) while a 32-token answer took 5.8 s, and longer answers longer still."""
+    many = [f"zq{index:07d}" for index in range(MAX_STOP_SEQUENCES + 1)]
+    with serve() as client:
+        assert_invalid(post_json(client, chat_body(stop=many)), "stop")
+        answered = post_json(client, chat_body(stop=many[:MAX_STOP_SEQUENCES]))
+        assert answered.status_code == 200, answered.text

@@ -249,6 +249,40 @@ def test_a_stalled_question_embedding_is_cut_by_the_first_token_budget(
         assert ask(client, temperature=0).status_code == 200  # the service goes on answering
 
 
+def test_a_stalled_embedding_for_a_stand_in_is_cut_by_the_total_budget(
+    service_loop: LoopThread,
+    vllm_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    rag_settings: RagSettings,
+) -> None:
+    """When the engine fails, the question is embedded to find a semantic-cache stand-in, and that
+    embedding had no time limit: with the embedder stalled, the request waited for it however long it
+    took, past its total budget, with no 504 (a failing engine and a busy thread pool come together)."""
+    embedder = StallingEmbedder(rag_settings)
+    # A first-token budget no engine can meet: every engine call fails, and a stand-in is looked for.
+    budgets = {"ttft_budget_s": 0.000001, "total_budget_s": 2.0}
+    app_settings = make_settings(service_data_dir, tiny_model_path, **budgets, **CACHES)
+    with app_client(service_loop, vllm_engine, tracer_provider, app_settings, embedder) as (_, client):
+        assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+        embedder.running.clear()
+        try:
+            # sampled: never embedded before the engine, only for its stand-in
+            payload = {
+                "messages": [{"role": "user", "content": QUESTION}],
+                "max_tokens": 4,
+                "temperature": 0.8,
+            }
+            response = client.post("/v1/chat/completions", json=payload, timeout=60)  # liveness only
+        finally:
+            embedder.running.set()
+        assert response.status_code == 504, response.text
+        assert response.json()["error"]["code"] == "total_timeout"
+        # it was the stand-in's embedding that stalled (it ends once let run)
+        assert wait_until(lambda: QUESTION in embedder.embedded, timeout_s=30)
+
+
 def test_an_engine_that_cannot_start_is_named_as_failed(tmp_path: Path) -> None:
     """A waiter on ``/readyz`` learns that the engine failed rather than polling until it gives up."""
     from evallens.service.engines.routing import EngineRouter

@@ -7,7 +7,7 @@ from evallens.service.chat.prompt import PromptContext, build_messages
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines.base import Engine, EngineRejected, Message, Prompt, SamplingOptions
 from evallens.service.engines.routing import EngineRouter
-from evallens.service.errors import BadRequest, ContextLengthExceeded, MessagesTooLong
+from evallens.service.errors import BadRequest, ContextLengthExceeded, MessagesTooLong, TooManyMessages
 
 # No tokenizer of a chat model packs more characters into one token on average; messages longer than
 # this many characters per token of the context window cannot fit, whatever they say.
@@ -35,6 +35,10 @@ def check_context(
         return None
     if built.num_chars > max_model_len * MAX_CHARS_PER_TOKEN:
         raise MessagesTooLong(built.num_chars, max_model_len)
+    if len(built.messages) > max_model_len:
+        # empty messages pass the character check, and rendering and tokenizing 250,000 of them (8 MiB)
+        # held the event loop, so every other request, for seconds
+        raise TooManyMessages(len(built.messages), max_model_len)
     if not engine.is_ready():
         return None  # answered 503 later, unless a cache or guard answers without the engine
     try:

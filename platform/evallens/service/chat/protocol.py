@@ -1,15 +1,25 @@
 """``POST /v1/chat/completions``: OpenAI-schema request, response and stream-chunk models."""
 
 import time
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from evallens.service.text import UnicodeText
 
 # vLLM's own OpenAI server takes a seed as a signed 64-bit integer; outside that range its engine fails
 # the request, a 503 that would count against the engine's breaker.
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
+# vLLM checks every stop sequence against the answer after every token, on the event loop and without a
+# limit of its own; OpenAI's API takes up to 4.
+MAX_STOP_SEQUENCES = 16
+
+
+# Flags and numbers of a request are strict, as OpenAI's API is: a JSON true or false for a flag, a number
+# for a number. Lax parsing took "stream": "yes" or 1, "max_tokens": true (1) or "256", "temperature": "0".
+Flag = Annotated[bool, Strict()]
+Integer = Annotated[int, Strict()]
+Number = Annotated[float, Strict()]  # an integer is a number too
 
 
 class ChatMessage(BaseModel):
@@ -22,7 +32,7 @@ class ChatMessage(BaseModel):
 class StreamOptions(BaseModel):
     """``include_usage``: send a last chunk with the token usage."""
 
-    include_usage: bool = False
+    include_usage: Flag = False
 
 
 class EvallensOptions(BaseModel):
@@ -31,7 +41,7 @@ class EvallensOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    retrieval: bool | None = None
+    retrieval: Flag | None = None
 
 
 class ChatCompletionRequest(BaseModel):
@@ -41,26 +51,29 @@ class ChatCompletionRequest(BaseModel):
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
-    stream: bool = False
+    stream: Flag = False
     stream_options: StreamOptions | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, gt=0, le=1)
-    seed: int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX)
+    max_tokens: Integer | None = Field(default=None, ge=1)
+    max_completion_tokens: Integer | None = Field(default=None, ge=1)
+    temperature: Number | None = Field(default=None, ge=0, le=2)
+    top_p: Number | None = Field(default=None, gt=0, le=1)
+    seed: Integer | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX)
     stop: UnicodeText | list[UnicodeText] | None = None
     # vLLM's extensions, for tests and load generators that need answers of a known length
-    min_tokens: int = Field(default=0, ge=0)
-    ignore_eos: bool = False
+    min_tokens: Integer = Field(default=0, ge=0)
+    ignore_eos: Flag = False
     evallens: EvallensOptions | None = None
 
     @field_validator("stop")
     @classmethod
     def _stop_sequences_have_text(cls, stop: str | list[str] | None) -> str | list[str] | None:
         """vLLM refuses an empty stop sequence only inside the engine, where it counted as the engine's
-        failure (a 503, against its breaker): it is the request's fault, a 400 here."""
+        failure (a 503, against its breaker): it is the request's fault, a 400 here. Too many stop
+        sequences held the event loop, so every other request, while their answer was made."""
         if stop is not None and any(not sequence for sequence in ([stop] if isinstance(stop, str) else stop)):
             raise ValueError("a stop sequence must not be empty")
+        if isinstance(stop, list) and len(stop) > MAX_STOP_SEQUENCES:
+            raise ValueError(f"at most {MAX_STOP_SEQUENCES} stop sequences, got {len(stop)}")
         return stop
 
     @property

@@ -285,9 +285,13 @@ class ChatServing:
         state = call.preflight
 
         async def stand_in() -> CannedAnswer | None:
-            # Only a failed engine needs the question's meaning when nothing embedded it yet.
+            # Only a failed engine needs the question's meaning when nothing embedded it yet; within the
+            # request's total budget (past it: its 504), or a stalled embedder holds the request for ever.
             if state.cache.embedding is None and state.question and self.answers.wants_fallback(state.cache):
-                state.cache.embedding = await self.preflight.embed_question(state.question)
+                embedding = self.preflight.embed_question(state.question)
+                state.cache.embedding = await within(
+                    embedding, deadline.total_left_s(), deadline.total_error()
+                )
             return self.answers.fallback(state.cache)
 
         try:

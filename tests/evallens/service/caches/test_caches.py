@@ -157,3 +157,28 @@ def test_tenants_never_asked_again_are_forgotten(registry) -> None:
     clock.now += 31
     cache.store("fresh", "q", unit([1.0, 0.0]), "a")
     assert (cache.num_tenants(), cache.size("late"), cache.size("fresh")) == (2, 1, 1)
+
+
+def test_the_semantic_cache_is_bounded_across_tenants(registry) -> None:
+    """Entries were bounded per tenant only, and the tenant is a request header: a client naming a new
+    tenant in each request kept every answer (its question with it) for the whole TTL, without bound."""
+    clock = Clock()
+    settings = CacheSettings(cache_semantic_max_entries=2, cache_semantic_max_total_entries=3)
+    cache: SemanticCache[str] = SemanticCache(settings, metrics=CacheMetrics.create(registry), clock=clock)
+    question = unit([1.0, 0.0, 0.0])
+    for index in range(5):
+        clock.now += 1
+        cache.store(f"tenant-{index}", "q", question, f"answer {index}")
+    assert (cache.num_entries(), cache.num_tenants()) == (3, 3)
+    assert [cache.lookup(f"tenant-{index}", question) is not None for index in range(5)] == [
+        False, False, True, True, True,
+    ]  # fmt: skip  # the oldest stored went first
+    # a tenant's own bound still evicts its least recently used, and the total counts what is left
+    cache.store("tenant-4", "q2", unit([0.0, 1.0, 0.0]), "another")
+    cache.store("tenant-4", "q3", unit([0.0, 0.0, 1.0]), "a third")
+    assert (cache.size("tenant-4"), cache.num_entries()) == (2, 3)
+    clock.now += settings.cache_semantic_ttl_s + 10
+    assert cache.lookup("tenant-4", question) is None
+    assert cache.num_entries() == 1  # tenant-4's expired (tenant-3's goes with the next store)
+    cache.store("tenant-5", "q", question, "fresh")
+    assert (cache.num_entries(), cache.num_tenants()) == (1, 1)
