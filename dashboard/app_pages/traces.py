@@ -1,6 +1,5 @@
 """Traces: filter, open one, read its span waterfall and the attributes of the chosen span."""
 
-import pandas as pd
 import streamlit as st
 
 from dashboard import _ui, charts, data, transform
@@ -76,10 +75,10 @@ if spans.empty:
 frame = transform.waterfall(spans)
 st.subheader(f"Trace {trace_id}")
 st.altair_chart(charts.waterfall(frame), width="stretch")
-span_labels = dict(zip(frame["span_id"], frame["label"].str.strip(), strict=True))
-span_id = str(st.selectbox("Span", list(span_labels), format_func=span_labels.__getitem__))
-span = frame.set_index("span_id").loc[span_id].squeeze()
-assert isinstance(span, pd.Series)
+# by row, not span id: a client may send one span id twice in a trace (other start times, both stored)
+span_labels = frame["label"].str.strip()
+row = st.selectbox("Span", list(frame.index), format_func=span_labels.__getitem__)
+span = frame.loc[row]
 facts_col, raw_col = st.columns(2)
 with facts_col:
     st.markdown(f"**{span['name']}**")
