@@ -2,6 +2,7 @@
 
 import hmac
 import math
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -28,6 +29,10 @@ WINDOW_LABELS = {
 }
 WINDOW_PARAM = "window"
 WINDOW_MARGIN = 1.2  # the default window leaves a fifth of its width beside the data
+# CommonMark shows any backslash-escaped ASCII punctuation as itself; Streamlit's formulas ($), colours
+# and icons (:red[..], :material/..:) and GFM's tables and strikethrough all start with one.
+MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
 EMPTY_HINTS = {
     "runs": "No eval runs yet. Run `evallens eval sets sync evals/datasets/acme/sets` and then "
@@ -196,6 +201,12 @@ def pct(value: float | None, digits: int = 1) -> str:
 def points(value: float | None) -> str:
     """A difference of rates in percentage points."""
     return "—" if value is None or math.isnan(value) else f"{value * 100:+.1f} pts"
+
+
+def literal(value: object) -> str:
+    """``value`` as Markdown that shows it as written, on one line: text that came from traces, sets or
+    runs gets no link, image, heading, formula or colour into a page."""
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", LINE_BREAKS.sub(" ", str(value)))
 
 
 def short_id(value: str | None, length: int = 12) -> str:

@@ -77,7 +77,7 @@ selected = st.multiselect(
 )
 for trace_id in selected:
     candidate = promotable[trace_id]
-    st.markdown(f"`{trace_id[:12]}` will be stored as: {candidate.question}")
+    st.markdown(f"`{trace_id[:12]}` will be stored as: {_ui.literal(candidate.question)}")
     st.caption(f"Redacted: {', '.join(candidate.question_redactions) or 'nothing to redact'}")
 
 set_names = list(sets["name"])
@@ -111,10 +111,12 @@ if submitted:
         st.stop()
     num_review = sum(case.status == cases.NEEDS_REVIEW for case in promoted.cases)
     st.success(
-        f"Promoted {len(promoted.cases)} case(s) into {promoted.eval_set_name} v{promoted.version}: "
-        f"{num_review} need review (`evallens cases review`), {len(promoted.cases) - num_review} ready for "
-        "eval runs: " + ", ".join(case.case_key for case in promoted.cases)
+        f"Promoted {len(promoted.cases)} case(s) into {_ui.literal(promoted.eval_set_name)} "
+        f"v{promoted.version}: {num_review} need review (`evallens cases review`), "
+        f"{len(promoted.cases) - num_review} ready for eval runs: "
+        + ", ".join(_ui.literal(case.case_key) for case in promoted.cases)
     )
     for case in promoted.cases:
         kinds = ", ".join(r.kind for r in case.question.redactions) or "nothing"
-        st.caption(f"{case.case_key} ({case.status}): {case.question.text} (redacted: {kinds})")
+        question = _ui.literal(case.question.text)
+        st.caption(f"{_ui.literal(case.case_key)} ({case.status}): {question} (redacted: {kinds})")

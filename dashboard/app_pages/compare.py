@@ -135,7 +135,7 @@ def show_answer(
     column.text(answer if isinstance(answer, str) else "(no answer)")
     column.caption(
         "cited: "
-        + (", ".join(map(str, documents)) if isinstance(documents, list) and documents else "nothing")
+        + (", ".join(map(_ui.literal, documents)) if isinstance(documents, list) and documents else "nothing")
     )
     if isinstance(trace_id, str) and trace_id:
         column.page_link(
@@ -147,10 +147,11 @@ def show_answer(
 
 
 for case in flipped.head(ctx.max_rows).itertuples():
-    with st.expander(f"{case.scenario!s} · {case.case_key!s} · fails {case.metric!s}"):
-        st.markdown(f"**Question:** {case.question!s}")
+    title = " · ".join(map(_ui.literal, (case.scenario, case.case_key, f"fails {case.metric}")))
+    with st.expander(title):  # questions of promoted cases are what production users typed
+        st.markdown(f"**Question:** {_ui.literal(case.question)}")
         reference = case.reference_answer if isinstance(case.reference_answer, str) else "—"
-        st.markdown(f"**Reference:** {reference}")
+        st.markdown(f"**Reference:** {_ui.literal(reference)}")
         base_col, cand_col = st.columns(2)
         show_answer(
             base_col, "Baseline", case.baseline_response, case.baseline_retrieved_ids, case.baseline_trace_id

@@ -81,9 +81,11 @@ row = st.selectbox("Span", list(frame.index), format_func=span_labels.__getitem_
 span = frame.loc[row]
 facts_col, raw_col = st.columns(2)
 with facts_col:
-    st.markdown(f"**{span['name']}**")
-    facts = transform.span_facts(span)
-    st.table({"attribute": list(facts), "value": ["—" if v is None else str(v) for v in facts.values()]})
+    st.markdown(f"**{_ui.literal(span['name'])}**")
+    facts = transform.span_facts(span)  # st.table reads its cells as Markdown
+    st.table(
+        {"attribute": list(facts), "value": ["—" if v is None else _ui.literal(v) for v in facts.values()]}
+    )
 with raw_col:
     st.markdown("**All attributes**")
     st.json(span["attributes"], expanded=True)

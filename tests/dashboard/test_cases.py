@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from dashboard import data
-from dashboard._ui import WINDOWS_H
+from dashboard._ui import WINDOWS_H, literal
 from evallens import cases
 from evallens.cases.mining import REASONS
 from evallens.db import create_db_engine
@@ -76,13 +76,14 @@ def test_promote_from_the_cases_page(app_database: str, seeded: Seeded) -> None:
     app = open_page("app_pages/cases.py")
     app.multiselect[0].select(seeded.feedback_trace).select(seeded.slow_trace).run()
     preview = " ".join(str(markdown.value) for markdown in app.markdown)
-    assert "My email is [EMAIL] and my phone is [PHONE], where is my order?" in preview
+    assert literal("My email is [EMAIL] and my phone is [PHONE], where is my order?") in preview
     assert any("Redacted: email, phone" in caption.value for caption in app.caption)
     app.radio[0].set_value("answer")
     app.text_area[0].input("Orders ship within 2 days.")
     next(button for button in app.button if "Promote" in button.label).click().run()
     assert not app.error, [error.value for error in app.error]
-    assert any("Promoted 2 case(s) into acme-support v2: 0 need review" in s.value for s in app.success)
+    message = f"Promoted 2 case(s) into {literal(SET_NAME)} v2: 0 need review"
+    assert any(message in success.value for success in app.success)
     promoted = [case for case in stored_cases(app_database, 2) if case.source_trace_id]
     assert {case.status for case in promoted} == {"active"}  # complete: expected answer with a reference
     assert {case.source_trace_id for case in promoted} == {seeded.feedback_trace, seeded.slow_trace}

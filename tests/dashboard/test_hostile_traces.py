@@ -3,18 +3,30 @@
 Spans go through the real collector, as any OTLP client's would.
 """
 
+import json
+import re
 import time
 from pathlib import Path
 
 import httpx
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from markdown_it import MarkdownIt
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from collector.runtime import Collector
+from evallens.telemetry import attributes as attr
 from tests.collector.conftest import collector_settings, make_request, make_span
 from tests.dashboard.conftest import open_page
 from tests.dashboard.seed import Seeded
 
 TRACE_ID = b"\x0e" * 16
+# a tracking pixel, a link that hides its target, a formula, a coloured verdict, HTML and a heading
+HOSTILE = (
+    "![pixel](http://evil.example/p.png) [sign in](http://evil.example/login) $x^2$ :green-badge[PASS] "
+    "<b>bold</b> ~~gone~~ | a | b |\n# Gate passed"
+)
+SHOWN = HOSTILE.replace("\n", " ")  # on one line
+COMMONMARK = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+PLAIN_TOKENS = {"text", "strong_open", "strong_close", "code_inline"}
 
 
 def send(database_url: str, data_dir: Path, spans: list[Span]) -> None:
@@ -45,4 +57,50 @@ def test_a_span_id_sent_twice_opens_both(app_database: str, seeded: Seeded, tmp_
     assert not app.exception, [exception.value for exception in app.exception]
     assert "**twin**" in [markdown.value for markdown in app.markdown]
     facts = app.table[0].value
-    assert dict(zip(facts["attribute"], facts["value"], strict=True))["duration (ms)"] == "7.0"
+    assert dict(zip(facts["attribute"], facts["value"], strict=True))["duration (ms)"] == r"7\.0"
+
+
+def shown_text(source: str) -> str:
+    """The text Markdown ``source`` shows; fails when it holds a link, image, HTML, heading, table or
+    strikethrough (CommonMark, GFM), or a formula or a colour directive (Streamlit's own)."""
+    assert not re.search(r"(?<!\\)\$", source), source
+    assert not re.search(r"(?<!\\):[\w-]+\[", source), source
+    blocks = [token.type for token in COMMONMARK.parse(source) if token.block]
+    assert blocks == ["paragraph_open", "inline", "paragraph_close"], (blocks, source)
+    [inline] = [token for token in COMMONMARK.parse(source) if token.type == "inline"]
+    children = inline.children or []
+    assert {child.type for child in children} <= PLAIN_TOKENS, (children, source)
+    return "".join(child.content for child in children)
+
+
+def test_markdown_in_span_names_questions_and_attributes_is_shown_as_text(
+    app_database: str, seeded: Seeded, tmp_path: Path
+) -> None:
+    root = make_span(
+        8100,
+        trace_id=TRACE_ID,
+        start_ns=time.time_ns() - 60 * 10**9,
+        attributes={
+            attr.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "user", "content": HOSTILE}]),
+            attr.DEGRADED_REASON: HOSTILE,
+            attr.retrieval_document_id(0): HOSTILE,
+        },
+    )
+    root.name = HOSTILE
+    root.status.code = Status.STATUS_CODE_ERROR  # a bad case: the Cases page offers it for promotion
+    send(app_database, tmp_path, [root])
+
+    app = open_page("app_pages/traces.py", trace_id=TRACE_ID.hex())
+    assert shown_text(app.markdown[0].value) == SHOWN  # the span's name above its facts
+    facts = dict(zip(app.table[0].value["attribute"], app.table[0].value["value"], strict=True))
+    assert shown_text(facts["degraded reason"]) == SHOWN  # st.table reads its cells as Markdown
+    assert shown_text(facts["retrieved documents"]) == SHOWN
+
+    app = open_page("app_pages/cases.py")
+    app.multiselect[0].select(TRACE_ID.hex()).run()
+    preview = next(markdown.value for markdown in app.markdown if "will be stored as" in markdown.value)
+    assert shown_text(preview).endswith(f"will be stored as: {SHOWN}")
+    next(button for button in app.button if "Promote" in button.label).click().run()
+    assert not app.error, [error.value for error in app.error]
+    promoted = next(caption.value for caption in app.caption if caption.value.startswith("prod"))
+    assert f"{SHOWN} (redacted: nothing)" in shown_text(promoted)
