@@ -1,10 +1,13 @@
 """Traces: filter, open one, read its span waterfall and the attributes of the chosen span."""
 
+import re
+
 import streamlit as st
 
 from dashboard import _ui, charts, data, transform
 
 ALL = "(all)"
+TRACE_ID = re.compile(r"[0-9a-f]{32}")  # as the collector stores them
 
 ctx = _ui.context()
 st.title("Traces")
@@ -12,7 +15,12 @@ if not data.status.data_present(ctx.url, ctx.project)["spans"]:
     _ui.empty_state("spans")
     st.stop()
 
-linked_trace = st.query_params.get("trace_id")
+# lower case: as a viewer that shows capitals may have copied it
+linked_trace = st.query_params.get("trace_id", "").strip().lower() or None
+if linked_trace is not None and not TRACE_ID.fullmatch(linked_trace):
+    # never echoed: a crafted link must not write on the page
+    st.warning("The link's trace_id is not a trace id (32 hexadecimal digits), so it opens none.")
+    linked_trace = None
 with st.expander("Filters", expanded=linked_trace is None):
     row1 = st.columns(5)
     with row1[0]:

@@ -1,4 +1,5 @@
-"""What a hostile trace sender puts in its spans never breaks a page or changes what it shows.
+"""What a hostile trace sender puts in its spans, or a crafted link in its URL, never breaks a page or
+changes what it shows.
 
 Spans go through the real collector, as any OTLP client's would.
 """
@@ -104,3 +105,18 @@ def test_markdown_in_span_names_questions_and_attributes_is_shown_as_text(
     assert not app.error, [error.value for error in app.error]
     promoted = next(caption.value for caption in app.caption if caption.value.startswith("prod"))
     assert f"{SHOWN} (redacted: nothing)" in shown_text(promoted)
+
+
+def test_a_crafted_trace_link_writes_nothing_on_the_page(seeded: Seeded) -> None:
+    app = open_page("app_pages/traces.py", trace_id="[Session expired: sign in again](http://evil.example)")
+    assert [warning.value for warning in app.warning] == [
+        "The link's trace_id is not a trace id (32 hexadecimal digits), so it opens none."
+    ]
+    shown = [str(element.value) for kind in ("markdown", "subheader", "warning") for element in app.get(kind)]
+    assert not [text for text in shown if "evil.example" in text]
+    newest = app.dataframe[0].value["trace_id"].iloc[0]
+    assert next(box for box in app.selectbox if box.label == "Open trace").value == newest
+
+    app = open_page("app_pages/traces.py", trace_id=f" {seeded.error_trace.upper()} ")  # pasted
+    assert not app.warning
+    assert next(box for box in app.selectbox if box.label == "Open trace").value == seeded.error_trace
