@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import streamlit as st
+from sqlalchemy.exc import OperationalError
 
 from dashboard import data
 from evallens.auth import AuthError, Scope
@@ -156,6 +157,15 @@ def context() -> Context:
     readers: Readers = st.session_state[READERS_KEY]
     return Context(
         url, signed_in.project, dashboard_settings.dashboard_max_rows, readers, signed_in.can_write
+    )
+
+
+def database_unavailable(error: OperationalError) -> None:
+    """Say in one line that PostgreSQL did not answer, and why, instead of a traceback."""
+    reason = str(error.orig or error).strip().splitlines()[0]
+    st.error(
+        f"PostgreSQL did not answer ({literal(reason)}). Reload once it runs again.",
+        icon=":material/cloud_off:",
     )
 
 

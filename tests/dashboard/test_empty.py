@@ -2,6 +2,7 @@
 
 import pytest
 
+from dashboard._ui import literal
 from tests.dashboard.conftest import open_page
 
 PAGES_AND_HINTS = [
@@ -50,3 +51,20 @@ def test_password_guards_every_page(app_database: str, monkeypatch: pytest.Monke
     app.text_input[0].input("s3cret")
     app.button[0].click().run()
     assert any(title.value == "Overview" for title in app.title)
+
+
+def test_an_unreachable_database_is_one_readable_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+
+    from evallens.ports import free_port
+
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", f"postgresql+psycopg://evallens@127.0.0.1:{free_port()}/gone")
+    monkeypatch.setenv("EVALLENS_DASHBOARD_EMBED_AHEAD_S", "0")
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    for page in (None, "app_pages/traces.py"):
+        app = open_page(page)  # fails on any exception the page raised
+        [error] = [error.value for error in app.error]
+        assert error.startswith(f"PostgreSQL did not answer ({literal('connection failed: ')}")
+        assert "Connection refused" in error
+    st.cache_resource.clear()
