@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import streamlit as st
+from psycopg.errors import QueryCanceled
 from sqlalchemy.exc import OperationalError
 
 from dashboard import data
@@ -162,6 +163,14 @@ def context() -> Context:
 
 def database_unavailable(error: OperationalError) -> None:
     """Say in one line that PostgreSQL did not answer, and why, instead of a traceback."""
+    if isinstance(error.orig, QueryCanceled):  # the statement timeout: a locked table, a busy server
+        timeout_s = settings().dashboard_statement_timeout_s
+        st.error(
+            f"PostgreSQL did not answer within {timeout_s:g} s (EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S), "
+            "so the page stopped waiting. Reload in a while, or pick a shorter window.",
+            icon=":material/hourglass_disabled:",
+        )
+        return
     reason = str(error.orig or error).strip().splitlines()[0]
     st.error(
         f"PostgreSQL did not answer ({literal(reason)}). Reload once it runs again.",

@@ -68,3 +68,30 @@ def test_an_unreachable_database_is_one_readable_line(monkeypatch: pytest.Monkey
         assert error.startswith(f"PostgreSQL did not answer ({literal('connection failed: ')}")
         assert "Connection refused" in error
     st.cache_resource.clear()
+
+
+def test_a_query_past_the_statement_timeout_is_one_readable_line(
+    app_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+    from sqlalchemy import make_url
+    from streamlit.testing.v1 import AppTest
+
+    from tests.dashboard.conftest import APP_FILE
+
+    monkeypatch.setenv("EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S", "0.5")
+    conninfo = make_url(app_database).set(drivername="postgresql").render_as_string(hide_password=False)
+    holder = psycopg.connect(conninfo)  # a migration or a partition drop holds the spans so
+    try:
+        # PostgreSQL ends the holder after a while: a page that waits on the lock then renders in full
+        holder.execute("SET idle_in_transaction_session_timeout = '20s'")
+        holder.execute("LOCK TABLE spans IN ACCESS EXCLUSIVE MODE")
+        app = AppTest.from_file(APP_FILE, default_timeout=120)
+        app.run()
+    finally:
+        holder.close()  # its transaction and lock end with it, unless PostgreSQL ended it first
+    assert not app.exception, [exception.value for exception in app.exception]
+    assert [error.value for error in app.error] == [
+        "PostgreSQL did not answer within 0.5 s (EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S), so the page "
+        "stopped waiting. Reload in a while, or pick a shorter window."
+    ]
