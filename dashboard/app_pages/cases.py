@@ -80,12 +80,13 @@ for trace_id in selected:
     st.markdown(f"`{trace_id[:12]}` will be stored as: {_ui.literal(candidate.question)}")
     st.caption(f"Redacted: {', '.join(candidate.question_redactions) or 'nothing to redact'}")
 
-set_names = list(sets["name"])
+# outside the form: a widget in a form reruns nothing until submitted, so the scenarios listed would
+# still be the previously chosen set's, and the one picked among them was not what got stored
+left, right = st.columns(2)
+set_name = str(left.selectbox("Eval set", list(sets["name"])))
+known = data.cases.scenarios(ctx.url, ctx.project, set_name)
+scenario = str(right.selectbox("Scenario", known or ["uncategorized"]))
 with st.form("promote"):
-    left, right = st.columns(2)
-    set_name = str(left.selectbox("Eval set", set_names))
-    known = data.cases.scenarios(ctx.url, ctx.project, set_name)
-    scenario = str(right.selectbox("Scenario", known or ["uncategorized"]))
     expected = st.radio("Expected behaviour", ["answer", "decline", "refuse"], horizontal=True)
     reference = st.text_area(
         "Reference answer (optional: 'answer' cases without one stay 'needs review' until reviewed)"

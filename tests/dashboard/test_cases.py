@@ -91,6 +91,45 @@ def test_promote_from_the_cases_page(app_database: str, seeded: Seeded) -> None:
     assert {case.scenario for case in promoted} == {"harmful"}  # first scenario of the set, alphabetically
 
 
+def test_the_scenarios_offered_are_those_of_the_chosen_set(app_database: str, seeded: Seeded) -> None:
+    engine = create_db_engine(app_database)
+    try:
+        with Session(engine) as db, db.begin():
+            other = EvalSet(name="other-set", version=1, content_hash="other-v1")
+            db.add(other)
+            db.flush()
+            db.add(
+                EvalCase(
+                    eval_set_id=other.id,
+                    case_key="s-1",
+                    scenario="shipping",
+                    question="Do you ship to Norway?",
+                    expected_behavior="decline",
+                )
+            )
+    finally:
+        engine.dispose()
+    app = open_page("app_pages/cases.py")
+    app.multiselect[0].select(seeded.feedback_trace).run()
+    boxes = {box.label: box for box in app.selectbox if box.label in ("Eval set", "Scenario")}
+    # in a browser a widget in a form reruns nothing until the form is sent (AppTest does not defer it):
+    # the scenarios listed would still be the other set's, and the one picked there not the one stored
+    assert {label: box.form_id for label, box in boxes.items()} == {"Eval set": "", "Scenario": ""}
+    boxes["Eval set"].set_value("other-set").run()
+    scenario = next(box for box in app.selectbox if box.label == "Scenario")
+    assert scenario.options == ["shipping"]
+    next(button for button in app.button if "Promote" in button.label).click().run()
+    assert not app.error, [error.value for error in app.error]
+    engine = create_db_engine(app_database)
+    try:
+        with Session(engine) as db:
+            version_2 = (EvalSet.name == "other-set") & (EvalSet.version == 2)
+            stored = db.scalars(select(EvalCase.scenario).join(EvalSet).where(version_2)).all()
+    finally:
+        engine.dispose()
+    assert sorted(stored) == ["shipping", "shipping"]  # the set's case and the promoted one
+
+
 def add_refusal_and_duplicates(url: str, seeded: Seeded) -> list[str]:
     """Three more bad traces: two failures of one question (merged as duplicates) and an in-scope
     answer that does not know (the refusal signal, read with the eval engine's grammar)."""
