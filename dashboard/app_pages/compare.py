@@ -43,9 +43,9 @@ if baseline_id == candidate_id:
 baseline_docs = data.runs.run_documents(ctx.url, ctx.project, baseline_id)
 candidate_docs = data.runs.run_documents(ctx.url, ctx.project, candidate_id)
 chosen = all_runs.set_index("run_id")
-scored_differently = transform.scoring_warning(
-    (str(chosen.at[baseline_id, "label"]), baseline_docs["scoring"]),
-    (str(chosen.at[candidate_id, "label"]), candidate_docs["scoring"]),
+scored_differently = transform.scoring_warning(  # labels as written: CI may name runs after branches
+    (_ui.literal(chosen.at[baseline_id, "label"]), baseline_docs["scoring"]),
+    (_ui.literal(chosen.at[candidate_id, "label"]), candidate_docs["scoring"]),
     str(chosen.at[candidate_id, "eval_set_name"]),
 )
 if scored_differently:

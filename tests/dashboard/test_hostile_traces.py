@@ -1,5 +1,5 @@
-"""What a hostile trace sender puts in its spans, or a crafted link in its URL, never breaks a page or
-changes what it shows.
+"""What a hostile trace sender puts in its spans, a crafted link in its URL, or a contributor in a set
+file's name or a CI run label never breaks a page or changes what it shows.
 
 Spans go through the real collector, as any OTLP client's would.
 """
@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 import httpx
+import psycopg
+import streamlit as st
 from markdown_it import MarkdownIt
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
@@ -18,6 +20,7 @@ from evallens.telemetry import attributes as attr
 from tests.collector.conftest import collector_settings, make_request, make_span
 from tests.dashboard.conftest import open_page
 from tests.dashboard.seed import Seeded
+from tests.dashboard.test_scoring_changes import SCORING, set_scoring
 
 TRACE_ID = b"\x0e" * 16
 # a tracking pixel, a link that hides its target, a formula, a coloured verdict, HTML and a heading
@@ -64,8 +67,9 @@ def test_a_span_id_sent_twice_opens_both(app_database: str, seeded: Seeded, tmp_
 def shown_text(source: str) -> str:
     """The text Markdown ``source`` shows; fails when it holds a link, image, HTML, heading, table or
     strikethrough (CommonMark, GFM), or a formula or a colour directive (Streamlit's own)."""
-    assert not re.search(r"(?<!\\)\$", source), source
-    assert not re.search(r"(?<!\\):[\w-]+\[", source), source
+    outside_code = re.sub(r"`[^`]*`", "", source)  # a code span shows its text as it is
+    assert not re.search(r"(?<!\\)\$", outside_code), source
+    assert not re.search(r"(?<!\\):[\w-]+\[", outside_code), source
     blocks = [token.type for token in COMMONMARK.parse(source) if token.block]
     assert blocks == ["paragraph_open", "inline", "paragraph_close"], (blocks, source)
     [inline] = [token for token in COMMONMARK.parse(source) if token.type == "inline"]
@@ -120,3 +124,24 @@ def test_a_crafted_trace_link_writes_nothing_on_the_page(seeded: Seeded) -> None
     app = open_page("app_pages/traces.py", trace_id=f" {seeded.error_trace.upper()} ")  # pasted
     assert not app.warning
     assert next(box for box in app.selectbox if box.label == "Open trace").value == seeded.error_trace
+
+
+def test_set_names_and_run_labels_are_shown_as_written(app_database: str, seeded: Seeded) -> None:
+    set_name = "acme_support *v2* [docs](http://evil.example/docs) $x$"  # one line: set files are YAML
+    with psycopg.connect(app_database) as connection:
+        connection.execute("UPDATE eval_sets SET name = %s", (set_name,))
+        connection.execute("UPDATE gate_reports SET eval_set_name = %s", (set_name,))
+        connection.execute("UPDATE eval_runs SET label = label || ' ' || %s", (HOSTILE,))
+    set_scoring(app_database, {seeded.baseline_id: SCORING})  # the candidate recorded none: a warning
+    st.cache_data.clear()
+
+    app = open_page()
+    tile = next(markdown.value for markdown in app.markdown if "acme" in markdown.value)
+    assert shown_text(tile.removesuffix(" :red-badge[REGRESSION]")) == set_name
+    [gate] = [caption.value for caption in app.caption if "regressed cells" in caption.value]
+    assert shown_text(gate).startswith(f"candidate {SHOWN} vs baseline {SHOWN} · ")
+    [run] = [caption.value for caption in app.caption if caption.value.startswith("Run ")]
+    assert shown_text(run).startswith(f"Run candidate {SHOWN} (")
+
+    [warning] = open_page("app_pages/compare.py").warning
+    assert shown_text(warning.value).startswith(f"Runs baseline {SHOWN} and candidate {SHOWN} are not")

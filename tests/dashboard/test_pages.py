@@ -4,6 +4,7 @@ import psycopg
 import streamlit as st
 from psycopg.types.json import Jsonb
 
+from dashboard._ui import literal
 from tests.dashboard.conftest import open_page
 from tests.dashboard.seed import PII_QUESTION, REDACTED_QUESTION, SET_NAME, Seeded, hex_id
 
@@ -21,7 +22,7 @@ def texts(app) -> str:
 def test_overview_shows_verdict_scorecards_and_cost(seeded: Seeded) -> None:
     app = open_page()
     shown = texts(app)
-    assert SET_NAME in shown and "REGRESSION" in shown
+    assert literal(SET_NAME) in shown and "REGRESSION" in shown  # names go into Markdown escaped
     tiles = [(metric.label, metric.value, metric.delta) for metric in app.metric]
     # overall row first: candidate accuracy 70% against the main-tagged baseline's 90%
     assert ("accuracy", "70.0%", "-20.0 pts") in tiles
