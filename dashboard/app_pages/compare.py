@@ -15,9 +15,12 @@ if all_runs.empty:
     _ui.empty_state("runs")
     st.stop()
 
+# with the run id: a selectbox tells its options apart by label (the last of equal labels wins), and
+# runs of one label, set version and start minute happen (a CI matrix, a quick rerun)
 labels = {
     row.run_id: f"{row.label} · {row.eval_set_name} v{row.set_version} · {row.started_at:%Y-%m-%d %H:%M}"
     + (f" · [{row.tags}]" if isinstance(row.tags, str) else "")
+    + f" · {_ui.short_id(str(row.run_id), 8)}"
     for row in all_runs.itertuples()
 }
 run_ids = list(labels)

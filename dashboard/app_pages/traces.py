@@ -83,9 +83,10 @@ if spans.empty:
 frame = transform.waterfall(spans)
 st.subheader(f"Trace {trace_id}")
 st.altair_chart(charts.waterfall(frame), width="stretch")
-# by row, not span id: a client may send one span id twice in a trace (other start times, both stored)
+# by row, not span id: a client may send one span id twice in a trace (other start times, both stored);
+# numbered, since a selectbox tells its options apart by label (the last of equal labels wins)
 span_labels = frame["label"].str.strip()
-row = st.selectbox("Span", list(frame.index), format_func=span_labels.__getitem__)
+row = st.selectbox("Span", list(frame.index), format_func=lambda row: f"{row + 1}. {span_labels[row]}")
 span = frame.loc[row]
 facts_col, raw_col = st.columns(2)
 with facts_col:

@@ -1,5 +1,7 @@
 """Every page against a real PostgreSQL seeded with runs, results, spans, metric samples and a gate report."""
 
+import uuid
+
 import psycopg
 import streamlit as st
 from psycopg.types.json import Jsonb
@@ -62,6 +64,27 @@ def test_compare_defaults_to_latest_run_and_its_tagged_baseline(seeded: Seeded) 
     assert "REGRESSION" in texts(app)
 
 
+def test_compare_tells_apart_runs_of_one_label_set_version_and_minute(
+    app_database: str, seeded: Seeded
+) -> None:
+    with psycopg.connect(app_database) as connection:  # two 'nightly' runs, started together (a CI matrix)
+        for _ in range(2):
+            connection.execute(
+                "INSERT INTO eval_runs (id, eval_set_id, label, endpoint, config, config_fingerprint, status,"
+                " summary, started_at) SELECT %s, eval_set_id, 'nightly', endpoint, config, 'fp-n', status,"
+                " summary, started_at FROM eval_runs WHERE id = %s",
+                (uuid.uuid4(), seeded.baseline_id),
+            )
+    st.cache_data.clear()
+    app = open_page("app_pages/compare.py")
+    twins = [index for index, label in enumerate(app.selectbox[1].options) if label.startswith("nightly ·")]
+    chosen = set()
+    for index in twins:
+        app.selectbox[1].select_index(index).run()
+        chosen.add(app.selectbox[1].value)
+    assert len(twins) == len(chosen) == 2  # each can be picked as the baseline
+
+
 def test_compare_names_the_cases_the_gate_left_out(app_database: str, seeded: Seeded) -> None:
     assert "left out of the comparison" not in texts(open_page("app_pages/compare.py"))
     left_out = {
@@ -106,7 +129,7 @@ def test_traces_filters_and_opens_a_linked_trace(seeded: Seeded) -> None:
     facts = app.table[0].value
     assert "engine failed" in list(facts["value"])  # the root span is chosen first
     span_box = next(box for box in app.selectbox if box.label == "Span")
-    retrieve = next(index for index, label in enumerate(span_box.options) if label.startswith("retrieve"))
+    retrieve = next(index for index, label in enumerate(span_box.options) if ". retrieve · " in label)
     span_box.select_index(retrieve).run()
     facts = dict(zip(app.table[0].value["attribute"], app.table[0].value["value"], strict=True))
     assert facts["retrieved documents"] == r"returns\-policy"  # as Markdown: st.table reads it so
