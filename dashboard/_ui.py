@@ -146,11 +146,20 @@ def _check_key(key: str) -> Viewer | AuthError:
 
 
 def context() -> Context:
-    """The page context, scoped to the signed-in project; stops the page when the schema is missing."""
+    """The page context, scoped to the signed-in project; stops the page when the schema is missing or
+    older than the code."""
     dashboard_settings = settings()
     url = data.database_url()
-    if data.status.schema_revision(url) is None:
+    revision = data.status.schema_revision(url)
+    if revision is None:
         st.warning("The database has no evallens schema yet. Run `evallens db upgrade`, then reload.")
+        st.stop()
+    known = data.status.code_revisions()
+    if revision in known[1:]:  # older than the code's queries (a newer one, unknown here, may serve them)
+        st.warning(
+            f"The database schema is at revision {revision}, older than this evallens ({known[0]}). "
+            "Run `evallens db upgrade`, then reload."
+        )
         st.stop()
     signed_in: Viewer | None = st.session_state.get(VIEWER_KEY)
     if signed_in is None:  # no auth and no password: the local, single-user case

@@ -4,6 +4,7 @@ import pytest
 
 from dashboard._ui import literal
 from tests.dashboard.conftest import open_page
+from tests.dashboard.seed import Seeded
 
 PAGES_AND_HINTS = [
     (None, "evallens eval run"),
@@ -95,3 +96,15 @@ def test_a_query_past_the_statement_timeout_is_one_readable_line(
         "PostgreSQL did not answer within 0.5 s (EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S), so the page "
         "stopped waiting. Reload in a while, or pick a shorter window."
     ]
+
+
+def test_a_schema_behind_the_code_says_to_migrate(app_database: str, seeded: Seeded) -> None:
+    from evallens.db.migrate import downgrade, head_revision
+
+    downgrade(app_database, "0011")  # eval_runs.scoring, which the overview and compare read, is gone
+    for page in (None, "app_pages/compare.py"):
+        app = open_page(page)  # fails on any exception the page raised
+        assert [warning.value for warning in app.warning] == [
+            f"The database schema is at revision 0011, older than this evallens ({head_revision()}). "
+            "Run `evallens db upgrade`, then reload."
+        ]
