@@ -12,7 +12,7 @@ from psycopg.errors import QueryCanceled
 from sqlalchemy.exc import OperationalError
 
 from dashboard import data
-from evallens.auth import AuthError, Scope
+from evallens.auth import AuthError, AuthUnavailable, Scope
 from evallens.cases.mining import Readers
 from evallens.settings import DashboardSettings
 
@@ -31,6 +31,9 @@ WINDOW_LABELS = {
 }
 WINDOW_PARAM = "window"
 WINDOW_MARGIN = 1.2  # the default window leaves a fifth of its width beside the data
+KEY_UNCHECKED = (
+    "PostgreSQL did not answer, so your API key could not be checked: you stay signed in, reload later"
+)
 # CommonMark shows any backslash-escaped ASCII punctuation as itself; Streamlit's formulas ($), colours
 # and icons (:red[..], :material/..:) and GFM's tables and strikethrough all start with one.
 MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
@@ -103,6 +106,9 @@ def viewer(dashboard_settings: DashboardSettings) -> Viewer | None:
     current: Viewer | None = st.session_state.get(VIEWER_KEY)
     if current is not None and current.api_key is not None:
         checked = _check_key(current.api_key)
+        if isinstance(checked, AuthUnavailable):  # PostgreSQL away or slow: no reason to sign out
+            st.error(f"{KEY_UNCHECKED} ({checked}).", icon=":material/cloud_off:")
+            return None
         if isinstance(checked, AuthError):
             st.error(str(checked))
             current = None
@@ -134,9 +140,11 @@ def _same_secret(entered: str, expected: str) -> bool:
 
 
 def _check_key(key: str) -> Viewer | AuthError:
-    """Sign in with ``key`` (or sign out when it no longer may read)."""
+    """Sign in with ``key`` (or sign out when it no longer may read; not when it cannot be checked)."""
     try:
         principal = data.reader(data.database_url(), key)
+    except AuthUnavailable as error:
+        return error
     except AuthError as error:
         st.session_state.pop(VIEWER_KEY, None)
         return error
