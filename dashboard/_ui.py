@@ -2,14 +2,17 @@
 
 import hmac
 import math
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 import streamlit as st
+from psycopg.errors import QueryCanceled
+from sqlalchemy.exc import OperationalError
 
 from dashboard import data
-from evallens.auth import AuthError, Scope
+from evallens.auth import AuthError, AuthUnavailable, Scope
 from evallens.cases.mining import Readers
 from evallens.settings import DashboardSettings
 
@@ -28,6 +31,13 @@ WINDOW_LABELS = {
 }
 WINDOW_PARAM = "window"
 WINDOW_MARGIN = 1.2  # the default window leaves a fifth of its width beside the data
+KEY_UNCHECKED = (
+    "PostgreSQL did not answer, so your API key could not be checked: you stay signed in, reload later"
+)
+# CommonMark shows any backslash-escaped ASCII punctuation as itself; Streamlit's formulas ($), colours
+# and icons (:red[..], :material/..:) and GFM's tables and strikethrough all start with one.
+MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
 EMPTY_HINTS = {
     "runs": "No eval runs yet. Run `evallens eval sets sync evals/datasets/acme/sets` and then "
@@ -96,6 +106,9 @@ def viewer(dashboard_settings: DashboardSettings) -> Viewer | None:
     current: Viewer | None = st.session_state.get(VIEWER_KEY)
     if current is not None and current.api_key is not None:
         checked = _check_key(current.api_key)
+        if isinstance(checked, AuthUnavailable):  # PostgreSQL away or slow: no reason to sign out
+            st.error(f"{KEY_UNCHECKED} ({checked}).", icon=":material/cloud_off:")
+            return None
         if isinstance(checked, AuthError):
             st.error(str(checked))
             current = None
@@ -127,9 +140,11 @@ def _same_secret(entered: str, expected: str) -> bool:
 
 
 def _check_key(key: str) -> Viewer | AuthError:
-    """Sign in with ``key`` (or sign out when it no longer may read)."""
+    """Sign in with ``key`` (or sign out when it no longer may read; not when it cannot be checked)."""
     try:
         principal = data.reader(data.database_url(), key)
+    except AuthUnavailable as error:
+        return error
     except AuthError as error:
         st.session_state.pop(VIEWER_KEY, None)
         return error
@@ -139,11 +154,20 @@ def _check_key(key: str) -> Viewer | AuthError:
 
 
 def context() -> Context:
-    """The page context, scoped to the signed-in project; stops the page when the schema is missing."""
+    """The page context, scoped to the signed-in project; stops the page when the schema is missing or
+    older than the code."""
     dashboard_settings = settings()
     url = data.database_url()
-    if data.status.schema_revision(url) is None:
+    revision = data.status.schema_revision(url)
+    if revision is None:
         st.warning("The database has no evallens schema yet. Run `evallens db upgrade`, then reload.")
+        st.stop()
+    known = data.status.code_revisions()
+    if revision in known[1:]:  # older than the code's queries (a newer one, unknown here, may serve them)
+        st.warning(
+            f"The database schema is at revision {revision}, older than this evallens ({known[0]}). "
+            "Run `evallens db upgrade`, then reload."
+        )
         st.stop()
     signed_in: Viewer | None = st.session_state.get(VIEWER_KEY)
     if signed_in is None:  # no auth and no password: the local, single-user case
@@ -151,6 +175,23 @@ def context() -> Context:
     readers: Readers = st.session_state[READERS_KEY]
     return Context(
         url, signed_in.project, dashboard_settings.dashboard_max_rows, readers, signed_in.can_write
+    )
+
+
+def database_unavailable(error: OperationalError) -> None:
+    """Say in one line that PostgreSQL did not answer, and why, instead of a traceback."""
+    if isinstance(error.orig, QueryCanceled):  # the statement timeout: a locked table, a busy server
+        timeout_s = settings().dashboard_statement_timeout_s
+        st.error(
+            f"PostgreSQL did not answer within {timeout_s:g} s (EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S), "
+            "so the page stopped waiting. Reload in a while, or pick a shorter window.",
+            icon=":material/hourglass_disabled:",
+        )
+        return
+    reason = str(error.orig or error).strip().splitlines()[0]
+    st.error(
+        f"PostgreSQL did not answer ({literal(reason)}). Reload once it runs again.",
+        icon=":material/cloud_off:",
     )
 
 
@@ -196,6 +237,12 @@ def pct(value: float | None, digits: int = 1) -> str:
 def points(value: float | None) -> str:
     """A difference of rates in percentage points."""
     return "—" if value is None or math.isnan(value) else f"{value * 100:+.1f} pts"
+
+
+def literal(value: object) -> str:
+    """``value`` as Markdown that shows it as written, on one line: text that came from traces, sets or
+    runs gets no link, image, heading, formula or colour into a page."""
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", LINE_BREAKS.sub(" ", str(value)))
 
 
 def short_id(value: str | None, length: int = 12) -> str:

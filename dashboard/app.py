@@ -7,6 +7,7 @@ which calls ``run`` with the mining readers the eval engine lends: the dashboard
 from datetime import timedelta
 
 import streamlit as st
+from sqlalchemy.exc import OperationalError
 
 from dashboard import _ui, data
 from evallens.cases.mining import Readers
@@ -25,6 +26,13 @@ def run(readers: Readers) -> None:
     """Ask for a password or API key when auth is on, then show the chosen page of the viewer's project."""
     st.set_page_config(page_title="evallens", page_icon=":material/insights:", layout="wide")
     _ui.lend_readers(readers)
+    try:
+        _show(readers)
+    except OperationalError as error:  # PostgreSQL down, restarting or unreachable, on any page
+        _ui.database_unavailable(error)
+
+
+def _show(readers: Readers) -> None:
     if _ui.viewer(_ui.settings()) is None:
         st.stop()
     every_s = _ui.settings().dashboard_embed_ahead_s

@@ -77,15 +77,16 @@ selected = st.multiselect(
 )
 for trace_id in selected:
     candidate = promotable[trace_id]
-    st.markdown(f"`{trace_id[:12]}` will be stored as: {candidate.question}")
+    st.markdown(f"`{trace_id[:12]}` will be stored as: {_ui.literal(candidate.question)}")
     st.caption(f"Redacted: {', '.join(candidate.question_redactions) or 'nothing to redact'}")
 
-set_names = list(sets["name"])
+# outside the form: a widget in a form reruns nothing until submitted, so the scenarios listed would
+# still be the previously chosen set's, and the one picked among them was not what got stored
+left, right = st.columns(2)
+set_name = str(left.selectbox("Eval set", list(sets["name"])))
+known = data.cases.scenarios(ctx.url, ctx.project, set_name)
+scenario = str(right.selectbox("Scenario", known or ["uncategorized"]))
 with st.form("promote"):
-    left, right = st.columns(2)
-    set_name = str(left.selectbox("Eval set", set_names))
-    known = data.cases.scenarios(ctx.url, ctx.project, set_name)
-    scenario = str(right.selectbox("Scenario", known or ["uncategorized"]))
     expected = st.radio("Expected behaviour", ["answer", "decline", "refuse"], horizontal=True)
     reference = st.text_area(
         "Reference answer (optional: 'answer' cases without one stay 'needs review' until reviewed)"
@@ -111,10 +112,12 @@ if submitted:
         st.stop()
     num_review = sum(case.status == cases.NEEDS_REVIEW for case in promoted.cases)
     st.success(
-        f"Promoted {len(promoted.cases)} case(s) into {promoted.eval_set_name} v{promoted.version}: "
-        f"{num_review} need review (`evallens cases review`), {len(promoted.cases) - num_review} ready for "
-        "eval runs: " + ", ".join(case.case_key for case in promoted.cases)
+        f"Promoted {len(promoted.cases)} case(s) into {_ui.literal(promoted.eval_set_name)} "
+        f"v{promoted.version}: {num_review} need review (`evallens cases review`), "
+        f"{len(promoted.cases) - num_review} ready for eval runs: "
+        + ", ".join(_ui.literal(case.case_key) for case in promoted.cases)
     )
     for case in promoted.cases:
         kinds = ", ".join(r.kind for r in case.question.redactions) or "nothing"
-        st.caption(f"{case.case_key} ({case.status}): {case.question.text} (redacted: {kinds})")
+        question = _ui.literal(case.question.text)
+        st.caption(f"{_ui.literal(case.case_key)} ({case.status}): {question} (redacted: {kinds})")

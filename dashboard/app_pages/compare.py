@@ -15,9 +15,12 @@ if all_runs.empty:
     _ui.empty_state("runs")
     st.stop()
 
+# with the run id: a selectbox tells its options apart by label (the last of equal labels wins), and
+# runs of one label, set version and start minute happen (a CI matrix, a quick rerun)
 labels = {
     row.run_id: f"{row.label} · {row.eval_set_name} v{row.set_version} · {row.started_at:%Y-%m-%d %H:%M}"
     + (f" · [{row.tags}]" if isinstance(row.tags, str) else "")
+    + f" · {_ui.short_id(str(row.run_id), 8)}"
     for row in all_runs.itertuples()
 }
 run_ids = list(labels)
@@ -43,9 +46,9 @@ if baseline_id == candidate_id:
 baseline_docs = data.runs.run_documents(ctx.url, ctx.project, baseline_id)
 candidate_docs = data.runs.run_documents(ctx.url, ctx.project, candidate_id)
 chosen = all_runs.set_index("run_id")
-scored_differently = transform.scoring_warning(
-    (str(chosen.at[baseline_id, "label"]), baseline_docs["scoring"]),
-    (str(chosen.at[candidate_id, "label"]), candidate_docs["scoring"]),
+scored_differently = transform.scoring_warning(  # labels as written: CI may name runs after branches
+    (_ui.literal(chosen.at[baseline_id, "label"]), baseline_docs["scoring"]),
+    (_ui.literal(chosen.at[candidate_id, "label"]), candidate_docs["scoring"]),
     str(chosen.at[candidate_id, "eval_set_name"]),
 )
 if scored_differently:
@@ -135,7 +138,7 @@ def show_answer(
     column.text(answer if isinstance(answer, str) else "(no answer)")
     column.caption(
         "cited: "
-        + (", ".join(map(str, documents)) if isinstance(documents, list) and documents else "nothing")
+        + (", ".join(map(_ui.literal, documents)) if isinstance(documents, list) and documents else "nothing")
     )
     if isinstance(trace_id, str) and trace_id:
         column.page_link(
@@ -147,10 +150,11 @@ def show_answer(
 
 
 for case in flipped.head(ctx.max_rows).itertuples():
-    with st.expander(f"{case.scenario!s} · {case.case_key!s} · fails {case.metric!s}"):
-        st.markdown(f"**Question:** {case.question!s}")
+    title = " · ".join(map(_ui.literal, (case.scenario, case.case_key, f"fails {case.metric}")))
+    with st.expander(title):  # questions of promoted cases are what production users typed
+        st.markdown(f"**Question:** {_ui.literal(case.question)}")
         reference = case.reference_answer if isinstance(case.reference_answer, str) else "—"
-        st.markdown(f"**Reference:** {reference}")
+        st.markdown(f"**Reference:** {_ui.literal(reference)}")
         base_col, cand_col = st.columns(2)
         show_answer(
             base_col, "Baseline", case.baseline_response, case.baseline_retrieved_ids, case.baseline_trace_id

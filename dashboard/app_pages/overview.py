@@ -21,7 +21,7 @@ def scorecard(scenario: str, current: dict[str, MetricEstimate], before: dict[st
     applicable = [metric for metric in METRICS if metric in current]  # no tile for what does not apply
     if not applicable:
         return
-    st.markdown(f"**{scenario.replace('_', ' ')}**")
+    st.markdown(f"**{_ui.literal(scenario.replace('_', ' '))}**")
     for column, metric in zip(st.columns(len(METRICS)), applicable, strict=False):
         estimate = current[metric]
         previous = before.get(metric)
@@ -42,10 +42,10 @@ if gates.empty:
     _ui.empty_state("gates")
 for column, gate in zip(st.columns(max(1, min(4, len(gates)))), gates.itertuples(), strict=False):
     verdict = ":green-badge[PASS]" if gate.verdict == "pass" else ":red-badge[REGRESSION]"
-    column.markdown(f"**{gate.eval_set_name}** {verdict}")
+    column.markdown(f"**{_ui.literal(gate.eval_set_name)}** {verdict}")  # names from set files and CI
     column.caption(
-        f"{gate.candidate} vs {gate.baseline} · {gate.num_regressions} regressed cells · "
-        f"{gate.created_at:%Y-%m-%d %H:%M} UTC"
+        f"{_ui.literal(gate.candidate)} vs {_ui.literal(gate.baseline)} · "
+        f"{gate.num_regressions} regressed cells · {gate.created_at:%Y-%m-%d %H:%M} UTC"
     )
 
 st.header("Quality per scenario")
@@ -63,15 +63,15 @@ else:
         data.runs.run_documents(ctx.url, ctx.project, baseline_id)["summary"] if baseline_id else None
     )
     if summary_json is None:
-        st.info(f"Run {latest['label']} has no summary yet.")
+        st.info(f"Run {_ui.literal(latest['label'])} has no summary yet.")
     else:
         summary = RunSummary.model_validate(summary_json)
         baseline = RunSummary.model_validate(baseline_json) if baseline_json else None
         base_label = all_runs.set_index("run_id")["label"].get(baseline_id, "none") if baseline_id else "none"
         st.caption(
-            f"Run **{latest['label']}** ({latest['started_at']:%Y-%m-%d %H:%M} UTC, "
+            f"Run **{_ui.literal(latest['label'])}** ({latest['started_at']:%Y-%m-%d %H:%M} UTC, "
             f"{summary.num_cases} cases, "
-            f"{summary.num_errors} failed requests) against baseline **{base_label}**. "
+            f"{summary.num_errors} failed requests) against baseline **{_ui.literal(base_label)}**. "
             "Hover a tile for its 95% confidence interval."
         )
         scorecard("overall", summary.overall, baseline.overall if baseline else {})

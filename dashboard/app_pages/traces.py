@@ -1,11 +1,13 @@
 """Traces: filter, open one, read its span waterfall and the attributes of the chosen span."""
 
-import pandas as pd
+import re
+
 import streamlit as st
 
 from dashboard import _ui, charts, data, transform
 
 ALL = "(all)"
+TRACE_ID = re.compile(r"[0-9a-f]{32}")  # as the collector stores them
 
 ctx = _ui.context()
 st.title("Traces")
@@ -13,7 +15,12 @@ if not data.status.data_present(ctx.url, ctx.project)["spans"]:
     _ui.empty_state("spans")
     st.stop()
 
-linked_trace = st.query_params.get("trace_id")
+# lower case: as a viewer that shows capitals may have copied it
+linked_trace = st.query_params.get("trace_id", "").strip().lower() or None
+if linked_trace is not None and not TRACE_ID.fullmatch(linked_trace):
+    # never echoed: a crafted link must not write on the page
+    st.warning("The link's trace_id is not a trace id (32 hexadecimal digits), so it opens none.")
+    linked_trace = None
 with st.expander("Filters", expanded=linked_trace is None):
     row1 = st.columns(5)
     with row1[0]:
@@ -76,15 +83,18 @@ if spans.empty:
 frame = transform.waterfall(spans)
 st.subheader(f"Trace {trace_id}")
 st.altair_chart(charts.waterfall(frame), width="stretch")
-span_labels = dict(zip(frame["span_id"], frame["label"].str.strip(), strict=True))
-span_id = str(st.selectbox("Span", list(span_labels), format_func=span_labels.__getitem__))
-span = frame.set_index("span_id").loc[span_id].squeeze()
-assert isinstance(span, pd.Series)
+# by row, not span id: a client may send one span id twice in a trace (other start times, both stored);
+# numbered, since a selectbox tells its options apart by label (the last of equal labels wins)
+span_labels = frame["label"].str.strip()
+row = st.selectbox("Span", list(frame.index), format_func=lambda row: f"{row + 1}. {span_labels[row]}")
+span = frame.loc[row]
 facts_col, raw_col = st.columns(2)
 with facts_col:
-    st.markdown(f"**{span['name']}**")
-    facts = transform.span_facts(span)
-    st.table({"attribute": list(facts), "value": ["—" if v is None else str(v) for v in facts.values()]})
+    st.markdown(f"**{_ui.literal(span['name'])}**")
+    facts = transform.span_facts(span)  # st.table reads its cells as Markdown
+    st.table(
+        {"attribute": list(facts), "value": ["—" if v is None else _ui.literal(v) for v in facts.values()]}
+    )
 with raw_col:
     st.markdown("**All attributes**")
     st.json(span["attributes"], expanded=True)

@@ -10,12 +10,12 @@ from typing import Any, ParamSpec, TypeVar, cast
 
 import pandas as pd
 import streamlit as st
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 from sqlalchemy.orm import Session
 
 from evallens.auth import AuthGate, Principal, Scope
 from evallens.db import create_db_engine, create_session_factory, open_database
-from evallens.settings import AuthSettings, DatabaseSettings
+from evallens.settings import AuthSettings, DashboardSettings, DatabaseSettings
 
 CACHE_TTL_S = 30
 P = ParamSpec("P")
@@ -44,7 +44,18 @@ def database_url() -> str:
 
 @resource(on_release=lambda engine: engine.dispose())
 def _engine(url: str) -> Engine:
-    return create_db_engine(url, pool_size=3)
+    engine = create_db_engine(url, pool_size=3)
+    timeout_ms = round(DashboardSettings().dashboard_statement_timeout_s * 1000)
+
+    # a page waits for its queries: a locked table or an overloaded server must end in a message
+    @event.listens_for(engine, "connect")
+    def limit_statements(connection: Any, _record: Any) -> None:
+        autocommit, connection.autocommit = connection.autocommit, True
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET statement_timeout = {timeout_ms}")
+        connection.autocommit = autocommit
+
+    return engine
 
 
 @contextmanager

@@ -4,8 +4,11 @@ how far back the recent data reaches (the windows' defaults)."""
 from datetime import timedelta
 
 import pandas as pd
+from alembic.config import Config
+from alembic.script import ScriptDirectory
 
-from dashboard.data._db import cached, frame
+from dashboard.data._db import cached, frame, resource
+from evallens.db.migrate import MIGRATIONS_DIR
 
 
 @cached
@@ -16,6 +19,16 @@ def schema_revision(url: str) -> str | None:
         return None
     revision = frame(url, "SELECT version_num FROM alembic_version")
     return None if revision.empty else str(revision["version_num"].iloc[0])
+
+
+@resource()
+def code_revisions() -> tuple[str, ...]:
+    """The schema revisions this code knows, newest first (none where its migrations are not shipped)."""
+    if not MIGRATIONS_DIR.is_dir():
+        return ()
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return tuple(script.revision for script in ScriptDirectory.from_config(config).walk_revisions())
 
 
 @cached

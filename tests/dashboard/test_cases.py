@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from dashboard import data
-from dashboard._ui import WINDOWS_H
+from dashboard._ui import WINDOWS_H, literal
 from evallens import cases
 from evallens.cases.mining import REASONS
 from evallens.db import create_db_engine
@@ -76,18 +76,58 @@ def test_promote_from_the_cases_page(app_database: str, seeded: Seeded) -> None:
     app = open_page("app_pages/cases.py")
     app.multiselect[0].select(seeded.feedback_trace).select(seeded.slow_trace).run()
     preview = " ".join(str(markdown.value) for markdown in app.markdown)
-    assert "My email is [EMAIL] and my phone is [PHONE], where is my order?" in preview
+    assert literal("My email is [EMAIL] and my phone is [PHONE], where is my order?") in preview
     assert any("Redacted: email, phone" in caption.value for caption in app.caption)
     app.radio[0].set_value("answer")
     app.text_area[0].input("Orders ship within 2 days.")
     next(button for button in app.button if "Promote" in button.label).click().run()
     assert not app.error, [error.value for error in app.error]
-    assert any("Promoted 2 case(s) into acme-support v2: 0 need review" in s.value for s in app.success)
+    message = f"Promoted 2 case(s) into {literal(SET_NAME)} v2: 0 need review"
+    assert any(message in success.value for success in app.success)
     promoted = [case for case in stored_cases(app_database, 2) if case.source_trace_id]
     assert {case.status for case in promoted} == {"active"}  # complete: expected answer with a reference
     assert {case.source_trace_id for case in promoted} == {seeded.feedback_trace, seeded.slow_trace}
     assert {case.reference_answer for case in promoted} == {"Orders ship within 2 days."}
     assert {case.scenario for case in promoted} == {"harmful"}  # first scenario of the set, alphabetically
+
+
+def test_the_scenarios_offered_are_those_of_the_chosen_set(app_database: str, seeded: Seeded) -> None:
+    engine = create_db_engine(app_database)
+    try:
+        with Session(engine) as db, db.begin():
+            other = EvalSet(name="other-set", version=1, content_hash="other-v1")
+            db.add(other)
+            db.flush()
+            db.add(
+                EvalCase(
+                    eval_set_id=other.id,
+                    case_key="s-1",
+                    scenario="shipping",
+                    question="Do you ship to Norway?",
+                    expected_behavior="decline",
+                )
+            )
+    finally:
+        engine.dispose()
+    app = open_page("app_pages/cases.py")
+    app.multiselect[0].select(seeded.feedback_trace).run()
+    boxes = {box.label: box for box in app.selectbox if box.label in ("Eval set", "Scenario")}
+    # in a browser a widget in a form reruns nothing until the form is sent (AppTest does not defer it):
+    # the scenarios listed would still be the other set's, and the one picked there not the one stored
+    assert {label: box.form_id for label, box in boxes.items()} == {"Eval set": "", "Scenario": ""}
+    boxes["Eval set"].set_value("other-set").run()
+    scenario = next(box for box in app.selectbox if box.label == "Scenario")
+    assert scenario.options == ["shipping"]
+    next(button for button in app.button if "Promote" in button.label).click().run()
+    assert not app.error, [error.value for error in app.error]
+    engine = create_db_engine(app_database)
+    try:
+        with Session(engine) as db:
+            version_2 = (EvalSet.name == "other-set") & (EvalSet.version == 2)
+            stored = db.scalars(select(EvalCase.scenario).join(EvalSet).where(version_2)).all()
+    finally:
+        engine.dispose()
+    assert sorted(stored) == ["shipping", "shipping"]  # the set's case and the promoted one
 
 
 def add_refusal_and_duplicates(url: str, seeded: Seeded) -> list[str]:

@@ -2,7 +2,9 @@
 
 import pytest
 
+from dashboard._ui import literal
 from tests.dashboard.conftest import open_page
+from tests.dashboard.seed import Seeded
 
 PAGES_AND_HINTS = [
     (None, "evallens eval run"),
@@ -50,3 +52,59 @@ def test_password_guards_every_page(app_database: str, monkeypatch: pytest.Monke
     app.text_input[0].input("s3cret")
     app.button[0].click().run()
     assert any(title.value == "Overview" for title in app.title)
+
+
+def test_an_unreachable_database_is_one_readable_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+
+    from evallens.ports import free_port
+
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", f"postgresql+psycopg://evallens@127.0.0.1:{free_port()}/gone")
+    monkeypatch.setenv("EVALLENS_DASHBOARD_EMBED_AHEAD_S", "0")
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    for page in (None, "app_pages/traces.py"):
+        app = open_page(page)  # fails on any exception the page raised
+        [error] = [error.value for error in app.error]
+        assert error.startswith(f"PostgreSQL did not answer ({literal('connection failed: ')}")
+        assert "Connection refused" in error
+    st.cache_resource.clear()
+
+
+def test_a_query_past_the_statement_timeout_is_one_readable_line(
+    app_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+    from sqlalchemy import make_url
+    from streamlit.testing.v1 import AppTest
+
+    from tests.dashboard.conftest import APP_FILE
+
+    monkeypatch.setenv("EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S", "0.5")
+    conninfo = make_url(app_database).set(drivername="postgresql").render_as_string(hide_password=False)
+    holder = psycopg.connect(conninfo)  # a migration or a partition drop holds the spans so
+    try:
+        # PostgreSQL ends the holder after a while: a page that waits on the lock then renders in full
+        holder.execute("SET idle_in_transaction_session_timeout = '20s'")
+        holder.execute("LOCK TABLE spans IN ACCESS EXCLUSIVE MODE")
+        app = AppTest.from_file(APP_FILE, default_timeout=120)
+        app.run()
+    finally:
+        holder.close()  # its transaction and lock end with it, unless PostgreSQL ended it first
+    assert not app.exception, [exception.value for exception in app.exception]
+    assert [error.value for error in app.error] == [
+        "PostgreSQL did not answer within 0.5 s (EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S), so the page "
+        "stopped waiting. Reload in a while, or pick a shorter window."
+    ]
+
+
+def test_a_schema_behind_the_code_says_to_migrate(app_database: str, seeded: Seeded) -> None:
+    from evallens.db.migrate import downgrade, head_revision
+
+    downgrade(app_database, "0011")  # eval_runs.scoring, which the overview and compare read, is gone
+    for page in (None, "app_pages/compare.py"):
+        app = open_page(page)  # fails on any exception the page raised
+        assert [warning.value for warning in app.warning] == [
+            f"The database schema is at revision 0011, older than this evallens ({head_revision()}). "
+            "Run `evallens db upgrade`, then reload."
+        ]

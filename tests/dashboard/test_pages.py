@@ -1,9 +1,12 @@
 """Every page against a real PostgreSQL seeded with runs, results, spans, metric samples and a gate report."""
 
+import uuid
+
 import psycopg
 import streamlit as st
 from psycopg.types.json import Jsonb
 
+from dashboard._ui import literal
 from tests.dashboard.conftest import open_page
 from tests.dashboard.seed import PII_QUESTION, REDACTED_QUESTION, SET_NAME, Seeded, hex_id
 
@@ -21,7 +24,7 @@ def texts(app) -> str:
 def test_overview_shows_verdict_scorecards_and_cost(seeded: Seeded) -> None:
     app = open_page()
     shown = texts(app)
-    assert SET_NAME in shown and "REGRESSION" in shown
+    assert literal(SET_NAME) in shown and "REGRESSION" in shown  # names go into Markdown escaped
     tiles = [(metric.label, metric.value, metric.delta) for metric in app.metric]
     # overall row first: candidate accuracy 70% against the main-tagged baseline's 90%
     assert ("accuracy", "70.0%", "-20.0 pts") in tiles
@@ -59,6 +62,27 @@ def test_compare_defaults_to_latest_run_and_its_tagged_baseline(seeded: Seeded) 
         ("rr-002", "recall"),
     ]
     assert "REGRESSION" in texts(app)
+
+
+def test_compare_tells_apart_runs_of_one_label_set_version_and_minute(
+    app_database: str, seeded: Seeded
+) -> None:
+    with psycopg.connect(app_database) as connection:  # two 'nightly' runs, started together (a CI matrix)
+        for _ in range(2):
+            connection.execute(
+                "INSERT INTO eval_runs (id, eval_set_id, label, endpoint, config, config_fingerprint, status,"
+                " summary, started_at) SELECT %s, eval_set_id, 'nightly', endpoint, config, 'fp-n', status,"
+                " summary, started_at FROM eval_runs WHERE id = %s",
+                (uuid.uuid4(), seeded.baseline_id),
+            )
+    st.cache_data.clear()
+    app = open_page("app_pages/compare.py")
+    twins = [index for index, label in enumerate(app.selectbox[1].options) if label.startswith("nightly ·")]
+    chosen = set()
+    for index in twins:
+        app.selectbox[1].select_index(index).run()
+        chosen.add(app.selectbox[1].value)
+    assert len(twins) == len(chosen) == 2  # each can be picked as the baseline
 
 
 def test_compare_names_the_cases_the_gate_left_out(app_database: str, seeded: Seeded) -> None:
@@ -105,9 +129,10 @@ def test_traces_filters_and_opens_a_linked_trace(seeded: Seeded) -> None:
     facts = app.table[0].value
     assert "engine failed" in list(facts["value"])  # the root span is chosen first
     span_box = next(box for box in app.selectbox if box.label == "Span")
-    span_box.set_value(hex_id("5", 202 * 10 + 1, 16)).run()
+    retrieve = next(index for index, label in enumerate(span_box.options) if ". retrieve · " in label)
+    span_box.select_index(retrieve).run()
     facts = dict(zip(app.table[0].value["attribute"], app.table[0].value["value"], strict=True))
-    assert facts["retrieved documents"] == "returns-policy"
+    assert facts["retrieved documents"] == r"returns\-policy"  # as Markdown: st.table reads it so
     assert len(app.get("vega_lite_chart")) == 1
 
 

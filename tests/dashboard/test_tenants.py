@@ -7,6 +7,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from dashboard import data
+from dashboard._ui import KEY_UNCHECKED, literal
 from evallens.auth import Scope, create_key
 from evallens.db import create_db_engine
 from evallens.db.models import EvalRun, EvalSet
@@ -92,7 +93,8 @@ def test_alpha_login_never_shows_default_spans_runs_or_costs(
     app = sign_in(alpha_keys["read"])
     text = shown(app)
     assert any(title.value == "Overview" for title in app.title)
-    assert "alpha-run" in text and SET_NAME not in text
+    assert literal("alpha-run") in text  # names go into Markdown escaped
+    assert literal(SET_NAME) not in text and SET_NAME not in text
     tiles = {metric.label: metric.value for metric in app.metric}
     assert tiles["cost (USD)"] == "$0.5000" and tiles["requests"] == "2"
 
@@ -159,7 +161,7 @@ def test_alpha_cases_page_never_shows_another_projects_question(
     table = app.dataframe[0].value
     assert seeded.error_trace in set(table["trace_id"])
     assert set(table["question"].dropna()) == {ALPHA_QUESTION}
-    assert "Can I return shoes?" not in shown(app)
+    assert "Can I return shoes?" not in shown(app) and literal("Can I return shoes?") not in shown(app)
 
 
 def test_a_read_key_cannot_promote_a_write_key_can(alpha_keys: dict[str, str], seeded: Seeded) -> None:
@@ -191,3 +193,28 @@ def test_alpha_serving_page_never_shows_another_projects_samples(
             gauges = data.serving.gauge_series(app_database, project, *window, bucket_s)
             increases = data.serving.counter_increases(app_database, project, *window, bucket_s)
             assert (gauges.empty, increases.empty) == (empty, empty), (project, bucket_s)
+
+
+def test_a_key_that_cannot_be_checked_stays_signed_in(
+    alpha_keys: dict[str, str], app_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+    from sqlalchemy import make_url
+
+    monkeypatch.setenv("EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S", "0.5")
+    app = sign_in(alpha_keys["read"])
+    assert any(title.value == "Overview" for title in app.title)
+    conninfo = make_url(app_database).set(drivername="postgresql").render_as_string(hide_password=False)
+    holder = psycopg.connect(conninfo)
+    try:  # the key check waits on the lock past the statement timeout, as on a PostgreSQL gone away
+        holder.execute("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE")
+        app.run()
+    finally:
+        holder.close()
+    assert not app.exception, [exception.value for exception in app.exception]
+    assert [error.value for error in app.error] == [
+        f"{KEY_UNCHECKED} (cannot check the API key: OperationalError)."
+    ]
+    assert not app.text_input  # no sign-in form
+    app.run()
+    assert any(title.value == "Overview" for title in app.title)  # still signed in, key checked again

@@ -23,6 +23,12 @@ class DashboardSettings(AuthSettings):
     dashboard_max_rows: int = Field(
         default=200, ge=10, le=10_000, description="Most rows a table of traces or cases lists."
     )
+    dashboard_statement_timeout_s: float = Field(
+        default=60,
+        gt=0,
+        description="Longest a dashboard query may run before PostgreSQL cancels it and the page says so,"
+        " instead of waiting on a locked table or an overloaded server without end.",
+    )
     dashboard_embed_ahead_s: float = Field(
         default=300,
         ge=0,
