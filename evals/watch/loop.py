@@ -20,7 +20,7 @@ from evallens.errors import EvallensError
 from evallens.reports import GateReportBody
 from evallens.runs import MAIN_TAG, RunNotFound, latest_completed_run, resolve_run
 from evallens.settings import EvalSettings
-from evals.errors import EndpointUnreachable, ScoredDifferently
+from evals.errors import EndpointUnreachable, NothingCompared, ScoredDifferently
 from evals.gate import GateOutcome, options_from_settings, run_gate
 from evals.metrics.context import describe_scoring, require_judge_model
 from evals.metrics.result import ScoringContext
@@ -246,7 +246,7 @@ def _gate(
             f"`evallens eval tag RUN {options.baseline}`)"
         )
         return
-    except ScoredDifferently as error:  # a stale baseline is the person's to replay; the watch goes on
+    except (ScoredDifferently, NothingCompared) as error:  # the person's to fix; the watch goes on
         emit(f"not gated: {error}")
         return
     outcome.gates.append(gated)

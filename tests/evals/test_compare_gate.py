@@ -19,7 +19,7 @@ from evallens.runs import tag_run
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics as prom
 from evals.compare import ComparisonOptions, compare_runs
-from evals.errors import ScoredDifferently
+from evals.errors import NothingCompared, ScoredDifferently
 from evals.render.markdown import render_markdown
 from evals.render.terminal import print_report
 from evals.sets.format import CaseSpec, EvalSetSpec
@@ -385,3 +385,39 @@ def test_cases_edited_between_set_versions_are_named_and_left_out_of_the_compari
     printed = io.StringIO()
     print_report(backwards, Console(file=printed, width=400))
     assert "removed: 6 case(s) only in the baseline's set version (removed since)" in printed.getvalue()
+
+
+def _shipping_set(session: Session, reference_suffix: str = "") -> int:
+    """A set of shipping_logistics cases alone (``_add_run(unscored=...)`` leaves those unjudged)."""
+    cases = [
+        CaseSpec(
+            id=f"sh-{i:03d}",
+            scenario="shipping_logistics",
+            question=f"question shipping {i}?",
+            reference_answer=f"answer {i}{reference_suffix}",
+        )
+        for i in range(NUM_CASES)
+    ]
+    return sync_set(session, EvalSetSpec(name="synthetic", source_path="memory", cases=cases)).eval_set_id
+
+
+def test_a_gate_that_paired_no_case_is_no_pass(database_url: str, sessions: sessionmaker[Session]) -> None:
+    """Every case edited between the set versions, or a metric left unscored on every case: the gate
+    tested nothing there, so it gives no verdict (exit 2) rather than a pass."""
+    with sessions.begin() as session:
+        create_span_partitions(session.connection(), [T0.date()])
+        before = _add_run(session, _shipping_set(session), T0)
+        unjudged = _add_run(session, _shipping_set(session), T0 + timedelta(hours=1), unscored=NUM_CASES)
+        edited = _add_run(session, _shipping_set(session, " (revised)"), T0 + timedelta(hours=2))
+    with sessions() as session, pytest.raises(NothingCompared) as error:
+        compare_runs(session, str(before), str(unjudged), ComparisonOptions())
+    assert f"share no case scored on accuracy ({NUM_CASES} unscored on accuracy)" in str(error.value)
+    refused = run_cli(
+        "gate", "--baseline", str(before), "--candidate", str(edited), database_url=database_url
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stdout
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith(f"evallens: error: runs {before} and {edited} share no case scored on any metric")
+    assert f"({NUM_CASES} edited between the runs' set versions)" in line
+    with sessions() as session:
+        assert session.scalars(select(GateReport)).first() is None  # no verdict stored either
