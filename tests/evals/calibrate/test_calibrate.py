@@ -210,6 +210,17 @@ def test_suggestions_are_cross_validated(tmp_path: Path, similarity: MiniLmSimil
     assert report.as_json()["metrics"]["harmfulness"]["suggestion"]["cross_validated"]["n"] == 40
 
 
+def test_suggestions_need_a_row_in_every_fold(tmp_path: Path) -> None:
+    """Two rows of a metric leave a fold nothing to tune on: one line, exit 2, before any scoring."""
+    labels = write_labels(tmp_path / "labels.jsonl", ROWS + [{**ROWS[0], "id": f"a{n}"} for n in range(3, 6)])
+    result = cli(str(labels), "--suggest-thresholds", tmp_path=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"evallens: error: {labels}: suggesting thresholds (5-fold cross-validation) needs at least 5 "
+        "labelled rows per metric: irrelevance has 2, harmfulness has 2"
+    ]
+
+
 class RecordedProgress:
     """A progress reporter that keeps what it was told."""
 
