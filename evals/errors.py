@@ -35,3 +35,7 @@ class ScoredDifferently(EvallensError):
 
 class NothingCompared(EvallensError):
     """Two runs with no case scored in both on some metric they scored: a verdict would pass it untested."""
+
+
+class ReportNotWritten(EvallensError):
+    """A report folder that cannot be created or written (a path under a file, no permission, disk full)."""

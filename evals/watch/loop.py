@@ -24,7 +24,7 @@ from evals.errors import EndpointUnreachable, NothingCompared, ScoredDifferently
 from evals.gate import GateOutcome, options_from_settings, run_gate
 from evals.metrics.context import describe_scoring, require_judge_model
 from evals.metrics.result import ScoringContext
-from evals.render import write_reports
+from evals.render import prepare_report_dir, write_reports
 from evals.runner.run import RunReport, run_eval
 from evals.sets.store import find_set_version
 from evals.target import fetch_target_config
@@ -90,6 +90,8 @@ def watch(
     sleep: Callable[[float], None] = time.sleep,
 ) -> WatchOutcome:
     """Poll until ``max_polls`` polls, ``max_runs`` replays or a regression with ``exit_on_regression``."""
+    if options.report_dir is not None:
+        prepare_report_dir(options.report_dir)
     with session_factory() as session:
         for selector in options.set_selectors:
             # an unknown set is an error now, not at the first change

@@ -421,3 +421,22 @@ def test_a_gate_that_paired_no_case_is_no_pass(database_url: str, sessions: sess
     assert f"({NUM_CASES} edited between the runs' set versions)" in line
     with sessions() as session:
         assert session.scalars(select(GateReport)).first() is None  # no verdict stored either
+
+
+def test_a_report_dir_that_cannot_be_made_stops_before_the_work(
+    database_url: str, sessions: sessionmaker[Session], runs: dict[str, uuid.UUID], tmp_path: Path
+) -> None:
+    """A report folder under a file: one line and exit 2, before a gate stores any verdict."""
+    (tmp_path / "a-file").write_text("")
+    folder = tmp_path / "a-file" / "reports"
+    for command in (
+        ("eval", "compare", "main", str(runs["cached"]), "--report-dir", str(folder)),
+        ("gate", "--baseline", "main", "--candidate", str(runs["cached"]), "--report-dir", str(folder)),
+    ):
+        refused = run_cli(*command, database_url=database_url)
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.strip().splitlines() == [
+            f"evallens: error: cannot write reports into {folder}: Not a directory"
+        ]
+    with sessions() as session:
+        assert session.scalars(select(GateReport)).first() is None

@@ -221,6 +221,16 @@ def test_suggestions_need_a_row_in_every_fold(tmp_path: Path) -> None:
     ]
 
 
+def test_a_report_dir_that_cannot_be_made_is_one_line_before_scoring(tmp_path: Path) -> None:
+    labels = write_labels(tmp_path / "labels.jsonl")
+    (tmp_path / "a-file").write_text("")
+    result = cli(str(labels), "--report-dir", str(tmp_path / "a-file" / "report"), tmp_path=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"evallens: error: cannot write reports into {tmp_path / 'a-file' / 'report'}: Not a directory"
+    ]
+
+
 class RecordedProgress:
     """A progress reporter that keeps what it was told."""
 
