@@ -2,16 +2,22 @@
 
 import dataclasses
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psycopg
 import pytest
-from sqlalchemy import func, select
+from psycopg import sql
+from sqlalchemy import func, make_url, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalResult, EvalRun
+from evallens.db.server import DatabaseServer
 from evallens.ports import free_port
 from evallens.reports import InfraSummary, RunSummary
-from evallens.settings import EvalSettings
+from evallens.settings import EvalSettings, child_environment
 from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID
 from evals.errors import EndpointUnreachable, ScoredDifferently
 from evals.gate import gate_endpoint
@@ -271,6 +277,41 @@ def test_a_run_with_too_many_failed_requests_is_stored_as_failed(
     assert run.status == "failed" and run.error is not None and run.error.startswith("1 of 4 requests failed")
     assert run.summary is None and num_results == 0  # nothing half-written: the run says why it failed
     assert str(run.id) in line
+
+
+def test_a_database_lost_mid_run_is_one_line_and_no_completed_run(
+    database_url: str,
+    postgres_server: DatabaseServer,
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+) -> None:
+    """The database stops taking connections while the target answers: exit 2 and one line, never a
+    traceback, and the run is not left as a completed one."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.answer_delay_s = 3.0
+    command = [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support"]
+    run = subprocess.Popen(
+        [*command, "--endpoint", scripted_target.url],
+        env=child_environment({"EVALLENS_DATABASE_URL": database_url}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    name = str(make_url(database_url).database)
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        while not scripted_target.headers_seen:  # the run is stored and replaying
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.05)
+        admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(name)))
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [name])
+        _, stderr = run.communicate(timeout=300)
+        admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS true").format(sql.Identifier(name)))
+    assert run.returncode == 2, stderr
+    [line] = stderr.strip().splitlines()
+    assert line.startswith("evallens: error: lost the database: connection failed: ")
+    assert line.endswith(f'database "{name}" is not currently accepting connections')
+    with sessions() as session:
+        stored = session.scalars(select(EvalRun)).one()
+        assert stored.status != "completed" and stored.summary is None
+        assert session.scalar(select(func.count()).select_from(EvalResult)) == 0
 
 
 def test_no_cache_sends_the_header_and_the_run_counts_cached_answers(
