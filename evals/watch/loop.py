@@ -7,6 +7,7 @@ watch, and never gated. A failed run (target down, too many errors) does not cou
 poll tries again. Every completed run is gated against the baseline tag.
 """
 
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -255,7 +256,7 @@ def _gate(
     body = gated.body
     report_dir = None
     if options.report_dir is not None:
-        report_dir = options.report_dir / f"{body.eval_set_name}-{str(run_id)[:8]}"
+        report_dir = options.report_dir / f"{folder_name(body.eval_set_name)}-{str(run_id)[:8]}"
         write_reports(body, report_dir)
     for line in verdict_lines(body, options.baseline):
         emit(line)
@@ -267,6 +268,12 @@ def _gate(
         emit(notify_regression(options.on_regression, body, report_dir))
     if options.exit_on_regression:
         outcome.exit_code = EXIT_REGRESSION
+
+
+def folder_name(eval_set_name: str) -> str:
+    """The set's name as one folder name: a name such as 'team/returns' or '../x' stays inside the
+    report folder."""
+    return re.sub(r"[^\w.-]", "_", eval_set_name).replace("..", "__")
 
 
 def verdict_lines(body: GateReportBody, baseline: str) -> list[str]:
