@@ -65,6 +65,11 @@ WITHOUT_DATABASE = {
         {"EVALLENS_EVAL_WATCH_INTERVAL_S": "1e308"},
         ["EVALLENS_EVAL_WATCH_INTERVAL_S", "less than or equal to 604800"],
     ),
+    "negative eval seed": (
+        ["eval", "run", "--set", "x"],
+        {"EVALLENS_EVAL_SEED": "-1"},
+        ["EVALLENS_EVAL_SEED", "greater than or equal to 0"],
+    ),
     "--report-dir a file": (
         ["eval", "calibrate", "labels.jsonl", "--report-dir", sys.executable],
         {},

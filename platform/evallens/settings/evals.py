@@ -150,7 +150,11 @@ class EvalSettings(BaseSettings):
     eval_bootstrap_resamples: int = Field(
         default=2000, ge=100, description="Resamples for the bootstrap confidence intervals of run summaries."
     )
-    eval_seed: int = Field(default=20240601, description="Seed of the bootstrap, so reports reproduce.")
+    eval_seed: int = Field(
+        default=20240601,
+        ge=0,
+        description="Seed of the bootstrap, so reports reproduce (numpy takes none below 0).",
+    )
     eval_watch_interval_s: float = Field(
         default=30.0,
         gt=0,
