@@ -70,6 +70,11 @@ WITHOUT_DATABASE = {
         {"EVALLENS_EVAL_SEED": "-1"},
         ["EVALLENS_EVAL_SEED", "greater than or equal to 0"],
     ),
+    "infinite eval temperature": (
+        ["eval", "run", "--set", "x"],
+        {"EVALLENS_EVAL_TEMPERATURE": "inf"},
+        ["EVALLENS_EVAL_TEMPERATURE", "finite number"],
+    ),
     "--report-dir a file": (
         ["eval", "calibrate", "labels.jsonl", "--report-dir", sys.executable],
         {},

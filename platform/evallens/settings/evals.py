@@ -37,7 +37,12 @@ class EvalSettings(BaseSettings):
     eval_request_timeout_s: float = Field(
         default=120.0, gt=0, description="Seconds one request may take before it is a recorded failure."
     )
-    eval_temperature: float = Field(default=0.0, ge=0, description="Sampling temperature sent to the target.")
+    eval_temperature: float = Field(
+        default=0.0,
+        ge=0,
+        allow_inf_nan=False,  # JSON has no infinity: every request body would fail to encode
+        description="Sampling temperature sent to the target.",
+    )
     eval_max_tokens: int = Field(default=256, ge=1, description="max_tokens sent with each request.")
     eval_recall_k: int = Field(
         default=5, ge=1, description="Recall@k: how many of the cited ids (in order) count as retrieved."
