@@ -41,6 +41,11 @@ def compare_runs(
     baseline_ref = resolve_run(session, baseline, eval_set_name=candidate_ref.eval_set.name, project=project)
     for ref in (baseline_ref, candidate_ref):
         _require_completed(ref)
+    if baseline_ref.run.id == candidate_ref.run.id:  # e.g. a run tagged main, then gated against main
+        raise NothingCompared(
+            f"'{baseline}' and '{candidate}' are the same run ({candidate_ref.run.id}): a run compared "
+            "with itself tests nothing, so no verdict"
+        )
     if baseline_ref.eval_set.name != candidate_ref.eval_set.name:
         raise RunNotFound(
             f"the runs replay different sets ('{baseline_ref.eval_set.name}' and "

@@ -423,6 +423,21 @@ def test_a_gate_that_paired_no_case_is_no_pass(database_url: str, sessions: sess
         assert session.scalars(select(GateReport)).first() is None  # no verdict stored either
 
 
+def test_a_run_gated_against_itself_is_no_pass(
+    database_url: str, sessions: sessionmaker[Session], runs: dict[str, uuid.UUID]
+) -> None:
+    """`eval run --tag main`, then `gate --baseline main --candidate RUN`: the same run twice."""
+    baseline = str(runs["baseline"])
+    refused = run_cli("gate", "--baseline", "main", "--candidate", baseline[:8], database_url=database_url)
+    assert refused.returncode == 2, refused.stdout
+    assert refused.stderr.strip().splitlines() == [
+        f"evallens: error: 'main' and '{baseline[:8]}' are the same run ({baseline}): a run compared with "
+        "itself tests nothing, so no verdict"
+    ]
+    with sessions() as session:
+        assert session.scalars(select(GateReport)).first() is None
+
+
 def test_a_report_dir_that_cannot_be_made_stops_before_the_work(
     database_url: str, sessions: sessionmaker[Session], runs: dict[str, uuid.UUID], tmp_path: Path
 ) -> None:
