@@ -28,8 +28,8 @@ from evals.metrics.result import ScoringContext
 from evals.render import prepare_report_dir, write_reports
 from evals.runner.run import RunReport, run_eval
 from evals.sets.store import find_set_version
-from evals.target import fetch_target_config
-from evals.watch.notify import notify_regression
+from evals.target import check_url, fetch_target_config
+from evals.watch.notify import is_webhook, notify_regression
 from evals.watch.probe import Probe, probe
 
 EXIT_REGRESSION = 1
@@ -91,6 +91,11 @@ def watch(
     sleep: Callable[[float], None] = time.sleep,
 ) -> WatchOutcome:
     """Poll until ``max_polls`` polls, ``max_runs`` replays or a regression with ``exit_on_regression``."""
+    check_url(options.endpoint, "the target")
+    if options.ready_url is not None:
+        check_url(options.ready_url, "--ready-url")
+    if options.on_regression is not None and is_webhook(options.on_regression):
+        check_url(options.on_regression, "--on-regression")
     if options.report_dir is not None:
         prepare_report_dir(options.report_dir)
     with session_factory() as session:

@@ -355,6 +355,35 @@ def test_an_unreachable_endpoint_is_one_line_exit_2_and_no_run(
         assert session.scalar(select(func.count()).select_from(EvalRun)) == 0
 
 
+@pytest.mark.parametrize("url", ["http://localhost:port", "http://[::1"])
+def test_a_url_with_no_port_number_is_one_line_exit_2(
+    database_url: str, sessions: sessionmaker[Session], tmp_path: Path, url: str
+) -> None:
+    """A placeholder port left in a command, or an unclosed IPv6 bracket: httpx refuses the URL
+    before any request, with no HTTP error, so each command said so with a traceback."""
+    (tmp_path / "set.jsonl").write_text((SETS / "good" / "harmful.jsonl").read_text())
+    sync = run_cli("eval", "sets", "sync", str(tmp_path / "set.jsonl"), database_url=database_url)
+    assert sync.returncode == 0, sync.stderr
+    commands: dict[str, list[tuple[str, ...]]] = {
+        "the target": [
+            ("eval", "run", "--set", "mini-support", "--endpoint", url),
+            ("eval", "watch", "--set", "mini-support", "--endpoint", url, "--max-polls", "1"),
+        ],
+        "--ready-url": [("eval", "watch", "--set", "mini-support", "--ready-url", url, "--max-polls", "1")],
+        "--endpoint": [("eval", "sets", "sync", str(tmp_path / "set.jsonl"), "--endpoint", url)],
+    }
+    for what, lines in commands.items():
+        for command in lines:
+            result = run_cli(*command, database_url=database_url)
+            assert result.returncode == 2, result.stderr
+            [line] = result.stderr.strip().splitlines()
+            assert line.startswith(f"evallens: error: {what} '{url}' is not a valid URL: Invalid port: "), (
+                line
+            )
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalRun)) == 0
+
+
 def test_cli_run_then_tag(
     database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
 ) -> None:
