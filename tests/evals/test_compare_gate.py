@@ -2,6 +2,8 @@
 
 import io
 import json
+import random
+import string
 import uuid
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
@@ -455,3 +457,15 @@ def test_a_report_dir_that_cannot_be_made_stops_before_the_work(
         ]
     with sessions() as session:
         assert session.scalars(select(GateReport)).first() is None
+
+
+def test_a_value_the_database_cannot_index_is_not_called_a_lost_database(
+    database_url: str, runs: dict[str, uuid.UUID]
+) -> None:
+    """PostgreSQL refuses an index entry over its size limit with an OperationalError, as it reports a
+    lost connection: the line says the database refused it, not that it went away."""
+    tag = "".join(random.Random(1).choices(string.ascii_letters, k=10_000))  # incompressible
+    refused = run_cli("eval", "tag", str(runs["same"]), tag, database_url=database_url)
+    assert refused.returncode == 2, refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("evallens: error: the database refused it (SQLSTATE 54000): index row requires ")

@@ -69,7 +69,7 @@ def main() -> None:
     except ValidationError as error:
         fail(setting_problem(error))
     except (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError) as error:
-        fail(f"lost the database: {database_problem(error)}")
+        fail(database_problem(error))
     except (KeyboardInterrupt, typer.Abort):
         typer.echo("evallens: interrupted", err=True)
         sys.exit(130)
@@ -96,10 +96,16 @@ def fail(message: str) -> NoReturn:
 
 
 def database_problem(error: Exception) -> str:
-    """What the database driver said, on one line: the server went away or refused us mid-command."""
+    """What the database driver said, on one line: the server went away mid-command, or refused what
+    the command asked (a value over one of PostgreSQL's limits is an OperationalError too)."""
     cause = getattr(error, "orig", None) or error
     lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
-    return lines[0] if lines else type(cause).__name__
+    said = lines[0] if lines else type(cause).__name__
+    sqlstate = getattr(cause, "sqlstate", None)
+    # no SQLSTATE: the connection failed in the client; 08: connection exception; 57P: the server stopped
+    if sqlstate is None or sqlstate.startswith(("08", "57P")):
+        return f"lost the database: {said}"
+    return f"the database refused it (SQLSTATE {sqlstate}): {said}"
 
 
 def setting_problem(error: ValidationError) -> str:
