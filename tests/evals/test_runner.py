@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -311,6 +312,31 @@ def test_a_database_lost_mid_run_is_one_line_and_no_completed_run(
     with sessions() as session:
         stored = session.scalars(select(EvalRun)).one()
         assert stored.status != "completed" and stored.summary is None
+        assert session.scalar(select(func.count()).select_from(EvalResult)) == 0
+
+
+def test_a_run_stopped_mid_replay_is_stored_as_interrupted(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    """SIGTERM (docker stop, a CI timeout) while the target answers: the run says it was interrupted,
+    and is never a completed run a later gate would read."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.answer_delay_s = 3.0
+    run = subprocess.Popen(
+        [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support", "--endpoint",
+         scripted_target.url],
+        env=child_environment({"EVALLENS_DATABASE_URL": database_url}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    while not scripted_target.headers_seen:
+        assert run.poll() is None, run.communicate()
+        time.sleep(0.05)
+    run.send_signal(signal.SIGTERM)
+    run.communicate(timeout=300)
+    assert run.returncode == 143
+    with sessions() as session:
+        stored = session.scalars(select(EvalRun)).one()
+        assert (stored.status, stored.error) == ("failed", "interrupted (SIGTERM)")
         assert session.scalar(select(func.count()).select_from(EvalResult)) == 0
 
 
