@@ -75,6 +75,11 @@ WITHOUT_DATABASE = {
         {"EVALLENS_EVAL_TEMPERATURE": "inf"},
         ["EVALLENS_EVAL_TEMPERATURE", "finite number"],
     ),
+    "eval runs --limit past a bigint": (
+        ["eval", "runs", "--limit", "100000000000000000000"],
+        {},
+        ["--limit", "less than or equal to 9223372036854775807"],
+    ),
     "--report-dir a file": (
         ["eval", "calibrate", "labels.jsonl", "--report-dir", sys.executable],
         {},

@@ -30,6 +30,8 @@ sets_app = typer.Typer(
 )
 app.add_typer(sets_app, name="sets")
 
+# PostgreSQL's LIMIT is a bigint: a larger --limit is refused as click refuses 0.
+MAX_LIMIT = 2**63 - 1
 # Each replay of each case is one task held in memory at once; beyond this a run is a mistake.
 MAX_REPEATS = 100
 ENDPOINT_HELP = "OpenAI-compatible target (default: EVALLENS_EVAL_ENDPOINT)."
@@ -139,7 +141,7 @@ def print_run(report: "RunReport", tag: str | None, console: Console) -> None:
 @app.command("runs")
 def runs(
     eval_set: Annotated[str | None, typer.Option("--set", help="Only runs of this set.")] = None,
-    limit: Annotated[int, typer.Option(min=1, help="Most runs listed, newest first.")] = 20,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_LIMIT, help="Most runs listed, newest first.")] = 20,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """List the newest stored runs with their set, tags and status."""
