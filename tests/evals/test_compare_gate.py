@@ -22,6 +22,7 @@ from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics as prom
 from evals.compare import ComparisonOptions, compare_runs
 from evals.errors import NothingCompared, ScoredDifferently
+from evals.render.junit import render_junit
 from evals.render.markdown import render_markdown
 from evals.render.terminal import print_report
 from evals.sets.format import CaseSpec, EvalSetSpec
@@ -469,3 +470,24 @@ def test_a_value_the_database_cannot_index_is_not_called_a_lost_database(
     assert refused.returncode == 2, refused.stderr
     [line] = refused.stderr.strip().splitlines()
     assert line.startswith("evallens: error: the database refused it (SQLSTATE 54000): index row requires ")
+
+
+def test_junit_holds_a_scenario_with_control_characters(
+    sessions: sessionmaker[Session], runs: dict[str, uuid.UUID]
+) -> None:
+    """A scenario written "returns\\u001brefunds" in a JSONL set: XML cannot hold ESC even escaped, and
+    a report CI cannot parse hides the verdict."""
+    with sessions() as session:
+        body = compare_runs(session, "main", str(runs["cached"]), ComparisonOptions())
+    odd = [c.model_copy(update={"scenario": c.scenario.replace("_", "\x1b")}) for c in body.comparisons]
+    junit = ET.fromstring(
+        render_junit(body.model_copy(update={"comparisons": odd, "eval_set_name": "s\x0c"}))
+    )
+    assert junit.get("name") == "evallens gate s\ufffd"
+    assert {suite.get("name") for suite in junit} == {
+        "overall",
+        "returns\ufffdrefunds",
+        "shipping\ufffdlogistics",
+    }
+    failed = [case.get("classname") for suite in junit for case in suite if case.find("failure") is not None]
+    assert "evallens.returns\ufffdrefunds" in failed
