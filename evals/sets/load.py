@@ -65,7 +65,7 @@ def _read_file(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
 
 def _text(file: Path) -> str:
     try:
-        return file.read_bytes().decode("utf-8")
+        return file.read_bytes().decode("utf-8-sig")  # a leading BOM (Notepad's UTF-8) is no text
     except UnicodeDecodeError as error:
         raise EvalSetError(
             f"{file}: not UTF-8 text (byte {error.start} is {error.object[error.start]:#04x})"

@@ -122,6 +122,16 @@ def test_a_set_name_no_selector_can_name_is_refused(tmp_path: Path, set_name: st
         assert str(error.value).startswith(f"{path}: {where}: {expected}")
 
 
+def test_a_jsonl_file_saved_with_a_byte_order_mark_loads_as_yaml_does(tmp_path: Path) -> None:
+    """Windows editors save UTF-8 with a BOM: YAML reads past it, and JSONL refused line 1 with
+    Python's own advice ('decode using utf-8-sig')."""
+    case = {"set": "s", "id": "a", "scenario": "x", "question": "q", "expected": "decline"}
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(case).encode() + b"\r\n")
+    (eval_set,) = load_sets(path)
+    assert (eval_set.name, [c.id for c in eval_set.cases]) == ("s", ["a"])
+
+
 @pytest.mark.parametrize("content", ["", "\n  \n"])
 def test_an_empty_jsonl_file_is_an_error_as_an_empty_yaml_file_is(tmp_path: Path, content: str) -> None:
     (tmp_path / "empty.yaml").write_text(content)

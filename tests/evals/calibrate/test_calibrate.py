@@ -144,6 +144,12 @@ def test_a_response_may_hold_unicode_line_separators(tmp_path: Path) -> None:
     assert [row.response for row in load_labels(path)] == [row["response"] for row in rows]
 
 
+def test_a_label_file_saved_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes("\ufeff".encode() + write_labels(tmp_path / "plain.jsonl").read_bytes())
+    assert [row.id for row in load_labels(path)] == [row["id"] for row in ROWS]
+
+
 def test_the_cli_reports_a_bad_row_in_one_line_with_exit_2(tmp_path: Path) -> None:
     path = write_labels(tmp_path / "labels.jsonl", ROWS[:1])
     path.write_text(path.read_text() + '{"metric": "accuracy"}\n')
