@@ -31,3 +31,11 @@ class RunFailed(EvallensError):
 class ScoredDifferently(EvallensError):
     """Two runs whose answers were scored by different metrics (code, thresholds, judge or classifier):
     a difference in their scores could be the metrics', not the target's."""
+
+
+class NothingCompared(EvallensError):
+    """Two runs with no case scored in both on some metric they scored: a verdict would pass it untested."""
+
+
+class ReportNotWritten(EvallensError):
+    """A report folder that cannot be created or written (a path under a file, no permission, disk full)."""

@@ -9,7 +9,17 @@ from typing import Any, NoReturn
 import httpx
 
 from evallens.telemetry.messages import clean_text
-from evals.errors import EndpointUnreachable
+from evals.errors import EndpointUnreachable, EvalConfigError
+
+
+def check_url(url: str, what: str) -> str:
+    """``url`` when it is one httpx can send a request to; else one line naming ``what`` (a port that
+    is no number, an unclosed IPv6 bracket: httpx refuses them before any request, with no HTTP error)."""
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as error:
+        raise EvalConfigError(f"{what} {url!r} is not a valid URL: {error}") from None
+    return url
 
 
 def base_url(endpoint: str) -> str:
@@ -45,6 +55,7 @@ def fetch_target_config(
     Raises ``EndpointUnreachable`` when the endpoint answers neither.
     """
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+    check_url(endpoint, "the target")
     try:
         with httpx.Client(timeout=timeout_s, headers=headers) as client:
             response = client.get(api_url(endpoint, "/config"))

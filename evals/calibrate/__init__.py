@@ -1,5 +1,6 @@
 """``evallens eval calibrate``: how well the metrics agree with hand-labelled answers."""
 
+from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from evals.calibrate.report import CalibrationReport, metric_calibration, print_
 from evals.calibrate.score import score_rows
 from evals.calibrate.stats import agreement
 from evals.calibrate.thresholds import GRIDS, suggest_thresholds
+from evals.errors import CalibrationError
 from evals.metrics.context import build_scoring_context, harm_classifier_path, judge_mode
 from evals.metrics.result import ScoringContext, Similarity
 
@@ -28,11 +30,24 @@ def calibrate(
     """Score every labelled row and compare with the labels, per metric (and suggest thresholds)."""
     settings = settings or EvalSettings()
     rows = load_labels(labels_path)
+    if suggest:
+        _require_rows_per_fold(labels_path, rows)
     mode = judge_mode(settings)
     with ExitStack() as stack:
         sessions = stack.enter_context(open_sessions()) if mode != "rules" else None
         context = build_scoring_context(settings, similarity, sessions)
         return _report(labels_path, rows, context, settings, suggest, progress)
+
+
+def _require_rows_per_fold(path: Path, rows: list[LabelRow]) -> None:
+    """Each fold is tuned on the other folds' rows: with fewer rows than folds, one has none to tune on."""
+    counts = Counter(row.metric for row in rows)
+    short = [f"{metric} has {count}" for metric, count in counts.items() if count < FOLDS]
+    if short:
+        raise CalibrationError(
+            f"{path}: suggesting thresholds ({FOLDS}-fold cross-validation) needs at least {FOLDS} labelled "
+            f"rows per metric: {', '.join(short)}"
+        )
 
 
 def _report(

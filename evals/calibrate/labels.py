@@ -62,7 +62,7 @@ class LabelRow(BaseModel):
 def load_labels(path: Path) -> list[LabelRow]:
     """Every row of ``path``; raises ``CalibrationError`` at the first bad line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a leading BOM (Notepad's UTF-8) is no text
     except OSError as error:
         raise CalibrationError(f"{path}: cannot read the label file ({error.strerror or error})") from None
     except UnicodeDecodeError:

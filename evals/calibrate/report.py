@@ -12,6 +12,7 @@ from rich.table import Table
 from evals.calibrate.score import ScoredRow
 from evals.calibrate.stats import Agreement
 from evals.calibrate.thresholds import Suggestion
+from evals.render import write_report_files
 
 NUM_WORST = 5
 
@@ -111,8 +112,6 @@ def _scorers(report: CalibrationReport) -> str:
 
 def write_calibration(report: CalibrationReport, directory: Path) -> None:
     """``calibration.json`` and ``calibration.md`` in ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "calibration.json").write_text(json.dumps(report.as_json(), indent=2) + "\n")
     lines = [
         f"# Calibration: {report.labels_path}",
         "",
@@ -134,7 +133,13 @@ def write_calibration(report: CalibrationReport, directory: Path) -> None:
             lines += [f"- `{r.id}` label {r.label}, metric {r.predicted}: {r.reason}" for r in item.worst]
         if item.suggestion is not None:
             lines += ["", _suggestion_line(name, item.suggestion)]
-    (directory / "calibration.md").write_text("\n".join(lines) + "\n")
+    write_report_files(
+        directory,
+        {
+            "calibration.json": json.dumps(report.as_json(), indent=2) + "\n",
+            "calibration.md": "\n".join(lines) + "\n",
+        },
+    )
 
 
 def _suggestion_json(suggestion: Suggestion) -> dict[str, Any]:

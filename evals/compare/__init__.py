@@ -1,12 +1,13 @@
 """Compare a candidate run with a baseline run: paired statistics, infra deltas, hints, flipped cases."""
 
+import uuid
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from evallens.db.models import EvalRun
 from evallens.db.models.traces import DEFAULT_PROJECT
-from evallens.reports import CacheCounts, GateReportBody, InfraSummary, RunSummary
+from evallens.reports import CacheCounts, GateReportBody, InfraSummary, MetricComparison, RunSummary
 from evallens.runs import (
     RunNotFound,
     RunRef,
@@ -20,7 +21,7 @@ from evallens.runs import (
 from evals.compare.cells import ComparisonOptions, compare_cells
 from evals.compare.hints import config_changes, draw_hints
 from evals.compare.procedure import ERROR_RATE, PROCEDURE
-from evals.errors import ScoredDifferently
+from evals.errors import NothingCompared, ScoredDifferently
 from evals.infra import compute_infra
 from evals.scoring import case_scores
 
@@ -40,6 +41,11 @@ def compare_runs(
     baseline_ref = resolve_run(session, baseline, eval_set_name=candidate_ref.eval_set.name, project=project)
     for ref in (baseline_ref, candidate_ref):
         _require_completed(ref)
+    if baseline_ref.run.id == candidate_ref.run.id:  # e.g. a run tagged main, then gated against main
+        raise NothingCompared(
+            f"'{baseline}' and '{candidate}' are the same run ({candidate_ref.run.id}): a run compared "
+            "with itself tests nothing, so no verdict"
+        )
     if baseline_ref.eval_set.name != candidate_ref.eval_set.name:
         raise RunNotFound(
             f"the runs replay different sets ('{baseline_ref.eval_set.name}' and "
@@ -60,6 +66,8 @@ def compare_runs(
         {item.case.case_key for item in results} for results in (base_results, cand_results)
     )
     comparisons = compare_cells(case_scores(base_results), case_scores(cand_results), options)
+    num_unscored = unscored_cases(base_results, cand_results)
+    require_compared(comparisons, num_unscored, edited, baseline_ref.run.id, candidate_ref.run.id)
     infra_base, infra_cand = stored_infra(session, baseline_ref.run), stored_infra(session, candidate_ref.run)
     changes = config_changes(baseline_ref.run.config, candidate_ref.run.config)
     return GateReportBody(
@@ -76,7 +84,7 @@ def compare_runs(
         repeats_candidate=candidate_ref.run.repeats,
         cache_baseline=cache_counts(baseline_ref.run, base_results),
         cache_candidate=cache_counts(candidate_ref.run, cand_results),
-        num_unscored=unscored_cases(base_results, cand_results),
+        num_unscored=num_unscored,
         edited_cases=edited,
         baseline_only_cases=sorted(base_keys - cand_keys),
         candidate_only_cases=sorted(cand_keys - base_keys),
@@ -125,6 +133,29 @@ def _require_completed(ref: RunRef) -> None:
         raise RunNotFound(f"run {ref.run.id} is {ref.run.status}: only completed runs can be compared")
 
 
+def require_compared(
+    comparisons: list[MetricComparison],
+    num_unscored: dict[str, int],
+    edited: list[str],
+    baseline_id: uuid.UUID,
+    candidate_id: uuid.UUID,
+) -> None:
+    """``NothingCompared`` when no case was scored in both runs, or a metric left unscored was paired on
+    no case: a verdict over no paired test would read as a pass of what it never tested."""
+    compared = {c.metric for c in comparisons}
+    untested = sorted(set(num_unscored) - compared)
+    if compared and not untested:
+        return
+    left_out = [f"{len(edited)} edited between the runs' set versions"] if edited else []
+    left_out += [f"{count} unscored on {metric}" for metric, count in num_unscored.items()]
+    why = f" ({', '.join(left_out)})" if left_out else ""
+    what = f"on {', '.join(untested)}" if compared else "on any metric"
+    raise NothingCompared(
+        f"runs {baseline_id} and {candidate_id} share no case scored {what}{why}: there is nothing to "
+        "test, so no verdict"
+    )
+
+
 def require_same_scoring(
     baseline: EvalRun, candidate_scoring: dict[str, Any] | None, candidate: str, eval_set_name: str
 ) -> None:
@@ -149,6 +180,7 @@ __all__ = [
     "ComparisonOptions",
     "cache_counts",
     "compare_runs",
+    "require_compared",
     "require_same_scoring",
     "stored_infra",
     "unscored_cases",

@@ -1,8 +1,10 @@
 """Render a gate or compare report (stored shape: evallens.reports): terminal, Markdown, JUnit XML, JSON."""
 
+import os
 from pathlib import Path
 
 from evallens.reports import GateReportBody
+from evals.errors import ReportNotWritten
 from evals.render.junit import render_junit
 from evals.render.markdown import render_markdown
 from evals.render.terminal import print_report
@@ -10,20 +12,51 @@ from evals.render.terminal import print_report
 REPORT_FILES = {"markdown": "gate.md", "junit": "gate.xml", "json": "gate.json"}
 
 
+def prepare_report_dir(report_dir: Path) -> Path:
+    """Create ``report_dir`` (and its parents) now, so that a folder that cannot hold reports stops a
+    command before its work (a replay, a calibration), not after it."""
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise _not_written(report_dir, error) from None
+    if not os.access(report_dir, os.W_OK | os.X_OK):
+        raise ReportNotWritten(f"cannot write reports into {report_dir}: permission denied")
+    return report_dir
+
+
+def write_report_files(report_dir: Path, contents: dict[str, str]) -> list[Path]:
+    """Write each ``{file name: text}`` into ``report_dir``; any failure is one ``ReportNotWritten``."""
+    prepare_report_dir(report_dir)
+    paths = []
+    for name, text in contents.items():
+        path = report_dir / name
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise _not_written(path, error) from None
+        paths.append(path)
+    return paths
+
+
+def _not_written(path: Path, error: OSError) -> ReportNotWritten:
+    return ReportNotWritten(f"cannot write reports into {path}: {error.strerror or error}")
+
+
 def write_reports(body: GateReportBody, report_dir: Path) -> list[Path]:
     """Write ``gate.md``, ``gate.xml`` and ``gate.json`` into ``report_dir``."""
-    report_dir.mkdir(parents=True, exist_ok=True)
     contents = {
         "markdown": render_markdown(body),
         "junit": render_junit(body),
         "json": body.model_dump_json(indent=2) + "\n",
     }
-    paths = []
-    for kind, name in REPORT_FILES.items():
-        path = report_dir / name
-        path.write_text(contents[kind], encoding="utf-8")
-        paths.append(path)
-    return paths
+    return write_report_files(report_dir, {name: contents[kind] for kind, name in REPORT_FILES.items()})
 
 
-__all__ = ["print_report", "render_junit", "render_markdown", "write_reports"]
+__all__ = [
+    "prepare_report_dir",
+    "print_report",
+    "render_junit",
+    "render_markdown",
+    "write_report_files",
+    "write_reports",
+]

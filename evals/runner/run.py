@@ -1,5 +1,6 @@
 """``evallens eval run``: replay one stored set version against a target and store everything."""
 
+import signal
 import subprocess
 import uuid
 from collections import Counter
@@ -272,9 +273,21 @@ def _fail_run(session_factory: sessionmaker[Session], run_id: uuid.UUID, error: 
     with session_factory.begin() as session:
         run = session.get_one(EvalRun, run_id)
         run.status = "failed"
-        reason = error.reason if isinstance(error, RunFailed) else str(error)
-        run.error = (reason.splitlines() or [type(error).__name__])[0][:500]
+        run.error = failure_reason(error)
         run.finished_at = datetime.now(UTC)
+
+
+def failure_reason(error: BaseException) -> str:
+    """Why a run failed, in one line of at most 500 characters (``eval runs`` shows it)."""
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted (SIGINT)"
+    if isinstance(error, SystemExit):  # evallens.signals: signal n unwinds as SystemExit(128 + n)
+        try:
+            return f"interrupted ({signal.Signals(int(error.code or 0) - 128).name})"
+        except ValueError:
+            return f"interrupted (exit {error.code})"
+    reason = error.reason if isinstance(error, RunFailed) else str(error)
+    return (reason.splitlines() or [type(error).__name__])[0][:500]
 
 
 def current_git_sha() -> str | None:

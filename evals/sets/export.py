@@ -9,6 +9,7 @@ import yaml
 from sqlalchemy.orm import Session
 
 from evallens.cases import ACTIVE, set_cases
+from evals._files import write_text_whole
 from evals.errors import EvalSetError
 from evals.sets.store import case_spec, find_set_version
 
@@ -46,7 +47,10 @@ def export_set(session: Session, selector: str, fmt: ExportFormat, out: Path, pr
         text = "".join(
             json.dumps({"set": eval_set.name, **case}, ensure_ascii=False) + "\n" for case in active
         )
-    out.write_text(text, encoding="utf-8")
+    try:
+        write_text_whole(out, text)
+    except OSError as error:
+        raise EvalSetError(f"--out {out}: cannot write the file ({error.strerror or error})") from None
     return ExportReport(eval_set.name, eval_set.version, out, len(active), len(stored) - len(active))
 
 

@@ -1,6 +1,7 @@
 """Read eval-set files (YAML or JSONL) into validated sets; every error names the file and the case."""
 
 import json
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from evals.sets.format import CaseSpec, EvalSetSpec, SetFile
 
 SET_SUFFIXES = (".yaml", ".yml", ".jsonl")
 NUL = "\x00"
+SELECTOR_SEPARATOR = "@"  # evals.sets.store.find_set_version: NAME@VERSION
 
 
 def load_sets(path: Path) -> list[EvalSetSpec]:
@@ -63,7 +65,7 @@ def _read_file(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
 
 def _text(file: Path) -> str:
     try:
-        return file.read_bytes().decode("utf-8")
+        return file.read_bytes().decode("utf-8-sig")  # a leading BOM (Notepad's UTF-8) is no text
     except UnicodeDecodeError as error:
         raise EvalSetError(
             f"{file}: not UTF-8 text (byte {error.start} is {error.object[error.start]:#04x})"
@@ -90,6 +92,7 @@ def _read_yaml(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
     except ValidationError as error:
         raise EvalSetError(f"{file}: {_first_problem(error)}") from None
     _reject_nul(file, None, {"set": set_file.set, "description": set_file.description})
+    _check_set_name(f"{file}: set", set_file.set)
     for index, raw in enumerate(set_file.cases):
         case = {"scenario": set_file.scenario, **raw} if set_file.scenario else dict(raw)
         yield set_file.set, set_file.description, _validate_case(file, case, f"case #{index + 1}")
@@ -110,6 +113,7 @@ def _read_jsonl(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
             raise EvalSetError(f"{file}: line {number}: each line needs an object with a 'set' name")
         set_name = raw.pop("set")
         _reject_nul(file, f"line {number}", {"set": set_name})
+        _check_set_name(f"{file}: line {number}: set", set_name)
         raw.pop("description", None)
         yield set_name, None, _validate_case(file, raw, f"line {number}")
 
@@ -131,6 +135,18 @@ def _reject_nul(file: Path, label: str | None, fields: dict[str, Any]) -> None:
     if where is not None:
         prefix = f"{file}: {label}:" if label else f"{file}:"
         raise EvalSetError(f"{prefix} {where}: holds a NUL character (U+0000), which cannot be stored")
+
+
+def _check_set_name(where: str, name: str) -> None:
+    """A set is selected as ``NAME`` or ``NAME@VERSION`` and named on one line of every report."""
+    if not name.strip():
+        raise EvalSetError(f"{where}: a set name cannot be blank")
+    if SELECTOR_SEPARATOR in name:
+        raise EvalSetError(
+            f"{where}: '{name}' holds '{SELECTOR_SEPARATOR}', which --set NAME@VERSION reads as a version"
+        )
+    if any(unicodedata.category(character) == "Cc" for character in name):
+        raise EvalSetError(f"{where}: a set name cannot hold control characters (line breaks, tabs)")
 
 
 def _first_problem(error: ValidationError) -> str:

@@ -9,6 +9,7 @@ from evallens.db.models.traces import DEFAULT_PROJECT
 from evals.sets.documents import check_reference_ids, document_ids_in_folder, document_ids_of_target
 from evals.sets.load import load_sets
 from evals.sets.store import SyncedSet, sync_set
+from evals.target import check_url
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def _known_document_ids(
     if folder is not None:
         return document_ids_in_folder(folder), f"docs folder {folder}"
     if endpoint is not None:
-        ids = document_ids_of_target(endpoint, api_key=api_key)
+        ids = document_ids_of_target(check_url(endpoint, "--endpoint"), api_key=api_key)
         if ids is not None:
             return ids, f"knowledge base of {endpoint}"
     return None, "nothing (no docs folder given and no knowledge base reachable): ids not checked"

@@ -7,6 +7,7 @@ watch, and never gated. A failed run (target down, too many errors) does not cou
 poll tries again. Every completed run is gated against the baseline tag.
 """
 
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -20,15 +21,15 @@ from evallens.errors import EvallensError
 from evallens.reports import GateReportBody
 from evallens.runs import MAIN_TAG, RunNotFound, latest_completed_run, resolve_run
 from evallens.settings import EvalSettings
-from evals.errors import EndpointUnreachable, ScoredDifferently
+from evals.errors import EndpointUnreachable, NothingCompared, ScoredDifferently
 from evals.gate import GateOutcome, options_from_settings, run_gate
 from evals.metrics.context import describe_scoring, require_judge_model
 from evals.metrics.result import ScoringContext
-from evals.render import write_reports
+from evals.render import prepare_report_dir, write_reports
 from evals.runner.run import RunReport, run_eval
 from evals.sets.store import find_set_version
-from evals.target import fetch_target_config
-from evals.watch.notify import notify_regression
+from evals.target import check_url, fetch_target_config
+from evals.watch.notify import is_webhook, notify_regression
 from evals.watch.probe import Probe, probe
 
 EXIT_REGRESSION = 1
@@ -90,6 +91,13 @@ def watch(
     sleep: Callable[[float], None] = time.sleep,
 ) -> WatchOutcome:
     """Poll until ``max_polls`` polls, ``max_runs`` replays or a regression with ``exit_on_regression``."""
+    check_url(options.endpoint, "the target")
+    if options.ready_url is not None:
+        check_url(options.ready_url, "--ready-url")
+    if options.on_regression is not None and is_webhook(options.on_regression):
+        check_url(options.on_regression, "--on-regression")
+    if options.report_dir is not None:
+        prepare_report_dir(options.report_dir)
     with session_factory() as session:
         for selector in options.set_selectors:
             # an unknown set is an error now, not at the first change
@@ -246,14 +254,14 @@ def _gate(
             f"`evallens eval tag RUN {options.baseline}`)"
         )
         return
-    except ScoredDifferently as error:  # a stale baseline is the person's to replay; the watch goes on
+    except (ScoredDifferently, NothingCompared) as error:  # the person's to fix; the watch goes on
         emit(f"not gated: {error}")
         return
     outcome.gates.append(gated)
     body = gated.body
     report_dir = None
     if options.report_dir is not None:
-        report_dir = options.report_dir / f"{body.eval_set_name}-{str(run_id)[:8]}"
+        report_dir = options.report_dir / f"{folder_name(body.eval_set_name)}-{str(run_id)[:8]}"
         write_reports(body, report_dir)
     for line in verdict_lines(body, options.baseline):
         emit(line)
@@ -265,6 +273,12 @@ def _gate(
         emit(notify_regression(options.on_regression, body, report_dir))
     if options.exit_on_regression:
         outcome.exit_code = EXIT_REGRESSION
+
+
+def folder_name(eval_set_name: str) -> str:
+    """The set's name as one folder name: a name such as 'team/returns' or '../x' stays inside the
+    report folder."""
+    return re.sub(r"[^\w.-]", "_", eval_set_name).replace("..", "__")
 
 
 def verdict_lines(body: GateReportBody, baseline: str) -> list[str]:

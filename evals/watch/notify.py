@@ -30,10 +30,15 @@ def regression_payload(body: GateReportBody, report_dir: Path | None) -> dict[st
     }
 
 
+def is_webhook(target: str) -> bool:
+    """An http(s) URL is POSTed to; anything else is a shell command."""
+    return target.startswith(("http://", "https://"))
+
+
 def notify_regression(target: str, body: GateReportBody, report_dir: Path | None) -> str:
     """Call the hook; returns one line saying what happened (a failing hook never stops the watch)."""
     payload = regression_payload(body, report_dir)
-    if target.startswith(("http://", "https://")):
+    if is_webhook(target):
         try:
             response = httpx.post(target, json=payload, timeout=WEBHOOK_TIMEOUT_S)
         except httpx.HTTPError as error:

@@ -65,6 +65,21 @@ WITHOUT_DATABASE = {
         {"EVALLENS_EVAL_WATCH_INTERVAL_S": "1e308"},
         ["EVALLENS_EVAL_WATCH_INTERVAL_S", "less than or equal to 604800"],
     ),
+    "negative eval seed": (
+        ["eval", "run", "--set", "x"],
+        {"EVALLENS_EVAL_SEED": "-1"},
+        ["EVALLENS_EVAL_SEED", "greater than or equal to 0"],
+    ),
+    "infinite eval temperature": (
+        ["eval", "run", "--set", "x"],
+        {"EVALLENS_EVAL_TEMPERATURE": "inf"},
+        ["EVALLENS_EVAL_TEMPERATURE", "finite number"],
+    ),
+    "eval runs --limit past a bigint": (
+        ["eval", "runs", "--limit", "100000000000000000000"],
+        {},
+        ["--limit", "less than or equal to 9223372036854775807"],
+    ),
     "--report-dir a file": (
         ["eval", "calibrate", "labels.jsonl", "--report-dir", sys.executable],
         {},

@@ -1,5 +1,6 @@
 """Fixtures for the eval engine: sessions on the test database, the CLI, and a scripted target."""
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -58,6 +59,7 @@ class ScriptedTarget:
     raw_chunks: dict[str, list[str]] = field(default_factory=dict)  # question -> `data:` payloads as sent
     raw_config: str | None = None  # the /v1/config body as sent, instead of ``config``
     raw_documents: str | None = None  # the /v1/documents body as sent, instead of ``documents``
+    answer_delay_s: float = 0.0  # how long each chat request waits before it answers
 
 
 def _scripted_app(target: ScriptedTarget) -> FastAPI:
@@ -88,6 +90,7 @@ def _scripted_app(target: ScriptedTarget) -> FastAPI:
     async def chat(request: Request) -> StreamingResponse:
         body = await request.json()
         target.headers_seen.append(dict(request.headers))
+        await asyncio.sleep(target.answer_delay_s)
         question = body["messages"][-1]["content"]
         if target.fail_all or question in target.failing:
             return JSONResponse({"error": {"message": "engine exploded"}}, status_code=500)  # type: ignore[return-value]

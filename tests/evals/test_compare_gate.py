@@ -2,6 +2,8 @@
 
 import io
 import json
+import random
+import string
 import uuid
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
@@ -19,7 +21,8 @@ from evallens.runs import tag_run
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics as prom
 from evals.compare import ComparisonOptions, compare_runs
-from evals.errors import ScoredDifferently
+from evals.errors import NothingCompared, ScoredDifferently
+from evals.render.junit import render_junit
 from evals.render.markdown import render_markdown
 from evals.render.terminal import print_report
 from evals.sets.format import CaseSpec, EvalSetSpec
@@ -385,3 +388,106 @@ def test_cases_edited_between_set_versions_are_named_and_left_out_of_the_compari
     printed = io.StringIO()
     print_report(backwards, Console(file=printed, width=400))
     assert "removed: 6 case(s) only in the baseline's set version (removed since)" in printed.getvalue()
+
+
+def _shipping_set(session: Session, reference_suffix: str = "") -> int:
+    """A set of shipping_logistics cases alone (``_add_run(unscored=...)`` leaves those unjudged)."""
+    cases = [
+        CaseSpec(
+            id=f"sh-{i:03d}",
+            scenario="shipping_logistics",
+            question=f"question shipping {i}?",
+            reference_answer=f"answer {i}{reference_suffix}",
+        )
+        for i in range(NUM_CASES)
+    ]
+    return sync_set(session, EvalSetSpec(name="synthetic", source_path="memory", cases=cases)).eval_set_id
+
+
+def test_a_gate_that_paired_no_case_is_no_pass(database_url: str, sessions: sessionmaker[Session]) -> None:
+    """Every case edited between the set versions, or a metric left unscored on every case: the gate
+    tested nothing there, so it gives no verdict (exit 2) rather than a pass."""
+    with sessions.begin() as session:
+        create_span_partitions(session.connection(), [T0.date()])
+        before = _add_run(session, _shipping_set(session), T0)
+        unjudged = _add_run(session, _shipping_set(session), T0 + timedelta(hours=1), unscored=NUM_CASES)
+        edited = _add_run(session, _shipping_set(session, " (revised)"), T0 + timedelta(hours=2))
+    with sessions() as session, pytest.raises(NothingCompared) as error:
+        compare_runs(session, str(before), str(unjudged), ComparisonOptions())
+    assert f"share no case scored on accuracy ({NUM_CASES} unscored on accuracy)" in str(error.value)
+    refused = run_cli(
+        "gate", "--baseline", str(before), "--candidate", str(edited), database_url=database_url
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stdout
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith(f"evallens: error: runs {before} and {edited} share no case scored on any metric")
+    assert f"({NUM_CASES} edited between the runs' set versions)" in line
+    with sessions() as session:
+        assert session.scalars(select(GateReport)).first() is None  # no verdict stored either
+
+
+def test_a_run_gated_against_itself_is_no_pass(
+    database_url: str, sessions: sessionmaker[Session], runs: dict[str, uuid.UUID]
+) -> None:
+    """`eval run --tag main`, then `gate --baseline main --candidate RUN`: the same run twice."""
+    baseline = str(runs["baseline"])
+    refused = run_cli("gate", "--baseline", "main", "--candidate", baseline[:8], database_url=database_url)
+    assert refused.returncode == 2, refused.stdout
+    assert refused.stderr.strip().splitlines() == [
+        f"evallens: error: 'main' and '{baseline[:8]}' are the same run ({baseline}): a run compared with "
+        "itself tests nothing, so no verdict"
+    ]
+    with sessions() as session:
+        assert session.scalars(select(GateReport)).first() is None
+
+
+def test_a_report_dir_that_cannot_be_made_stops_before_the_work(
+    database_url: str, sessions: sessionmaker[Session], runs: dict[str, uuid.UUID], tmp_path: Path
+) -> None:
+    """A report folder under a file: one line and exit 2, before a gate stores any verdict."""
+    (tmp_path / "a-file").write_text("")
+    folder = tmp_path / "a-file" / "reports"
+    for command in (
+        ("eval", "compare", "main", str(runs["cached"]), "--report-dir", str(folder)),
+        ("gate", "--baseline", "main", "--candidate", str(runs["cached"]), "--report-dir", str(folder)),
+    ):
+        refused = run_cli(*command, database_url=database_url)
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.strip().splitlines() == [
+            f"evallens: error: cannot write reports into {folder}: Not a directory"
+        ]
+    with sessions() as session:
+        assert session.scalars(select(GateReport)).first() is None
+
+
+def test_a_value_the_database_cannot_index_is_not_called_a_lost_database(
+    database_url: str, runs: dict[str, uuid.UUID]
+) -> None:
+    """PostgreSQL refuses an index entry over its size limit with an OperationalError, as it reports a
+    lost connection: the line says the database refused it, not that it went away."""
+    tag = "".join(random.Random(1).choices(string.ascii_letters, k=10_000))  # incompressible
+    refused = run_cli("eval", "tag", str(runs["same"]), tag, database_url=database_url)
+    assert refused.returncode == 2, refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("evallens: error: the database refused it (SQLSTATE 54000): index row requires ")
+
+
+def test_junit_holds_a_scenario_with_control_characters(
+    sessions: sessionmaker[Session], runs: dict[str, uuid.UUID]
+) -> None:
+    """A scenario written "returns\\u001brefunds" in a JSONL set: XML cannot hold ESC even escaped, and
+    a report CI cannot parse hides the verdict."""
+    with sessions() as session:
+        body = compare_runs(session, "main", str(runs["cached"]), ComparisonOptions())
+    odd = [c.model_copy(update={"scenario": c.scenario.replace("_", "\x1b")}) for c in body.comparisons]
+    junit = ET.fromstring(
+        render_junit(body.model_copy(update={"comparisons": odd, "eval_set_name": "s\x0c"}))
+    )
+    assert junit.get("name") == "evallens gate s\ufffd"
+    assert {suite.get("name") for suite in junit} == {
+        "overall",
+        "returns\ufffdrefunds",
+        "shipping\ufffdlogistics",
+    }
+    failed = [case.get("classname") for suite in junit for case in suite if case.find("failure") is not None]
+    assert "evallens.returns\ufffdrefunds" in failed

@@ -2,16 +2,23 @@
 
 import dataclasses
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psycopg
 import pytest
-from sqlalchemy import func, select
+from psycopg import sql
+from sqlalchemy import func, make_url, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalResult, EvalRun
+from evallens.db.server import DatabaseServer
 from evallens.ports import free_port
 from evallens.reports import InfraSummary, RunSummary
-from evallens.settings import EvalSettings
+from evallens.settings import EvalSettings, child_environment
 from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID
 from evals.errors import EndpointUnreachable, ScoredDifferently
 from evals.gate import gate_endpoint
@@ -273,6 +280,66 @@ def test_a_run_with_too_many_failed_requests_is_stored_as_failed(
     assert str(run.id) in line
 
 
+def test_a_database_lost_mid_run_is_one_line_and_no_completed_run(
+    database_url: str,
+    postgres_server: DatabaseServer,
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+) -> None:
+    """The database stops taking connections while the target answers: exit 2 and one line, never a
+    traceback, and the run is not left as a completed one."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.answer_delay_s = 3.0
+    command = [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support"]
+    run = subprocess.Popen(
+        [*command, "--endpoint", scripted_target.url],
+        env=child_environment({"EVALLENS_DATABASE_URL": database_url}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    name = str(make_url(database_url).database)
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        while not scripted_target.headers_seen:  # the run is stored and replaying
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.05)
+        admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(name)))
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [name])
+        _, stderr = run.communicate(timeout=300)
+        admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS true").format(sql.Identifier(name)))
+    assert run.returncode == 2, stderr
+    [line] = stderr.strip().splitlines()
+    assert line.startswith("evallens: error: lost the database: connection failed: ")
+    assert line.endswith(f'database "{name}" is not currently accepting connections')
+    with sessions() as session:
+        stored = session.scalars(select(EvalRun)).one()
+        assert stored.status != "completed" and stored.summary is None
+        assert session.scalar(select(func.count()).select_from(EvalResult)) == 0
+
+
+def test_a_run_stopped_mid_replay_is_stored_as_interrupted(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    """SIGTERM (docker stop, a CI timeout) while the target answers: the run says it was interrupted,
+    and is never a completed run a later gate would read."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.answer_delay_s = 3.0
+    run = subprocess.Popen(
+        [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support", "--endpoint",
+         scripted_target.url],
+        env=child_environment({"EVALLENS_DATABASE_URL": database_url}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    while not scripted_target.headers_seen:
+        assert run.poll() is None, run.communicate()
+        time.sleep(0.05)
+    run.send_signal(signal.SIGTERM)
+    run.communicate(timeout=300)
+    assert run.returncode == 143
+    with sessions() as session:
+        stored = session.scalars(select(EvalRun)).one()
+        assert (stored.status, stored.error) == ("failed", "interrupted (SIGTERM)")
+        assert session.scalar(select(func.count()).select_from(EvalResult)) == 0
+
+
 def test_no_cache_sends_the_header_and_the_run_counts_cached_answers(
     database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
 ) -> None:
@@ -310,6 +377,35 @@ def test_an_unreachable_endpoint_is_one_line_exit_2_and_no_run(
     assert line.startswith(f"evallens: error: cannot reach the target at {dead}")
     gate = run_cli("gate", "--baseline", "main", "--candidate-endpoint", dead, database_url=database_url)
     assert gate.returncode == 2 and len(gate.stderr.strip().splitlines()) == 1
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalRun)) == 0
+
+
+@pytest.mark.parametrize("url", ["http://localhost:port", "http://[::1"])
+def test_a_url_with_no_port_number_is_one_line_exit_2(
+    database_url: str, sessions: sessionmaker[Session], tmp_path: Path, url: str
+) -> None:
+    """A placeholder port left in a command, or an unclosed IPv6 bracket: httpx refuses the URL
+    before any request, with no HTTP error, so each command said so with a traceback."""
+    (tmp_path / "set.jsonl").write_text((SETS / "good" / "harmful.jsonl").read_text())
+    sync = run_cli("eval", "sets", "sync", str(tmp_path / "set.jsonl"), database_url=database_url)
+    assert sync.returncode == 0, sync.stderr
+    commands: dict[str, list[tuple[str, ...]]] = {
+        "the target": [
+            ("eval", "run", "--set", "mini-support", "--endpoint", url),
+            ("eval", "watch", "--set", "mini-support", "--endpoint", url, "--max-polls", "1"),
+        ],
+        "--ready-url": [("eval", "watch", "--set", "mini-support", "--ready-url", url, "--max-polls", "1")],
+        "--endpoint": [("eval", "sets", "sync", str(tmp_path / "set.jsonl"), "--endpoint", url)],
+    }
+    for what, lines in commands.items():
+        for command in lines:
+            result = run_cli(*command, database_url=database_url)
+            assert result.returncode == 2, result.stderr
+            [line] = result.stderr.strip().splitlines()
+            assert line.startswith(f"evallens: error: {what} '{url}' is not a valid URL: Invalid port: "), (
+                line
+            )
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(EvalRun)) == 0
 

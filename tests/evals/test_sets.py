@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -98,6 +99,37 @@ def test_nul_characters_are_refused_before_the_database(
         load_sets(path)
     assert str(error.value).startswith(f"{path}: ") and expected in str(error.value), error.value
     assert "\x00" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("set_name", "expected"),
+    [
+        ("support@2", "'support@2' holds '@', which --set NAME@VERSION reads as a version"),
+        ("support@next", "'support@next' holds '@'"),
+        ("  ", "a set name cannot be blank"),
+        ("support\nreturns", "a set name cannot hold control characters"),
+    ],
+)
+def test_a_set_name_no_selector_can_name_is_refused(tmp_path: Path, set_name: str, expected: str) -> None:
+    """``--set support@2`` would select version 2 of 'support', and a name over two lines breaks every
+    one-line report: such names are refused in both file formats, naming the file."""
+    case = {"id": "a1", "scenario": "s", "question": "q", "expected": "decline"}
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump({"set": set_name, "cases": [case]}))
+    (tmp_path / "b.jsonl").write_text(json.dumps({"set": set_name, **case}) + "\n")
+    for path, where in ((tmp_path / "a.yaml", "set"), (tmp_path / "b.jsonl", "line 1: set")):
+        with pytest.raises(EvalSetError) as error:
+            load_sets(path)
+        assert str(error.value).startswith(f"{path}: {where}: {expected}")
+
+
+def test_a_jsonl_file_saved_with_a_byte_order_mark_loads_as_yaml_does(tmp_path: Path) -> None:
+    """Windows editors save UTF-8 with a BOM: YAML reads past it, and JSONL refused line 1 with
+    Python's own advice ('decode using utf-8-sig')."""
+    case = {"set": "s", "id": "a", "scenario": "x", "question": "q", "expected": "decline"}
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(case).encode() + b"\r\n")
+    (eval_set,) = load_sets(path)
+    assert (eval_set.name, [c.id for c in eval_set.cases]) == ("s", ["a"])
 
 
 @pytest.mark.parametrize("content", ["", "\n  \n"])

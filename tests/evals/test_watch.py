@@ -24,7 +24,7 @@ NUM_CASES = 20
 SET_NAME = "watch-set"
 
 
-def _sync_recall_set(sessions: sessionmaker[Session], target: ScriptedTarget) -> None:
+def _sync_recall_set(sessions: sessionmaker[Session], target: ScriptedTarget, name: str = SET_NAME) -> None:
     """A set whose recall the scripted target controls through the ids it cites."""
     cases = [
         CaseSpec(
@@ -37,7 +37,7 @@ def _sync_recall_set(sessions: sessionmaker[Session], target: ScriptedTarget) ->
         for i in range(NUM_CASES)
     ]
     with sessions.begin() as session:
-        sync_set(session, EvalSetSpec(name=SET_NAME, source_path="memory", cases=cases))
+        sync_set(session, EvalSetSpec(name=name, source_path="memory", cases=cases))
     target.retrieved = {case.question or "": [f"doc-{i}"] for i, case in enumerate(cases)}
 
 
@@ -156,6 +156,33 @@ def test_watch_exits_on_regression_and_runs_the_command(
     report_dir = tmp_path / "reports" / f"{SET_NAME}-{str(outcome.runs[1].run_id)[:8]}"
     assert {p.name for p in report_dir.iterdir()} == {"gate.md", "gate.xml", "gate.json"}
     assert any(e.startswith("on-regression command exited 0") for e in events)
+
+
+def test_reports_stay_in_the_report_dir_whatever_the_set_is_named(
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    tmp_path: Path,
+) -> None:
+    name = "../../escaped"
+    _sync_recall_set(sessions, scripted_target, name)
+
+    def between_polls(poll: int) -> None:
+        if poll == 1:
+            with sessions.begin() as session:
+                tag_run(session, str(session.scalars(select(EvalRun.id)).one()), "main")
+            scripted_target.config = {"fingerprint": "cfg-2", "model": "scripted"}
+
+    reports = tmp_path / "a" / "b" / "reports"
+    options = WatchOptions(
+        endpoint=scripted_target.url, set_selectors=(name,), interval_s=0.01, settle_s=0.0, max_polls=2,
+        report_dir=reports,
+    )  # fmt: skip
+    outcome, _ = _run_watch(sessions, similarity, options, between_polls)
+    assert [g.body.verdict for g in outcome.gates] == ["pass"]
+    [written] = reports.iterdir()
+    assert written.name == f"______escaped-{str(outcome.runs[1].run_id)[:8]}"
+    assert not (tmp_path / "a" / f"escaped-{str(outcome.runs[1].run_id)[:8]}").exists()
 
 
 def test_a_baseline_scored_by_other_metrics_is_not_gated_against_and_the_watch_goes_on(

@@ -37,7 +37,12 @@ class EvalSettings(BaseSettings):
     eval_request_timeout_s: float = Field(
         default=120.0, gt=0, description="Seconds one request may take before it is a recorded failure."
     )
-    eval_temperature: float = Field(default=0.0, ge=0, description="Sampling temperature sent to the target.")
+    eval_temperature: float = Field(
+        default=0.0,
+        ge=0,
+        allow_inf_nan=False,  # JSON has no infinity: every request body would fail to encode
+        description="Sampling temperature sent to the target.",
+    )
     eval_max_tokens: int = Field(default=256, ge=1, description="max_tokens sent with each request.")
     eval_recall_k: int = Field(
         default=5, ge=1, description="Recall@k: how many of the cited ids (in order) count as retrieved."
@@ -150,7 +155,11 @@ class EvalSettings(BaseSettings):
     eval_bootstrap_resamples: int = Field(
         default=2000, ge=100, description="Resamples for the bootstrap confidence intervals of run summaries."
     )
-    eval_seed: int = Field(default=20240601, description="Seed of the bootstrap, so reports reproduce.")
+    eval_seed: int = Field(
+        default=20240601,
+        ge=0,
+        description="Seed of the bootstrap, so reports reproduce (numpy takes none below 0).",
+    )
     eval_watch_interval_s: float = Field(
         default=30.0,
         gt=0,

@@ -144,6 +144,12 @@ def test_a_response_may_hold_unicode_line_separators(tmp_path: Path) -> None:
     assert [row.response for row in load_labels(path)] == [row["response"] for row in rows]
 
 
+def test_a_label_file_saved_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes("\ufeff".encode() + write_labels(tmp_path / "plain.jsonl").read_bytes())
+    assert [row.id for row in load_labels(path)] == [row["id"] for row in ROWS]
+
+
 def test_the_cli_reports_a_bad_row_in_one_line_with_exit_2(tmp_path: Path) -> None:
     path = write_labels(tmp_path / "labels.jsonl", ROWS[:1])
     path.write_text(path.read_text() + '{"metric": "accuracy"}\n')
@@ -208,6 +214,27 @@ def test_suggestions_are_cross_validated(tmp_path: Path, similarity: MiniLmSimil
     assert all(choice["compliance_threshold"] in grid for choice in suggestion.fold_choices)
     assert suggestion.cross_validated.n == 40
     assert report.as_json()["metrics"]["harmfulness"]["suggestion"]["cross_validated"]["n"] == 40
+
+
+def test_suggestions_need_a_row_in_every_fold(tmp_path: Path) -> None:
+    """Two rows of a metric leave a fold nothing to tune on: one line, exit 2, before any scoring."""
+    labels = write_labels(tmp_path / "labels.jsonl", ROWS + [{**ROWS[0], "id": f"a{n}"} for n in range(3, 6)])
+    result = cli(str(labels), "--suggest-thresholds", tmp_path=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"evallens: error: {labels}: suggesting thresholds (5-fold cross-validation) needs at least 5 "
+        "labelled rows per metric: irrelevance has 2, harmfulness has 2"
+    ]
+
+
+def test_a_report_dir_that_cannot_be_made_is_one_line_before_scoring(tmp_path: Path) -> None:
+    labels = write_labels(tmp_path / "labels.jsonl")
+    (tmp_path / "a-file").write_text("")
+    result = cli(str(labels), "--report-dir", str(tmp_path / "a-file" / "report"), tmp_path=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"evallens: error: cannot write reports into {tmp_path / 'a-file' / 'report'}: Not a directory"
+    ]
 
 
 class RecordedProgress:

@@ -4,8 +4,10 @@ import signal
 import sys
 from typing import NoReturn
 
+import psycopg
 import typer
 from pydantic import ValidationError
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from evallens.app.cli import (
     cases,
@@ -66,6 +68,8 @@ def main() -> None:
         fail(str(error))
     except ValidationError as error:
         fail(setting_problem(error))
+    except (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError) as error:
+        fail(database_problem(error))
     except (KeyboardInterrupt, typer.Abort):
         typer.echo("evallens: interrupted", err=True)
         sys.exit(130)
@@ -89,6 +93,19 @@ def fail(message: str) -> NoReturn:
     """Print one line on stderr and exit 2."""
     typer.echo(f"evallens: error: {message}", err=True)
     sys.exit(EXIT_ERROR)
+
+
+def database_problem(error: Exception) -> str:
+    """What the database driver said, on one line: the server went away mid-command, or refused what
+    the command asked (a value over one of PostgreSQL's limits is an OperationalError too)."""
+    cause = getattr(error, "orig", None) or error
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    said = lines[0] if lines else type(cause).__name__
+    sqlstate = getattr(cause, "sqlstate", None)
+    # no SQLSTATE: the connection failed in the client; 08: connection exception; 57P: the server stopped
+    if sqlstate is None or sqlstate.startswith(("08", "57P")):
+        return f"lost the database: {said}"
+    return f"the database refused it (SQLSTATE {sqlstate}): {said}"
 
 
 def setting_problem(error: ValidationError) -> str:

@@ -30,6 +30,8 @@ sets_app = typer.Typer(
 )
 app.add_typer(sets_app, name="sets")
 
+# PostgreSQL's LIMIT is a bigint: a larger --limit is refused as click refuses 0.
+MAX_LIMIT = 2**63 - 1
 # Each replay of each case is one task held in memory at once; beyond this a run is a mistake.
 MAX_REPEATS = 100
 ENDPOINT_HELP = "OpenAI-compatible target (default: EVALLENS_EVAL_ENDPOINT)."
@@ -139,7 +141,7 @@ def print_run(report: "RunReport", tag: str | None, console: Console) -> None:
 @app.command("runs")
 def runs(
     eval_set: Annotated[str | None, typer.Option("--set", help="Only runs of this set.")] = None,
-    limit: Annotated[int, typer.Option(min=1, help="Most runs listed, newest first.")] = 20,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_LIMIT, help="Most runs listed, newest first.")] = 20,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """List the newest stored runs with their set, tags and status."""
@@ -271,7 +273,10 @@ def calibrate(
 
     from evals.calibrate import calibrate as run_calibration
     from evals.calibrate import print_calibration, write_calibration
+    from evals.render import prepare_report_dir
 
+    if report_dir is not None:  # before the scoring, which takes minutes on a large file
+        prepare_report_dir(report_dir)
     report = run_calibration(labels, suggest=suggest_thresholds, progress=stderr_progress())
     if report_dir is not None:
         write_calibration(report, report_dir)

@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from evallens.app.cli._output import output_console, print_json
 from evallens.app.progress import stderr_progress
@@ -52,10 +53,11 @@ def gate(
             baseline, candidate, candidate_endpoint, report_dir, console, no_cache=no_cache,
             progress=stderr_progress(),
         )  # fmt: skip
-    except EvallensError:
+    except (EvallensError, OperationalError, InterfaceError):  # main() words these in one line
         raise
     except Exception as error:  # exit code 1 means "regression"; a crash must be 2, never 1
-        raise EvallensError(f"gate failed: {type(error).__name__}: {error}") from error
+        first_line = next(iter(str(error).splitlines()), "")
+        raise EvallensError(f"gate failed: {type(error).__name__}: {first_line}") from error
     if as_json:
         body = outcome.body
         reports = {kind: str(report_dir / name) for kind, name in REPORT_FILES.items()} if report_dir else {}
