@@ -1,5 +1,7 @@
 """API keys on the collector: the key's project on every span, refusals that store nothing, rate limits."""
 
+import threading
+import time
 from collections.abc import Callable
 
 import grpc
@@ -178,6 +180,44 @@ def test_rate_limit_answers_429_with_retry_after(
         headers={**PROTOBUF, "x-evallens-key": other},
     )
     assert answer.status_code == 200
+
+
+def test_clients_without_a_valid_key_do_not_hold_every_slot(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """uvicorn counted every open connection against collector_max_concurrent_requests and kept one
+    answered 401 open: three clients posting without a key (or with a wrong one) every 0.1 s on
+    kept-alive connections made the posts of every key holder a 503 for as long as they went on."""
+    collector = make_collector(database_url, auth_enabled=True, collector_max_concurrent_requests=4)
+    key = new_key(database_url, "alpha")
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    body = make_request([make_span(9)]).SerializeToString()
+    stop = threading.Event()
+    refusals: list[httpx.Response] = []
+
+    def post_without_a_valid_key(headers: dict[str, str]) -> None:
+        with httpx.Client(timeout=10) as client:
+            while not stop.wait(0.1):
+                refusals.append(client.post(url, content=body, headers={**PROTOBUF, **headers}))
+
+    keyless = [{}, {"authorization": "Bearer evk_00000000_wrong"}, {"x-evallens-key": "nonsense"}]
+    clients = [threading.Thread(target=post_without_a_valid_key, args=(h,)) for h in keyless]
+    for client in clients:
+        client.start()
+    try:
+        time.sleep(0.5)  # all three connections are open before the key holder comes
+        headers = {**PROTOBUF, "authorization": f"Bearer {key}"}
+        for index in range(5):
+            sent = make_request([make_span(index)]).SerializeToString()
+            answer = httpx.post(url, content=sent, headers=headers, timeout=10)
+            assert answer.status_code == 200, answer.text
+    finally:
+        stop.set()
+        for client in clients:
+            client.join()
+    assert refusals and {refusal.status_code for refusal in refusals} == {401}
+    assert all(refusal.headers.get("connection") == "close" for refusal in refusals)
+    assert sorted(span["name"] for span in fetch_spans(database_url)) == [f"span-{i}" for i in range(5)]
 
 
 def test_keys_are_not_recoverable_from_the_database(database_url: str) -> None:
