@@ -3,6 +3,7 @@
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import httpx
@@ -218,6 +219,41 @@ def test_clients_without_a_valid_key_do_not_hold_every_slot(
     assert refusals and {refusal.status_code for refusal in refusals} == {401}
     assert all(refusal.headers.get("connection") == "close" for refusal in refusals)
     assert sorted(span["name"] for span in fetch_spans(database_url)) == [f"span-{i}" for i in range(5)]
+
+
+def test_key_holders_are_not_queued_behind_keys_postgres_has_yet_to_check(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """Every post waited for a thread of the default executor to look its key up, even a key the gate
+    had just checked: 40 posts with made-up keys, each waiting on PostgreSQL (here held by a lock on
+    ``api_keys``), took every thread, and a key holder's post waited for all of them."""
+    collector = make_collector(database_url, auth_enabled=True, auth_cache_ttl_s=3600)
+    key = new_key(database_url, "alpha")
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    headers = {**PROTOBUF, "authorization": f"Bearer {key}"}
+    first = httpx.post(url, content=make_request([make_span(0)]).SerializeToString(), headers=headers)
+    assert first.status_code == 200, first.text  # the gate knows the key now
+    body = make_request([make_span(9)]).SerializeToString()
+    with psycopg.connect(database_url) as lock_holder, ThreadPoolExecutor(40) as clients:
+        lock_holder.execute("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE")
+        made_up = [
+            clients.submit(
+                httpx.post,
+                url,
+                content=body,
+                headers={**PROTOBUF, "x-evallens-key": f"evk_{i:08x}_x"},
+                timeout=60,
+            )
+            for i in range(40)
+        ]
+        time.sleep(1)  # they reach the collector and wait on the lock
+        answer = httpx.post(
+            url, content=make_request([make_span(1)]).SerializeToString(), headers=headers, timeout=15
+        )
+        assert answer.status_code == 200, answer.text
+        lock_holder.rollback()
+        assert {refusal.result().status_code for refusal in made_up} == {401}
+    assert sorted(span["name"] for span in fetch_spans(database_url)) == ["span-0", "span-1"]
 
 
 def test_keys_are_not_recoverable_from_the_database(database_url: str) -> None:
