@@ -2,7 +2,7 @@
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -254,6 +254,41 @@ def test_key_holders_are_not_queued_behind_keys_postgres_has_yet_to_check(
         lock_holder.rollback()
         assert {refusal.result().status_code for refusal in made_up} == {401}
     assert sorted(span["name"] for span in fetch_spans(database_url)) == ["span-0", "span-1"]
+
+
+EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def test_grpc_calls_without_a_valid_key_do_not_wait_for_their_message_in_a_worker(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """The key came in the call's metadata but was checked only once a worker had read the message:
+    two calls with no key (or a wrong one) that never sent it held both workers until their connection
+    was closed (90 s by default), and every key holder's export waited in vain for as long."""
+    collector = make_collector(database_url, auth_enabled=True, collector_grpc_workers=2)
+    key = new_key(database_url, "alpha")
+    address = f"127.0.0.1:{collector.grpc_port}"
+    never = threading.Event()
+
+    def no_message() -> Iterator[bytes]:
+        never.wait()
+        yield from ()
+
+    keyless = [(), (("authorization", "Bearer evk_00000000_wrong"),)]
+    with grpc.insecure_channel(address) as silent_channel:
+        silent = silent_channel.stream_unary(EXPORT_METHOD)
+        stalled = [silent.future(no_message(), metadata=metadata) for metadata in keyless]
+        try:
+            for call in stalled:
+                with pytest.raises(grpc.RpcError) as refused:
+                    call.result(timeout=30)
+                assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            with grpc.insecure_channel(address) as channel:
+                stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+                stub.Export(make_request([make_span(0)]), metadata=(("x-evallens-key", key),), timeout=30)
+        finally:
+            never.set()
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
 
 
 def test_keys_are_not_recoverable_from_the_database(database_url: str) -> None:
