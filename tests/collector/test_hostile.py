@@ -547,6 +547,30 @@ def test_uploads_that_trickle_do_not_hold_every_slot(
             client.close()
 
 
+def test_posts_beyond_the_concurrency_limit_are_a_503_with_retry_after(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """collector_max_concurrent_requests counts posts being served (uploads, here stalled ones, hold
+    theirs), and one beyond them is told to come back rather than queued."""
+    collector = make_collector(database_url, collector_max_concurrent_requests=2)
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    body = make_request([make_span(0)]).SerializeToString()
+    stalled = [stalled_upload(collector.http_port) for _ in range(2)]
+    try:
+        deadline, answer = time.monotonic() + 30, None
+        while answer is None or (answer.status_code != 503 and time.monotonic() < deadline):
+            time.sleep(0.1)  # until both uploads are being read
+            answer = httpx.post(url, content=body, headers=PROTOBUF)
+        assert answer.status_code == 503, answer.text
+        assert int(answer.headers["retry-after"]) >= 1
+        assert status_pb2.Status.FromString(answer.content).message.endswith("requests already")
+    finally:
+        for client in stalled:
+            client.close()
+    assert post_until_stored(collector, body).status_code == 200
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+
+
 def unicode_key(seed: int) -> str:
     """256 characters of four UTF-8 bytes each, as random as a key can be (so nothing compresses)."""
     rnd = random.Random(seed)
