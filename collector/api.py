@@ -1,7 +1,8 @@
 """OTLP/HTTP: content types, gzip, size caps and status codes; everything else is ``receive``'s job."""
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,9 +37,12 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 class HttpError(Exception):
     """An answer other than 200: HTTP status, ``google.rpc`` code, message and optional Retry-After."""
 
-    def __init__(self, status: int, code: int, message: str, retry_after_s: int | None = None) -> None:
+    def __init__(
+        self, status: int, code: int, message: str, retry_after_s: int | None = None, close: bool = False
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.retry_after_s = status, code, retry_after_s
+        self.close = close  # end the connection with the answer (the body may be left unread)
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,33 @@ class HttpLimits:
     max_request_bytes: int = 16 * 1024 * 1024
     body_idle_timeout_s: float = 30.0
     body_timeout_s: float = 60.0
+    max_concurrent_requests: int | None = None
+    retry_after_s: int = 2
+
+
+class RequestSlots:
+    """How many posts are served at once, each slot taken once its API key is accepted.
+
+    uvicorn's ``limit_concurrency`` counts every open connection, so clients with no key or a wrong
+    one, each answered 401 in a moment and kept alive, could hold every slot from the key holders.
+    Touched on the event loop only.
+    """
+
+    def __init__(self, limit: int | None, retry_after_s: int) -> None:
+        self.limit, self.retry_after_s = limit, retry_after_s
+        self.num_taken = 0
+
+    @contextmanager
+    def take(self) -> Iterator[None]:
+        """Hold one slot while the block runs; an ``HttpError`` (503) when none is free."""
+        if self.limit is not None and self.num_taken >= self.limit:
+            message = f"the collector is serving {self.limit} requests already"
+            raise HttpError(503, code_pb2.UNAVAILABLE, message, self.retry_after_s)
+        self.num_taken += 1
+        try:
+            yield
+        finally:
+            self.num_taken -= 1
 
 
 def create_app(
@@ -60,14 +91,17 @@ def create_app(
     """The OTLP/HTTP app: ``POST /v1/traces``, ``POST /v1/logs`` (with a ``log_receiver``),
     ``GET /metrics``, ``GET /healthz``.
 
-    With an enabled ``gate``, posts need an ingest key and store what they carry in the key's project.
+    With an enabled ``gate``, posts need an ingest key and store what they carry in the key's project;
+    a refused key's answer closes its connection.
     """
+    slots = RequestSlots(limits.max_concurrent_requests, limits.retry_after_s)
 
     async def traces(request: Request) -> Response:
         content_type = media_type(request.headers.get("content-type", ""))
         try:
             project = await admit(gate, request)
-            answer = await export(request, receiver, limits, content_type, project)
+            with slots.take():
+                answer = await export(request, receiver, limits, content_type, project)
         except HttpError as error:
             return error_response(error, content_type)
         return encode(answer, content_type, 200)
@@ -78,7 +112,8 @@ def create_app(
             return error_response(HttpError(404, code_pb2.NOT_FOUND, "no logs receiver"), content_type)
         try:
             project = await admit(gate, request)
-            answer = await export_logs(request, log_receiver, receiver, limits, content_type, project)
+            with slots.take():
+                answer = await export_logs(request, log_receiver, receiver, limits, content_type, project)
         except HttpError as error:
             return error_response(error, content_type)
         return encode(answer, content_type, 200)
@@ -105,10 +140,17 @@ async def admit(gate: AuthGate | None, request: Request) -> str | None:
     if gate is None or not gate.enabled:
         return None
     try:
-        principal = await asyncio.to_thread(gate.admit, request.headers, Scope.INGEST)
+        # a key the gate knows is answered here: only unknown keys wait for a thread (and PostgreSQL)
+        principal = gate.admit_cached(request.headers, Scope.INGEST)
+        if principal is None:
+            principal = await asyncio.to_thread(gate.admit, request.headers, Scope.INGEST)
     except AuthError as error:
         raise HttpError(
-            error.status, AUTH_CODES[error.status], str(error), getattr(error, "retry_after_s", None)
+            error.status,
+            AUTH_CODES[error.status],
+            str(error),
+            getattr(error, "retry_after_s", None),
+            close=error.status in (401, 403),  # nothing the client sends next on it would get in
         ) from None
     return principal.project if principal is not None else None
 
@@ -224,6 +266,8 @@ def encode(
 def error_response(error: HttpError, content_type: str) -> Response:
     """A ``google.rpc.Status`` body saying what was wrong, JSON unless the request was protobuf."""
     status = status_pb2.Status(code=error.code, message=str(error))
-    headers = {"Retry-After": str(error.retry_after_s)} if error.retry_after_s is not None else None
+    headers = {"Retry-After": str(error.retry_after_s)} if error.retry_after_s is not None else {}
+    if error.close:
+        headers["Connection"] = "close"
     answer_type = content_type if content_type in FORMATS else JSON
     return encode(status, PROTOBUF if answer_type != JSON else JSON, error.status, headers)

@@ -1,10 +1,14 @@
 """OTLP/gRPC: the same admission, worker-pool decode and write path as HTTP.
 
 ``Export`` is registered with no request deserializer: the gRPC thread hands the raw message bytes to
-the decode pool instead of building a protobuf tree itself. Refusals carry a ``retry-after`` and a
-``google.rpc.retryinfo-bin`` trailer, which OpenTelemetry exporters honour.
+the decode pool instead of building a protobuf tree itself. It is registered as taking a stream of
+requests, which is the same on the wire as a unary call, so that the API key (in the call's metadata)
+is checked before its worker waits for the message: a unary handler is called only once the message is
+in. Refusals carry a ``retry-after`` and a ``google.rpc.retryinfo-bin`` trailer, which OpenTelemetry
+exporters honour.
 """
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 
@@ -38,9 +42,10 @@ class TraceService:
     def __init__(self, receiver: TraceReceiver, gate: AuthGate | None = None) -> None:
         self._receiver, self._gate = receiver, gate
 
-    def export(self, body: bytes, context: Any) -> bytes:
+    def export(self, messages: Iterator[bytes], context: Any) -> bytes:
         """Store the spans of one serialized export request (in its API key's project when auth is on)."""
         project = self._admit(context)
+        body = only_message(messages, context)
         receiver = self._receiver
         try:
             with receiver.admit(len(body), project):
@@ -65,9 +70,10 @@ class LogsService:
     def __init__(self, receiver: TraceReceiver, log_receiver: LogReceiver, gate: AuthGate | None) -> None:
         self._receiver, self._log_receiver, self._gate = receiver, log_receiver, gate
 
-    def export(self, body: bytes, context: Any) -> bytes:
+    def export(self, messages: Iterator[bytes], context: Any) -> bytes:
         """Store the content events of one serialized logs request (in its API key's project)."""
         project = admit(self._gate, context)
+        body = only_message(messages, context)
         pool = self._receiver.pool
         try:
             with pool.reserve(len(body), project):
@@ -95,6 +101,15 @@ def admit(gate: AuthGate | None, context: Any) -> str | None:
     return principal.project if principal is not None else None
 
 
+def only_message(messages: Iterator[bytes], context: Any) -> bytes:
+    """The one request message of a unary call (read after its key is checked)."""
+    body = next(messages, None)
+    if body is None:
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the call sent no request message")
+        raise AssertionError("context.abort raises")  # for the type checker
+    return body
+
+
 def abort_with_retry(context: Any, code: grpc.StatusCode, message: str, retry_after_s: int) -> NoReturn:
     """End the call with ``code`` and say when to retry, as a header and as ``google.rpc.RetryInfo``."""
     retry_info = RetryInfo(retry_delay=Duration(seconds=retry_after_s))
@@ -118,10 +133,11 @@ def create_grpc_server(
     """A started-able gRPC server bound to ``address`` (port 0 picks one) and the port it got.
 
     Beyond ``max_concurrent_rpcs`` calls at once, gRPC itself answers RESOURCE_EXHAUSTED. Messages
-    not yet counted in the decode budget are those of the ``workers`` calls being read. A unary
-    call waits for its message in a worker thread, with no deadline of its own: connections are asked
-    to close after ``connection_age_s[0]`` and closed ``connection_age_s[1]`` later, so a call that
-    never sends its message holds its worker for that long at most, not for as long as its client likes.
+    not yet counted in the decode budget are those of the ``workers`` calls being read. A call whose
+    key is accepted waits for its message in a worker thread, with no deadline of its own: connections
+    are asked to close after ``connection_age_s[0]`` and closed ``connection_age_s[1]`` later, so a call
+    that never sends its message holds its worker for that long at most, not for as long as its client
+    likes.
     """
     max_age_s, grace_s = connection_age_s
     server = grpc.server(
@@ -139,10 +155,10 @@ def create_grpc_server(
         maximum_concurrent_rpcs=max_concurrent_rpcs,
     )
     service = TraceService(receiver, gate)
-    export = grpc.unary_unary_rpc_method_handler(service.export)
+    export = grpc.stream_unary_rpc_method_handler(service.export)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": export}),))
     if log_receiver is not None:
-        logs = grpc.unary_unary_rpc_method_handler(LogsService(receiver, log_receiver, gate).export)
+        logs = grpc.stream_unary_rpc_method_handler(LogsService(receiver, log_receiver, gate).export)
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": logs}),)
         )

@@ -27,6 +27,11 @@ __all__ = [
 ]
 
 
+# the price columns are NUMERIC(14, 6)
+PRICE_SCALE = 6
+MAX_PRICE_USD = 10.0 ** (14 - PRICE_SCALE)
+
+
 class InvalidPrice(EvallensError):
     """A price the table cannot hold (no per-token pair and no GPU-hour price, or a negative one)."""
 
@@ -50,10 +55,14 @@ def default_prices() -> list[PriceEntry]:
 
 
 def check_price(price: Price) -> None:
-    """Raise ``InvalidPrice`` unless ``price`` is a per-token pair or a GPU-hour price, all non-negative."""
+    """Raise ``InvalidPrice`` unless ``price`` is a per-token pair or a GPU-hour price, all non-negative
+    numbers the table can hold."""
     values = [price.input_usd_per_mtok, price.output_usd_per_mtok, price.gpu_hour_usd]
     if any(value is not None and value < 0 for value in values):
         raise InvalidPrice(f"prices must not be negative: {price.model}")
+    # NaN is never < 0 (and would cost each span of the model NaN); inf and 1e8 fail the insert
+    if any(value is not None and not round(value, PRICE_SCALE) < MAX_PRICE_USD for value in values):
+        raise InvalidPrice(f"prices must be numbers under {MAX_PRICE_USD:,.0f} USD: {price.model}")
     per_token = price.input_usd_per_mtok is not None and price.output_usd_per_mtok is not None
     if not per_token and price.gpu_hour_usd is None:
         raise InvalidPrice(

@@ -84,6 +84,8 @@ class Collector:
                 settings.collector_max_request_bytes,
                 settings.collector_body_idle_timeout_s,
                 settings.collector_body_timeout_s,
+                settings.collector_max_concurrent_requests,
+                settings.collector_retry_after_s,
             ),
             self.health,
             self.gate,
@@ -236,8 +238,7 @@ class Collector:
             self.app,
             http=head_deadline_protocol(self.settings.collector_request_head_timeout_s),
             log_level="warning",
-            lifespan="off",
-            limit_concurrency=self.settings.collector_max_concurrent_requests,
+            lifespan="off",  # no limit_concurrency: it counts connections, keyless ones too (RequestSlots)
             timeout_graceful_shutdown=10,
         )
 

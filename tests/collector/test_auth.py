@@ -1,6 +1,9 @@
 """API keys on the collector: the key's project on every span, refusals that store nothing, rate limits."""
 
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import httpx
@@ -178,6 +181,114 @@ def test_rate_limit_answers_429_with_retry_after(
         headers={**PROTOBUF, "x-evallens-key": other},
     )
     assert answer.status_code == 200
+
+
+def test_clients_without_a_valid_key_do_not_hold_every_slot(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """uvicorn counted every open connection against collector_max_concurrent_requests and kept one
+    answered 401 open: three clients posting without a key (or with a wrong one) every 0.1 s on
+    kept-alive connections made the posts of every key holder a 503 for as long as they went on."""
+    collector = make_collector(database_url, auth_enabled=True, collector_max_concurrent_requests=4)
+    key = new_key(database_url, "alpha")
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    body = make_request([make_span(9)]).SerializeToString()
+    stop = threading.Event()
+    refusals: list[httpx.Response] = []
+
+    def post_without_a_valid_key(headers: dict[str, str]) -> None:
+        with httpx.Client(timeout=10) as client:
+            while not stop.wait(0.1):
+                refusals.append(client.post(url, content=body, headers={**PROTOBUF, **headers}))
+
+    keyless = [{}, {"authorization": "Bearer evk_00000000_wrong"}, {"x-evallens-key": "nonsense"}]
+    clients = [threading.Thread(target=post_without_a_valid_key, args=(h,)) for h in keyless]
+    for client in clients:
+        client.start()
+    try:
+        time.sleep(0.5)  # all three connections are open before the key holder comes
+        headers = {**PROTOBUF, "authorization": f"Bearer {key}"}
+        for index in range(5):
+            sent = make_request([make_span(index)]).SerializeToString()
+            answer = httpx.post(url, content=sent, headers=headers, timeout=10)
+            assert answer.status_code == 200, answer.text
+    finally:
+        stop.set()
+        for client in clients:
+            client.join()
+    assert refusals and {refusal.status_code for refusal in refusals} == {401}
+    assert all(refusal.headers.get("connection") == "close" for refusal in refusals)
+    assert sorted(span["name"] for span in fetch_spans(database_url)) == [f"span-{i}" for i in range(5)]
+
+
+def test_key_holders_are_not_queued_behind_keys_postgres_has_yet_to_check(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """Every post waited for a thread of the default executor to look its key up, even a key the gate
+    had just checked: 40 posts with made-up keys, each waiting on PostgreSQL (here held by a lock on
+    ``api_keys``), took every thread, and a key holder's post waited for all of them."""
+    collector = make_collector(database_url, auth_enabled=True, auth_cache_ttl_s=3600)
+    key = new_key(database_url, "alpha")
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    headers = {**PROTOBUF, "authorization": f"Bearer {key}"}
+    first = httpx.post(url, content=make_request([make_span(0)]).SerializeToString(), headers=headers)
+    assert first.status_code == 200, first.text  # the gate knows the key now
+    body = make_request([make_span(9)]).SerializeToString()
+    with psycopg.connect(database_url) as lock_holder, ThreadPoolExecutor(40) as clients:
+        lock_holder.execute("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE")
+        made_up = [
+            clients.submit(
+                httpx.post,
+                url,
+                content=body,
+                headers={**PROTOBUF, "x-evallens-key": f"evk_{i:08x}_x"},
+                timeout=60,
+            )
+            for i in range(40)
+        ]
+        time.sleep(1)  # they reach the collector and wait on the lock
+        answer = httpx.post(
+            url, content=make_request([make_span(1)]).SerializeToString(), headers=headers, timeout=15
+        )
+        assert answer.status_code == 200, answer.text
+        lock_holder.rollback()
+        assert {refusal.result().status_code for refusal in made_up} == {401}
+    assert sorted(span["name"] for span in fetch_spans(database_url)) == ["span-0", "span-1"]
+
+
+EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def test_grpc_calls_without_a_valid_key_do_not_wait_for_their_message_in_a_worker(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """The key came in the call's metadata but was checked only once a worker had read the message:
+    two calls with no key (or a wrong one) that never sent it held both workers until their connection
+    was closed (90 s by default), and every key holder's export waited in vain for as long."""
+    collector = make_collector(database_url, auth_enabled=True, collector_grpc_workers=2)
+    key = new_key(database_url, "alpha")
+    address = f"127.0.0.1:{collector.grpc_port}"
+    never = threading.Event()
+
+    def no_message() -> Iterator[bytes]:
+        never.wait()
+        yield from ()
+
+    keyless = [(), (("authorization", "Bearer evk_00000000_wrong"),)]
+    with grpc.insecure_channel(address) as silent_channel:
+        silent = silent_channel.stream_unary(EXPORT_METHOD)
+        stalled = [silent.future(no_message(), metadata=metadata) for metadata in keyless]
+        try:
+            for call in stalled:
+                with pytest.raises(grpc.RpcError) as refused:
+                    call.result(timeout=30)
+                assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            with grpc.insecure_channel(address) as channel:
+                stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+                stub.Export(make_request([make_span(0)]), metadata=(("x-evallens-key", key),), timeout=30)
+        finally:
+            never.set()
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
 
 
 def test_keys_are_not_recoverable_from_the_database(database_url: str) -> None:

@@ -38,6 +38,7 @@ from evallens.ports import free_port
 from evallens.telemetry import attributes as names
 from evallens.telemetry.messages import question_from_attribute
 from tests.collector.conftest import fetch_spans, make_request, make_span, start_collector_process
+from tests.collector.test_auth import new_key
 from tests.collector.test_genai_content import (
     QUESTION,
     any_value,
@@ -431,6 +432,36 @@ def test_connections_that_never_send_a_whole_request_do_not_hold_every_slot(
             client.close()
 
 
+def test_a_request_head_over_the_cap_is_a_431_and_a_large_body_is_not(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """The key is read from the head, so the head cap is all that stands between a client without one
+    and the collector's memory and event loop: a 1 MiB header is refused before it is read whole, and
+    its connection closed, while a body of the same size is no head and is stored."""
+    collector = make_collector(database_url, auth_enabled=True)
+    with socket.create_connection(("127.0.0.1", collector.http_port), timeout=30) as client:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # answered while we sent
+            client.sendall(b"POST /v1/traces HTTP/1.1\r\nhost: x\r\nx-padding: ")
+            for _ in range(16):
+                client.sendall(b"a" * 64 * 1024)
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := client.recv(65536):  # until the collector closes the connection
+                answer += chunk
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert b"over 65536 bytes" in answer
+    key = new_key(database_url, "alpha")
+    attributes = {"padding": "a" * MIB}
+    body = make_request([make_span(0, attributes=attributes)]).SerializeToString()
+    stored = httpx.post(
+        f"http://127.0.0.1:{collector.http_port}/v1/traces",
+        content=body,
+        headers={**PROTOBUF, "authorization": f"Bearer {key}"},
+    )
+    assert stored.status_code == 200, stored.text
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+
+
 EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 RESENT_AFTER = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
@@ -514,6 +545,30 @@ def test_uploads_that_trickle_do_not_hold_every_slot(
         sender.join()
         for client in trickling:
             client.close()
+
+
+def test_posts_beyond_the_concurrency_limit_are_a_503_with_retry_after(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """collector_max_concurrent_requests counts posts being served (uploads, here stalled ones, hold
+    theirs), and one beyond them is told to come back rather than queued."""
+    collector = make_collector(database_url, collector_max_concurrent_requests=2)
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    body = make_request([make_span(0)]).SerializeToString()
+    stalled = [stalled_upload(collector.http_port) for _ in range(2)]
+    try:
+        deadline, answer = time.monotonic() + 30, None
+        while answer is None or (answer.status_code != 503 and time.monotonic() < deadline):
+            time.sleep(0.1)  # until both uploads are being read
+            answer = httpx.post(url, content=body, headers=PROTOBUF)
+        assert answer.status_code == 503, answer.text
+        assert int(answer.headers["retry-after"]) >= 1
+        assert status_pb2.Status.FromString(answer.content).message.endswith("requests already")
+    finally:
+        for client in stalled:
+            client.close()
+    assert post_until_stored(collector, body).status_code == 200
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
 
 
 def unicode_key(seed: int) -> str:

@@ -206,3 +206,19 @@ def test_refusals_go_to_a_dead_letter_file_while_postgres_is_away(
         assert count_spans(own_postgres.url) == 1
     finally:
         writer.close()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list", "--limit", str(2**63)], ["retry", str(2**63)], ["drop", "1", str(2**63)]],
+    ids=["list-limit", "retry-id", "drop-id"],
+)
+def test_quarantine_commands_refuse_numbers_postgres_cannot_hold(
+    args: list[str], database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A limit or an id past PostgreSQL's bigint failed inside the query: a traceback (DataError), not a
+    usage error naming the option."""
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    refused = CliRunner().invoke(create_cli(), ["collector", "quarantine", *args])
+    assert refused.exit_code == 2, (refused.output, refused.exception)
+    assert "Invalid value" in refused.output

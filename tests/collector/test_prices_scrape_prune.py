@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
 from collector.prices import (
+    InvalidPrice,
     PriceBook,
     PriceEntry,
     default_prices,
@@ -110,6 +111,25 @@ def test_prices_cli_seeds_defaults_and_set_upserts(
     assert len(rows) == 1 and rows[0]["input_usd_per_mtok"] == 2.5
     refused = runner.invoke(cli, ["prices", "set", "half", "--input", "1"])
     assert refused.exit_code != 0 and "GPU-hour" in str(refused.exception)
+
+
+@pytest.mark.parametrize(
+    "option",
+    [["--input", "nan", "--output", "1"], ["--input", "1", "--output", "1e999"], ["--gpu-hour", "1e8"]],
+    ids=["nan", "inf", "over-the-column"],
+)
+def test_prices_set_refuses_prices_that_are_no_number_or_too_large(
+    option: list[str], database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NaN passed the non-negative check and was stored, costing every span of the model NaN; inf and
+    1e8 reached PostgreSQL's NUMERIC(14, 6) and failed there with a traceback (DataError)."""
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    cli, runner = create_cli(), CliRunner()
+    refused = runner.invoke(cli, ["prices", "set", "my-model", *option])
+    assert isinstance(refused.exception, InvalidPrice), refused.exception  # one line and exit 2 in main()
+    assert "under 100,000,000 USD" in str(refused.exception)
+    listed = orjson.loads(runner.invoke(cli, ["prices", "list", "--json"]).output)
+    assert "my-model" not in {row["model"] for row in listed}
 
 
 def test_collector_uses_prices_set_after_start(database_url: str, make_collector) -> None:

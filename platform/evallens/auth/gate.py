@@ -46,23 +46,23 @@ class AuthGate:
         """Authenticate, check ``needed`` and take one token; raises an ``AuthError`` to answer with."""
         if not self.enabled:
             return None
-        principal = self.principal(presented_key(headers)).require(needed)
-        wait_s = self._limiter.acquire(principal.key_id)
-        if wait_s > 0:
-            raise RateLimited("this API key is over its rate limit", retry_after_header(wait_s))
-        return principal
+        return self._take_token(self.principal(presented_key(headers)).require(needed))
+
+    def admit_cached(self, headers: Mapping[str, str], needed: Scope) -> Principal | None:
+        """``admit`` for a key the cache knows, without blocking (call it on the event loop, and ``admit``
+        off the loop when it returns None: auth off or a key the cache does not know)."""
+        if not self.enabled:
+            return None
+        principal = self._cached(hashlib.sha256((presented_key(headers) or "").encode()).digest())
+        return self._take_token(principal.require(needed)) if principal is not None else None
 
     def principal(self, presented: str | None) -> Principal:
         """The principal of a presented key, from the cache or PostgreSQL (blocking: call off the loop)."""
         digest = hashlib.sha256((presented or "").encode()).digest()
         now = self._clock()
-        with self._lock:
-            accepted, refused = self._accepted.get(digest), self._refused.get(digest)
-        if accepted is not None and accepted[1] > now:
-            return accepted[0]
-        if refused is not None and refused[1] > now:
-            kind, message = refused[0]
-            raise kind(message)  # a new one each time: threads raising one object would share its traceback
+        cached = self._cached(digest)
+        if cached is not None:
+            return cached
         try:
             with self._sessions() as session, session.begin():
                 principal = authenticate(session, presented)
@@ -72,6 +72,24 @@ class AuthGate:
             self._remember(self._refused, digest, (type(error), str(error)), now)
             raise
         self._remember(self._accepted, digest, principal, now)
+        return principal
+
+    def _cached(self, digest: bytes) -> Principal | None:
+        """The cached principal of a key's digest, None when unknown; raises its cached refusal."""
+        now = self._clock()
+        with self._lock:
+            accepted, refused = self._accepted.get(digest), self._refused.get(digest)
+        if accepted is not None and accepted[1] > now:
+            return accepted[0]
+        if refused is not None and refused[1] > now:
+            kind, message = refused[0]
+            raise kind(message)  # a new one each time: threads raising one object would share its traceback
+        return None
+
+    def _take_token(self, principal: Principal) -> Principal:
+        wait_s = self._limiter.acquire(principal.key_id)
+        if wait_s > 0:
+            raise RateLimited("this API key is over its rate limit", retry_after_header(wait_s))
         return principal
 
     def _remember(

@@ -60,12 +60,18 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         gt=0,
         description=(
             "Seconds an HTTP connection may stay open without sending a whole request head (its first, "
-            "or the next after an answer) before it is closed: open connections count against "
-            "collector_max_concurrent_requests."
+            "or the next after an answer) before it is closed: each open connection holds a file "
+            "descriptor."
         ),
     )
     collector_max_concurrent_requests: int = Field(
-        default=64, ge=1, description="HTTP connections served at once; more are answered 503."
+        default=64,
+        ge=1,
+        description=(
+            "Export requests served at once, over HTTP (counted once their API key is accepted: idle "
+            "and refused connections hold none) and over gRPC; more are answered 503 (gRPC: "
+            "RESOURCE_EXHAUSTED)."
+        ),
     )
     collector_queue_max_spans: int = Field(
         default=50_000, ge=1, description="Spans waiting to be written before new requests get 429."

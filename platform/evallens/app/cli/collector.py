@@ -16,6 +16,8 @@ quarantine_app = typer.Typer(
 app.add_typer(quarantine_app, name="quarantine")
 IDS_HELP = "Quarantine ids (from `quarantine list`)."
 PROJECT_HELP = "Only this project's spans."
+MAX_BIGINT = 2**63 - 1  # PostgreSQL's bigint: past it a query fails (a traceback) instead of finding nothing
+QuarantineIds = Annotated[list[int] | None, typer.Argument(max=MAX_BIGINT, help=IDS_HELP)]
 
 
 @app.callback(invoke_without_command=True)
@@ -53,7 +55,9 @@ def prune(
 @quarantine_app.command("list")
 def quarantine_list(
     project: Annotated[str | None, typer.Option(help=PROJECT_HELP)] = None,
-    limit: Annotated[int, typer.Option(min=1, help="Most entries listed, newest first.")] = 50,
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_BIGINT, help="Most entries listed, newest first.")
+    ] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List quarantined spans with PostgreSQL's reason, newest first."""
@@ -79,7 +83,7 @@ def quarantine_list(
 
 @quarantine_app.command("retry")
 def quarantine_retry(
-    ids: Annotated[list[int] | None, typer.Argument(help=IDS_HELP)] = None,
+    ids: QuarantineIds = None,
     every: Annotated[bool, typer.Option("--all", help="Every quarantined span (of --project).")] = False,
     project: Annotated[str | None, typer.Option(help=PROJECT_HELP)] = None,
 ) -> None:
@@ -92,7 +96,7 @@ def quarantine_retry(
 
 @quarantine_app.command("drop")
 def quarantine_drop(
-    ids: Annotated[list[int] | None, typer.Argument(help=IDS_HELP)] = None,
+    ids: QuarantineIds = None,
     every: Annotated[bool, typer.Option("--all", help="Every quarantined span (of --project).")] = False,
     project: Annotated[str | None, typer.Option(help=PROJECT_HELP)] = None,
 ) -> None:
