@@ -30,7 +30,7 @@ from evals.runner.run import RunReport, run_eval
 from evals.sets.store import find_set_version
 from evals.target import check_url, fetch_target_config
 from evals.watch.notify import is_webhook, notify_regression
-from evals.watch.probe import Probe, probe
+from evals.watch.probe import Probe, probe, watched_fingerprint
 
 EXIT_REGRESSION = 1
 
@@ -98,6 +98,8 @@ def watch(
         check_url(options.on_regression, "--on-regression")
     if options.report_dir is not None:
         prepare_report_dir(options.report_dir)
+    if options.config_file is not None:  # a mistyped path is an error now; a file missing later is waited for
+        watched_fingerprint(options.endpoint, options.config_file)
     with session_factory() as session:
         for selector in options.set_selectors:
             # an unknown set is an error now, not at the first change
@@ -129,7 +131,7 @@ def _poll(
 ) -> None:
     seen = _look(options, settings)
     if seen.fingerprint is None:
-        _report_status(state, f"waiting: target not ready ({seen.detail})", emit)
+        _report_status(state, f"waiting: {seen.detail}", emit)
         state.was_down = True
         return
     if seen.fingerprint == state.handled:
