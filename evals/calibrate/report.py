@@ -13,6 +13,7 @@ from evals.calibrate.score import ScoredRow
 from evals.calibrate.stats import Agreement
 from evals.calibrate.thresholds import Suggestion
 from evals.render import write_report_files
+from evals.render._text import code, literal
 
 NUM_WORST = 5
 
@@ -134,7 +135,10 @@ def write_calibration(report: CalibrationReport, directory: Path) -> None:
     for name, item in report.metrics.items():
         if item.worst:
             lines += ["", f"## {name}: most wrong", ""]
-            lines += [f"- `{r.id}` label {r.label}, metric {r.predicted}: {r.reason}" for r in item.worst]
+            lines += [
+                f"- {code(r.id)} label {r.label}, metric {r.predicted}: {literal(r.reason)}"
+                for r in item.worst
+            ]
         if item.suggestion is not None:
             lines += ["", _suggestion_line(name, item.suggestion)]
     write_report_files(
