@@ -179,6 +179,7 @@ def _evaluate_sets(
     when all now have."""
     all_done = True
     scored_as = describe_scoring(scoring)
+    seen: set[int] = set()  # a version named twice (--set a --set a, or a and a@<its latest>) runs once
     for selector in options.set_selectors:
         if outcome.exit_code or _limit_reached(options, 0, outcome):
             return False
@@ -189,6 +190,9 @@ def _evaluate_sets(
             with session_factory() as session:
                 eval_set = find_set_version(session, selector, project=options.project)
                 earlier = latest_completed_run(session, eval_set.id, target_fingerprint, scoring=scored_as)
+            if eval_set.id in seen:
+                continue
+            seen.add(eval_set.id)
             if earlier is not None:
                 emit(
                     f"{eval_set.name} v{eval_set.version}: fingerprint {target_fingerprint} already "

@@ -383,3 +383,18 @@ def test_a_mistyped_config_file_is_refused_before_the_first_poll(
     )
     with pytest.raises(EvalSetError, match="cannot read the watched config file"):
         _run_watch(sessions, similarity, options, lambda _: None)
+
+
+def test_a_set_named_twice_is_replayed_and_gated_once(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    _sync_recall_set(sessions, scripted_target)
+    options = WatchOptions(
+        endpoint=scripted_target.url, set_selectors=(SET_NAME, SET_NAME, f"{SET_NAME}@1"), interval_s=0.01,
+        settle_s=0.0, max_polls=1,
+    )  # fmt: skip
+    outcome, events = _run_watch(sessions, similarity, options, lambda _: None)
+    assert len(outcome.runs) == 1
+    assert sum("replaying against" in e for e in events) == 1
+    assert sum(e.startswith("not gated: no run or tag 'main'") for e in events) == 1
+    assert not any("already evaluated" in e for e in events)
