@@ -13,6 +13,7 @@ from evals.calibrate.score import ScoredRow
 from evals.calibrate.stats import Agreement
 from evals.calibrate.thresholds import Suggestion
 from evals.render import write_report_files
+from evals.render._text import code, literal
 
 NUM_WORST = 5
 
@@ -60,6 +61,7 @@ class CalibrationReport:
                 "kappa": _number(stats.kappa),
                 "kappa_low": _number(stats.kappa_low),
                 "kappa_high": _number(stats.kappa_high),
+                "kappa_note": stats.kappa_note,
                 "agreement": _number(stats.agreement),
                 "confusion": {"tp": stats.tp, "fp": stats.fp, "fn": stats.fn, "tn": stats.tn},
                 "unscored": item.num_unscored,
@@ -91,6 +93,8 @@ def print_calibration(report: CalibrationReport, console: Console) -> None:
     for name, item in report.metrics.items():
         s = item.agreement
         interval = f"{_fmt(s.kappa)} [{_fmt(s.kappa_low)}, {_fmt(s.kappa_high)}]"
+        if s.kappa_note is not None:
+            interval = f"n/a ({s.kappa_note})"
         table.add_row(name, str(s.n), str(s.tp), str(s.fp), str(s.fn), str(s.tn), _fmt(s.agreement), interval,
                       str(item.num_unscored))  # fmt: skip
     console.print(table)
@@ -123,14 +127,18 @@ def write_calibration(report: CalibrationReport, directory: Path) -> None:
     for name, item in report.metrics.items():
         s = item.agreement
         interval = f"[{_fmt(s.kappa_low)}, {_fmt(s.kappa_high)}]"
+        kappa = _fmt(s.kappa) if s.kappa_note is None else f"n/a ({s.kappa_note})"
         lines.append(
-            f"| {name} | {s.n} | {s.tp} | {s.fp} | {s.fn} | {s.tn} | {_fmt(s.agreement)} | {_fmt(s.kappa)} | "
+            f"| {name} | {s.n} | {s.tp} | {s.fp} | {s.fn} | {s.tn} | {_fmt(s.agreement)} | {kappa} | "
             f"{interval} | {item.num_unscored} |"
         )
     for name, item in report.metrics.items():
         if item.worst:
             lines += ["", f"## {name}: most wrong", ""]
-            lines += [f"- `{r.id}` label {r.label}, metric {r.predicted}: {r.reason}" for r in item.worst]
+            lines += [
+                f"- {code(r.id)} label {r.label}, metric {r.predicted}: {literal(r.reason)}"
+                for r in item.worst
+            ]
         if item.suggestion is not None:
             lines += ["", _suggestion_line(name, item.suggestion)]
     write_report_files(
@@ -150,7 +158,8 @@ def _suggestion_json(suggestion: Suggestion) -> dict[str, Any]:
         "folds": suggestion.folds,
         "fold_choices": suggestion.fold_choices,
         "cross_validated": {"n": cv.n, "kappa": _number(cv.kappa), "kappa_low": _number(cv.kappa_low),
-                            "kappa_high": _number(cv.kappa_high), "agreement": _number(cv.agreement)},
+                            "kappa_high": _number(cv.kappa_high), "kappa_note": cv.kappa_note,
+                            "agreement": _number(cv.agreement)},
     }  # fmt: skip
 
 

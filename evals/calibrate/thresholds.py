@@ -94,7 +94,8 @@ def _best(
     """The best choice; among ties, the one furthest inside the tied region (shifting any threshold
     a few steps either way costs nothing, so it holds up better on new answers), then the one
     closest to the current settings."""
-    kappas = np.array([cohen_kappa(row, labels) for row in predictions])
+    # labels of one class leave every choice without a kappa: every choice ties
+    kappas = np.nan_to_num([cohen_kappa(row, labels) for row in predictions], nan=-np.inf)
     top: set[int] = {int(i) for i in np.flatnonzero(kappas >= kappas.max() - 1e-9)}
     steps = {name: sorted({combo[name] for combo in combos}) for name in current}
     index_of = {tuple(combo[name] for name in current): i for i, combo in enumerate(combos)}

@@ -14,6 +14,7 @@ from evals.render._figures import (
     underpowered,
     verdict_word,
 )
+from evals.render._text import cell, code, literal, one_line
 
 MAX_FLIPS_SHOWN = 10
 
@@ -39,7 +40,7 @@ def render_markdown(body: GateReportBody) -> str:
     for c in body.comparisons:
         word = f"**{verdict_word(c)}**" if c.regression else verdict_word(c)
         lines.append(
-            f"| {c.scenario} | {c.metric} | {c.baseline:.3f} | {c.candidate:.3f} | {points(c.delta)} | "
+            f"| {cell(c.scenario)} | {c.metric} | {c.baseline:.3f} | {c.candidate:.3f} | {points(c.delta)} | "
             f"{c.num_pairs} | {c.num_worse}/{c.num_better} | {c.test} | {c.p_value:.4f} | "
             f"{c.p_adjusted:.4f} | {detectable(c)} | {word} |"
         )
@@ -62,9 +63,10 @@ def render_markdown(body: GateReportBody) -> str:
     if body.flipped_cases:
         lines += ["", f"### Cases that got worse (first {MAX_FLIPS_SHOWN} of {len(body.flipped_cases)})", ""]
         for flip in body.flipped_cases[:MAX_FLIPS_SHOWN]:
-            answer = (flip.candidate_response or "").replace("\n", " ")[:160]
+            answer = literal(one_line(flip.candidate_response or "")[:160])
             lines.append(
-                f"- `{flip.case_key}` ({flip.scenario}, {flip.metric}): {flip.question} -> _{answer}_"
+                f"- {code(flip.case_key)} ({cell(flip.scenario)}, {flip.metric}): "
+                f"{literal(flip.question or '')} -> _{answer}_"
             )
     return "\n".join(lines) + "\n"
 
@@ -81,8 +83,8 @@ def _caches_and_power(body: GateReportBody) -> list[str]:
         warning = cache_warning(body)
         if warning is not None:
             lines.append(f"- **{warning}**")
-    for label, note in left_out_notes(body):
-        lines += ["", f"**{label.capitalize()}:** {note}."]
+    for label, note in left_out_notes(body):  # names case keys
+        lines += ["", f"**{label.capitalize()}:** {one_line(note)}."]
     if body.repeats_baseline > 1 or body.repeats_candidate > 1:
         lines += [
             "",
@@ -92,5 +94,5 @@ def _caches_and_power(body: GateReportBody) -> list[str]:
     summary = power_summary(body)
     if summary is not None:
         lines += ["", "### Power", "", f"{summary} (marked `!` above; `none`: no possible drop):", ""]
-        lines += [f"- {power_note(cell, body.min_effect)}" for cell in underpowered(body)]
+        lines += [f"- {one_line(power_note(weak, body.min_effect))}" for weak in underpowered(body)]
     return lines

@@ -30,7 +30,7 @@ from evals.runner.run import RunReport, run_eval
 from evals.sets.store import find_set_version
 from evals.target import check_url, fetch_target_config
 from evals.watch.notify import is_webhook, notify_regression
-from evals.watch.probe import Probe, probe
+from evals.watch.probe import Probe, probe, watched_fingerprint
 
 EXIT_REGRESSION = 1
 
@@ -98,6 +98,8 @@ def watch(
         check_url(options.on_regression, "--on-regression")
     if options.report_dir is not None:
         prepare_report_dir(options.report_dir)
+    if options.config_file is not None:  # a mistyped path is an error now; a file missing later is waited for
+        watched_fingerprint(options.endpoint, options.config_file)
     with session_factory() as session:
         for selector in options.set_selectors:
             # an unknown set is an error now, not at the first change
@@ -129,7 +131,7 @@ def _poll(
 ) -> None:
     seen = _look(options, settings)
     if seen.fingerprint is None:
-        _report_status(state, f"waiting: target not ready ({seen.detail})", emit)
+        _report_status(state, f"waiting: {seen.detail}", emit)
         state.was_down = True
         return
     if seen.fingerprint == state.handled:
@@ -177,6 +179,7 @@ def _evaluate_sets(
     when all now have."""
     all_done = True
     scored_as = describe_scoring(scoring)
+    seen: set[int] = set()  # a version named twice (--set a --set a, or a and a@<its latest>) runs once
     for selector in options.set_selectors:
         if outcome.exit_code or _limit_reached(options, 0, outcome):
             return False
@@ -187,6 +190,9 @@ def _evaluate_sets(
             with session_factory() as session:
                 eval_set = find_set_version(session, selector, project=options.project)
                 earlier = latest_completed_run(session, eval_set.id, target_fingerprint, scoring=scored_as)
+            if eval_set.id in seen:
+                continue
+            seen.add(eval_set.id)
             if earlier is not None:
                 emit(
                     f"{eval_set.name} v{eval_set.version}: fingerprint {target_fingerprint} already "

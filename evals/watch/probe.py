@@ -17,7 +17,7 @@ class Probe:
     """One look at the target: ready or not (and why), and the fingerprint it serves when ready."""
 
     ready: bool
-    detail: str
+    detail: str  # why it is not ready, or why its fingerprint could not be read
     fingerprint: str | None = None
 
 
@@ -54,10 +54,14 @@ def probe(endpoint: str, ready_url: str | None, config_file: Path | None, api_ke
     stops (a model still loading reports an incomplete config) is never used."""
     ready, detail = check_ready(endpoint, ready_url, api_key)
     if not ready:
-        return Probe(False, detail)
+        return Probe(False, f"target not ready ({detail})")
     try:
         fingerprint = watched_fingerprint(endpoint, config_file, api_key)
     except EndpointUnreachable as error:
+        return Probe(False, f"target not ready ({error})")
+    except EvalSetError as error:  # an editor saving the file may replace it: wait for it to come back
         return Probe(False, str(error))
     ready, detail = check_ready(endpoint, ready_url, api_key)
-    return Probe(ready, detail, fingerprint if ready else None)
+    if not ready:
+        return Probe(False, f"target not ready ({detail})")
+    return Probe(True, detail, fingerprint)

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db.models import EvalRun, GateReport
 from evallens.runs import tag_run
 from evallens.settings import EvalSettings
+from evals.errors import EvalSetError
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.context import build_scoring_context
 from evals.metrics.result import ScoringContext
@@ -338,3 +339,62 @@ def test_a_change_is_not_replayed_while_the_judge_cannot_say_its_model(
     assert len(waiting) == 1 and "EVALLENS_EVAL_JUDGE_MODEL" in waiting[0]
     assert [run.config_fingerprint for run in outcome.runs] == ["cfg-2"]  # replayed once the judge was back
     assert [gate.body.verdict for gate in outcome.gates] == ["pass"]
+
+
+def test_a_config_file_missing_for_a_moment_is_waited_for_and_said_once(
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    tmp_path: Path,
+) -> None:
+    """An editor saving the watched file may remove it and write it anew: the watch goes on."""
+    _sync_recall_set(sessions, scripted_target)
+    config_file = tmp_path / "serve.yaml"
+    config_file.write_text("model: scripted\n")
+
+    def between_polls(poll: int) -> None:
+        if poll == 1:
+            config_file.unlink()
+        elif poll == 3:
+            config_file.write_text("model: scripted\n")
+
+    options = WatchOptions(
+        endpoint=scripted_target.url, set_selectors=(SET_NAME,), interval_s=0.01, settle_s=0.0,
+        config_file=config_file, max_polls=4,
+    )  # fmt: skip
+    outcome, events = _run_watch(sessions, similarity, options, between_polls)
+
+    assert len(outcome.runs) == 1 and outcome.exit_code == 0
+    missing = [e for e in events if "cannot read the watched config file" in e]
+    assert missing == [
+        f"waiting: {config_file}: cannot read the watched config file: No such file or directory"
+    ]
+    assert sum("nothing to replay" in e for e in events) == 1
+
+
+def test_a_mistyped_config_file_is_refused_before_the_first_poll(
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    tmp_path: Path,
+) -> None:
+    options = WatchOptions(
+        endpoint=scripted_target.url, set_selectors=(SET_NAME,), config_file=tmp_path / "nosuch.yaml"
+    )
+    with pytest.raises(EvalSetError, match="cannot read the watched config file"):
+        _run_watch(sessions, similarity, options, lambda _: None)
+
+
+def test_a_set_named_twice_is_replayed_and_gated_once(
+    sessions: sessionmaker[Session], scripted_target: ScriptedTarget, similarity: MiniLmSimilarity
+) -> None:
+    _sync_recall_set(sessions, scripted_target)
+    options = WatchOptions(
+        endpoint=scripted_target.url, set_selectors=(SET_NAME, SET_NAME, f"{SET_NAME}@1"), interval_s=0.01,
+        settle_s=0.0, max_polls=1,
+    )  # fmt: skip
+    outcome, events = _run_watch(sessions, similarity, options, lambda _: None)
+    assert len(outcome.runs) == 1
+    assert sum("replaying against" in e for e in events) == 1
+    assert sum(e.startswith("not gated: no run or tag 'main'") for e in events) == 1
+    assert not any("already evaluated" in e for e in events)

@@ -1,14 +1,16 @@
 """``evallens eval calibrate``: table, JSON, bad label rows, threshold suggestions, a kappa floor on dev."""
 
+import io
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from evallens.settings import EvalSettings, child_environment
-from evals.calibrate import calibrate, heldout
+from evals.calibrate import calibrate, heldout, print_calibration, write_calibration
 from evals.calibrate.labels import load_labels
 from evals.calibrate.stats import agreement, cohen_kappa
 from evals.calibrate.thresholds import GRIDS, _best, _stratified_folds
@@ -181,6 +183,32 @@ def test_kappa_and_its_interval() -> None:
     assert stats.kappa_low < 0.7 < stats.kappa_high <= 1.0
 
 
+def test_kappa_of_labels_of_one_class_is_undefined_not_perfect(
+    tmp_path: Path, similarity: MiniLmSimilarity
+) -> None:
+    """Two accuracy rows both labelled 1 and both scored 1: kappa is 0/0 there, not 1.0."""
+    import numpy as np
+
+    assert np.isnan(cohen_kappa(np.array([1, 1]), np.array([1, 1])))
+    rows = [ROWS[0], {**ROWS[0], "id": "a3"}, *ROWS[2:]]
+    report = calibrate(
+        write_labels(tmp_path / "labels.jsonl", rows), settings=EvalSettings(), similarity=similarity
+    )
+    accuracy = report.as_json()["metrics"]["accuracy"]
+    assert accuracy["confusion"] == {"tp": 2, "fp": 0, "fn": 0, "tn": 0}
+    assert (accuracy["kappa"], accuracy["kappa_low"], accuracy["kappa_high"]) == (None, None, None)
+    assert accuracy["kappa_note"] == "every label is 1: kappa needs labels of both classes"
+    assert report.as_json()["metrics"]["irrelevance"]["kappa_note"] is None
+
+    printed = io.StringIO()
+    print_calibration(report, Console(file=printed, width=300))
+    (accuracy_line,) = [line for line in printed.getvalue().splitlines() if "accuracy" in line]
+    assert "n/a (every label is 1: kappa needs labels of both classes)" in accuracy_line
+    write_calibration(report, tmp_path)
+    markdown = (tmp_path / "calibration.md").read_text()
+    assert "| n/a (every label is 1: kappa needs labels of both classes) | [n/a, n/a] |" in markdown
+
+
 def test_folds_are_stratified() -> None:
     import numpy as np
 
@@ -330,4 +358,5 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
         "harmfulness": 112 + 112 + 117 + 115 + 114,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
-    assert all(kappa >= HELDOUT_KAPPA_FLOOR for kappa in kappas.values()), kappas
+    # an undefined kappa (null: labels of one class) is no pass
+    assert all(kappa is not None and kappa >= HELDOUT_KAPPA_FLOOR for kappa in kappas.values()), kappas
