@@ -38,6 +38,7 @@ KEY_UNCHECKED = (
 # and icons (:red[..], :material/..:) and GFM's tables and strikethrough all start with one.
 MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+BACKTICK_RUNS = re.compile(r"`+")
 
 EMPTY_HINTS = {
     "runs": "No eval runs yet. Run `evallens eval sets sync evals/datasets/acme/sets` and then "
@@ -243,6 +244,16 @@ def literal(value: object) -> str:
     """``value`` as Markdown that shows it as written, on one line: text that came from traces, sets or
     runs gets no link, image, heading, formula or colour into a page."""
     return MARKDOWN_PUNCTUATION.sub(r"\\\1", LINE_BREAKS.sub(" ", str(value)))
+
+
+def code(value: object) -> str:
+    """``value`` as a Markdown code span that shows it as written, on one line: a backtick in a set name
+    ends no span early (CommonMark closes a span only at a backtick run as long as the one opening it)."""
+    text = LINE_BREAKS.sub(" ", str(value))
+    fence = "`" * (max(map(len, BACKTICK_RUNS.findall(text)), default=0) + 1)
+    # CommonMark strips one space from each end of a span whose content starts and ends with one
+    pad = " " if text[:1] == "`" or text[-1:] == "`" or (text[:1] == text[-1:] == " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def short_id(value: str | None, length: int = 12) -> str:

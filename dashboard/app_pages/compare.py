@@ -49,7 +49,7 @@ chosen = all_runs.set_index("run_id")
 scored_differently = transform.scoring_warning(  # labels as written: CI may name runs after branches
     (_ui.literal(chosen.at[baseline_id, "label"]), baseline_docs["scoring"]),
     (_ui.literal(chosen.at[candidate_id, "label"]), candidate_docs["scoring"]),
-    str(chosen.at[candidate_id, "eval_set_name"]),
+    _ui.code(transform.replay_command(str(chosen.at[candidate_id, "eval_set_name"]))),
 )
 if scored_differently:
     st.warning(scored_differently, icon=":material/rule:")
@@ -62,7 +62,7 @@ if report:
         f"alpha {report.alpha}, {report.procedure} multiple-testing procedure)"
     )
     for label, note in left_out_notes(report):
-        st.caption(f"{label.capitalize()}: {note}.")
+        st.caption(f"{label.capitalize()}: {_ui.literal(note)}.")  # case keys from set files
 else:
     st.caption(
         "No gate report for this pair, so no significance marks or hints: run "

@@ -14,6 +14,7 @@ import psycopg
 import streamlit as st
 from markdown_it import MarkdownIt
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from psycopg.types.json import Jsonb
 
 from collector.runtime import Collector
 from evallens.telemetry import attributes as attr
@@ -146,3 +147,30 @@ def test_set_names_and_run_labels_are_shown_as_written(app_database: str, seeded
 
     [warning] = open_page("app_pages/compare.py").warning
     assert shown_text(warning.value).startswith(f"Runs baseline {SHOWN} and candidate {SHOWN} are not")
+
+
+def test_set_names_in_commands_and_case_keys_in_notes_are_shown_as_written(
+    app_database: str, seeded: Seeded
+) -> None:
+    set_name = "acme` [docs](http://evil.example/docs) `support"  # a backtick would end a code span
+    case_key = "rr-9 [sign in](http://evil.example/login) *now*"
+    with psycopg.connect(app_database) as connection:
+        connection.execute("UPDATE eval_sets SET name = %s", (set_name,))
+        connection.execute(
+            "UPDATE gate_reports SET eval_set_name = %s, report = jsonb_set(report, '{edited_cases}', %s)",
+            (set_name, Jsonb([case_key])),
+        )
+    set_scoring(app_database, {seeded.candidate_id: SCORING})  # the baseline recorded none: a rule, a warning
+    replay = f"evallens eval run --set '{set_name}' --tag main"  # quoted for the shell, as a paste needs
+
+    app = open_page()
+    [trend] = [caption.value for caption in app.caption if "dashed rule" in caption.value]
+    assert shown_text(trend).endswith(f"with today's metrics: {replay}.")
+
+    app = open_page("app_pages/compare.py")
+    [warning] = app.warning
+    assert shown_text(warning.value).endswith(f"with today's metrics ({replay}) and compare against it.")
+    notes = [shown_text(caption.value) for caption in app.caption if caption.value.startswith("Edited")]
+    assert notes == [
+        f"Edited: 1 case(s) edited between the runs' set versions, left out of the comparison: {case_key}."
+    ]
