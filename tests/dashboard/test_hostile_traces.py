@@ -15,8 +15,11 @@ import streamlit as st
 from markdown_it import MarkdownIt
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from psycopg.types.json import Jsonb
+from sqlalchemy.orm import Session
 
 from collector.runtime import Collector
+from evallens import cases
+from evallens.db import create_db_engine
 from evallens.telemetry import attributes as attr
 from tests.collector.conftest import collector_settings, make_request, make_span
 from tests.dashboard.conftest import open_page
@@ -174,3 +177,22 @@ def test_set_names_in_commands_and_case_keys_in_notes_are_shown_as_written(
     assert notes == [
         f"Edited: 1 case(s) edited between the runs' set versions, left out of the comparison: {case_key}."
     ]
+
+
+def test_a_promotion_error_quoting_a_set_name_is_shown_as_written(app_database: str, seeded: Seeded) -> None:
+    set_name = "acme_support [docs](http://evil.example/docs) *v2*"
+    with psycopg.connect(app_database) as connection:
+        connection.execute("UPDATE eval_sets SET name = %s", (set_name,))
+    st.cache_data.clear()
+    app = open_page("app_pages/cases.py")
+    app.multiselect[0].select(seeded.feedback_trace).run()
+    engine = create_db_engine(app_database)  # meanwhile `evallens cases promote` stores the same trace
+    try:
+        with Session(engine) as db, db.begin():
+            cases.promote_traces(db, [seeded.feedback_trace], eval_set_name=set_name, scenario="orders")
+    finally:
+        engine.dispose()
+
+    next(button for button in app.button if "Promote" in button.label).click().run()
+    [error] = app.error
+    assert shown_text(error.value) == f"trace {seeded.feedback_trace} is already a case of {set_name} v2"
