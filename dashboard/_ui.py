@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 from psycopg.errors import QueryCanceled
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from dashboard import data
 from evallens.auth import AuthError, AuthUnavailable, Scope
@@ -179,10 +180,17 @@ def context() -> Context:
     )
 
 
-def database_unavailable(error: OperationalError) -> None:
+def database_unavailable(error: OperationalError | PoolTimeout) -> None:
     """Say in one line that PostgreSQL did not answer, and why, instead of a traceback."""
+    timeout_s = settings().dashboard_statement_timeout_s
+    if isinstance(error, PoolTimeout):  # every pooled connection busy: other viewers' slow queries
+        st.error(
+            f"Every connection the dashboard keeps to PostgreSQL stayed busy for {timeout_s:g} s "
+            "(EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S), so the page stopped waiting. Reload in a while.",
+            icon=":material/hourglass_disabled:",
+        )
+        return
     if isinstance(error.orig, QueryCanceled):  # the statement timeout: a locked table, a busy server
-        timeout_s = settings().dashboard_statement_timeout_s
         st.error(
             f"PostgreSQL did not answer within {timeout_s:g} s (EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S), "
             "so the page stopped waiting. Reload in a while, or pick a shorter window.",

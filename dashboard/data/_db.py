@@ -44,8 +44,10 @@ def database_url() -> str:
 
 @resource(on_release=lambda engine: engine.dispose())
 def _engine(url: str) -> Engine:
-    engine = create_db_engine(url, pool_size=3)
-    timeout_ms = round(DashboardSettings().dashboard_statement_timeout_s * 1000)
+    timeout_s = DashboardSettings().dashboard_statement_timeout_s
+    # a page waits no longer for a free connection (other pages' slow queries hold them) than for a query
+    engine = create_db_engine(url, pool_size=3, pool_timeout_s=timeout_s)
+    timeout_ms = round(timeout_s * 1000)
 
     # a page waits for its queries: a locked table or an overloaded server must end in a message
     @event.listens_for(engine, "connect")
