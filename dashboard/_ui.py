@@ -13,7 +13,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from dashboard import data
-from evallens.auth import AuthError, AuthUnavailable, Scope
+from evallens.auth import AuthError, AuthUnavailable, Scope, retry_after_header
 from evallens.cases.mining import Readers
 from evallens.settings import DashboardSettings
 
@@ -123,6 +123,15 @@ def viewer(dashboard_settings: DashboardSettings) -> Viewer | None:
         entered = st.text_input(label, type="password")
         submitted = st.form_submit_button("Sign in")
     if submitted:
+        # per address, not per session: a guesser opens a new session for free (behind a proxy, every
+        # viewer shares the proxy's address; signed-in sessions are never affected)
+        limiter = data.sign_in_limiter(dashboard_settings.dashboard_sign_in_attempts)
+        address = st.context.ip_address  # None for a loopback viewer
+        wait_s = limiter.acquire(address if isinstance(address, str) else "loopback")
+        if wait_s:
+            retry_s = retry_after_header(wait_s)
+            st.error(f"Too many sign-in attempts from this address: try again in {retry_s} s.")
+            return None
         if password is not None and _same_secret(entered, password.get_secret_value()):
             st.session_state[VIEWER_KEY] = Viewer(dashboard_settings.dashboard_project)
             st.rerun()

@@ -13,11 +13,12 @@ import streamlit as st
 from sqlalchemy import Engine, event, text
 from sqlalchemy.orm import Session
 
-from evallens.auth import AuthGate, Principal, Scope
+from evallens.auth import AuthGate, Principal, RateLimiter, Scope
 from evallens.db import create_db_engine, create_session_factory, open_database
 from evallens.settings import AuthSettings, DashboardSettings, DatabaseSettings
 
 CACHE_TTL_S = 30
+SIGN_IN_REFILL_S = 60  # past the burst, one more sign-in a minute per client address
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -80,6 +81,13 @@ def writing(url: str) -> Iterator[Session]:
 @resource()
 def _gate(url: str) -> AuthGate:
     return AuthGate(AuthSettings(), create_session_factory(_engine(url)))
+
+
+@resource()
+def sign_in_limiter(attempts: int) -> RateLimiter:
+    """Sign-in attempts per client address, shared by every session of the process: ``attempts`` at
+    once, then one per ``SIGN_IN_REFILL_S``."""
+    return RateLimiter(1 / SIGN_IN_REFILL_S, attempts)
 
 
 def reader(url: str, key: str) -> Principal:

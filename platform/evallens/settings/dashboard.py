@@ -30,6 +30,12 @@ class DashboardSettings(AuthSettings):
         " connection, before the page says so, instead of waiting on a locked table, an overloaded server"
         " or other pages' slow queries without end.",
     )
+    dashboard_sign_in_attempts: int = Field(
+        default=10,
+        ge=1,
+        description="Sign-ins (password or API key) one client address may try at once; after that one"
+        " more a minute, so guessing a password takes years instead of hours.",
+    )
     dashboard_embed_ahead_s: float = Field(
         default=300,
         ge=0,
