@@ -116,7 +116,9 @@ with infra_col:
         evidence = ", ".join(
             f"{name} = {value:.3g}" for name, value in hint.evidence.items() if value is not None
         )
-        st.info(f"{hint.message}\n\n*Based on {evidence}*", icon=":material/lightbulb:")
+        based_on = f"\n\n*Based on {evidence}*" if evidence else ""  # a config change has no numbers
+        # a config change's hint quotes the target's config as the target reported it: model ids, prompts
+        st.info(f"{_ui.literal(hint.message)}{based_on}", icon=":material/lightbulb:")
 
 st.subheader("Cases that flipped from pass to fail")
 flipped = data.runs.flips(ctx.url, ctx.project, baseline_id, candidate_id)

@@ -196,3 +196,16 @@ def test_a_promotion_error_quoting_a_set_name_is_shown_as_written(app_database: 
     next(button for button in app.button if "Promote" in button.label).click().run()
     [error] = app.error
     assert shown_text(error.value) == f"trace {seeded.feedback_trace} is already a case of {set_name} v2"
+
+
+def test_a_hint_quoting_the_targets_config_is_shown_as_written(app_database: str, seeded: Seeded) -> None:
+    # the gate's hint names config values as the target reported them (GET /v1/config, or /v1/models)
+    message = f"accuracy got worse and the target's config changed: model: 'tiny' -> '{SHOWN}'"
+    with psycopg.connect(app_database) as connection:
+        connection.execute(
+            "UPDATE gate_reports SET report = jsonb_set(report, '{hints}', %s)",
+            (Jsonb([{"message": message, "evidence": {}}]),),
+        )
+    st.cache_data.clear()
+    app = open_page("app_pages/compare.py")
+    assert [shown_text(info.value) for info in app.info] == [message]
