@@ -10,9 +10,10 @@ from pathlib import Path
 import streamlit as st
 from psycopg.errors import QueryCanceled
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from dashboard import data
-from evallens.auth import AuthError, AuthUnavailable, Scope
+from evallens.auth import AuthError, AuthUnavailable, Scope, retry_after_header
 from evallens.cases.mining import Readers
 from evallens.settings import DashboardSettings
 
@@ -38,6 +39,7 @@ KEY_UNCHECKED = (
 # and icons (:red[..], :material/..:) and GFM's tables and strikethrough all start with one.
 MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+BACKTICK_RUNS = re.compile(r"`+")
 
 EMPTY_HINTS = {
     "runs": "No eval runs yet. Run `evallens eval sets sync evals/datasets/acme/sets` and then "
@@ -121,6 +123,15 @@ def viewer(dashboard_settings: DashboardSettings) -> Viewer | None:
         entered = st.text_input(label, type="password")
         submitted = st.form_submit_button("Sign in")
     if submitted:
+        # per address, not per session: a guesser opens a new session for free (behind a proxy, every
+        # viewer shares the proxy's address; signed-in sessions are never affected)
+        limiter = data.sign_in_limiter(dashboard_settings.dashboard_sign_in_attempts)
+        address = st.context.ip_address  # None for a loopback viewer
+        wait_s = limiter.acquire(address if isinstance(address, str) else "loopback")
+        if wait_s:
+            retry_s = retry_after_header(wait_s)
+            st.error(f"Too many sign-in attempts from this address: try again in {retry_s} s.")
+            return None
         if password is not None and _same_secret(entered, password.get_secret_value()):
             st.session_state[VIEWER_KEY] = Viewer(dashboard_settings.dashboard_project)
             st.rerun()
@@ -178,10 +189,17 @@ def context() -> Context:
     )
 
 
-def database_unavailable(error: OperationalError) -> None:
+def database_unavailable(error: OperationalError | PoolTimeout) -> None:
     """Say in one line that PostgreSQL did not answer, and why, instead of a traceback."""
+    timeout_s = settings().dashboard_statement_timeout_s
+    if isinstance(error, PoolTimeout):  # every pooled connection busy: other viewers' slow queries
+        st.error(
+            f"Every connection the dashboard keeps to PostgreSQL stayed busy for {timeout_s:g} s "
+            "(EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S), so the page stopped waiting. Reload in a while.",
+            icon=":material/hourglass_disabled:",
+        )
+        return
     if isinstance(error.orig, QueryCanceled):  # the statement timeout: a locked table, a busy server
-        timeout_s = settings().dashboard_statement_timeout_s
         st.error(
             f"PostgreSQL did not answer within {timeout_s:g} s (EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S), "
             "so the page stopped waiting. Reload in a while, or pick a shorter window.",
@@ -243,6 +261,16 @@ def literal(value: object) -> str:
     """``value`` as Markdown that shows it as written, on one line: text that came from traces, sets or
     runs gets no link, image, heading, formula or colour into a page."""
     return MARKDOWN_PUNCTUATION.sub(r"\\\1", LINE_BREAKS.sub(" ", str(value)))
+
+
+def code(value: object) -> str:
+    """``value`` as a Markdown code span that shows it as written, on one line: a backtick in a set name
+    ends no span early (CommonMark closes a span only at a backtick run as long as the one opening it)."""
+    text = LINE_BREAKS.sub(" ", str(value))
+    fence = "`" * (max(map(len, BACKTICK_RUNS.findall(text)), default=0) + 1)
+    # CommonMark strips one space from each end of a span whose content starts and ends with one
+    pad = " " if text[:1] == "`" or text[-1:] == "`" or (text[:1] == text[-1:] == " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def short_id(value: str | None, length: int = 12) -> str:

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import streamlit as st
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from dashboard import _ui, data
 from evallens.cases.mining import Readers
@@ -28,7 +29,8 @@ def run(readers: Readers) -> None:
     _ui.lend_readers(readers)
     try:
         _show(readers)
-    except OperationalError as error:  # PostgreSQL down, restarting or unreachable, on any page
+    # PostgreSQL down, restarting, unreachable or too busy to lend a connection, on any page
+    except (OperationalError, PoolTimeout) as error:
         _ui.database_unavailable(error)
 
 

@@ -1,6 +1,7 @@
 """Pure reshaping of query results into what the pages show: deltas, rates, a waterfall, span facts,
 where runs were scored differently."""
 
+import shlex
 from typing import Any
 
 import pandas as pd
@@ -103,9 +104,14 @@ def mark_scoring_changes(trend: pd.DataFrame) -> pd.DataFrame:
     return trend.drop(columns="scoring").assign(scoring_change=trend["run_id"].map(changes))
 
 
-def scoring_warning(baseline: tuple[str, Any], candidate: tuple[str, Any], eval_set_name: str) -> str | None:
-    """Why two runs (label, stored scoring) cannot be compared, as the gate refuses them; None when they
-    were scored alike."""
+def replay_command(eval_set_name: str) -> str:
+    """The command that replays a set's ``main`` baseline with today's metrics, ready to paste."""
+    return f"evallens eval run --set {shlex.quote(eval_set_name)} --tag main"
+
+
+def scoring_warning(baseline: tuple[str, Any], candidate: tuple[str, Any], replay: str) -> str | None:
+    """Why two runs (label, stored scoring) cannot be compared, as the gate refuses them, in Markdown
+    that names ``replay`` (the Markdown of ``replay_command``); None when they were scored alike."""
     (baseline_label, baseline_scoring), (candidate_label, candidate_scoring) = baseline, candidate
     baseline_scoring, candidate_scoring = _scoring(baseline_scoring), _scoring(candidate_scoring)
     differing = scoring_differences(baseline_scoring, candidate_scoring)
@@ -119,7 +125,7 @@ def scoring_warning(baseline: tuple[str, Any], candidate: tuple[str, Any], eval_
     return (
         f"Runs {baseline_label} and {candidate_label} are not comparable: {what}, so their scores may "
         "differ by the metrics, not the target, and the gate refuses to compare them. Replay the baseline "
-        f"with today's metrics (`evallens eval run --set {eval_set_name} --tag main`) and compare against it."
+        f"with today's metrics ({replay}) and compare against it."
     )
 
 

@@ -107,8 +107,8 @@ if submitted:
             expected=expected,
             reference_answer=reference or None,
         )
-    except EvallensError as error:
-        st.error(str(error))
+    except EvallensError as error:  # messages quote set names, scenarios and trace ids as stored
+        st.error(_ui.literal(error))
         st.stop()
     num_review = sum(case.status == cases.NEEDS_REVIEW for case in promoted.cases)
     st.success(

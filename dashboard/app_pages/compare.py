@@ -49,7 +49,7 @@ chosen = all_runs.set_index("run_id")
 scored_differently = transform.scoring_warning(  # labels as written: CI may name runs after branches
     (_ui.literal(chosen.at[baseline_id, "label"]), baseline_docs["scoring"]),
     (_ui.literal(chosen.at[candidate_id, "label"]), candidate_docs["scoring"]),
-    str(chosen.at[candidate_id, "eval_set_name"]),
+    _ui.code(transform.replay_command(str(chosen.at[candidate_id, "eval_set_name"]))),
 )
 if scored_differently:
     st.warning(scored_differently, icon=":material/rule:")
@@ -62,7 +62,7 @@ if report:
         f"alpha {report.alpha}, {report.procedure} multiple-testing procedure)"
     )
     for label, note in left_out_notes(report):
-        st.caption(f"{label.capitalize()}: {note}.")
+        st.caption(f"{label.capitalize()}: {_ui.literal(note)}.")  # case keys from set files
 else:
     st.caption(
         "No gate report for this pair, so no significance marks or hints: run "
@@ -116,7 +116,9 @@ with infra_col:
         evidence = ", ".join(
             f"{name} = {value:.3g}" for name, value in hint.evidence.items() if value is not None
         )
-        st.info(f"{hint.message}\n\n*Based on {evidence}*", icon=":material/lightbulb:")
+        based_on = f"\n\n*Based on {evidence}*" if evidence else ""  # a config change has no numbers
+        # a config change's hint quotes the target's config as the target reported it: model ids, prompts
+        st.info(f"{_ui.literal(hint.message)}{based_on}", icon=":material/lightbulb:")
 
 st.subheader("Cases that flipped from pass to fail")
 flipped = data.runs.flips(ctx.url, ctx.project, baseline_id, candidate_id)

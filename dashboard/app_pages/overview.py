@@ -86,7 +86,7 @@ else:
                 "A dashed rule marks a run scored differently from the run before it (other metrics code, "
                 "settings, judge or harm classifier): scores on either side of a rule are not comparable, "
                 "since they may have moved by the metrics, not the target. To compare, replay the baseline "
-                f"with today's metrics: `evallens eval run --set {set_name} --tag main`."
+                f"with today's metrics: {_ui.code(transform.replay_command(set_name))}."
             )
 
 st.header("Cost and traffic")

@@ -9,7 +9,7 @@ baselines, flipped cases) is read, not recomputed.
 """
 
 from dashboard.data import cases, quarantine, runs, serving, status, traffic
-from dashboard.data._db import CACHE_TTL_S, database_url, reader
+from dashboard.data._db import CACHE_TTL_S, database_url, reader, sign_in_limiter
 
 __all__ = [
     "CACHE_TTL_S",
@@ -19,6 +19,7 @@ __all__ = [
     "reader",
     "runs",
     "serving",
+    "sign_in_limiter",
     "status",
     "traffic",
 ]

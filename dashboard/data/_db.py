@@ -13,11 +13,12 @@ import streamlit as st
 from sqlalchemy import Engine, event, text
 from sqlalchemy.orm import Session
 
-from evallens.auth import AuthGate, Principal, Scope
+from evallens.auth import AuthGate, Principal, RateLimiter, Scope
 from evallens.db import create_db_engine, create_session_factory, open_database
 from evallens.settings import AuthSettings, DashboardSettings, DatabaseSettings
 
 CACHE_TTL_S = 30
+SIGN_IN_REFILL_S = 60  # past the burst, one more sign-in a minute per client address
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -44,8 +45,10 @@ def database_url() -> str:
 
 @resource(on_release=lambda engine: engine.dispose())
 def _engine(url: str) -> Engine:
-    engine = create_db_engine(url, pool_size=3)
-    timeout_ms = round(DashboardSettings().dashboard_statement_timeout_s * 1000)
+    timeout_s = DashboardSettings().dashboard_statement_timeout_s
+    # a page waits no longer for a free connection (other pages' slow queries hold them) than for a query
+    engine = create_db_engine(url, pool_size=3, pool_timeout_s=timeout_s)
+    timeout_ms = round(timeout_s * 1000)
 
     # a page waits for its queries: a locked table or an overloaded server must end in a message
     @event.listens_for(engine, "connect")
@@ -78,6 +81,13 @@ def writing(url: str) -> Iterator[Session]:
 @resource()
 def _gate(url: str) -> AuthGate:
     return AuthGate(AuthSettings(), create_session_factory(_engine(url)))
+
+
+@resource()
+def sign_in_limiter(attempts: int) -> RateLimiter:
+    """Sign-in attempts per client address, shared by every session of the process: ``attempts`` at
+    once, then one per ``SIGN_IN_REFILL_S``."""
+    return RateLimiter(1 / SIGN_IN_REFILL_S, attempts)
 
 
 def reader(url: str, key: str) -> Principal:

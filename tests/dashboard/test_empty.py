@@ -108,3 +108,43 @@ def test_a_schema_behind_the_code_says_to_migrate(app_database: str, seeded: See
             f"The database schema is at revision 0011, older than this evallens ({head_revision()}). "
             "Run `evallens db upgrade`, then reload."
         ]
+
+
+def test_a_pool_with_every_connection_busy_is_one_readable_line(
+    app_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextlib import ExitStack
+
+    from dashboard.data import _db
+
+    monkeypatch.setenv("EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S", "0.5")
+    engine = _db._engine(_db.database_url())  # the page's own pool, as other viewers' slow queries hold it
+    with ExitStack() as held:
+        for _ in range(engine.pool.size() + engine.pool._max_overflow):  # type: ignore[attr-defined]
+            held.enter_context(engine.connect())
+        app = open_page()  # fails on any exception the page raised
+    assert [error.value for error in app.error] == [
+        "Every connection the dashboard keeps to PostgreSQL stayed busy for 0.5 s "
+        "(EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S), so the page stopped waiting. Reload in a while."
+    ]
+
+
+def test_sign_in_attempts_past_the_limit_are_refused(
+    app_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALLENS_DASHBOARD_PASSWORD", "s3cret")
+    monkeypatch.setenv("EVALLENS_DASHBOARD_SIGN_IN_ATTEMPTS", "2")
+    app = open_page()
+    for _ in range(2):
+        app.text_input[0].input("guess")
+        app.button[0].click().run()
+        assert [error.value for error in app.error] == ["Wrong password."]
+    app.text_input[0].input("s3cret")  # right, yet not even checked: one more attempt a minute
+    app.button[0].click().run()
+    refused = "Too many sign-in attempts from this address: try again in "
+    assert [error.value.startswith(refused) for error in app.error] == [True]
+    assert not any(title.value == "Overview" for title in app.title)
+    other = open_page()  # a new session from the same address gets no fresh attempts
+    other.text_input[0].input("s3cret")
+    other.button[0].click().run()
+    assert [error.value.startswith(refused) for error in other.error] == [True]

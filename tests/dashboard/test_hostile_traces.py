@@ -14,8 +14,12 @@ import psycopg
 import streamlit as st
 from markdown_it import MarkdownIt
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from psycopg.types.json import Jsonb
+from sqlalchemy.orm import Session
 
 from collector.runtime import Collector
+from evallens import cases
+from evallens.db import create_db_engine
 from evallens.telemetry import attributes as attr
 from tests.collector.conftest import collector_settings, make_request, make_span
 from tests.dashboard.conftest import open_page
@@ -146,3 +150,62 @@ def test_set_names_and_run_labels_are_shown_as_written(app_database: str, seeded
 
     [warning] = open_page("app_pages/compare.py").warning
     assert shown_text(warning.value).startswith(f"Runs baseline {SHOWN} and candidate {SHOWN} are not")
+
+
+def test_set_names_in_commands_and_case_keys_in_notes_are_shown_as_written(
+    app_database: str, seeded: Seeded
+) -> None:
+    set_name = "acme` [docs](http://evil.example/docs) `support"  # a backtick would end a code span
+    case_key = "rr-9 [sign in](http://evil.example/login) *now*"
+    with psycopg.connect(app_database) as connection:
+        connection.execute("UPDATE eval_sets SET name = %s", (set_name,))
+        connection.execute(
+            "UPDATE gate_reports SET eval_set_name = %s, report = jsonb_set(report, '{edited_cases}', %s)",
+            (set_name, Jsonb([case_key])),
+        )
+    set_scoring(app_database, {seeded.candidate_id: SCORING})  # the baseline recorded none: a rule, a warning
+    replay = f"evallens eval run --set '{set_name}' --tag main"  # quoted for the shell, as a paste needs
+
+    app = open_page()
+    [trend] = [caption.value for caption in app.caption if "dashed rule" in caption.value]
+    assert shown_text(trend).endswith(f"with today's metrics: {replay}.")
+
+    app = open_page("app_pages/compare.py")
+    [warning] = app.warning
+    assert shown_text(warning.value).endswith(f"with today's metrics ({replay}) and compare against it.")
+    notes = [shown_text(caption.value) for caption in app.caption if caption.value.startswith("Edited")]
+    assert notes == [
+        f"Edited: 1 case(s) edited between the runs' set versions, left out of the comparison: {case_key}."
+    ]
+
+
+def test_a_promotion_error_quoting_a_set_name_is_shown_as_written(app_database: str, seeded: Seeded) -> None:
+    set_name = "acme_support [docs](http://evil.example/docs) *v2*"
+    with psycopg.connect(app_database) as connection:
+        connection.execute("UPDATE eval_sets SET name = %s", (set_name,))
+    st.cache_data.clear()
+    app = open_page("app_pages/cases.py")
+    app.multiselect[0].select(seeded.feedback_trace).run()
+    engine = create_db_engine(app_database)  # meanwhile `evallens cases promote` stores the same trace
+    try:
+        with Session(engine) as db, db.begin():
+            cases.promote_traces(db, [seeded.feedback_trace], eval_set_name=set_name, scenario="orders")
+    finally:
+        engine.dispose()
+
+    next(button for button in app.button if "Promote" in button.label).click().run()
+    [error] = app.error
+    assert shown_text(error.value) == f"trace {seeded.feedback_trace} is already a case of {set_name} v2"
+
+
+def test_a_hint_quoting_the_targets_config_is_shown_as_written(app_database: str, seeded: Seeded) -> None:
+    # the gate's hint names config values as the target reported them (GET /v1/config, or /v1/models)
+    message = f"accuracy got worse and the target's config changed: model: 'tiny' -> '{SHOWN}'"
+    with psycopg.connect(app_database) as connection:
+        connection.execute(
+            "UPDATE gate_reports SET report = jsonb_set(report, '{hints}', %s)",
+            (Jsonb([{"message": message, "evidence": {}}]),),
+        )
+    st.cache_data.clear()
+    app = open_page("app_pages/compare.py")
+    assert [shown_text(info.value) for info in app.info] == [message]

@@ -1,9 +1,9 @@
-"""An in-process token bucket per API key: ``rate_per_s`` sustained, ``burst`` at once."""
+"""An in-process token bucket per API key (or client): ``rate_per_s`` sustained, ``burst`` at once."""
 
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 
@@ -20,10 +20,10 @@ class RateLimiter:
         if rate_per_s <= 0 or burst < 1:
             raise ValueError("a rate limit needs rate_per_s > 0 and burst >= 1")
         self._rate, self._burst, self._clock = rate_per_s, float(burst), clock
-        self._buckets: dict[int, _Bucket] = {}
+        self._buckets: dict[Hashable, _Bucket] = {}
         self._lock = threading.Lock()
 
-    def acquire(self, key_id: int, cost: float = 1.0) -> float:
+    def acquire(self, key_id: Hashable, cost: float = 1.0) -> float:
         """Take ``cost`` tokens from the key's bucket: 0.0 when allowed, else seconds until it would be."""
         now = self._clock()
         with self._lock:

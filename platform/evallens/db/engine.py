@@ -30,11 +30,15 @@ def libpq_url(url: str) -> str:
     return parse_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def create_db_engine(url: str, *, connect_timeout_s: int = 5, pool_size: int = 5) -> Engine:
-    """An engine for ``url``; connections time out after ``connect_timeout_s`` seconds."""
+def create_db_engine(
+    url: str, *, connect_timeout_s: int = 5, pool_size: int = 5, pool_timeout_s: float = 30
+) -> Engine:
+    """An engine for ``url``; connections time out after ``connect_timeout_s`` seconds, and waiting for
+    one of the pool's after ``pool_timeout_s`` (``sqlalchemy.exc.TimeoutError``)."""
     return create_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
+        pool_timeout=pool_timeout_s,
         pool_pre_ping=True,
         connect_args={"connect_timeout": connect_timeout_s},
     )

@@ -26,8 +26,15 @@ class DashboardSettings(AuthSettings):
     dashboard_statement_timeout_s: float = Field(
         default=60,
         gt=0,
-        description="Longest a dashboard query may run before PostgreSQL cancels it and the page says so,"
-        " instead of waiting on a locked table or an overloaded server without end.",
+        description="Longest a dashboard query may run before PostgreSQL cancels it, or wait for a free"
+        " connection, before the page says so, instead of waiting on a locked table, an overloaded server"
+        " or other pages' slow queries without end.",
+    )
+    dashboard_sign_in_attempts: int = Field(
+        default=10,
+        ge=1,
+        description="Sign-ins (password or API key) one client address may try at once; after that one"
+        " more a minute, so guessing a password takes years instead of hours.",
     )
     dashboard_embed_ahead_s: float = Field(
         default=300,
