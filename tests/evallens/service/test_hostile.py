@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 QUESTION = "How long do card refunds take?"
 
 
-def chat_body(content: str = QUESTION, **fields: Any) -> dict[str, Any]:
+def chat_body(content: str | list[dict[str, Any]] = QUESTION, **fields: Any) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": content}], "max_tokens": 2, "temperature": 0, **fields}
 
 
@@ -239,3 +239,20 @@ def test_more_stop_sequences_than_the_service_checks_is_400(serve) -> None:
         assert_invalid(post_json(client, chat_body(stop=many)), "stop")
         answered = post_json(client, chat_body(stop=many[:MAX_STOP_SEQUENCES]))
         assert answered.status_code == 200, answered.text
+
+
+def test_content_as_text_parts_is_answered_and_other_parts_are_400_by_name(serve) -> None:
+    """OpenAI's SDKs send a message's content as an array of parts; every such request was a 400
+    ("Input should be a valid string"). Text parts are one text; an image or audio part the service
+    cannot read is refused by its type, never dropped from the question unsaid."""
+    parts = [{"type": "text", "text": "How long do"}, {"type": "text", "text": "card refunds take?"}]
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/receipt.png"}}
+    with serve() as client:
+        as_parts = post_json(client, chat_body(parts))
+        as_text = post_json(client, chat_body("How long do\ncard refunds take?"))
+        refused = post_json(client, chat_body([*parts, image]))
+    assert as_parts.status_code == 200, as_parts.text
+    assert as_parts.json()["usage"] == as_text.json()["usage"]  # the same prompt reached the engine
+    assert as_parts.json()["choices"][0]["message"] == as_text.json()["choices"][0]["message"]
+    assert_invalid(refused, "messages.0.content")
+    assert "'image_url' are not supported" in refused.json()["error"]["message"]

@@ -1,9 +1,9 @@
 """``POST /v1/chat/completions``: OpenAI-schema request, response and stream-chunk models."""
 
 import time
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError, field_validator
 
 from evallens.service.text import UnicodeText
 
@@ -22,11 +22,44 @@ Integer = Annotated[int, Strict()]
 Number = Annotated[float, Strict()]  # an integer is a number too
 
 
+class TextPart(BaseModel):
+    """A text part of a message's ``content`` given as an array of parts (as OpenAI's SDKs send it)."""
+
+    type: Literal["text"]
+    text: UnicodeText
+
+
+TEXT_PARTS = TypeAdapter(list[TextPart])
+
+
 class ChatMessage(BaseModel):
-    """One chat turn (text content only)."""
+    """One chat turn (text content only); content given as an array of text parts is joined as vLLM
+    joins it, one part a line."""
 
     role: Literal["system", "user", "assistant"]
     content: UnicodeText
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _join_text_parts(cls, content: Any) -> Any:
+        """OpenAI's clients send content as ``[{"type": "text", "text": ...}]``: refused as "not a
+        string", so no SDK request with parts was served. Parts this service cannot read (an image,
+        audio, a file) are refused by name rather than dropped."""
+        if not isinstance(content, list):
+            return content
+        kinds = {part.get("type") for part in content if isinstance(part, dict)} - {"text"}
+        if unsupported := sorted(str(kind) for kind in kinds):
+            raise ValueError(
+                f"content parts of type {', '.join(map(repr, unsupported))} are not supported: "
+                "this service reads text only (parts of type 'text')"
+            )
+        try:
+            parts = TEXT_PARTS.validate_python(content)
+        except ValidationError as error:  # its own message spans lines and names the adapter's type
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ValueError(f"content part {where}: {first['msg']}") from None
+        return "\n".join(part.text for part in parts)
 
 
 class StreamOptions(BaseModel):
