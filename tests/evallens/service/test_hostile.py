@@ -256,3 +256,36 @@ def test_content_as_text_parts_is_answered_and_other_parts_are_400_by_name(serve
     assert as_parts.json()["choices"][0]["message"] == as_text.json()["choices"][0]["message"]
     assert_invalid(refused, "messages.0.content")
     assert "'image_url' are not supported" in refused.json()["error"]["message"]
+
+
+def test_asking_for_what_the_service_cannot_do_is_400_naming_the_field(serve) -> None:
+    """n > 1, a JSON response format, tools and log probabilities were ignored: a client asking for
+    three choices got one, one asking for a JSON schema (the eval judge) got free text it took for
+    JSON, one requiring a tool call got text. The values that ask for nothing (clients' defaults)
+    are still served."""
+    tool = {"type": "function", "function": {"name": "refund_status", "parameters": {"type": "object"}}}
+    schema = {"name": "verdict", "schema": {"type": "object"}, "strict": True}
+    unserved: list[tuple[dict[str, Any], str]] = [
+        ({"n": 3}, "n"),
+        ({"response_format": {"type": "json_schema", "json_schema": schema}}, "response_format"),
+        ({"response_format": {"type": "json_object"}}, "response_format"),
+        ({"tools": [tool]}, "tools"),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"functions": [tool["function"]], "function_call": {"name": "refund_status"}}, "functions"),
+        ({"logprobs": True, "top_logprobs": 2}, "logprobs"),
+    ]
+    defaults: dict[str, Any] = {
+        "n": 1,
+        "response_format": {"type": "text"},
+        "tools": [],
+        "tool_choice": "none",
+        "logprobs": False,
+    }
+    with serve() as client:
+        for fields, param in unserved:
+            refused = post_json(client, chat_body(**fields))
+            assert_invalid(refused, param)
+            assert "not supported" in refused.json()["error"]["message"], refused.text
+        answered = post_json(client, chat_body(**defaults))
+    assert answered.status_code == 200, answered.text
+    assert len(answered.json()["choices"]) == 1
