@@ -15,8 +15,15 @@ from evallens.db.engine import sqlalchemy_url
 from evallens.service import create_app
 from evallens.service.chat.protocol import MAX_STOP_SEQUENCES
 from evallens.service.engines import OpenAIEngine, OpenAIOptions
+from evallens.service.tags import MAX_TAG_CHARS
 from evallens.telemetry import attributes as attr
-from tests.evallens.service.conftest import TEST_MAX_MODEL_LEN, make_settings, serving, wait_until
+from tests.evallens.service.conftest import (
+    TEST_MAX_MODEL_LEN,
+    make_settings,
+    serving,
+    span_attributes,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -289,3 +296,27 @@ def test_asking_for_what_the_service_cannot_do_is_400_naming_the_field(serve) ->
         answered = post_json(client, chat_body(**defaults))
     assert answered.status_code == 200, answered.text
     assert len(answered.json()["choices"]) == 1
+
+
+def test_a_tag_header_the_collector_cannot_keep_is_400_and_recorded_nowhere(serve, span_exporter) -> None:
+    """The tenant (and user, feature, eval ids) went from the header into the request's span as sent:
+    a tenant longer than the collector keeps lost the request's whole trace (and its cost) while the
+    client got 200, a tab went in as a label, and a UTF-8 tenant arrived as Latin-1 mojibake."""
+    refused_headers: list[dict[str, str | bytes]] = [
+        {attr.HEADER_TENANT: "t" * (MAX_TAG_CHARS + 1)},
+        {attr.HEADER_TENANT: "shop\t7"},
+        {attr.HEADER_TENANT: "café".encode()},
+        {attr.HEADER_USER: "u" * 10_000},
+    ]
+    longest = "t" * MAX_TAG_CHARS
+    with serve() as client:
+        refused = [client.post("/v1/chat/completions", json=chat_body(), headers=h) for h in refused_headers]
+        answered = client.post(
+            "/v1/chat/completions", json=chat_body(), headers={attr.HEADER_TENANT: longest}
+        )
+    for response, headers in zip(refused, refused_headers, strict=True):
+        assert_invalid(response, next(iter(headers)))
+    assert answered.status_code == 200, answered.text
+    chats = [span_attributes(span) for span in span_exporter.get_finished_spans() if not span.parent]
+    assert [span.get(attr.TENANT) for span in chats] == [longest]
+    assert all(attr.USER not in span for span in chats)
