@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from transformers import AutoTokenizer
 
 from evallens.service.chat.prompt import PromptContext, build_messages
@@ -16,6 +17,7 @@ from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines import VllmEngine
 from evallens.service.engines.vllm_engine import weights_sha256
 from evallens.service.server import describe_service
+from evallens.telemetry.metrics import REQUESTS_IN_FLIGHT
 from tests.evallens.service.conftest import TEST_MAX_MODEL_LEN, make_settings, wait_until
 
 pytestmark = pytest.mark.slow
@@ -193,6 +195,23 @@ def test_a_client_gone_before_a_whole_answer_aborts_the_engine_request(
     assert root.attributes is not None
     assert root.attributes["http.response.status_code"] == 499
     assert root.attributes["gen_ai.usage.output_tokens"] < LONG_ANSWER["max_tokens"]
+
+
+def in_flight(client: httpx.Client) -> float:
+    """The service's gauge of requests holding an in-flight slot."""
+    families = text_string_to_metric_families(client.get("/metrics").text)
+    (gauge,) = [family for family in families if family.name == REQUESTS_IN_FLIGHT]
+    return float(sum(sample.value for sample in gauge.samples))
+
+
+def test_the_in_flight_gauge_is_zero_once_requests_end(serve) -> None:
+    """The gauge was set as each request ended but before it gave its slot back: an idle service
+    reported a request in flight, and a busy one one more than it had."""
+    with serve() as client:
+        answered = client.post("/v1/chat/completions", json=chat(max_tokens=2))
+        streamed = client.post("/v1/chat/completions", json=chat(max_tokens=2, stream=True))
+        assert (answered.status_code, streamed.status_code) == (200, 200), answered.text
+        assert in_flight(client) == 0
 
 
 def test_config_fingerprint_changes_with_a_parameter(serve) -> None:
