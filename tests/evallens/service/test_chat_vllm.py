@@ -214,6 +214,35 @@ def test_the_in_flight_gauge_is_zero_once_requests_end(serve) -> None:
         assert in_flight(client) == 0
 
 
+def test_a_stream_its_client_stopped_reading_gives_its_slot_back_at_the_total_budget(
+    serve, vllm_engine: VllmEngine, span_exporter
+) -> None:
+    """A streaming client that stopped reading but kept its connection open held its in-flight slot
+    for as long as it kept the connection: once the socket buffers filled, the response waited in
+    ``send`` for ever, where no budget is checked, and every later request queued behind it (a few
+    such clients took every slot of the service)."""
+    body = json.dumps(chat(stream=True, min_tokens=LONG_ANSWER["max_tokens"], **LONG_ANSWER)).encode()
+    with serve(max_in_flight=1, total_budget_s=20.0) as client:
+        url = httpx.URL(str(client.base_url))
+        assert url.host and url.port
+        with socket.socket() as stalled:
+            # small segments and a small window: the server's socket buffers fill after a few
+            # hundred events instead of megabytes of them
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            stalled.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
+            stalled.connect((url.host, url.port))
+            head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: {url.host}\r\n"
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            stalled.sendall(head.encode() + body)  # and never reads a byte
+            assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 1)
+            assert wait_until(lambda: in_flight(client) == 0, timeout_s=120)  # the stalled one's slot
+            answered = client.post("/v1/chat/completions", json=chat(max_tokens=2))
+            assert answered.status_code == 200, answered.text
+        roots = [span for span in span_exporter.get_finished_spans() if span.name.startswith("chat")]
+    statuses = [dict(span.attributes or {})["http.response.status_code"] for span in roots]
+    assert statuses == [504, 200]
+
+
 def test_config_fingerprint_changes_with_a_parameter(serve) -> None:
     with serve() as client:
         baseline = client.get("/v1/config").json()
