@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from evallens.auth import AuthError, AuthGate, Principal, RateLimited, Scope
-from evallens.service.errors import AuthRefused
-from evallens.service.tags import RequestTags
+from evallens.service.errors import AuthRefused, BadRequest
+from evallens.service.tags import InvalidTag, RequestTags
 from evallens.service.telemetry import ServiceMetrics
 
 
@@ -44,7 +44,10 @@ PrincipalDep = Annotated[Principal | None, Depends(require_key)]
 
 async def request_tags(request: Request, principal: PrincipalDep) -> RequestTags:
     """The ``x-evallens-*`` tags; with auth the tenant is the key's project, never the free header."""
-    tags = RequestTags.from_headers(request.headers)
+    try:
+        tags = RequestTags.from_headers(request.headers)
+    except InvalidTag as error:
+        raise BadRequest(str(error), param=error.header) from None
     return tags if principal is None else replace(tags, tenant=principal.project, project=principal.project)
 
 

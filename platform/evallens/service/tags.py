@@ -7,6 +7,18 @@ from starlette.datastructures import Headers
 from evallens.telemetry import attributes as attr
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 
+# The collector refuses a span whose tenant, user, feature or eval ids are longer (its default
+# ``max_key_chars``): a longer tag lost the request's whole trace, answered 200 all the same.
+MAX_TAG_CHARS = 256
+
+
+class InvalidTag(ValueError):
+    """A tag header the service cannot keep as sent (a 400 naming ``header``)."""
+
+    def __init__(self, message: str, header: str) -> None:
+        super().__init__(message)
+        self.header = header
+
 
 @dataclass(frozen=True)
 class RequestTags:
@@ -29,13 +41,13 @@ class RequestTags:
 
     @classmethod
     def from_headers(cls, headers: Headers) -> "RequestTags":
-        """Read the ``x-evallens-*`` headers."""
+        """Read the ``x-evallens-*`` headers; ``InvalidTag`` when one cannot be kept as sent."""
         return cls(
-            tenant=headers.get(attr.HEADER_TENANT),
-            user=headers.get(attr.HEADER_USER),
-            feature=headers.get(attr.HEADER_FEATURE),
-            eval_run_id=headers.get(attr.HEADER_EVAL_RUN_ID),
-            eval_case_id=headers.get(attr.HEADER_EVAL_CASE_ID),
+            tenant=_tag(headers, attr.HEADER_TENANT),
+            user=_tag(headers, attr.HEADER_USER),
+            feature=_tag(headers, attr.HEADER_FEATURE),
+            eval_run_id=_tag(headers, attr.HEADER_EVAL_RUN_ID),
+            eval_case_id=_tag(headers, attr.HEADER_EVAL_CASE_ID),
             no_cache=_asks_no_cache(headers.get(attr.HEADER_CACHE_CONTROL)),
         )
 
@@ -49,6 +61,20 @@ class RequestTags:
             attr.EVAL_CASE_ID: self.eval_case_id,
         }
         return {name: value for name, value in named.items() if value is not None}
+
+
+def _tag(headers: Headers, name: str) -> str | None:
+    """The tag header ``name``; ``InvalidTag`` when it is longer than the collector keeps or it holds
+    anything but printable ASCII: a tab passes HTTP parsers, and other bytes arrive decoded as Latin-1
+    (UTF-8 "café" as "cafÃ©"), a label no client sent."""
+    value = headers.get(name)
+    if value is None:
+        return None
+    if len(value) > MAX_TAG_CHARS:
+        raise InvalidTag(f"{name} is {len(value)} characters long; at most {MAX_TAG_CHARS}.", name)
+    if not all(" " <= char <= "~" for char in value):
+        raise InvalidTag(f"{name} must be printable ASCII (no tab, no control character).", name)
+    return value
 
 
 def _asks_no_cache(cache_control: str | None) -> bool:

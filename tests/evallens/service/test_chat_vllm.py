@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from transformers import AutoTokenizer
 
 from evallens.service.chat.prompt import PromptContext, build_messages
@@ -16,6 +17,7 @@ from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines import VllmEngine
 from evallens.service.engines.vllm_engine import weights_sha256
 from evallens.service.server import describe_service
+from evallens.telemetry.metrics import REQUESTS_IN_FLIGHT
 from tests.evallens.service.conftest import TEST_MAX_MODEL_LEN, make_settings, wait_until
 
 pytestmark = pytest.mark.slow
@@ -193,6 +195,52 @@ def test_a_client_gone_before_a_whole_answer_aborts_the_engine_request(
     assert root.attributes is not None
     assert root.attributes["http.response.status_code"] == 499
     assert root.attributes["gen_ai.usage.output_tokens"] < LONG_ANSWER["max_tokens"]
+
+
+def in_flight(client: httpx.Client) -> float:
+    """The service's gauge of requests holding an in-flight slot."""
+    families = text_string_to_metric_families(client.get("/metrics").text)
+    (gauge,) = [family for family in families if family.name == REQUESTS_IN_FLIGHT]
+    return float(sum(sample.value for sample in gauge.samples))
+
+
+def test_the_in_flight_gauge_is_zero_once_requests_end(serve) -> None:
+    """The gauge was set as each request ended but before it gave its slot back: an idle service
+    reported a request in flight, and a busy one one more than it had."""
+    with serve() as client:
+        answered = client.post("/v1/chat/completions", json=chat(max_tokens=2))
+        streamed = client.post("/v1/chat/completions", json=chat(max_tokens=2, stream=True))
+        assert (answered.status_code, streamed.status_code) == (200, 200), answered.text
+        assert in_flight(client) == 0
+
+
+def test_a_stream_its_client_stopped_reading_gives_its_slot_back_at_the_total_budget(
+    serve, vllm_engine: VllmEngine, span_exporter
+) -> None:
+    """A streaming client that stopped reading but kept its connection open held its in-flight slot
+    for as long as it kept the connection: once the socket buffers filled, the response waited in
+    ``send`` for ever, where no budget is checked, and every later request queued behind it (a few
+    such clients took every slot of the service)."""
+    body = json.dumps(chat(stream=True, min_tokens=LONG_ANSWER["max_tokens"], **LONG_ANSWER)).encode()
+    with serve(max_in_flight=1, total_budget_s=20.0) as client:
+        url = httpx.URL(str(client.base_url))
+        assert url.host and url.port
+        with socket.socket() as stalled:
+            # small segments and a small window: the server's socket buffers fill after a few
+            # hundred events instead of megabytes of them
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            stalled.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
+            stalled.connect((url.host, url.port))
+            head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: {url.host}\r\n"
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            stalled.sendall(head.encode() + body)  # and never reads a byte
+            assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 1)
+            assert wait_until(lambda: in_flight(client) == 0, timeout_s=120)  # the stalled one's slot
+            answered = client.post("/v1/chat/completions", json=chat(max_tokens=2))
+            assert answered.status_code == 200, answered.text
+        roots = [span for span in span_exporter.get_finished_spans() if span.name.startswith("chat")]
+    statuses = [dict(span.attributes or {})["http.response.status_code"] for span in roots]
+    assert statuses == [504, 200]
 
 
 def test_config_fingerprint_changes_with_a_parameter(serve) -> None:

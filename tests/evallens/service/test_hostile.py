@@ -15,15 +15,22 @@ from evallens.db.engine import sqlalchemy_url
 from evallens.service import create_app
 from evallens.service.chat.protocol import MAX_STOP_SEQUENCES
 from evallens.service.engines import OpenAIEngine, OpenAIOptions
+from evallens.service.tags import MAX_TAG_CHARS
 from evallens.telemetry import attributes as attr
-from tests.evallens.service.conftest import TEST_MAX_MODEL_LEN, make_settings, serving, wait_until
+from tests.evallens.service.conftest import (
+    TEST_MAX_MODEL_LEN,
+    make_settings,
+    serving,
+    span_attributes,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
 QUESTION = "How long do card refunds take?"
 
 
-def chat_body(content: str = QUESTION, **fields: Any) -> dict[str, Any]:
+def chat_body(content: str | list[dict[str, Any]] = QUESTION, **fields: Any) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": content}], "max_tokens": 2, "temperature": 0, **fields}
 
 
@@ -239,3 +246,77 @@ def test_more_stop_sequences_than_the_service_checks_is_400(serve) -> None:
         assert_invalid(post_json(client, chat_body(stop=many)), "stop")
         answered = post_json(client, chat_body(stop=many[:MAX_STOP_SEQUENCES]))
         assert answered.status_code == 200, answered.text
+
+
+def test_content_as_text_parts_is_answered_and_other_parts_are_400_by_name(serve) -> None:
+    """OpenAI's SDKs send a message's content as an array of parts; every such request was a 400
+    ("Input should be a valid string"). Text parts are one text; an image or audio part the service
+    cannot read is refused by its type, never dropped from the question unsaid."""
+    parts = [{"type": "text", "text": "How long do"}, {"type": "text", "text": "card refunds take?"}]
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/receipt.png"}}
+    with serve() as client:
+        as_parts = post_json(client, chat_body(parts))
+        as_text = post_json(client, chat_body("How long do\ncard refunds take?"))
+        refused = post_json(client, chat_body([*parts, image]))
+    assert as_parts.status_code == 200, as_parts.text
+    assert as_parts.json()["usage"] == as_text.json()["usage"]  # the same prompt reached the engine
+    assert as_parts.json()["choices"][0]["message"] == as_text.json()["choices"][0]["message"]
+    assert_invalid(refused, "messages.0.content")
+    assert "'image_url' are not supported" in refused.json()["error"]["message"]
+
+
+def test_asking_for_what_the_service_cannot_do_is_400_naming_the_field(serve) -> None:
+    """n > 1, a JSON response format, tools and log probabilities were ignored: a client asking for
+    three choices got one, one asking for a JSON schema (the eval judge) got free text it took for
+    JSON, one requiring a tool call got text. The values that ask for nothing (clients' defaults)
+    are still served."""
+    tool = {"type": "function", "function": {"name": "refund_status", "parameters": {"type": "object"}}}
+    schema = {"name": "verdict", "schema": {"type": "object"}, "strict": True}
+    unserved: list[tuple[dict[str, Any], str]] = [
+        ({"n": 3}, "n"),
+        ({"response_format": {"type": "json_schema", "json_schema": schema}}, "response_format"),
+        ({"response_format": {"type": "json_object"}}, "response_format"),
+        ({"tools": [tool]}, "tools"),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"functions": [tool["function"]], "function_call": {"name": "refund_status"}}, "functions"),
+        ({"logprobs": True, "top_logprobs": 2}, "logprobs"),
+    ]
+    defaults: dict[str, Any] = {
+        "n": 1,
+        "response_format": {"type": "text"},
+        "tools": [],
+        "tool_choice": "none",
+        "logprobs": False,
+    }
+    with serve() as client:
+        for fields, param in unserved:
+            refused = post_json(client, chat_body(**fields))
+            assert_invalid(refused, param)
+            assert "not supported" in refused.json()["error"]["message"], refused.text
+        answered = post_json(client, chat_body(**defaults))
+    assert answered.status_code == 200, answered.text
+    assert len(answered.json()["choices"]) == 1
+
+
+def test_a_tag_header_the_collector_cannot_keep_is_400_and_recorded_nowhere(serve, span_exporter) -> None:
+    """The tenant (and user, feature, eval ids) went from the header into the request's span as sent:
+    a tenant longer than the collector keeps lost the request's whole trace (and its cost) while the
+    client got 200, a tab went in as a label, and a UTF-8 tenant arrived as Latin-1 mojibake."""
+    refused_headers: list[dict[str, str | bytes]] = [
+        {attr.HEADER_TENANT: "t" * (MAX_TAG_CHARS + 1)},
+        {attr.HEADER_TENANT: "shop\t7"},
+        {attr.HEADER_TENANT: "café".encode()},
+        {attr.HEADER_USER: "u" * 10_000},
+    ]
+    longest = "t" * MAX_TAG_CHARS
+    with serve() as client:
+        refused = [client.post("/v1/chat/completions", json=chat_body(), headers=h) for h in refused_headers]
+        answered = client.post(
+            "/v1/chat/completions", json=chat_body(), headers={attr.HEADER_TENANT: longest}
+        )
+    for response, headers in zip(refused, refused_headers, strict=True):
+        assert_invalid(response, next(iter(headers)))
+    assert answered.status_code == 200, answered.text
+    chats = [span_attributes(span) for span in span_exporter.get_finished_spans() if not span.parent]
+    assert [span.get(attr.TENANT) for span in chats] == [longest]
+    assert all(attr.USER not in span for span in chats)

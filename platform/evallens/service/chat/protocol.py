@@ -1,9 +1,18 @@
 """``POST /v1/chat/completions``: OpenAI-schema request, response and stream-chunk models."""
 
 import time
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from evallens.service.text import UnicodeText
 
@@ -13,6 +22,19 @@ SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
 # vLLM checks every stop sequence against the answer after every token, on the event loop and without a
 # limit of its own; OpenAI's API takes up to 4.
 MAX_STOP_SEQUENCES = 16
+# What OpenAI's API offers and this service cannot do, with the values that ask for none of it (clients
+# send those as defaults). Ignored, a request asking for more got something else than it asked for: one
+# choice for n=3, free text for a JSON schema, text for a required tool call, no log probabilities.
+NOT_SERVED = {
+    "n": ((None, 1), "this service makes one choice per request: send n=1 or several requests"),
+    "response_format": ((None, {"type": "text"}), "this service answers in free text only"),
+    "tools": ((None, []), "this service calls no tools"),
+    "tool_choice": ((None, "none", "auto"), "this service calls no tools"),
+    "functions": ((None, []), "this service calls no functions"),
+    "function_call": ((None, "none", "auto"), "this service calls no functions"),
+    "logprobs": ((None, False), "this service returns no log probabilities"),
+    "top_logprobs": ((None, 0), "this service returns no log probabilities"),
+}
 
 
 # Flags and numbers of a request are strict, as OpenAI's API is: a JSON true or false for a flag, a number
@@ -22,11 +44,44 @@ Integer = Annotated[int, Strict()]
 Number = Annotated[float, Strict()]  # an integer is a number too
 
 
+class TextPart(BaseModel):
+    """A text part of a message's ``content`` given as an array of parts (as OpenAI's SDKs send it)."""
+
+    type: Literal["text"]
+    text: UnicodeText
+
+
+TEXT_PARTS = TypeAdapter(list[TextPart])
+
+
 class ChatMessage(BaseModel):
-    """One chat turn (text content only)."""
+    """One chat turn (text content only); content given as an array of text parts is joined as vLLM
+    joins it, one part a line."""
 
     role: Literal["system", "user", "assistant"]
     content: UnicodeText
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _join_text_parts(cls, content: Any) -> Any:
+        """OpenAI's clients send content as ``[{"type": "text", "text": ...}]``: refused as "not a
+        string", so no SDK request with parts was served. Parts this service cannot read (an image,
+        audio, a file) are refused by name rather than dropped."""
+        if not isinstance(content, list):
+            return content
+        kinds = {part.get("type") for part in content if isinstance(part, dict)} - {"text"}
+        if unsupported := sorted(str(kind) for kind in kinds):
+            raise ValueError(
+                f"content parts of type {', '.join(map(repr, unsupported))} are not supported: "
+                "this service reads text only (parts of type 'text')"
+            )
+        try:
+            parts = TEXT_PARTS.validate_python(content)
+        except ValidationError as error:  # its own message spans lines and names the adapter's type
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ValueError(f"content part {where}: {first['msg']}") from None
+        return "\n".join(part.text for part in parts)
 
 
 class StreamOptions(BaseModel):
@@ -45,7 +100,8 @@ class EvallensOptions(BaseModel):
 
 
 class ChatCompletionRequest(BaseModel):
-    """``POST /v1/chat/completions`` body; unknown OpenAI fields are accepted and ignored."""
+    """``POST /v1/chat/completions`` body; OpenAI fields that change no answer (``user``, ``metadata``, ...)
+    are accepted and ignored, those asking for what the service cannot do only with their defaults."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -63,6 +119,25 @@ class ChatCompletionRequest(BaseModel):
     min_tokens: Integer = Field(default=0, ge=0)
     ignore_eos: Flag = False
     evallens: EvallensOptions | None = None
+    # OpenAI's fields this service cannot serve: accepted only with a value that asks for nothing
+    n: Integer | None = None
+    response_format: dict[str, Any] | None = None
+    tools: list[Any] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    functions: list[Any] | None = None
+    function_call: str | dict[str, Any] | None = None
+    logprobs: Flag | None = None
+    top_logprobs: Integer | None = None
+
+    @field_validator(*NOT_SERVED)
+    @classmethod
+    def _asks_for_nothing_unserved(cls, value: Any, info: ValidationInfo) -> Any:
+        """A request asking for what the service cannot do is a 400 naming the field, not an answer
+        that silently lacks it."""
+        asks_nothing, reason = NOT_SERVED[info.field_name or ""]
+        if value not in asks_nothing:
+            raise ValueError(f"not supported: {reason}")
+        return value
 
     @field_validator("stop")
     @classmethod

@@ -6,8 +6,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.responses import StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from evallens.service.budgets import Deadline, within
 from evallens.service.chat.protocol import (
     CacheFlags,
     ChatChoice,
@@ -21,7 +22,7 @@ from evallens.service.chat.protocol import (
 )
 from evallens.service.chat.serving import ChatCall
 from evallens.service.engines.base import GenerationChunk
-from evallens.service.errors import ErrorDetail, ErrorResponse, ServiceError
+from evallens.service.errors import BudgetExceeded, ErrorDetail, ErrorResponse, ServiceError
 from evallens.telemetry import attributes as attr
 
 SSE_DONE = "data: [DONE]\n\n"
@@ -142,13 +143,16 @@ class EventStreamResponse(StreamingResponse):
     """Server-sent events that close the generation when the response ends for any reason.
 
     Starlette stops iterating when the client disconnects but leaves the iterator open; closing it
-    here, outside the cancelled scope, is what reliably aborts the engine request.
+    here, outside the cancelled scope, is what reliably aborts the engine request. A client that stops
+    reading keeps its connection open and the server's send waiting on it: the response ends when
+    ``deadline`` (the request's total budget) passes while a send waits, and ``on_close`` gets the 504.
     """
 
     def __init__(
         self,
         events: AsyncGenerator[str, None],
-        on_close: Callable[[], Awaitable[None]],
+        on_close: Callable[[ServiceError | None], Awaitable[None]],
+        deadline: Deadline,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(
@@ -156,13 +160,34 @@ class EventStreamResponse(StreamingResponse):
         )
         self._events = events
         self._on_close = on_close
+        self._deadline = deadline
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_in_time(message: Message) -> None:
+            # uvicorn's send waits for as long as the client's socket is full: with no bound, a client
+            # that stopped reading held the request's in-flight slot for as long as it kept the socket
+            deadline = self._deadline
+            try:
+                await within(send(message), deadline.total_left_s(), deadline.total_error())
+            except BudgetExceeded as error:
+                raise _ClientStalled(error) from None
+
+        stalled: ServiceError | None = None
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, send_in_time)
+        except _ClientStalled as error:
+            stalled = error.budget_exceeded  # uvicorn closes the connection of a response left unfinished
         finally:
             await self._events.aclose()
-            await self._on_close()
+            await self._on_close(stalled)
+
+
+class _ClientStalled(Exception):
+    """The client stopped reading the stream: a send still waited when the request's total budget ran out."""
+
+    def __init__(self, budget_exceeded: BudgetExceeded) -> None:
+        super().__init__(str(budget_exceeded))
+        self.budget_exceeded = budget_exceeded
 
 
 __all__ = ["ChunkEvents", "EventStreamResponse", "complete", "sse_events", "trace_headers"]

@@ -12,7 +12,7 @@ from evallens.service.chat.recording import CLIENT_CLOSED
 from evallens.service.chat.responses import EventStreamResponse, complete, sse_events, trace_headers
 from evallens.service.chat.serving import ChatServing
 from evallens.service.dependencies import TagsDep, app_state
-from evallens.service.errors import ErrorResponse
+from evallens.service.errors import ErrorResponse, ServiceError
 
 T = TypeVar("T")
 router = APIRouter()
@@ -46,11 +46,14 @@ async def create_chat_completion(
     # Draw the first chunk before answering, so that queueing and TTFT errors keep their status codes.
     first = await anext(chunks)
 
-    async def close() -> None:
+    async def close(stalled: ServiceError | None) -> None:
+        if stalled is not None:  # recorded first: closing the generation records a client gone
+            serving.fail(call.recording, stalled)
         await chunks.aclose()
         await serving.close(call)
 
-    return EventStreamResponse(sse_events(call, first, chunks), on_close=close, headers=trace_headers(call))
+    events = sse_events(call, first, chunks)
+    return EventStreamResponse(events, on_close=close, deadline=call.deadline, headers=trace_headers(call))
 
 
 class ClientGone(Exception):

@@ -218,13 +218,13 @@ class ChatServing:
                 queue_span = self.tracer.start_span("queue", context=parent)
                 queued_at = time.perf_counter()
                 self._update_gauges()
+                stack.callback(self._update_gauges)  # registered first so that it runs once the slot is back
                 try:
                     await stack.enter_async_context(in_flight_slot(self.admission, call.deadline))
                 finally:
                     recording.span.set_attribute(attr.QUEUE_TIME_S, time.perf_counter() - queued_at)
                     queue_span.end()
                     self._update_gauges()
-                stack.callback(self._update_gauges)
                 generation_span = self.tracer.start_span("generate", context=parent)
                 stack.callback(generation_span.end)
                 generation_span.set_attributes(
