@@ -35,6 +35,13 @@ class RateLimiter:
                 return 0.0
             return (cost - bucket.tokens) / self._rate
 
+    def give_back(self, key_id: Hashable, cost: float = 1.0) -> None:
+        """Return ``cost`` tokens taken by ``acquire`` for something that turned out not to count."""
+        with self._lock:
+            bucket = self._buckets.get(key_id)
+            if bucket is not None:
+                bucket.tokens = min(self._burst, bucket.tokens + cost)
+
 
 def retry_after_header(wait_s: float) -> int:
     """``Retry-After`` is whole seconds; never 0 for a refused request."""

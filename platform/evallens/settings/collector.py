@@ -73,6 +73,18 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
             "RESOURCE_EXHAUSTED)."
         ),
     )
+    collector_key_attempts_per_minute: int = Field(
+        default=20,
+        ge=1,
+        description=(
+            "With auth on: API keys the collector has to look up in PostgreSQL (not checked within "
+            "auth_cache_ttl_s) that one client address may have refused (401/403) per minute, at once "
+            "or spread out. Beyond it, that address's unknown keys are answered 429 with Retry-After "
+            "(gRPC: RESOURCE_EXHAUSTED) without a lookup, while keys the collector knows still get in. "
+            "The address is the TCP peer's (X-Forwarded-For is not trusted): behind a proxy, load "
+            "balancer or OpenTelemetry Collector, all its clients share the proxy's budget."
+        ),
+    )
     collector_queue_max_spans: int = Field(
         default=50_000, ge=1, description="Spans waiting to be written before new requests get 429."
     )
