@@ -54,7 +54,7 @@ class Collector:
         self.stats = CollectorStats()
         self.engine = create_db_engine(database_url, connect_timeout_s=settings.database_connect_timeout_s)
         self.spool = (
-            Spool(settings.spool_dir, settings.collector_spool_max_bytes)
+            Spool(settings.spool_dir, settings.collector_spool_max_bytes, settings.collector_project_share)
             if settings.collector_spool_enabled
             else None
         )

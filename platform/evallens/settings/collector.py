@@ -98,9 +98,10 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         gt=0,
         le=1,
         description=(
-            "Part of the queue (spans and bytes) and of collector_max_inflight_bytes one API key's "
-            "project may take; beyond it that project gets 429 while others still get in (a project's "
-            "one request always may). With auth off every request counts as one project's."
+            "Part of the queue (spans and bytes), of collector_max_inflight_bytes and of "
+            "collector_spool_max_bytes one API key's project may take; beyond it that project gets 429 "
+            "(503 for the spool, while PostgreSQL is unreachable) while others still get in (a "
+            "project's one request always may). With auth off every request counts as one project's."
         ),
     )
     collector_max_inflight_bytes: int = Field(
@@ -134,7 +135,11 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
     collector_spool_max_bytes: int = Field(
         default=1024 * MIB,
         ge=0,
-        description="Spool size beyond which requests get 503 instead (spans are refused, never dropped).",
+        description=(
+            "Spool size beyond which requests get 503 instead (spans are refused, never dropped); one "
+            "project may hold collector_project_share of it, counted from the spooled files' names, so "
+            "across a restart too."
+        ),
     )
     collector_db_retry_s: float = Field(
         default=1.0, gt=0, description="Seconds between reconnection attempts while PostgreSQL is down."
