@@ -12,6 +12,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
 from collector.grpc_service import peer_address
 from collector.runtime import MAX_KEY_LOOKUPS_AT_ONCE, Collector
+from evallens.auth import KeyLookups, RateLimited, WrongKey
 from tests.collector.conftest import fetch_spans, make_request, make_span
 from tests.collector.test_auth import new_key
 
@@ -171,3 +172,25 @@ def test_grpc_calls_with_made_up_keys_are_refused_before_postgres_is_asked(
 )
 def test_grpc_peers_are_addresses_as_http_gives_them(peer: str, address: str) -> None:
     assert peer_address(peer) == address
+
+
+def test_addresses_are_forgotten_once_their_attempts_are_back() -> None:
+    """Each client address that sent a made-up key had a bucket for good: a client with many addresses
+    (an IPv6 /64 holds 2**64) could grow the collector's memory without end."""
+    now = [0.0]
+    lookups = KeyLookups(1, MAX_KEY_LOOKUPS_AT_ONCE, 1, clock=lambda: now[0], max_clients=10)
+
+    def refuse(client: str) -> None:
+        with pytest.raises(WrongKey), lookups.lookup(client):
+            raise WrongKey("the API key is not valid")
+
+    for index in range(10):
+        refuse(f"2001:db8::{index}")
+    with pytest.raises(RateLimited):  # still counted: its minute is not over
+        refuse("2001:db8::0")
+    now[0] = 61.0
+    refuse("2001:db8::a")
+    assert lookups.num_clients == 1  # the ten whose attempt is back were forgotten
+    for index in range(1000):
+        refuse(f"2001:db8::1:{index:x}")
+        assert lookups.num_clients <= 10

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from evallens.auth._errors import AuthError, LookupsBusy, RateLimited
-from evallens.auth.limit import RateLimiter, retry_after_header
+from evallens.auth.limit import MAX_KEYS, RateLimiter, retry_after_header
 
 REFUSED = (401, 403)  # a wrong, missing or revoked key, or one without the scope
 ATTEMPTS_WINDOW_S = 60.0
@@ -28,11 +28,19 @@ class KeyLookups:
         max_at_once: int,
         retry_after_s: int,
         clock: Callable[[], float] = time.monotonic,
+        max_clients: int = MAX_KEYS,
     ) -> None:
-        self._attempts = RateLimiter(attempts_per_minute / ATTEMPTS_WINDOW_S, attempts_per_minute, clock)
+        self._attempts = RateLimiter(
+            attempts_per_minute / ATTEMPTS_WINDOW_S, attempts_per_minute, clock, max_clients
+        )
         self._max_at_once, self._retry_after_s = max_at_once, retry_after_s
         self._num_running = 0
         self._lock = threading.Lock()
+
+    @property
+    def num_clients(self) -> int:
+        """Client addresses whose attempts are counted now (at most ``max_clients``)."""
+        return self._attempts.num_keys
 
     @contextmanager
     def lookup(self, client: str) -> Iterator[None]:
