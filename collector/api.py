@@ -2,7 +2,7 @@
 
 import asyncio
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from collector.otlp_json import MalformedRequest, message_to_json
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
 from collector.workers import BodyFormat, DecoderBusy, TooManySpans, WorkerLost
-from evallens.auth import AuthError, AuthGate, Scope
+from evallens.auth import AuthError, AuthGate, KeyLookups, Scope
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -87,19 +87,21 @@ def create_app(
     health: Callable[[], dict[str, Any]],
     gate: AuthGate | None = None,
     log_receiver: LogReceiver | None = None,
+    lookups: KeyLookups | None = None,
 ) -> Starlette:
     """The OTLP/HTTP app: ``POST /v1/traces``, ``POST /v1/logs`` (with a ``log_receiver``),
     ``GET /metrics``, ``GET /healthz``.
 
     With an enabled ``gate``, posts need an ingest key and store what they carry in the key's project;
-    a refused key's answer closes its connection.
+    a refused key's answer closes its connection. Keys the gate does not know are looked up within
+    ``lookups`` (per client address, and at once).
     """
     slots = RequestSlots(limits.max_concurrent_requests, limits.retry_after_s)
 
     async def traces(request: Request) -> Response:
         content_type = media_type(request.headers.get("content-type", ""))
         try:
-            project = await admit(gate, request)
+            project = await admit(gate, lookups, request)
             with slots.take():
                 answer = await export(request, receiver, limits, content_type, project)
         except HttpError as error:
@@ -111,7 +113,7 @@ def create_app(
         if log_receiver is None:
             return error_response(HttpError(404, code_pb2.NOT_FOUND, "no logs receiver"), content_type)
         try:
-            project = await admit(gate, request)
+            project = await admit(gate, lookups, request)
             with slots.take():
                 answer = await export_logs(request, log_receiver, receiver, limits, content_type, project)
         except HttpError as error:
@@ -135,15 +137,17 @@ def create_app(
     )
 
 
-async def admit(gate: AuthGate | None, request: Request) -> str | None:
+async def admit(gate: AuthGate | None, lookups: KeyLookups | None, request: Request) -> str | None:
     """The project of the request's API key (None with auth off), before any of its body is read."""
     if gate is None or not gate.enabled:
         return None
     try:
-        # a key the gate knows is answered here: only unknown keys wait for a thread (and PostgreSQL)
+        # a key the gate knows is answered here: only unknown keys wait for a thread (and PostgreSQL),
+        # and only while their client address has attempts left and a lookup slot is free
         principal = gate.admit_cached(request.headers, Scope.INGEST)
         if principal is None:
-            principal = await asyncio.to_thread(gate.admit, request.headers, Scope.INGEST)
+            with lookups.lookup(client_address(request)) if lookups is not None else nullcontext():
+                principal = await asyncio.to_thread(gate.admit, request.headers, Scope.INGEST)
     except AuthError as error:
         raise HttpError(
             error.status,
@@ -153,6 +157,11 @@ async def admit(gate: AuthGate | None, request: Request) -> str | None:
             close=error.status in (401, 403),  # nothing the client sends next on it would get in
         ) from None
     return principal.project if principal is not None else None
+
+
+def client_address(request: Request) -> str:
+    """The TCP peer's address (uvicorn is told not to take it from ``X-Forwarded-For``)."""
+    return request.client.host if request.client is not None else "unknown"
 
 
 async def export(

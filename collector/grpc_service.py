@@ -10,7 +10,9 @@ exporters honour.
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Any, NoReturn
+from urllib.parse import unquote
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
@@ -22,7 +24,7 @@ from collector.otlp_json import MalformedRequest
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
 from collector.workers import DecoderBusy, TooManySpans, WorkerLost
-from evallens.auth import AuthError, AuthGate, RateLimited, Scope, metadata_headers
+from evallens.auth import AuthError, AuthGate, KeyLookups, Scope, metadata_headers
 from evallens.telemetry import attributes as attr
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
@@ -39,8 +41,10 @@ RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 class TraceService:
     """``Export`` answers once the spans are durable; retryable codes (with a delay) when they cannot be."""
 
-    def __init__(self, receiver: TraceReceiver, gate: AuthGate | None = None) -> None:
-        self._receiver, self._gate = receiver, gate
+    def __init__(
+        self, receiver: TraceReceiver, gate: AuthGate | None = None, lookups: KeyLookups | None = None
+    ) -> None:
+        self._receiver, self._gate, self._lookups = receiver, gate, lookups
 
     def export(self, messages: Iterator[bytes], context: Any) -> bytes:
         """Store the spans of one serialized export request (in its API key's project when auth is on)."""
@@ -61,18 +65,25 @@ class TraceService:
         return bytes(export_response(decoded, durable).SerializeToString())
 
     def _admit(self, context: Any) -> str | None:
-        return admit(self._gate, context)
+        return admit(self._gate, self._lookups, context)
 
 
 class LogsService:
     """``Export`` of logs: stores the GenAI content events, answering once they are committed."""
 
-    def __init__(self, receiver: TraceReceiver, log_receiver: LogReceiver, gate: AuthGate | None) -> None:
-        self._receiver, self._log_receiver, self._gate = receiver, log_receiver, gate
+    def __init__(
+        self,
+        receiver: TraceReceiver,
+        log_receiver: LogReceiver,
+        gate: AuthGate | None,
+        lookups: KeyLookups | None = None,
+    ) -> None:
+        self._receiver, self._log_receiver = receiver, log_receiver
+        self._gate, self._lookups = gate, lookups
 
     def export(self, messages: Iterator[bytes], context: Any) -> bytes:
         """Store the content events of one serialized logs request (in its API key's project)."""
-        project = admit(self._gate, context)
+        project = admit(self._gate, self._lookups, context)
         body = only_message(messages, context)
         pool = self._receiver.pool
         try:
@@ -88,17 +99,34 @@ class LogsService:
         return bytes(answer.SerializeToString())
 
 
-def admit(gate: AuthGate | None, context: Any) -> str | None:
-    """The project of the call's API key (None with auth off), or the call aborted with why."""
+def admit(gate: AuthGate | None, lookups: KeyLookups | None, context: Any) -> str | None:
+    """The project of the call's API key (None with auth off), or the call aborted with why.
+
+    A key the gate does not know is looked up only while the call's client address has attempts left
+    and a lookup slot is free (``lookups``)."""
     if gate is None or not gate.enabled:
         return None
+    headers = metadata_headers(context.invocation_metadata())
     try:
-        principal = gate.admit(metadata_headers(context.invocation_metadata()), Scope.INGEST)
+        principal = gate.admit_cached(headers, Scope.INGEST)
+        if principal is None:
+            with lookups.lookup(peer_address(context.peer())) if lookups is not None else nullcontext():
+                principal = gate.admit(headers, Scope.INGEST)
     except AuthError as error:
-        if isinstance(error, RateLimited):
-            abort_with_retry(context, AUTH_STATUS[error.status], str(error), error.retry_after_s)
+        retry_after_s = getattr(error, "retry_after_s", None)
+        if retry_after_s is not None:
+            abort_with_retry(context, AUTH_STATUS[error.status], str(error), retry_after_s)
         context.abort(AUTH_STATUS[error.status], str(error))
     return principal.project if principal is not None else None
+
+
+def peer_address(peer: str) -> str:
+    """The address in a gRPC peer (``ipv4:10.0.0.7:51234``, ``ipv6:%5B::1%5D:51234``) as HTTP gives it
+    (``10.0.0.7``, ``::1``), so that one client has one budget over both; other peers as they are."""
+    kind, _, rest = peer.partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return peer
+    return unquote(rest).rpartition(":")[0].removeprefix("[").removesuffix("]")
 
 
 def only_message(messages: Iterator[bytes], context: Any) -> bytes:
@@ -129,6 +157,7 @@ def create_grpc_server(
     max_concurrent_rpcs: int | None = None,
     log_receiver: LogReceiver | None = None,
     connection_age_s: tuple[float, float] = (60.0, 30.0),
+    lookups: KeyLookups | None = None,
 ) -> tuple[Any, int]:
     """A started-able gRPC server bound to ``address`` (port 0 picks one) and the port it got.
 
@@ -154,11 +183,11 @@ def create_grpc_server(
         ],
         maximum_concurrent_rpcs=max_concurrent_rpcs,
     )
-    service = TraceService(receiver, gate)
+    service = TraceService(receiver, gate, lookups)
     export = grpc.stream_unary_rpc_method_handler(service.export)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": export}),))
     if log_receiver is not None:
-        logs = grpc.stream_unary_rpc_method_handler(LogsService(receiver, log_receiver, gate).export)
+        logs = grpc.stream_unary_rpc_method_handler(LogsService(receiver, log_receiver, gate, lookups).export)
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": logs}),)
         )

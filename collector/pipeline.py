@@ -149,10 +149,16 @@ class Ingestor:
             raise Overloaded("the collector's queue is full", self._limits.retry_after_s)
         if project is not None and self._over_share(project, 1, 1):  # not one more span fits
             raise self._share_taken(project)
-        if not self._database_worth_trying() and (self._spool is None or self._spool.full):
-            # once the retry interval is over a request gets through, and its flush probes PostgreSQL
+        if self._database_worth_trying():
+            return  # once the retry interval is over a request gets through, and its flush probes PostgreSQL
+        if self._spool is None or self._spool.full:
             reason = "the spool is full" if self._spool is not None else "there is no spool"
             raise Unavailable(f"PostgreSQL is unreachable and {reason}", self._limits.retry_after_s)
+        if project is not None and self._spool.share_taken(project):
+            raise Unavailable(
+                f"PostgreSQL is unreachable and project {project!r} already holds its share of the spool",
+                self._limits.retry_after_s,
+            )
 
     def submit(self, packed: PackedSpans, project: str | None = None) -> "Future[Durable]":
         """Queue one request's spans (``project``: its API key's); the future resolves to ``Durable``
@@ -320,8 +326,8 @@ class Ingestor:
                 pieces.append(piece)
         if not pieces:
             return
-        rows = CopyRows.joined([piece.chunk for piece in pieces])
         if self._database_worth_trying():
+            rows = CopyRows.joined([piece.chunk for piece in pieces])
             started = time.perf_counter()
             try:
                 refusals = isolate(self._writer, rows)
@@ -332,7 +338,7 @@ class Ingestor:
                 self._mark_database_up()
                 self._keep(pieces, refusals, rows.num_rows)
                 return
-        self._spool_or_refuse(pieces, rows)
+        self._spool_or_refuse(pieces)
 
     def _keep(self, pieces: list[_Piece], refusals: list[Refusal], num_spans: int) -> None:
         """Resolve written pieces once their refused spans (if any) are in the quarantine."""
@@ -354,24 +360,35 @@ class Ingestor:
             else:
                 piece.pending.chunk_done(STORED, mine)
 
-    def _spool_or_refuse(self, pieces: list[_Piece], rows: CopyRows) -> None:
-        error: Exception
+    def _spool_or_refuse(self, pieces: list[_Piece]) -> None:
+        """Spool ``pieces``, a batch per project (each holds a share of the spool), or fail them."""
         if self._spool is None:
-            error = Unavailable("PostgreSQL is unreachable", self._limits.retry_after_s)
-        else:
-            try:
-                self._spool.append(rows)
-            except Exception as failure:  # a full spool or a full/broken disk: refuse, never drop
-                logger.error("cannot spool %d spans: %s", rows.num_rows, failure)
-                error = Unavailable(f"PostgreSQL is unreachable and {failure}", self._limits.retry_after_s)
-            else:
-                self._stats.spans_spooled.inc(rows.num_rows)
-                self._stats.spool_bytes.set(self._spool.num_bytes)
-                for piece in pieces:
-                    piece.pending.chunk_done(SPOOLED, [])
-                return
+            for piece in pieces:
+                piece.pending.chunk_failed(
+                    Unavailable("PostgreSQL is unreachable", self._limits.retry_after_s)
+                )
+            return
+        by_project: dict[str | None, list[_Piece]] = {}
         for piece in pieces:
-            piece.pending.chunk_failed(error)
+            by_project.setdefault(piece.pending.project, []).append(piece)
+        for project, mine in by_project.items():
+            self._spool_project(self._spool, mine, project)
+
+    def _spool_project(self, spool: Spool, pieces: list[_Piece], project: str | None) -> None:
+        """Spool ``pieces``, all of ``project``, or fail them (the clients resend)."""
+        rows = CopyRows.joined([piece.chunk for piece in pieces])
+        try:
+            spool.append(rows, project)
+        except Exception as failure:  # a full spool or share, a full/broken disk: refuse, never drop
+            logger.error("cannot spool %d spans: %s", rows.num_rows, failure)
+            error = Unavailable(f"PostgreSQL is unreachable and {failure}", self._limits.retry_after_s)
+            for piece in pieces:
+                piece.pending.chunk_failed(error)
+            return
+        self._stats.spans_spooled.inc(rows.num_rows)
+        self._stats.spool_bytes.set(spool.num_bytes)
+        for piece in pieces:
+            piece.pending.chunk_done(SPOOLED, [])
 
     def _background_waiting(self) -> bool:
         spooled = self._spool is not None and self._spool.num_bytes > 0

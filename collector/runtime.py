@@ -27,13 +27,17 @@ from collector.stats import CollectorStats
 from collector.validate import SpanLimits
 from collector.workers import DecodePool
 from collector.write import SpanWriter
-from evallens.auth import AuthGate
+from evallens.auth import AuthGate, KeyLookups
 from evallens.db import create_db_engine, create_session_factory
 from evallens.errors import EvallensError
 from evallens.http_protocol import head_deadline_protocol
 from evallens.settings import CollectorSettings
 
 logger = logging.getLogger(__name__)
+
+# below the default executor's threads (5 on one core), where HTTP looks keys up, the engine's pool of
+# 5 connections and the 8 gRPC workers: keys being looked up never hold all of any of them
+MAX_KEY_LOOKUPS_AT_ONCE = 4
 
 
 class SchemaMissing(EvallensError):
@@ -50,7 +54,7 @@ class Collector:
         self.stats = CollectorStats()
         self.engine = create_db_engine(database_url, connect_timeout_s=settings.database_connect_timeout_s)
         self.spool = (
-            Spool(settings.spool_dir, settings.collector_spool_max_bytes)
+            Spool(settings.spool_dir, settings.collector_spool_max_bytes, settings.collector_project_share)
             if settings.collector_spool_enabled
             else None
         )
@@ -72,6 +76,11 @@ class Collector:
             PriceBook([]),
         )
         self.gate = AuthGate(settings, create_session_factory(self.engine))
+        self.key_lookups = KeyLookups(
+            settings.collector_key_attempts_per_minute,
+            MAX_KEY_LOOKUPS_AT_ONCE,
+            settings.collector_retry_after_s,
+        )
         self.log_receiver = LogReceiver(
             self.engine,
             span_limits(settings),
@@ -90,6 +99,7 @@ class Collector:
             self.health,
             self.gate,
             self.log_receiver,
+            self.key_lookups,
         )
         self.scraper = Scraper(
             self.engine,
@@ -129,6 +139,7 @@ class Collector:
                     self.settings.collector_grpc_max_connection_age_s,
                     self.settings.collector_grpc_connection_grace_s,
                 ),
+                self.key_lookups,
             )
             self._grpc.start()
         self.scraper.start()
@@ -239,6 +250,7 @@ class Collector:
             http=head_deadline_protocol(self.settings.collector_request_head_timeout_s),
             log_level="warning",
             lifespan="off",  # no limit_concurrency: it counts connections, keyless ones too (RequestSlots)
+            proxy_headers=False,  # a client's address is its TCP peer's, never one it names itself
             timeout_graceful_shutdown=10,
         )
 

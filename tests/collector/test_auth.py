@@ -252,7 +252,9 @@ def test_key_holders_are_not_queued_behind_keys_postgres_has_yet_to_check(
         )
         assert answer.status_code == 200, answer.text
         lock_holder.rollback()
-        assert {refusal.result().status_code for refusal in made_up} == {401}
+        # looked up and refused, or refused before a lookup: the address is out of attempts (429) or
+        # every lookup slot is taken (503); test_key_flood.py is about those
+        assert {refusal.result().status_code for refusal in made_up} <= {401, 429, 503}
     assert sorted(span["name"] for span in fetch_spans(database_url)) == ["span-0", "span-1"]
 
 

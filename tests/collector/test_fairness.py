@@ -1,17 +1,23 @@
-"""One project's flood against the one writer: another project's spans still get in."""
+"""One project's flood against the one writer and the spool: another project's spans still get in."""
 
 import select
 import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import psycopg
+import pytest
 
+from collector.copy_rows import copy_rows
 from collector.runtime import Collector
-from tests.collector.conftest import fetch_spans, make_request, make_span
+from collector.spool import Spool, SpoolShareTaken
+from tests.collector.conftest import OwnPostgres, fetch_spans, make_request, make_span
 from tests.collector.test_auth import new_key
+from tests.collector.test_copy_rows import record
+from tests.collector.test_durability import SPANS_PER_BATCH, batch_body, wait_for
 
 SPANS_PER_REQUEST = 100
 
@@ -112,3 +118,64 @@ def test_a_project_holding_the_decode_budget_leaves_room_for_another(
     finally:
         for upload in uploads:
             upload.close()
+
+
+@pytest.mark.integration
+def test_a_project_that_floods_the_spool_leaves_room_for_another(
+    own_postgres: OwnPostgres, make_collector: Callable[..., Collector]
+) -> None:
+    """While PostgreSQL was away, the spool was first come, first served: a project sending all it had
+    filled it, and every other project's export was a 503 until PostgreSQL came back."""
+    collector = make_collector(
+        own_postgres.url,
+        auth_enabled=True,
+        auth_cache_ttl_s=3600,  # keys checked while PostgreSQL is up are trusted through the outage
+        collector_spool_max_bytes=200_000,
+        collector_retry_after_s=1,
+    )
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    keys = {project: new_key(own_postgres.url, project) for project in ("flood", "quiet")}
+
+    def post(project: str, number: int) -> httpx.Response:
+        headers = {"content-type": "application/x-protobuf", "authorization": f"Bearer {keys[project]}"}
+        return httpx.post(url, content=batch_body(number), headers=headers, timeout=30)
+
+    assert [post(project, number).status_code for number, project in enumerate(keys)] == [200, 200]
+    own_postgres.stop()
+    acknowledged: list[int] = []
+    for number in range(2, 200):
+        answer = post("flood", number)
+        if answer.status_code != 200:
+            break
+        acknowledged.append(number)
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1", answer.text
+    assert acknowledged and collector.health()["spooled_bytes"] > 0
+    quiet = post("quiet", 1000)
+    assert quiet.status_code == 200, quiet.text  # spooled, in the room the flood could not take
+    assert "project 'flood' already holds its share of the spool" in answer.text
+    own_postgres.start()
+    wait_for(lambda: collector.health()["spooled_bytes"] == 0 and collector.health()["database_up"])
+    stored = {project: len(fetch_spans(own_postgres.url, f"project = '{project}'")) for project in keys}
+    assert stored == {"flood": (1 + len(acknowledged)) * SPANS_PER_BATCH, "quiet": 2 * SPANS_PER_BATCH}
+
+
+def test_a_project_holding_its_share_of_the_spool_still_does_after_a_restart(tmp_path: Path) -> None:
+    """What each project holds is read from the batches' file names when the spool opens."""
+    rows = copy_rows([record(index) for index in range(20)])
+    max_bytes = 4 * len(rows.data)
+    spool = Spool(tmp_path, max_bytes, project_share=0.5)
+    spool.append(rows, "flood")
+    spool.append(rows, "flood")
+    with pytest.raises(SpoolShareTaken):
+        spool.append(rows, "flood")
+    reopened = Spool(tmp_path, max_bytes, project_share=0.5)
+    assert reopened.num_bytes == 2 * len(rows.data)
+    assert reopened.share_taken("flood") and not reopened.share_taken("quiet")
+    with pytest.raises(SpoolShareTaken):
+        reopened.append(rows, "flood")
+    reopened.append(rows, "quiet")
+    reopened.append(rows)  # with auth off a batch has no project and no share
+    reopened.remove(reopened.pending()[0])  # a flood batch is written to PostgreSQL
+    assert not reopened.share_taken("flood")
+    reopened.append(rows, "flood")
+    assert Spool.read(reopened.pending()[-1]) == rows

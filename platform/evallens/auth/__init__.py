@@ -9,6 +9,7 @@ from evallens.auth._errors import (
     AuthUnavailable,
     KeyNotFound,
     KeyRevoked,
+    LookupsBusy,
     MissingKey,
     RateLimited,
     ScopeDenied,
@@ -30,6 +31,7 @@ from evallens.auth.keys import (
     revoke_key,
 )
 from evallens.auth.limit import RateLimiter, retry_after_header
+from evallens.auth.lookups import KeyLookups
 
 __all__ = [
     "AuthError",
@@ -38,7 +40,9 @@ __all__ = [
     "CreatedKey",
     "KeyInfo",
     "KeyNotFound",
+    "KeyLookups",
     "KeyRevoked",
+    "LookupsBusy",
     "MissingKey",
     "Principal",
     "RateLimited",

@@ -73,6 +73,18 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
             "RESOURCE_EXHAUSTED)."
         ),
     )
+    collector_key_attempts_per_minute: int = Field(
+        default=20,
+        ge=1,
+        description=(
+            "With auth on: API keys the collector has to look up in PostgreSQL (not checked within "
+            "auth_cache_ttl_s) that one client address may have refused (401/403) per minute, at once "
+            "or spread out. Beyond it, that address's unknown keys are answered 429 with Retry-After "
+            "(gRPC: RESOURCE_EXHAUSTED) without a lookup, while keys the collector knows still get in. "
+            "The address is the TCP peer's (X-Forwarded-For is not trusted): behind a proxy, load "
+            "balancer or OpenTelemetry Collector, all its clients share the proxy's budget."
+        ),
+    )
     collector_queue_max_spans: int = Field(
         default=50_000, ge=1, description="Spans waiting to be written before new requests get 429."
     )
@@ -86,9 +98,10 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         gt=0,
         le=1,
         description=(
-            "Part of the queue (spans and bytes) and of collector_max_inflight_bytes one API key's "
-            "project may take; beyond it that project gets 429 while others still get in (a project's "
-            "one request always may). With auth off every request counts as one project's."
+            "Part of the queue (spans and bytes), of collector_max_inflight_bytes and of "
+            "collector_spool_max_bytes one API key's project may take; beyond it that project gets 429 "
+            "(503 for the spool, while PostgreSQL is unreachable) while others still get in (a "
+            "project's one request always may). With auth off every request counts as one project's."
         ),
     )
     collector_max_inflight_bytes: int = Field(
@@ -122,7 +135,11 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
     collector_spool_max_bytes: int = Field(
         default=1024 * MIB,
         ge=0,
-        description="Spool size beyond which requests get 503 instead (spans are refused, never dropped).",
+        description=(
+            "Spool size beyond which requests get 503 instead (spans are refused, never dropped); one "
+            "project may hold collector_project_share of it, counted from the spooled files' names, so "
+            "across a restart too."
+        ),
     )
     collector_db_retry_s: float = Field(
         default=1.0, gt=0, description="Seconds between reconnection attempts while PostgreSQL is down."
