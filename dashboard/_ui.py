@@ -213,6 +213,17 @@ def database_unavailable(error: OperationalError | PoolTimeout) -> None:
     )
 
 
+def database_unusable(reason: str) -> None:
+    """Say in one line why the database cannot be opened at all (its URL, the driver's options for it,
+    the embedded server), instead of a traceback; the reasons never quote the URL's password."""
+    reason = reason.strip().splitlines()[0]
+    st.error(
+        f"The database cannot be opened: {literal(reason)}. Check EVALLENS_DATABASE_URL, then restart "
+        "the dashboard.",
+        icon=":material/database:",
+    )
+
+
 def empty_state(kind: str) -> None:
     """Say what is missing and which command produces it."""
     st.info(EMPTY_HINTS[kind], icon=":material/info:")
