@@ -59,7 +59,8 @@ def render_markdown(body: GateReportBody) -> str:
         lines += ["", "### Likely causes", ""]
         for hint in body.hints:
             numbers = ", ".join(f"`{k}={number(v)}`" for k, v in hint.evidence.items())
-            lines.append(f"- {hint.message}" + (f" ({numbers})" if numbers else ""))
+            # a config change's hint quotes the target's config keys and values as it reported them
+            lines.append(f"- {literal(hint.message)}" + (f" ({numbers})" if numbers else ""))
     if body.flipped_cases:
         lines += ["", f"### Cases that got worse (first {MAX_FLIPS_SHOWN} of {len(body.flipped_cases)})", ""]
         for flip in body.flipped_cases[:MAX_FLIPS_SHOWN]:
