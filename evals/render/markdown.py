@@ -1,5 +1,6 @@
 """The comparison as Markdown, for a pull-request comment."""
 
+from evallens.markdown import cell, code, literal, one_line
 from evallens.reports import GateReportBody
 from evallens.runs import left_out_notes
 from evals.render._figures import (
@@ -14,7 +15,6 @@ from evals.render._figures import (
     underpowered,
     verdict_word,
 )
-from evals.render._text import cell, code, literal, one_line
 
 MAX_FLIPS_SHOWN = 10
 

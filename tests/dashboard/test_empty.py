@@ -2,7 +2,7 @@
 
 import pytest
 
-from dashboard._ui import literal
+from evallens.markdown import literal
 from tests.dashboard.conftest import open_page
 from tests.dashboard.seed import Seeded
 
