@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from evallens.settings.collector import DEFAULT_MAX_KEY_CHARS
+
 TRUNCATED = "…"
 # Span rollups are keyed by (project, day, model, tenant, feature, eval): a btree takes 2,704 bytes
 # a row, about 33 of them overhead. Keys of four-byte characters at ``max_key_chars`` overflow it.
@@ -34,7 +36,7 @@ class SpanLimits:
     max_age_s: float = 365 * 86_400
     max_future_s: float = 86_400
     max_duration_s: float = 7 * 86_400
-    max_key_chars: int = 256
+    max_key_chars: int = DEFAULT_MAX_KEY_CHARS
     max_text_chars: int = 1024
     max_tokens: int = 1_000_000_000
     max_cost_usd: float = 1_000_000.0

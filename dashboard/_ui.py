@@ -2,7 +2,6 @@
 
 import hmac
 import math
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -15,6 +14,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from dashboard import data
 from evallens.auth import AuthError, AuthUnavailable, Scope, retry_after_header
 from evallens.cases.mining import Readers
+from evallens.markdown import literal
 from evallens.settings import DashboardSettings
 
 PAGES_DIR = Path(__file__).parent / "app_pages"
@@ -35,11 +35,6 @@ WINDOW_MARGIN = 1.2  # the default window leaves a fifth of its width beside the
 KEY_UNCHECKED = (
     "PostgreSQL did not answer, so your API key could not be checked: you stay signed in, reload later"
 )
-# CommonMark shows any backslash-escaped ASCII punctuation as itself; Streamlit's formulas ($), colours
-# and icons (:red[..], :material/..:) and GFM's tables and strikethrough all start with one.
-MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
-LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
-BACKTICK_RUNS = re.compile(r"`+")
 
 EMPTY_HINTS = {
     "runs": "No eval runs yet. Run `evallens eval sets sync evals/datasets/acme/sets` and then "
@@ -213,6 +208,17 @@ def database_unavailable(error: OperationalError | PoolTimeout) -> None:
     )
 
 
+def database_unusable(reason: str) -> None:
+    """Say in one line why the database cannot be opened at all (its URL, the driver's options for it,
+    the embedded server), instead of a traceback; the reasons never quote the URL's password."""
+    reason = reason.strip().splitlines()[0]
+    st.error(
+        f"The database cannot be opened: {literal(reason)}. Check EVALLENS_DATABASE_URL, then restart "
+        "the dashboard.",
+        icon=":material/database:",
+    )
+
+
 def empty_state(kind: str) -> None:
     """Say what is missing and which command produces it."""
     st.info(EMPTY_HINTS[kind], icon=":material/info:")
@@ -255,22 +261,6 @@ def pct(value: float | None, digits: int = 1) -> str:
 def points(value: float | None) -> str:
     """A difference of rates in percentage points."""
     return "—" if value is None or math.isnan(value) else f"{value * 100:+.1f} pts"
-
-
-def literal(value: object) -> str:
-    """``value`` as Markdown that shows it as written, on one line: text that came from traces, sets or
-    runs gets no link, image, heading, formula or colour into a page."""
-    return MARKDOWN_PUNCTUATION.sub(r"\\\1", LINE_BREAKS.sub(" ", str(value)))
-
-
-def code(value: object) -> str:
-    """``value`` as a Markdown code span that shows it as written, on one line: a backtick in a set name
-    ends no span early (CommonMark closes a span only at a backtick run as long as the one opening it)."""
-    text = LINE_BREAKS.sub(" ", str(value))
-    fence = "`" * (max(map(len, BACKTICK_RUNS.findall(text)), default=0) + 1)
-    # CommonMark strips one space from each end of a span whose content starts and ends with one
-    pad = " " if text[:1] == "`" or text[-1:] == "`" or (text[:1] == text[-1:] == " ") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def short_id(value: str | None, length: int = 12) -> str:

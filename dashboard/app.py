@@ -7,11 +7,12 @@ which calls ``run`` with the mining readers the eval engine lends: the dashboard
 from datetime import timedelta
 
 import streamlit as st
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from dashboard import _ui, data
 from evallens.cases.mining import Readers
+from evallens.errors import DatabaseUnavailable
 
 PAGES = (
     ("overview.py", "Overview", ":material/dashboard:", "overview"),  # also at the root
@@ -32,6 +33,12 @@ def run(readers: Readers) -> None:
     # PostgreSQL down, restarting, unreachable or too busy to lend a connection, on any page
     except (OperationalError, PoolTimeout) as error:
         _ui.database_unavailable(error)
+    except DBAPIError as error:
+        if error.statement is not None:  # a query PostgreSQL refused: a fault of the page, shown in full
+            raise
+        _ui.database_unusable(str(error.orig or error))  # the driver refused the URL's options
+    except DatabaseUnavailable as error:  # a URL that cannot be parsed, an embedded server that won't start
+        _ui.database_unusable(str(error))
 
 
 def _show(readers: Readers) -> None:

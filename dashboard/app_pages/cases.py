@@ -8,6 +8,7 @@ from dashboard import _ui, data
 from evallens import cases
 from evallens.cases.mining import REASONS, WEIGHTS
 from evallens.errors import EvallensError
+from evallens.markdown import literal
 
 ctx = _ui.context()
 st.title("Cases")
@@ -77,7 +78,7 @@ selected = st.multiselect(
 )
 for trace_id in selected:
     candidate = promotable[trace_id]
-    st.markdown(f"`{trace_id[:12]}` will be stored as: {_ui.literal(candidate.question)}")
+    st.markdown(f"`{trace_id[:12]}` will be stored as: {literal(candidate.question)}")
     st.caption(f"Redacted: {', '.join(candidate.question_redactions) or 'nothing to redact'}")
 
 # outside the form: a widget in a form reruns nothing until submitted, so the scenarios listed would
@@ -108,16 +109,16 @@ if submitted:
             reference_answer=reference or None,
         )
     except EvallensError as error:  # messages quote set names, scenarios and trace ids as stored
-        st.error(_ui.literal(error))
+        st.error(literal(error))
         st.stop()
     num_review = sum(case.status == cases.NEEDS_REVIEW for case in promoted.cases)
     st.success(
-        f"Promoted {len(promoted.cases)} case(s) into {_ui.literal(promoted.eval_set_name)} "
+        f"Promoted {len(promoted.cases)} case(s) into {literal(promoted.eval_set_name)} "
         f"v{promoted.version}: {num_review} need review (`evallens cases review`), "
         f"{len(promoted.cases) - num_review} ready for eval runs: "
-        + ", ".join(_ui.literal(case.case_key) for case in promoted.cases)
+        + ", ".join(literal(case.case_key) for case in promoted.cases)
     )
     for case in promoted.cases:
         kinds = ", ".join(r.kind for r in case.question.redactions) or "nothing"
-        question = _ui.literal(case.question.text)
-        st.caption(f"{_ui.literal(case.case_key)} ({case.status}): {question} (redacted: {kinds})")
+        question = literal(case.question.text)
+        st.caption(f"{literal(case.case_key)} ({case.status}): {question} (redacted: {kinds})")

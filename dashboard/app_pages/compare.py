@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dashboard import _ui, charts, data, transform
+from evallens.markdown import code, literal
 from evallens.reports import GateReportBody, InfraSummary, RunSummary
 from evallens.runs import left_out_notes
 
@@ -47,9 +48,9 @@ baseline_docs = data.runs.run_documents(ctx.url, ctx.project, baseline_id)
 candidate_docs = data.runs.run_documents(ctx.url, ctx.project, candidate_id)
 chosen = all_runs.set_index("run_id")
 scored_differently = transform.scoring_warning(  # labels as written: CI may name runs after branches
-    (_ui.literal(chosen.at[baseline_id, "label"]), baseline_docs["scoring"]),
-    (_ui.literal(chosen.at[candidate_id, "label"]), candidate_docs["scoring"]),
-    _ui.code(transform.replay_command(str(chosen.at[candidate_id, "eval_set_name"]))),
+    (literal(chosen.at[baseline_id, "label"]), baseline_docs["scoring"]),
+    (literal(chosen.at[candidate_id, "label"]), candidate_docs["scoring"]),
+    code(transform.replay_command(str(chosen.at[candidate_id, "eval_set_name"]))),
 )
 if scored_differently:
     st.warning(scored_differently, icon=":material/rule:")
@@ -62,7 +63,7 @@ if report:
         f"alpha {report.alpha}, {report.procedure} multiple-testing procedure)"
     )
     for label, note in left_out_notes(report):
-        st.caption(f"{label.capitalize()}: {_ui.literal(note)}.")  # case keys from set files
+        st.caption(f"{label.capitalize()}: {literal(note)}.")  # case keys from set files
 else:
     st.caption(
         "No gate report for this pair, so no significance marks or hints: run "
@@ -118,7 +119,7 @@ with infra_col:
         )
         based_on = f"\n\n*Based on {evidence}*" if evidence else ""  # a config change has no numbers
         # a config change's hint quotes the target's config as the target reported it: model ids, prompts
-        st.info(f"{_ui.literal(hint.message)}{based_on}", icon=":material/lightbulb:")
+        st.info(f"{literal(hint.message)}{based_on}", icon=":material/lightbulb:")
 
 st.subheader("Cases that flipped from pass to fail")
 flipped = data.runs.flips(ctx.url, ctx.project, baseline_id, candidate_id)
@@ -140,7 +141,7 @@ def show_answer(
     column.text(answer if isinstance(answer, str) else "(no answer)")
     column.caption(
         "cited: "
-        + (", ".join(map(_ui.literal, documents)) if isinstance(documents, list) and documents else "nothing")
+        + (", ".join(map(literal, documents)) if isinstance(documents, list) and documents else "nothing")
     )
     if isinstance(trace_id, str) and trace_id:
         column.page_link(
@@ -152,11 +153,11 @@ def show_answer(
 
 
 for case in flipped.head(ctx.max_rows).itertuples():
-    title = " · ".join(map(_ui.literal, (case.scenario, case.case_key, f"fails {case.metric}")))
+    title = " · ".join(map(literal, (case.scenario, case.case_key, f"fails {case.metric}")))
     with st.expander(title):  # questions of promoted cases are what production users typed
-        st.markdown(f"**Question:** {_ui.literal(case.question)}")
+        st.markdown(f"**Question:** {literal(case.question)}")
         reference = case.reference_answer if isinstance(case.reference_answer, str) else "—"
-        st.markdown(f"**Reference:** {_ui.literal(reference)}")
+        st.markdown(f"**Reference:** {literal(reference)}")
         base_col, cand_col = st.columns(2)
         show_answer(
             base_col, "Baseline", case.baseline_response, case.baseline_retrieved_ids, case.baseline_trace_id

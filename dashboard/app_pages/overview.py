@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dashboard import _ui, charts, data, transform
+from evallens.markdown import code, literal
 from evallens.reports import LOWER_IS_BETTER, METRICS, MetricEstimate, RunSummary
 
 ctx = _ui.context()
@@ -21,7 +22,7 @@ def scorecard(scenario: str, current: dict[str, MetricEstimate], before: dict[st
     applicable = [metric for metric in METRICS if metric in current]  # no tile for what does not apply
     if not applicable:
         return
-    st.markdown(f"**{_ui.literal(scenario.replace('_', ' '))}**")
+    st.markdown(f"**{literal(scenario.replace('_', ' '))}**")
     for column, metric in zip(st.columns(len(METRICS)), applicable, strict=False):
         estimate = current[metric]
         previous = before.get(metric)
@@ -42,9 +43,9 @@ if gates.empty:
     _ui.empty_state("gates")
 for column, gate in zip(st.columns(max(1, min(4, len(gates)))), gates.itertuples(), strict=False):
     verdict = ":green-badge[PASS]" if gate.verdict == "pass" else ":red-badge[REGRESSION]"
-    column.markdown(f"**{_ui.literal(gate.eval_set_name)}** {verdict}")  # names from set files and CI
+    column.markdown(f"**{literal(gate.eval_set_name)}** {verdict}")  # names from set files and CI
     column.caption(
-        f"{_ui.literal(gate.candidate)} vs {_ui.literal(gate.baseline)} · "
+        f"{literal(gate.candidate)} vs {literal(gate.baseline)} · "
         f"{gate.num_regressions} regressed cells · {gate.created_at:%Y-%m-%d %H:%M} UTC"
     )
 
@@ -63,15 +64,15 @@ else:
         data.runs.run_documents(ctx.url, ctx.project, baseline_id)["summary"] if baseline_id else None
     )
     if summary_json is None:
-        st.info(f"Run {_ui.literal(latest['label'])} has no summary yet.")
+        st.info(f"Run {literal(latest['label'])} has no summary yet.")
     else:
         summary = RunSummary.model_validate(summary_json)
         baseline = RunSummary.model_validate(baseline_json) if baseline_json else None
         base_label = all_runs.set_index("run_id")["label"].get(baseline_id, "none") if baseline_id else "none"
         st.caption(
-            f"Run **{_ui.literal(latest['label'])}** ({latest['started_at']:%Y-%m-%d %H:%M} UTC, "
+            f"Run **{literal(latest['label'])}** ({latest['started_at']:%Y-%m-%d %H:%M} UTC, "
             f"{summary.num_cases} cases, "
-            f"{summary.num_errors} failed requests) against baseline **{_ui.literal(base_label)}**. "
+            f"{summary.num_errors} failed requests) against baseline **{literal(base_label)}**. "
             "Hover a tile for its 95% confidence interval."
         )
         scorecard("overall", summary.overall, baseline.overall if baseline else {})
@@ -86,7 +87,7 @@ else:
                 "A dashed rule marks a run scored differently from the run before it (other metrics code, "
                 "settings, judge or harm classifier): scores on either side of a rule are not comparable, "
                 "since they may have moved by the metrics, not the target. To compare, replay the baseline "
-                f"with today's metrics: {_ui.code(transform.replay_command(set_name))}."
+                f"with today's metrics: {code(transform.replay_command(set_name))}."
             )
 
 st.header("Cost and traffic")

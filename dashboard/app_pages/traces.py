@@ -5,6 +5,7 @@ import re
 import streamlit as st
 
 from dashboard import _ui, charts, data, transform
+from evallens.markdown import literal
 
 ALL = "(all)"
 TRACE_ID = re.compile(r"[0-9a-f]{32}")  # as the collector stores them
@@ -90,11 +91,9 @@ row = st.selectbox("Span", list(frame.index), format_func=lambda row: f"{row + 1
 span = frame.loc[row]
 facts_col, raw_col = st.columns(2)
 with facts_col:
-    st.markdown(f"**{_ui.literal(span['name'])}**")
+    st.markdown(f"**{literal(span['name'])}**")
     facts = transform.span_facts(span)  # st.table reads its cells as Markdown
-    st.table(
-        {"attribute": list(facts), "value": ["—" if v is None else _ui.literal(v) for v in facts.values()]}
-    )
+    st.table({"attribute": list(facts), "value": ["—" if v is None else literal(v) for v in facts.values()]})
 with raw_col:
     st.markdown("**All attributes**")
     st.json(span["attributes"], expanded=True)

@@ -9,11 +9,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from evallens.markdown import code, literal
 from evals.calibrate.score import ScoredRow
 from evals.calibrate.stats import Agreement
 from evals.calibrate.thresholds import Suggestion
 from evals.render import write_report_files
-from evals.render._text import code, literal
 
 NUM_WORST = 5
 

@@ -1,5 +1,6 @@
 """The comparison as Markdown, for a pull-request comment."""
 
+from evallens.markdown import cell, code, literal, one_line
 from evallens.reports import GateReportBody
 from evallens.runs import left_out_notes
 from evals.render._figures import (
@@ -14,7 +15,6 @@ from evals.render._figures import (
     underpowered,
     verdict_word,
 )
-from evals.render._text import cell, code, literal, one_line
 
 MAX_FLIPS_SHOWN = 10
 
@@ -59,7 +59,8 @@ def render_markdown(body: GateReportBody) -> str:
         lines += ["", "### Likely causes", ""]
         for hint in body.hints:
             numbers = ", ".join(f"`{k}={number(v)}`" for k, v in hint.evidence.items())
-            lines.append(f"- {hint.message}" + (f" ({numbers})" if numbers else ""))
+            # a config change's hint quotes the target's config keys and values as it reported them
+            lines.append(f"- {literal(hint.message)}" + (f" ({numbers})" if numbers else ""))
     if body.flipped_cases:
         lines += ["", f"### Cases that got worse (first {MAX_FLIPS_SHOWN} of {len(body.flipped_cases)})", ""]
         for flip in body.flipped_cases[:MAX_FLIPS_SHOWN]:

@@ -11,11 +11,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from dashboard import data
-from dashboard._ui import WINDOWS_H, literal
+from dashboard._ui import WINDOWS_H
 from evallens import cases
 from evallens.cases.mining import REASONS
 from evallens.db import create_db_engine
 from evallens.db.models import EvalCase, EvalSet, QuestionEmbedding
+from evallens.markdown import literal
 from evallens.ports import free_port
 from evallens.telemetry import attributes as attr
 from evals.readers import mining_readers

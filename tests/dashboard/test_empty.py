@@ -2,7 +2,7 @@
 
 import pytest
 
-from dashboard._ui import literal
+from evallens.markdown import literal
 from tests.dashboard.conftest import open_page
 from tests.dashboard.seed import Seeded
 
@@ -68,6 +68,32 @@ def test_an_unreachable_database_is_one_readable_line(monkeypatch: pytest.Monkey
         [error] = [error.value for error in app.error]
         assert error.startswith(f"PostgreSQL did not answer ({literal('connection failed: ')}")
         assert "Connection refused" in error
+    st.cache_resource.clear()
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("postgresql://evallens:s3cret@127.0.0.1:notaport/db", "the database URL cannot be parsed"),
+        ("nonsense", "the database URL cannot be parsed"),
+        ("postgresql://evallens:s3cret@127.0.0.1/db?colour=blue", 'invalid connection option "colour"'),
+    ],
+)
+def test_a_malformed_database_url_is_one_readable_line(
+    url: str, reason: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import streamlit as st
+
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", url)
+    monkeypatch.setenv("EVALLENS_DASHBOARD_EMBED_AHEAD_S", "0")
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    for page in (None, "app_pages/traces.py"):
+        app = open_page(page)  # fails on any exception the page raised
+        [error] = [error.value for error in app.error]
+        assert error.startswith(f"The database cannot be opened: {literal(reason)}")
+        assert error.endswith("Check EVALLENS_DATABASE_URL, then restart the dashboard.")
+        assert "s3cret" not in error
     st.cache_resource.clear()
 
 

@@ -6,7 +6,7 @@ import psycopg
 import streamlit as st
 from psycopg.types.json import Jsonb
 
-from dashboard._ui import literal
+from evallens.markdown import literal
 from tests.dashboard.conftest import open_page
 from tests.dashboard.seed import PII_QUESTION, REDACTED_QUESTION, SET_NAME, Seeded, hex_id
 

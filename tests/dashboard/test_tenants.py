@@ -7,10 +7,11 @@ import pytest
 from sqlalchemy.orm import Session
 
 from dashboard import data
-from dashboard._ui import KEY_UNCHECKED, literal
+from dashboard._ui import KEY_UNCHECKED
 from evallens.auth import Scope, create_key
 from evallens.db import create_db_engine
 from evallens.db.models import EvalRun, EvalSet
+from evallens.markdown import literal
 from evallens.telemetry import attributes as attr
 from tests.dashboard.conftest import APP_FILE, TIMEOUT_S, page_file
 from tests.dashboard.seed import SET_NAME, Seeded, hex_id, request_trace

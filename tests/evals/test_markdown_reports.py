@@ -8,6 +8,8 @@ from markdown_it.token import Token
 from evallens.reports import FlippedCase, GateReportBody, MetricComparison
 from evals.calibrate.report import CalibrationReport, Disagreement, MetricCalibration
 from evals.calibrate.stats import Agreement
+from evals.compare.cells import OVERALL
+from evals.compare.hints import config_changes, draw_hints
 from evals.render.markdown import render_markdown
 
 SCENARIO = "a | b\n- c"
@@ -51,6 +53,22 @@ def test_gate_markdown_keeps_one_row_per_cell_and_one_item_per_flipped_case() ->
         child.content for token in tokens for child in token.children or [] if child.type == "code_inline"
     ]
     assert code_spans[-2:] == ["k`1 x", "k2"]  # after the set and run ids
+
+
+def test_gate_markdown_shows_a_hint_with_config_keys_and_values_as_written() -> None:
+    body = _gate_body()
+    baseline = {"model": "a|b", "system\nprompt": "be *brief*", "engine": {"top`k": 4}}
+    candidate = {"model": "`c` | [d](http://x.test)", "system\nprompt": "be **long**", "engine": {"top`k": 8}}
+    changes = config_changes(baseline, candidate)
+    overall = body.comparisons[0].model_copy(update={"scenario": OVERALL})  # 10 points worse
+    [hint] = draw_hints([overall], None, None, changes, body.min_effect)
+    tokens = _tokens(render_markdown(body.model_copy(update={"hints": [hint]})))
+    assert len(_inline_text(tokens, "td_open")) == 12  # the table keeps its one row
+    first_item = next(i for i, token in enumerate(tokens) if token.type == "list_item_open")
+    children = tokens[first_item + 2].children or []
+    assert {child.type for child in children} <= {"text", "text_special"}  # no code, emphasis or link
+    assert "".join(child.content for child in children) == hint.message.replace("\n", " ")
+    assert "engine.top`k: 4 -> 8" in hint.message
 
 
 def test_calibration_markdown_keeps_one_item_per_disagreement(tmp_path: Path) -> None:

@@ -4,12 +4,9 @@ from dataclasses import dataclass
 
 from starlette.datastructures import Headers
 
+from evallens.settings.collector import DEFAULT_MAX_KEY_CHARS
 from evallens.telemetry import attributes as attr
 from evallens.telemetry.attributes import DEFAULT_PROJECT
-
-# The collector refuses a span whose tenant, user, feature or eval ids are longer (its default
-# ``max_key_chars``): a longer tag lost the request's whole trace, answered 200 all the same.
-MAX_TAG_CHARS = 256
 
 
 class InvalidTag(ValueError):
@@ -70,8 +67,10 @@ def _tag(headers: Headers, name: str) -> str | None:
     value = headers.get(name)
     if value is None:
         return None
-    if len(value) > MAX_TAG_CHARS:
-        raise InvalidTag(f"{name} is {len(value)} characters long; at most {MAX_TAG_CHARS}.", name)
+    # the collector refuses a span whose tenant, user, feature or eval ids are longer: a longer tag lost
+    # the request's whole trace, answered 200 all the same
+    if len(value) > DEFAULT_MAX_KEY_CHARS:
+        raise InvalidTag(f"{name} is {len(value)} characters long; at most {DEFAULT_MAX_KEY_CHARS}.", name)
     if not all(" " <= char <= "~" for char in value):
         raise InvalidTag(f"{name} must be printable ASCII (no tab, no control character).", name)
     return value

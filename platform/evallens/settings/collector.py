@@ -11,6 +11,9 @@ from evallens.settings.auth import AuthSettings
 from evallens.settings.database import DatabaseSettings
 
 MIB = 1024 * 1024
+# The longest key (project, tenant, user, feature, eval run or case id, model) the collector keeps by
+# default; the reference service refuses longer tag headers, whose spans the collector would reject.
+DEFAULT_MAX_KEY_CHARS = 256
 
 
 class CollectorSettings(DatabaseSettings, AuthSettings):
@@ -157,7 +160,7 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=7 * 86_400, ge=1, description="Spans that last longer than this are rejected."
     )
     collector_max_key_chars: int = Field(
-        default=256,
+        default=DEFAULT_MAX_KEY_CHARS,
         ge=16,
         le=512,
         description=(

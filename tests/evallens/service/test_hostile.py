@@ -15,7 +15,7 @@ from evallens.db.engine import sqlalchemy_url
 from evallens.service import create_app
 from evallens.service.chat.protocol import MAX_STOP_SEQUENCES
 from evallens.service.engines import OpenAIEngine, OpenAIOptions
-from evallens.service.tags import MAX_TAG_CHARS
+from evallens.settings.collector import DEFAULT_MAX_KEY_CHARS
 from evallens.telemetry import attributes as attr
 from tests.evallens.service.conftest import (
     TEST_MAX_MODEL_LEN,
@@ -303,12 +303,12 @@ def test_a_tag_header_the_collector_cannot_keep_is_400_and_recorded_nowhere(serv
     a tenant longer than the collector keeps lost the request's whole trace (and its cost) while the
     client got 200, a tab went in as a label, and a UTF-8 tenant arrived as Latin-1 mojibake."""
     refused_headers: list[dict[str, str | bytes]] = [
-        {attr.HEADER_TENANT: "t" * (MAX_TAG_CHARS + 1)},
+        {attr.HEADER_TENANT: "t" * (DEFAULT_MAX_KEY_CHARS + 1)},
         {attr.HEADER_TENANT: "shop\t7"},
         {attr.HEADER_TENANT: "café".encode()},
         {attr.HEADER_USER: "u" * 10_000},
     ]
-    longest = "t" * MAX_TAG_CHARS
+    longest = "t" * DEFAULT_MAX_KEY_CHARS
     with serve() as client:
         refused = [client.post("/v1/chat/completions", json=chat_body(), headers=h) for h in refused_headers]
         answered = client.post(
