@@ -56,17 +56,19 @@ def test_upgrade_on_external_url(external_server: DatabaseServer, tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    "url",
+    ("url", "says"),
     [
-        "postgresql://nobody@127.0.0.1:1/nowhere",
-        "postgresql://postgres@/no_such_db?host=/nonexistent-socket-dir",
-        "mysql://root@localhost/x",
+        ("postgresql://nobody@127.0.0.1:1/nowhere", "127.0.0.1"),
+        ("postgresql://postgres@/no_such_db?host=/nonexistent-socket-dir", "nonexistent-socket-dir"),
+        # another database's URL is named as such, not tried as PostgreSQL (and its password not shown)
+        ("mysql://root:hunter2@localhost/x", "not a PostgreSQL URL: mysql://root:***@localhost/x"),
     ],
 )
-def test_bad_database_url_is_one_line_and_exit_2(url: str, tmp_path: Path) -> None:
+def test_bad_database_url_is_one_line_and_exit_2(url: str, says: str, tmp_path: Path) -> None:
     result = run_cli("db", "upgrade", env={"EVALLENS_DATABASE_URL": url, "EVALLENS_DATA_DIR": str(tmp_path)})
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("evallens: error:")
-    assert "Traceback" not in result.stderr
+    assert says in lines[0]
+    assert "Traceback" not in result.stderr and "hunter2" not in result.stderr

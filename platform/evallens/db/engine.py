@@ -17,17 +17,23 @@ def parse_url(url: str) -> URL:
         ) from None
 
 
+def postgres_url(url: str) -> URL:
+    """``url`` parsed, or ``DatabaseUnavailable`` in one line when it is not a PostgreSQL URL (libpq's
+    ``postgres://`` spelling included)."""
+    parsed = parse_url(url)
+    if parsed.get_backend_name() not in ("postgresql", "postgres"):
+        raise DatabaseUnavailable(f"not a PostgreSQL URL: {parsed.render_as_string()}")
+    return parsed
+
+
 def sqlalchemy_url(url: str) -> str:
     """Turn a libpq-style ``postgresql://`` URL into one that selects the psycopg 3 driver."""
-    parsed = parse_url(url)
-    if parsed.get_backend_name() != "postgresql":
-        raise DatabaseUnavailable(f"not a PostgreSQL URL: {parsed.render_as_string()}")
-    return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    return postgres_url(url).set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
 
 
 def libpq_url(url: str) -> str:
     """The same URL without the SQLAlchemy driver suffix, for psycopg.connect."""
-    return parse_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    return postgres_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def create_db_engine(
