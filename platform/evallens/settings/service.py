@@ -140,7 +140,9 @@ class ServiceSettings(
             "With auth on: API keys the service has to look up in PostgreSQL (not checked within "
             "auth_cache_ttl_s) that one client address may have refused (401/403) per minute, at once "
             "or spread out. Beyond it, that address's unknown keys are answered 429 with Retry-After "
-            "without a lookup, while keys the service knows still get in."
+            "without a lookup, while keys the service knows still get in. The address is the TCP "
+            "peer's (X-Forwarded-For is not trusted): behind a proxy or load balancer, all its clients "
+            "share the proxy's budget."
         ),
     )
     otlp_endpoint: str | None = Field(

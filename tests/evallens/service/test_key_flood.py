@@ -126,3 +126,14 @@ def test_lookups_at_once_are_bounded_across_addresses(serve: Any, database_url: 
             assert give_feedback(url, key, source="127.0.2.2").status_code == 202
             lock_holder.rollback()
         assert sorted(answer.result() for answer in answers) == [401] * MAX_KEY_LOOKUPS_AT_ONCE + [503] * 6
+
+
+def test_a_client_cannot_name_its_own_address(serve: Any, database_url: str) -> None:
+    """uvicorn took the address a peer in FORWARDED_ALLOW_IPS (127.0.0.1 and ::1 unless set) named in
+    ``X-Forwarded-For``: a client on loopback, or reaching the service through an SSH tunnel or a port
+    forward, had a new budget of refused keys for every address it named."""
+    with serve(database_url=database_url, service_key_attempts_per_minute=1, **AUTH) as client:
+        url = str(client.base_url)
+        assert give_feedback(url, made_up(0)).status_code == 401
+        named = give_feedback(url, made_up(1), **{"X-Forwarded-For": "203.0.113.7"})
+        assert_refused(named, 429, "rate_limit_error", "too many refused API keys from 127.0.0.1")
