@@ -43,12 +43,17 @@ def streamlit_command(settings: DashboardSettings, script: Path) -> list[str]:
 
 
 def dashboard_environment(database_url: str) -> dict[str, str]:
-    """The child's environment: the resolved database, and Streamlit's own telemetry switched off."""
+    """The child's environment: the resolved database, Streamlit's own telemetry switched off, and no
+    peer trusted to name its client's address: a viewer's address (``st.context.ip_address``, which
+    the sign-in limiter counts by) is its TCP peer's."""
     return child_environment(
         {
             "EVALLENS_DATABASE_URL": database_url,
             "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
             "STREAMLIT_SERVER_HEADLESS": "true",
+            # Streamlit serves with uvicorn, which takes the address in X-Forwarded-For from peers in
+            # FORWARDED_ALLOW_IPS (127.0.0.1 and ::1 unless set); Streamlit has no option for it
+            "FORWARDED_ALLOW_IPS": "",
         }
     )
 

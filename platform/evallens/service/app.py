@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine as DatabaseEngine
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.auth import AuthGate
+from evallens.auth import AuthGate, KeyLookups
 from evallens.db import create_db_engine, create_session_factory
 from evallens.errors import EvallensError
 from evallens.service import chat, feedback, info, ops
@@ -32,6 +32,10 @@ from evallens.service.telemetry import ServiceMetrics, create_tracer_provider
 from evallens.settings import ServiceSettings
 
 TRACER_NAME = "evallens.service"
+# the threads that look keys up are the default executor's (5 on one core), which also embed questions
+# and retrieve, and their connections the engine's pool of 5, which retrieval and documents share: keys
+# being looked up never hold more than two of either
+MAX_KEY_LOOKUPS_AT_ONCE = 2
 
 
 class AuthNeedsDatabase(EvallensError):
@@ -119,6 +123,9 @@ def create_app(
     app.state.engines = router
     app.state.metrics = metrics
     app.state.auth = _auth_gate(settings, sessions)
+    app.state.key_lookups = KeyLookups(
+        settings.service_key_attempts_per_minute, MAX_KEY_LOOKUPS_AT_ONCE, settings.retry_after_s
+    )
     install_error_handlers(app, metrics.errors)
     app.add_middleware(
         BodyLimit,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from evallens.auth import AuthError, AuthGate, Principal, RateLimited, Scope
+from evallens.auth import AuthError, AuthGate, KeyLookups, LookupsBusy, Principal, RateLimited, Scope
 from evallens.service.errors import AuthRefused, BadRequest
 from evallens.service.tags import InvalidTag, RequestTags
 from evallens.service.telemetry import ServiceMetrics
@@ -26,17 +26,31 @@ def app_state(name: str) -> Callable[[Request], Awaitable[Any]]:
 
 
 async def require_key(request: Request) -> Principal | None:
-    """With auth enabled: the API key's principal, or 401/403/429 (+ Retry-After); None when auth is off."""
+    """With auth enabled: the API key's principal, or 401/403/429 (+ Retry-After), or 503 (+ Retry-After)
+    when PostgreSQL cannot be asked now; None when auth is off.
+
+    A key the gate knows is answered on the event loop; only an unknown key waits for a thread (and
+    PostgreSQL), and only while its client address has refused attempts left and a lookup slot is free
+    (``app.state.key_lookups``)."""
     gate: AuthGate = request.app.state.auth
     if not gate.enabled:
         return None
+    lookups: KeyLookups = request.app.state.key_lookups
     try:
-        principal = await asyncio.to_thread(gate.admit, request.headers, Scope.INGEST)
-    except RateLimited as error:
+        principal = gate.admit_cached(request.headers, Scope.INGEST)
+        if principal is None:
+            with lookups.lookup(client_address(request)):
+                principal = await asyncio.to_thread(gate.admit, request.headers, Scope.INGEST)
+    except (RateLimited, LookupsBusy) as error:
         raise AuthRefused(str(error), error.status, error.retry_after_s) from None
     except AuthError as error:
         raise AuthRefused(str(error), error.status) from None
     return principal
+
+
+def client_address(request: Request) -> str:
+    """The TCP peer's address (uvicorn is told not to take it from ``X-Forwarded-For``)."""
+    return request.client.host if request.client is not None else "unknown"
 
 
 PrincipalDep = Annotated[Principal | None, Depends(require_key)]

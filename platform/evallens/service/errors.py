@@ -230,7 +230,8 @@ AUTH_ERROR_TYPES = {
 
 
 class AuthRefused(ServiceError):
-    """No key, a wrong, revoked or under-scoped key, or a key over its rate limit (401/403/429)."""
+    """No key, a wrong, revoked or under-scoped key, a key over its rate limit or a client address over
+    its refused keys (401/403/429), or a key that cannot be checked now (503)."""
 
     kind = "auth"
 

@@ -99,12 +99,14 @@ def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun
 def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
     """uvicorn's arguments for `evallens service`: connections that send no whole request head within
     ``service_request_head_timeout_s`` are closed (uvicorn would keep them, and their file descriptors,
-    for as long as their clients do)."""
+    for as long as their clients do), and a client's address is its TCP peer's (uvicorn would take the
+    one a loopback peer names in ``X-Forwarded-For``: a client picking its own refused-key budget)."""
     return {
         "host": settings.service_host,
         "port": settings.service_port,
         "log_level": settings.log_level.lower(),
         "http": head_deadline_protocol(settings.service_request_head_timeout_s),
+        "proxy_headers": False,
     }
 
 

@@ -34,7 +34,9 @@ class DashboardSettings(AuthSettings):
         default=10,
         ge=1,
         description="Sign-ins (password or API key) one client address may try at once; after that one"
-        " more a minute, so guessing a password takes years instead of hours.",
+        " more a minute, so guessing a password takes years instead of hours. The address is the TCP"
+        " peer's (X-Forwarded-For is not trusted): behind a proxy, all its viewers share the proxy's"
+        " budget.",
     )
     dashboard_embed_ahead_s: float = Field(
         default=300,

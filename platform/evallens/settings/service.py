@@ -133,6 +133,18 @@ class ServiceSettings(
             "next after an answer) before it is closed: each open connection holds a file descriptor."
         ),
     )
+    service_key_attempts_per_minute: int = Field(
+        default=20,
+        ge=1,
+        description=(
+            "With auth on: API keys the service has to look up in PostgreSQL (not checked within "
+            "auth_cache_ttl_s) that one client address may have refused (401/403) per minute, at once "
+            "or spread out. Beyond it, that address's unknown keys are answered 429 with Retry-After "
+            "without a lookup, while keys the service knows still get in. The address is the TCP "
+            "peer's (X-Forwarded-For is not trusted): behind a proxy or load balancer, all its clients "
+            "share the proxy's budget."
+        ),
+    )
     otlp_endpoint: str | None = Field(
         default=None,
         description="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces. Unset: no export.",

@@ -180,9 +180,14 @@ def serve(
     def start(**overrides: Any) -> Iterator[httpx.Client]:
         settings = make_settings(service_data_dir, tiny_model_path, **overrides)
         app = create_app(settings, engine=vllm_engine, tracer_provider=tracer_provider)
-        protocol = uvicorn_options(settings)["http"]  # the service's own HTTP protocol, as it runs
+        # the service's own HTTP protocol and proxy handling, as it runs; on the test's free port
+        options = {
+            name: value
+            for name, value in uvicorn_options(settings).items()
+            if name not in ("host", "port", "log_level")
+        }
         with (
-            serving(service_loop, app, http=protocol) as url,
+            serving(service_loop, app, **options) as url,
             httpx.Client(base_url=url, timeout=120) as client,
         ):
             assert wait_until(lambda: warmed_up(client), timeout_s=300)
