@@ -1,8 +1,7 @@
 """A flood of made-up API keys from one address: refused before PostgreSQL is asked, others still get in."""
 
-import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import httpx
@@ -15,40 +14,16 @@ from collector.runtime import MAX_KEY_LOOKUPS_AT_ONCE, Collector
 from evallens.auth import KeyLookups, RateLimited, WrongKey
 from tests.collector.conftest import fetch_spans, make_request, make_span
 from tests.collector.test_auth import new_key
+from tests.key_flood import done, lookups_in_postgres, made_up, wait_until
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 BODY = make_request([make_span(9)]).SerializeToString()
-
-
-def made_up(index: int) -> str:
-    """A key of the right form that no one holds: each one costs a lookup unless refused before it."""
-    return f"evk_{index:08x}_made-up"
-
-
-def lookups_in_postgres(database_url: str) -> int:
-    """Key lookups PostgreSQL has been asked for and holds waiting on the test's lock on ``api_keys``."""
-    with psycopg.connect(database_url) as connection:
-        row = connection.execute(
-            "SELECT count(*) FROM pg_locks WHERE relation = 'api_keys'::regclass AND NOT granted"
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def post(url: str, key: str, source: str = "127.0.0.1") -> httpx.Response:
     """Post one span with ``key`` from the client address ``source`` (any of 127.0.0.0/8)."""
     with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=60) as client:
         return client.post(url, content=BODY, headers={**PROTOBUF, "x-evallens-key": key})
-
-
-def done(futures: list[Future[int]]) -> list[int]:
-    return sorted(future.result() for future in futures if future.done())
 
 
 def test_an_address_sending_made_up_keys_is_refused_before_postgres_is_asked(

@@ -6,9 +6,7 @@ Every request's key used to be looked up in a thread (``asyncio.to_thread(gate.a
 sending distinct made-up keys held the threads that also embed questions and retrieve, and the
 connections retrieval needs, and a key holder seen for the first time waited behind all of them."""
 
-import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -20,16 +18,12 @@ from sqlalchemy.orm import Session
 from evallens.auth import Scope, create_key
 from evallens.db.engine import sqlalchemy_url
 from evallens.service.app import MAX_KEY_LOOKUPS_AT_ONCE
+from tests.key_flood import done, lookups_in_postgres, made_up, wait_until
 
 pytestmark = pytest.mark.slow
 
 FEEDBACK = {"trace_id": "0" * 32, "score": 1}
 AUTH = {"auth_enabled": True, "retrieval_enabled": False}
-
-
-def made_up(index: int) -> str:
-    """A key of the right form that no one holds: each one costs a lookup unless refused before it."""
-    return f"evk_{index:08x}_made-up"
 
 
 def new_key(database_url: str, project: str) -> str:
@@ -40,31 +34,11 @@ def new_key(database_url: str, project: str) -> str:
     return key
 
 
-def lookups_in_postgres(database_url: str) -> int:
-    """Key lookups PostgreSQL has been asked for and holds waiting on the test's lock on ``api_keys``."""
-    with psycopg.connect(database_url) as connection:
-        row = connection.execute(
-            "SELECT count(*) FROM pg_locks WHERE relation = 'api_keys'::regclass AND NOT granted"
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def give_feedback(url: str, key: str, source: str = "127.0.0.1", **headers: str) -> httpx.Response:
     """Send feedback with ``key`` from the client address ``source`` (any of 127.0.0.0/8)."""
     transport = httpx.HTTPTransport(local_address=source)
     with httpx.Client(base_url=url, transport=transport, timeout=120) as client:
         return client.post("/v1/feedback", json=FEEDBACK, headers={"x-evallens-key": key, **headers})
-
-
-def done(futures: list[Future[int]]) -> list[int]:
-    return sorted(future.result() for future in futures if future.done())
 
 
 def assert_refused(response: httpx.Response, status: int, error_type: str, words: str) -> None:
