@@ -2,7 +2,7 @@
 
 import asyncio
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
 from collector.workers import BodyFormat, DecoderBusy, TooManySpans, WorkerLost
 from evallens.auth import AuthError, AuthGate, KeyLookups, Scope
+from evallens.http_protocol import client_address
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -87,7 +88,8 @@ def create_app(
     health: Callable[[], dict[str, Any]],
     gate: AuthGate | None = None,
     log_receiver: LogReceiver | None = None,
-    lookups: KeyLookups | None = None,
+    *,
+    lookups: KeyLookups,
 ) -> Starlette:
     """The OTLP/HTTP app: ``POST /v1/traces``, ``POST /v1/logs`` (with a ``log_receiver``),
     ``GET /metrics``, ``GET /healthz``.
@@ -137,17 +139,14 @@ def create_app(
     )
 
 
-async def admit(gate: AuthGate | None, lookups: KeyLookups | None, request: Request) -> str | None:
-    """The project of the request's API key (None with auth off), before any of its body is read."""
+async def admit(gate: AuthGate | None, lookups: KeyLookups, request: Request) -> str | None:
+    """The project of the request's API key (None with auth off), before any of its body is read: a key
+    the gate knows is answered here, an unknown one only while its client address has attempts left and
+    a lookup slot is free."""
     if gate is None or not gate.enabled:
         return None
     try:
-        # a key the gate knows is answered here: only unknown keys wait for a thread (and PostgreSQL),
-        # and only while their client address has attempts left and a lookup slot is free
-        principal = gate.admit_cached(request.headers, Scope.INGEST)
-        if principal is None:
-            with lookups.lookup(client_address(request)) if lookups is not None else nullcontext():
-                principal = await asyncio.to_thread(gate.admit, request.headers, Scope.INGEST)
+        principal = await lookups.admit(gate, request.headers, Scope.INGEST, client_address(request))
     except AuthError as error:
         raise HttpError(
             error.status,
@@ -157,11 +156,6 @@ async def admit(gate: AuthGate | None, lookups: KeyLookups | None, request: Requ
             close=error.status in (401, 403),  # nothing the client sends next on it would get in
         ) from None
     return principal.project if principal is not None else None
-
-
-def client_address(request: Request) -> str:
-    """The TCP peer's address (uvicorn is told not to take it from ``X-Forwarded-For``)."""
-    return request.client.host if request.client is not None else "unknown"
 
 
 async def export(

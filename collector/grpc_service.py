@@ -10,7 +10,6 @@ exporters honour.
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from typing import Any, NoReturn
 from urllib.parse import unquote
 
@@ -41,9 +40,7 @@ RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 class TraceService:
     """``Export`` answers once the spans are durable; retryable codes (with a delay) when they cannot be."""
 
-    def __init__(
-        self, receiver: TraceReceiver, gate: AuthGate | None = None, lookups: KeyLookups | None = None
-    ) -> None:
+    def __init__(self, receiver: TraceReceiver, gate: AuthGate | None, lookups: KeyLookups) -> None:
         self._receiver, self._gate, self._lookups = receiver, gate, lookups
 
     def export(self, messages: Iterator[bytes], context: Any) -> bytes:
@@ -76,7 +73,7 @@ class LogsService:
         receiver: TraceReceiver,
         log_receiver: LogReceiver,
         gate: AuthGate | None,
-        lookups: KeyLookups | None = None,
+        lookups: KeyLookups,
     ) -> None:
         self._receiver, self._log_receiver = receiver, log_receiver
         self._gate, self._lookups = gate, lookups
@@ -99,7 +96,7 @@ class LogsService:
         return bytes(answer.SerializeToString())
 
 
-def admit(gate: AuthGate | None, lookups: KeyLookups | None, context: Any) -> str | None:
+def admit(gate: AuthGate | None, lookups: KeyLookups, context: Any) -> str | None:
     """The project of the call's API key (None with auth off), or the call aborted with why.
 
     A key the gate does not know is looked up only while the call's client address has attempts left
@@ -110,7 +107,7 @@ def admit(gate: AuthGate | None, lookups: KeyLookups | None, context: Any) -> st
     try:
         principal = gate.admit_cached(headers, Scope.INGEST)
         if principal is None:
-            with lookups.lookup(peer_address(context.peer())) if lookups is not None else nullcontext():
+            with lookups.lookup(peer_address(context.peer())):
                 principal = gate.admit(headers, Scope.INGEST)
     except AuthError as error:
         retry_after_s = getattr(error, "retry_after_s", None)
@@ -157,7 +154,8 @@ def create_grpc_server(
     max_concurrent_rpcs: int | None = None,
     log_receiver: LogReceiver | None = None,
     connection_age_s: tuple[float, float] = (60.0, 30.0),
-    lookups: KeyLookups | None = None,
+    *,
+    lookups: KeyLookups,
 ) -> tuple[Any, int]:
     """A started-able gRPC server bound to ``address`` (port 0 picks one) and the port it got.
 

@@ -99,7 +99,7 @@ class Collector:
             self.health,
             self.gate,
             self.log_receiver,
-            self.key_lookups,
+            lookups=self.key_lookups,
         )
         self.scraper = Scraper(
             self.engine,
@@ -139,7 +139,7 @@ class Collector:
                     self.settings.collector_grpc_max_connection_age_s,
                     self.settings.collector_grpc_connection_grace_s,
                 ),
-                self.key_lookups,
+                lookups=self.key_lookups,
             )
             self._grpc.start()
         self.scraper.start()

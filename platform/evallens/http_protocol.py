@@ -17,9 +17,10 @@ is closed (h11, uvicorn's other choice, refuses heads over 16 KiB by itself).
 import asyncio
 from typing import Any
 
+from starlette.requests import Request
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-__all__ = ["MAX_HEAD_BYTES", "head_deadline_protocol"]
+__all__ = ["MAX_HEAD_BYTES", "client_address", "head_deadline_protocol"]
 
 MAX_HEAD_BYTES = 64 * 1024
 HEAD_TOO_LARGE = (
@@ -95,3 +96,9 @@ def head_deadline_protocol(
                 self.transport.close()
 
     return HeadDeadlineProtocol
+
+
+def client_address(request: Request) -> str:
+    """The address of the request's TCP peer: the collector and the service tell uvicorn not to take it
+    from ``X-Forwarded-For`` (``proxy_headers=False``), so a client cannot name its own."""
+    return request.client.host if request.client is not None else "unknown"

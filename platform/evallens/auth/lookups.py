@@ -1,11 +1,14 @@
 """What a key PostgreSQL has to check may cost: refused keys per client address, lookups at once."""
 
+import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from evallens.auth._errors import AuthError, LookupsBusy, RateLimited
+from evallens.auth.gate import AuthGate
+from evallens.auth.keys import Principal, Scope
 from evallens.auth.limit import MAX_KEYS, RateLimiter, retry_after_header
 
 REFUSED = (401, 403)  # a wrong, missing or revoked key, or one without the scope
@@ -41,6 +44,17 @@ class KeyLookups:
     def num_clients(self) -> int:
         """Client addresses whose attempts are counted now (at most ``max_clients``)."""
         return self._attempts.num_keys
+
+    async def admit(
+        self, gate: AuthGate, headers: Mapping[str, str], needed: Scope, client: str
+    ) -> Principal | None:
+        """``gate.admit`` on an event loop: a key the gate's cache knows is answered at once, any other
+        waits for a thread (and PostgreSQL) only within ``lookup(client)``; raises an ``AuthError``."""
+        principal = gate.admit_cached(headers, needed)
+        if principal is None and gate.enabled:
+            with self.lookup(client):
+                principal = await asyncio.to_thread(gate.admit, headers, needed)
+        return principal
 
     @contextmanager
     def lookup(self, client: str) -> Iterator[None]:

@@ -1,7 +1,6 @@
 """What every API area gets from the app through FastAPI dependencies: the API key's principal, the
 request's tags and the metrics."""
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Annotated, Any
@@ -9,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from evallens.auth import AuthError, AuthGate, KeyLookups, LookupsBusy, Principal, RateLimited, Scope
+from evallens.http_protocol import client_address
 from evallens.service.errors import AuthRefused, BadRequest
 from evallens.service.tags import InvalidTag, RequestTags
 from evallens.service.telemetry import ServiceMetrics
@@ -37,20 +37,12 @@ async def require_key(request: Request) -> Principal | None:
         return None
     lookups: KeyLookups = request.app.state.key_lookups
     try:
-        principal = gate.admit_cached(request.headers, Scope.INGEST)
-        if principal is None:
-            with lookups.lookup(client_address(request)):
-                principal = await asyncio.to_thread(gate.admit, request.headers, Scope.INGEST)
+        principal = await lookups.admit(gate, request.headers, Scope.INGEST, client_address(request))
     except (RateLimited, LookupsBusy) as error:
         raise AuthRefused(str(error), error.status, error.retry_after_s) from None
     except AuthError as error:
         raise AuthRefused(str(error), error.status) from None
     return principal
-
-
-def client_address(request: Request) -> str:
-    """The TCP peer's address (uvicorn is told not to take it from ``X-Forwarded-For``)."""
-    return request.client.host if request.client is not None else "unknown"
 
 
 PrincipalDep = Annotated[Principal | None, Depends(require_key)]
