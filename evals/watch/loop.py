@@ -189,10 +189,10 @@ def _evaluate_sets(
             ).fingerprint
             with session_factory() as session:
                 eval_set = find_set_version(session, selector, project=options.project)
+                if eval_set.id in seen:
+                    continue
+                seen.add(eval_set.id)
                 earlier = latest_completed_run(session, eval_set.id, target_fingerprint, scoring=scored_as)
-            if eval_set.id in seen:
-                continue
-            seen.add(eval_set.id)
             if earlier is not None:
                 emit(
                     f"{eval_set.name} v{eval_set.version}: fingerprint {target_fingerprint} already "
