@@ -1,6 +1,13 @@
 """Fixtures: a dashboard pointed at a fresh database, empty or seeded with runs, traces and metrics."""
 
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import streamlit as st
@@ -50,3 +57,36 @@ def open_page(page: str | None = None, **query_params: str) -> AppTest:
         app.switch_page(page_file(page)).run()
     assert not app.exception, [exception.value for exception in app.exception]
     return app
+
+
+@contextlib.contextmanager
+def streamlit_serving(command: list[str], url: str, **popen: Any) -> Iterator[None]:
+    """``command`` (Streamlit, or the CLI that starts it) in its own process group until it answers
+    ``url``'s health check; on the way out SIGTERM, then SIGKILL to what is left of the group."""
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, **popen
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not _healthy(url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"{command} did not start:\n{process.communicate()[0]}")
+            time.sleep(0.5)
+        yield
+    finally:
+        if process.poll() is None:
+            process.terminate()  # the CLI forwards this to Streamlit
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.communicate(timeout=30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # only this test's own process group
+        process.communicate()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return bool(response.read() == b"ok")
+    except OSError:
+        return False

@@ -1,13 +1,7 @@
 """A real headless chromium opens every page of a running ``evallens dashboard`` and screenshots it."""
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +9,7 @@ import pytest
 from evallens.ports import free_port
 from tests.conftest import REPO_ROOT
 from tests.dashboard.browser import chromium_tab, ensure_chromium
+from tests.dashboard.conftest import streamlit_serving
 from tests.dashboard.seed import Seeded, request_trace
 from tests.dashboard.test_hostile_traces import HOSTILE, SHOWN
 
@@ -35,36 +30,10 @@ PAGES = {
 def dashboard_url(seeded: Seeded, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``evallens dashboard`` on a free port, reading the seeded database."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "evallens", "dashboard", "--port", str(port)],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.read() == b"ok":
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                output = process.stdout.read() if process.stdout else ""
-                pytest.fail(f"the dashboard did not start:\n{output}")
-            time.sleep(0.5)
+    command = [sys.executable, "-m", "evallens", "dashboard", "--port", str(port)]
+    with streamlit_serving(command, url, cwd=REPO_ROOT):
         yield url
-    finally:
-        process.terminate()  # the CLI forwards this to Streamlit
-        try:
-            process.communicate(timeout=30)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # only this test's own process group
 
 
 @pytest.mark.slow

@@ -1,9 +1,7 @@
 """The address a dashboard viewer's sign-in attempts are counted by (``st.context.ip_address``), from
 Streamlit started as ``evallens dashboard`` starts it, reached over a real websocket."""
 
-import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +14,7 @@ from websockets.sync.client import connect
 from dashboard.serve import dashboard_environment, streamlit_command
 from evallens.ports import free_port
 from evallens.settings import DashboardSettings
+from tests.dashboard.conftest import streamlit_serving
 
 pytestmark = pytest.mark.slow
 
@@ -38,37 +37,9 @@ def dashboard_streamlit(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     script.write_text(PROBE)
     settings = DashboardSettings(dashboard_port=free_port())
     environment = {**dashboard_environment(NO_DATABASE), "PROBE_OUT": str(out)}
-    process = subprocess.Popen(
-        streamlit_command(settings, script),
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
     address = f"127.0.0.1:{settings.dashboard_port}"
-    try:
-        deadline = time.monotonic() + 120
-        while not healthy(address):
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"streamlit did not start:\n{process.communicate()[0]}")
-            time.sleep(0.5)
+    with streamlit_serving(streamlit_command(settings, script), f"http://{address}", env=environment):
         yield address, out
-    finally:
-        process.terminate()
-        try:
-            process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-
-
-def healthy(address: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://{address}/_stcore/health", timeout=2) as response:
-            return bool(response.read() == b"ok")
-    except OSError:
-        return False
 
 
 def test_a_viewer_cannot_name_its_own_address(tmp_path: Path) -> None:

@@ -54,21 +54,30 @@ def test_password_guards_every_page(app_database: str, monkeypatch: pytest.Monke
     assert any(title.value == "Overview" for title in app.title)
 
 
-def test_an_unreachable_database_is_one_readable_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def errors_on_two_pages(database_url: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The one error the overview and the traces page each show with ``database_url`` (opening a page
+    fails on any exception it raised)."""
     import streamlit as st
 
-    from evallens.ports import free_port
-
-    monkeypatch.setenv("EVALLENS_DATABASE_URL", f"postgresql+psycopg://evallens@127.0.0.1:{free_port()}/gone")
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
     monkeypatch.setenv("EVALLENS_DASHBOARD_EMBED_AHEAD_S", "0")
     st.cache_data.clear()
     st.cache_resource.clear()
+    shown = []
     for page in (None, "app_pages/traces.py"):
-        app = open_page(page)  # fails on any exception the page raised
-        [error] = [error.value for error in app.error]
+        [error] = [error.value for error in open_page(page).error]
+        shown.append(error)
+    st.cache_resource.clear()
+    return shown
+
+
+def test_an_unreachable_database_is_one_readable_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evallens.ports import free_port
+
+    gone = f"postgresql+psycopg://evallens@127.0.0.1:{free_port()}/gone"
+    for error in errors_on_two_pages(gone, monkeypatch):
         assert error.startswith(f"PostgreSQL did not answer ({literal('connection failed: ')}")
         assert "Connection refused" in error
-    st.cache_resource.clear()
 
 
 @pytest.mark.parametrize(
@@ -82,19 +91,10 @@ def test_an_unreachable_database_is_one_readable_line(monkeypatch: pytest.Monkey
 def test_a_malformed_database_url_is_one_readable_line(
     url: str, reason: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import streamlit as st
-
-    monkeypatch.setenv("EVALLENS_DATABASE_URL", url)
-    monkeypatch.setenv("EVALLENS_DASHBOARD_EMBED_AHEAD_S", "0")
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    for page in (None, "app_pages/traces.py"):
-        app = open_page(page)  # fails on any exception the page raised
-        [error] = [error.value for error in app.error]
+    for error in errors_on_two_pages(url, monkeypatch):
         assert error.startswith(f"The database cannot be opened: {literal(reason)}")
         assert error.endswith("Check EVALLENS_DATABASE_URL, then restart the dashboard.")
         assert "s3cret" not in error
-    st.cache_resource.clear()
 
 
 def test_a_query_past_the_statement_timeout_is_one_readable_line(
