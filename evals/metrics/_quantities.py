@@ -3,7 +3,8 @@
 "2 week" equals "14 day", "1.5 year" equals "18 month", "150 kg" equals "330 lb" (to 1%); "5-7
 business day" equals "5-7 day". Months and days are never converted: "a month" is not "30 days".
 Days are calendar days when "calendar" follows, also said again ("about 7 days, calendar days"); a
-range's ends count alone ("100-5000" is no seven-digit identifier)."""
+range's ends count alone ("100-5000" is no seven-digit identifier). A unit is found past one or two
+modifiers and a bound ("9 or more claim-free years" counts years)."""
 
 import re
 from dataclasses import dataclass
@@ -143,14 +144,20 @@ def _elided(before: Quantity, words: list[str], index: int) -> bool:
 
 
 def _unit_after(words: list[str], index: int) -> tuple[str, bool]:
-    following = words[index + 1] if index + 1 < len(words) else ""
-    if following == "business" and index + 2 < len(words) and words[index + 2] == "day":
+    start = index + 1
+    if words[start : start + 2] in (["or", "more"], ["or", "fewer"], ["or", "less"], ["or", "over"]):
+        start += 2  # the bound belongs to the number: "9 or more claim-free years" counts years
+    following = words[start] if start < len(words) else ""
+    if following == "business" and start + 1 < len(words) and words[start + 1] == "day":
         return "day", True
-    if following in UNITS:
-        return following, False
-    after = words[index + 2] if index + 2 < len(words) else ""
-    if following.isalpha() and following not in _NOT_UNITS and after in UNITS:
-        return after, False  # one modifier between the number and its unit: "250 bonus points"
+    if stem(following) in UNITS:
+        return stem(following), False
+    # one or two modifiers between the number and its unit: "250 bonus points", "5 claim-free years"
+    for reach in (1, 2):
+        modifiers = words[start : start + reach]
+        unit = stem(words[start + reach]) if start + reach < len(words) else ""
+        if unit in UNITS and all(w.isalpha() and w not in _NOT_UNITS for w in modifiers):
+            return unit, False
     if following.isalpha() and following not in _NOT_UNITS and following not in _VAGUE:
         return stem(following), False
     return "", False

@@ -2,6 +2,7 @@
 
 import pytest
 
+from evals.metrics._contradiction import contradictions
 from evals.metrics._facts import Tokenised, find_fact, match_facts
 from evals.metrics._quantities import quantities
 from evals.metrics._text import normalise
@@ -130,3 +131,28 @@ def test_a_unit_said_once_holds_for_the_next_number() -> None:
     # counts and other sentences keep their own
     assert [q.unit for q in quantities("Pick 3 colours, 2 of them dark.")] == ["colour", ""]
     assert [q.unit for q in quantities("It takes 2 days. 5 people asked.")] == ["day", "people"]
+
+
+@pytest.mark.parametrize(
+    ("text", "units"),
+    [
+        # a hyphenated modifier is two words between the number and its unit
+        ("You reach the top rate after 9 claim-free years.", [(9, "year")]),
+        ("It needs 3 full working weeks' notice.", [(3, "week")]),
+        ("Members get 500 extra bonus points.", [(500, "point")]),
+        # a bound after the number belongs to it, not to the unit of the number before
+        ("60% off at 9 or more claim-free years", [(60, "percent"), (9, "year")]),
+        ("£5 a month for 12 or more months", [(5, "gbp"), (12, "month")]),
+        ("2 kg, or 3 or fewer parcels", [(2, "kg"), (3, "parcel")]),
+    ],
+)
+def test_a_unit_is_found_past_modifiers_and_a_bound(text: str, units: list[tuple[float, str]]) -> None:
+    assert [(q.low, q.unit) for q in quantities(text)] == units
+
+
+def test_a_duration_past_a_modifier_conflicts_with_the_reference() -> None:
+    reference = "The discount rises to a maximum of 60% at 9 or more claim-free years."
+    wrong = "60% — which you reach after 5 claim-free years."
+    assert contradictions(reference, ["60%"], wrong, "What's the most discount I can get?")
+    right = "60%, once you have 9 claim-free years."
+    assert contradictions(reference, ["60%"], right, "What's the most discount I can get?") == []
