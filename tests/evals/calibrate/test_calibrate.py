@@ -38,6 +38,8 @@ HELDOUT10 = DEV.with_name("heldout10.jsonl")
 # accuracy and irrelevance rows are held out.
 HELDOUT15 = DEV.with_name("heldout15.jsonl")
 HELDOUT16 = DEV.with_name("heldout16.jsonl")
+# A parcel courier's (heldout17) and an accounting-software company's (heldout18) answers, written
+# independently in round 12 and scored once; held out entirely (no rule was tuned on them).
 # the held-out part's rows, per file (evals.calibrate.heldout: also what the harm classifier never trains on)
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
@@ -353,9 +355,9 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115,
-        "irrelevance": 115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116,
-        "harmfulness": 112 + 112 + 117 + 115 + 114,
+        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115 + 128 + 136,
+        "irrelevance": 115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116,
+        "harmfulness": 112 + 112 + 117 + 115 + 114 + 110 + 109,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
     # an undefined kappa (null: labels of one class) is no pass
