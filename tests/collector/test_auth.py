@@ -9,6 +9,7 @@ import grpc
 import httpx
 import psycopg
 import pytest
+from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
@@ -20,9 +21,10 @@ from sqlalchemy.orm import Session
 
 from collector.runtime import Collector
 from evallens.auth import Scope, create_key, revoke_key
+from evallens.auth.gate import POSTGRES_AWAY_RETRY_AFTER_S
 from evallens.db import create_db_engine
 from evallens.telemetry import attributes as names
-from tests.collector.conftest import count_spans, fetch_spans, make_request, make_span
+from tests.collector.conftest import OwnPostgres, count_spans, fetch_spans, make_request, make_span
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 
@@ -181,6 +183,33 @@ def test_rate_limit_answers_429_with_retry_after(
         headers={**PROTOBUF, "x-evallens-key": other},
     )
     assert answer.status_code == 200
+
+
+@pytest.mark.integration
+def test_a_key_postgres_cannot_check_is_a_503_with_retry_after(
+    own_postgres: OwnPostgres, make_collector: Callable[..., Collector]
+) -> None:
+    """With PostgreSQL away the answer was a bare 503 (gRPC UNAVAILABLE), unlike the collector's other
+    503/429 refusals: an exporter told nothing when to come back retried at its own pace."""
+    collector = make_collector(own_postgres.url, auth_enabled=True, auth_cache_ttl_s=0)
+    key = new_key(own_postgres.url, "alpha")
+    metadata = (("authorization", f"Bearer {key}"),)
+    own_postgres.stop()
+    url = f"http://127.0.0.1:{collector.http_port}/v1/traces"
+    body = make_request([make_span(0)]).SerializeToString()
+    answer = httpx.post(url, content=body, headers={**PROTOBUF, **dict(metadata)}, timeout=30)
+    assert answer.status_code == 503, answer.text
+    assert "cannot check the API key" in answer.text
+    assert answer.headers["retry-after"] == str(POSTGRES_AWAY_RETRY_AFTER_S)
+    with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+        stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Export(make_request([make_span(1)]), metadata=metadata, timeout=30)
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    trailers = dict(refused.value.trailing_metadata() or ())
+    assert trailers[names.HEADER_RETRY_AFTER] == str(POSTGRES_AWAY_RETRY_AFTER_S)
+    retry_info = RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
+    assert retry_info.retry_delay.seconds == POSTGRES_AWAY_RETRY_AFTER_S
 
 
 def test_clients_without_a_valid_key_do_not_hold_every_slot(

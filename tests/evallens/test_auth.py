@@ -33,6 +33,7 @@ from evallens.auth import (
     presented_key,
     revoke_key,
 )
+from evallens.auth.gate import POSTGRES_AWAY_RETRY_AFTER_S
 from evallens.auth.keys import hash_secret
 from evallens.db import create_db_engine, create_session_factory
 from evallens.db.models.auth import ApiKey
@@ -252,6 +253,7 @@ def test_postgres_being_away_is_never_cached(postgres_server: DatabaseServer, la
         with pytest.raises(AuthUnavailable) as unavailable:
             gate.admit(bearer(key), Scope.INGEST)
         assert unavailable.value.status == 503
+        assert unavailable.value.retry_after_s == POSTGRES_AWAY_RETRY_AFTER_S
     name = psycopg.conninfo.conninfo_to_dict(later_database)["dbname"]
     with psycopg.connect(postgres_server.url, autocommit=True) as connection:
         connection.execute(

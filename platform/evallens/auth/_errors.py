@@ -48,14 +48,14 @@ class KeyNotFound(EvallensError):
 
 
 class AuthUnavailable(AuthError):
-    """PostgreSQL cannot be asked about the key right now; retry later."""
+    """PostgreSQL cannot be asked about the key right now; retry after ``retry_after_s``."""
 
     status = 503
-
-
-class LookupsBusy(AuthUnavailable):
-    """As many keys as a server looks up at once are being looked up; retry after ``retry_after_s``."""
 
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class LookupsBusy(AuthUnavailable):
+    """As many keys as a server looks up at once are being looked up; retry after ``retry_after_s``."""

@@ -17,6 +17,9 @@ from evallens.settings import AuthSettings
 
 Cached = TypeVar("Cached")
 MAX_CACHED_KEYS = 10_000  # of each kind, accepted and refused; past it the cache starts over
+# a refusal without one is retried at each client's own pace; a few seconds spaces the retries of every
+# client out over a PostgreSQL restart without keeping them away long once it is back
+POSTGRES_AWAY_RETRY_AFTER_S = 5
 
 
 class AuthGate:
@@ -25,7 +28,7 @@ class AuthGate:
     Answers are cached for ``auth_cache_ttl_s``: an accepted key's principal, and a refusal (missing,
     wrong or revoked key), so a client sending a wrong key costs PostgreSQL one check per TTL, not one
     per request. Refusals are kept apart, so keys sprayed at the gate never push out accepted ones.
-    PostgreSQL being away (``AuthUnavailable``) is never cached.
+    PostgreSQL being away (``AuthUnavailable``, retry after ``POSTGRES_AWAY_RETRY_AFTER_S``) is never cached.
     """
 
     def __init__(
@@ -67,7 +70,9 @@ class AuthGate:
             with self._sessions() as session, session.begin():
                 principal = authenticate(session, presented)
         except SQLAlchemyError as error:
-            raise AuthUnavailable(f"cannot check the API key: {type(error).__name__}") from None
+            raise AuthUnavailable(
+                f"cannot check the API key: {type(error).__name__}", POSTGRES_AWAY_RETRY_AFTER_S
+            ) from None
         except AuthError as error:
             self._remember(self._refused, digest, (type(error), str(error)), now)
             raise

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from evallens.auth import AuthError, AuthGate, KeyLookups, LookupsBusy, Principal, RateLimited, Scope
+from evallens.auth import AuthError, AuthGate, AuthUnavailable, KeyLookups, Principal, RateLimited, Scope
 from evallens.http_protocol import client_address
 from evallens.service.errors import AuthRefused, BadRequest
 from evallens.service.tags import InvalidTag, RequestTags
@@ -38,7 +38,7 @@ async def require_key(request: Request) -> Principal | None:
     lookups: KeyLookups = request.app.state.key_lookups
     try:
         principal = await lookups.admit(gate, request.headers, Scope.INGEST, client_address(request))
-    except (RateLimited, LookupsBusy) as error:
+    except (RateLimited, AuthUnavailable) as error:
         raise AuthRefused(str(error), error.status, error.retry_after_s) from None
     except AuthError as error:
         raise AuthRefused(str(error), error.status) from None

@@ -127,7 +127,12 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=10_000, ge=1, description="Most spans written in one COPY transaction."
     )
     collector_retry_after_s: int = Field(
-        default=2, ge=1, description="Retry-After seconds sent with 503/429 answers."
+        default=2,
+        ge=1,
+        description=(
+            "Retry-After seconds sent with 503/429 answers (an API key PostgreSQL cannot check now "
+            "gets a fixed few seconds)."
+        ),
     )
     collector_spool_enabled: bool = Field(
         default=True, description="Spool acknowledged spans to local disk while PostgreSQL is down."

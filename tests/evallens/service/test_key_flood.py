@@ -1,6 +1,6 @@
 """A flood of made-up API keys against the reference service (real vLLM tiny model, real PostgreSQL, uvicorn
 on a real socket): one address's unknown keys are refused before PostgreSQL is asked, lookups at once are
-bounded, and key holders still get in.
+bounded, key holders still get in, and a key PostgreSQL cannot check is a 503 with Retry-After.
 
 Every request's key used to be looked up in a thread (``asyncio.to_thread(gate.admit, ...)``): a client
 sending distinct made-up keys held the threads that also embed questions and retrieve, and the
@@ -16,6 +16,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 from evallens.auth import Scope, create_key
+from evallens.auth.gate import POSTGRES_AWAY_RETRY_AFTER_S
 from evallens.db.engine import sqlalchemy_url
 from evallens.service.app import MAX_KEY_LOOKUPS_AT_ONCE
 from tests.key_flood import done, lookups_in_postgres, made_up, wait_until
@@ -100,6 +101,16 @@ def test_lookups_at_once_are_bounded_across_addresses(serve: Any, database_url: 
             assert give_feedback(url, key, source="127.0.2.2").status_code == 202
             lock_holder.rollback()
         assert sorted(answer.result() for answer in answers) == [401] * MAX_KEY_LOOKUPS_AT_ONCE + [503] * 6
+
+
+def test_a_key_postgres_cannot_check_is_a_503_with_retry_after(serve: Any) -> None:
+    """With PostgreSQL away the answer was a bare 503, unlike the service's other 503/429 refusals: an
+    OpenAI client told nothing when to come back retried at its own pace."""
+    unreachable = "postgresql://nobody@127.0.0.1:1/none"
+    with serve(database_url=unreachable, database_connect_timeout_s=2, **AUTH) as client:
+        refused = give_feedback(str(client.base_url), made_up(0))
+    assert_refused(refused, 503, "server_error", "cannot check the API key")
+    assert refused.headers["retry-after"] == str(POSTGRES_AWAY_RETRY_AFTER_S)
 
 
 def test_a_client_cannot_name_its_own_address(serve: Any, database_url: str) -> None:
