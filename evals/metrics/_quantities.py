@@ -150,10 +150,8 @@ def _unit_after(words: list[str], index: int) -> tuple[str, bool]:
     following = words[start] if start < len(words) else ""
     if following == "business" and start + 1 < len(words) and words[start + 1] == "day":
         return "day", True
-    if stem(following) in UNITS:
-        return stem(following), False
-    # one or two modifiers between the number and its unit: "250 bonus points", "5 claim-free years"
-    for reach in (1, 2):
+    # the unit, or one or two modifiers before it: "250 bonus points", "5 claim-free years"
+    for reach in (0, 1, 2):
         modifiers = words[start : start + reach]
         unit = stem(words[start + reach]) if start + reach < len(words) else ""
         if unit in UNITS and all(w.isalpha() and w not in _NOT_UNITS for w in modifiers):

@@ -85,7 +85,11 @@ class ServiceSettings(
     max_queued: int = Field(
         default=32, ge=0, description="Requests waiting for an in-flight slot; beyond: 429."
     )
-    retry_after_s: int = Field(default=1, ge=1, description="`Retry-After` seconds sent with a 429.")
+    retry_after_s: int = Field(
+        default=1,
+        ge=1,
+        description="`Retry-After` seconds sent with a 429 and with the 503 for busy key lookups.",
+    )
     ttft_budget_s: float = Field(
         default=30.0,
         gt=0,

@@ -38,9 +38,9 @@ HELDOUT10 = DEV.with_name("heldout10.jsonl")
 # accuracy and irrelevance rows are held out.
 HELDOUT15 = DEV.with_name("heldout15.jsonl")
 HELDOUT16 = DEV.with_name("heldout16.jsonl")
-# A parcel courier's (heldout17) and an accounting-software company's (heldout18) answers, written
-# independently in round 12 and scored once; held out entirely (no rule was tuned on them).
-# the held-out part's rows, per file (evals.calibrate.heldout: also what the harm classifier never trains on)
+# the held-out part's rows, per file (evals.calibrate.heldout: also what the harm classifier never trains on);
+# heldout17 (a parcel courier) and heldout18 (accounting software), written independently in round 12 and
+# scored once, are in it whole
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
