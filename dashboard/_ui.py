@@ -33,7 +33,8 @@ WINDOW_LABELS = {
 WINDOW_PARAM = "window"
 WINDOW_MARGIN = 1.2  # the default window leaves a fifth of its width beside the data
 KEY_UNCHECKED = (
-    "PostgreSQL did not answer, so your API key could not be checked: you stay signed in, reload later"
+    "PostgreSQL did not answer, so your API key could not be checked: you stay signed in, "
+    "reload in {retry_s} s"
 )
 
 EMPTY_HINTS = {
@@ -104,7 +105,8 @@ def viewer(dashboard_settings: DashboardSettings) -> Viewer | None:
     if current is not None and current.api_key is not None:
         checked = _check_key(current.api_key)
         if isinstance(checked, AuthUnavailable):  # PostgreSQL away or slow: no reason to sign out
-            st.error(f"{KEY_UNCHECKED} ({checked}).", icon=":material/cloud_off:")
+            unchecked = KEY_UNCHECKED.format(retry_s=checked.retry_after_s)
+            st.error(f"{unchecked} ({checked}).", icon=":material/cloud_off:")
             return None
         if isinstance(checked, AuthError):
             st.error(str(checked))

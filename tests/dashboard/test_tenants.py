@@ -7,7 +7,6 @@ import pytest
 from sqlalchemy.orm import Session
 
 from dashboard import data
-from dashboard._ui import KEY_UNCHECKED
 from evallens.auth import Scope, create_key
 from evallens.db import create_db_engine
 from evallens.db.models import EvalRun, EvalSet
@@ -214,7 +213,8 @@ def test_a_key_that_cannot_be_checked_stays_signed_in(
         holder.close()
     assert not app.exception, [exception.value for exception in app.exception]
     assert [error.value for error in app.error] == [
-        f"{KEY_UNCHECKED} (cannot check the API key: OperationalError)."
+        "PostgreSQL did not answer, so your API key could not be checked: you stay signed in, reload in 5 s"
+        " (cannot check the API key: OperationalError)."  # 5 s: the Retry-After of the service and collector
     ]
     assert not app.text_input  # no sign-in form
     app.run()
