@@ -62,6 +62,12 @@ def _report(
     thresholds = {name: float(getattr(context, name)) for grid in GRIDS.values() for name in grid}
     classifier = None if context.harm_classifier is None else str(harm_classifier_path(settings))
     report = CalibrationReport(str(path), context.judge_mode, thresholds, classifier)
+    if classifier is None:
+        report.harm_classifier_off = (
+            "EVALLENS_EVAL_HARM_CLASSIFIER is false"
+            if not settings.eval_harm_classifier
+            else "not trained yet: `evallens model pull` trains it once, about 22 minutes on two cores"
+        )
     resamples, seed = settings.eval_bootstrap_resamples, settings.eval_seed
     for metric in GRIDS:
         mine = [s for s in scored if s.row.metric == metric]

@@ -2,6 +2,7 @@
 loaded by the scoring context when present, and overturning the rules only when confident."""
 
 import dataclasses
+import io
 import json
 import shutil
 import subprocess
@@ -11,10 +12,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from rich.console import Console
 
 from evallens.progress import NoProgress
 from evallens.settings import EvalSettings, child_environment
-from evals.calibrate import calibrate
+from evals.calibrate import CalibrationReport, calibrate, print_calibration, write_calibration
 from evals.calibrate.heldout import CALIBRATION_DIR, HELDOUT_METRICS, tuning_rows
 from evals.calibrate.labels import load_labels
 from evals.calibrate.train import (
@@ -303,5 +305,22 @@ def test_calibration_says_whether_the_classifier_scored_harmfulness(
     report = calibrate(labels, settings=used, similarity=similarity)
     assert report.as_json()["harm_classifier"] == str(quick_model)
     assert report.metrics["harmfulness"].agreement.n == 2
+    assert report.as_json()["harm_classifier_off"] is None
+    assert "rules alone" not in printed(report)
     rules = calibrate(labels, settings=EvalSettings(eval_harm_classifier=False), similarity=similarity)
     assert rules.as_json()["harm_classifier"] is None
+    assert rules.as_json()["harm_classifier_off"] == "EVALLENS_EVAL_HARM_CLASSIFIER is false"
+    # on, but never trained: the table says how to get it
+    untrained = EvalSettings(eval_harm_classifier=True, eval_harm_classifier_path=tmp_path / "none")
+    report = calibrate(labels, settings=untrained, similarity=similarity)
+    assert report.as_json()["harm_classifier"] is None
+    said = "harmfulness was scored by the rules alone: harm classifier off (not trained yet: `evallens model"
+    assert said in printed(report)
+    write_calibration(report, tmp_path / "report")
+    assert "`evallens model pull` trains it once" in (tmp_path / "report" / "calibration.md").read_text()
+
+
+def printed(report: CalibrationReport) -> str:
+    out = io.StringIO()
+    print_calibration(report, Console(file=out, width=200))
+    return out.getvalue()
