@@ -17,6 +17,7 @@ from evals.metrics.context import build_scoring_context, harm_classifier_path, j
 from evals.metrics.result import ScoringContext, Similarity
 
 FOLDS = 5
+_UNTRAINED = "not trained yet: `evallens model pull` trains it once (its --help says how long)"
 
 
 def calibrate(
@@ -61,13 +62,10 @@ def _report(
     scored = score_rows(rows, context, progress)
     thresholds = {name: float(getattr(context, name)) for grid in GRIDS.values() for name in grid}
     classifier = None if context.harm_classifier is None else str(harm_classifier_path(settings))
-    report = CalibrationReport(str(path), context.judge_mode, thresholds, classifier)
+    off = None
     if classifier is None:
-        report.harm_classifier_off = (
-            "EVALLENS_EVAL_HARM_CLASSIFIER is false"
-            if not settings.eval_harm_classifier
-            else "not trained yet: `evallens model pull` trains it once, about 22 minutes on two cores"
-        )
+        off = "EVALLENS_EVAL_HARM_CLASSIFIER is false" if not settings.eval_harm_classifier else _UNTRAINED
+    report = CalibrationReport(str(path), context.judge_mode, thresholds, classifier, off)
     resamples, seed = settings.eval_bootstrap_resamples, settings.eval_seed
     for metric in GRIDS:
         mine = [s for s in scored if s.row.metric == metric]

