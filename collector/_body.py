@@ -69,23 +69,37 @@ async def _read(
 
 
 def gunzip_capped(data: bytes, max_bytes: int) -> bytes:
-    """Inflate gzip ``data`` a bounded step at a time; ``BodyTooLarge`` once output passes ``max_bytes``."""
-    inflater = zlib.decompressobj(GZIP_WBITS)
+    """Inflate gzip ``data`` a bounded step at a time; ``BodyTooLarge`` once output passes ``max_bytes``.
+
+    Every member is read: RFC 1952 lets a body hold several, one after another, and Go's reader (the
+    OpenTelemetry Collector's) reads them all. Reading only the first acknowledged the spans of the
+    rest and lost them. Bytes after a member that are not another member are a ``BadEncoding``.
+    """
+    view = memoryview(data)
     parts: list[bytes] = []
-    size = 0
-    pending = data
+    size = position = 0
+    inflater = zlib.decompressobj(GZIP_WBITS)
+    pending: bytes | memoryview = b""
     try:
-        while not inflater.eof:
+        while True:
+            if inflater.eof:
+                pending = inflater.unused_data
+                if not pending and position == len(view):
+                    break
+                inflater = zlib.decompressobj(GZIP_WBITS)
+            if not pending:
+                if position == len(view):
+                    raise BadEncoding("body is not valid gzip: truncated stream")
+                # input a chunk at a time: what follows a member is copied, and never more than a chunk
+                pending = view[position : position + CHUNK_BYTES]
+                position += len(pending)
             chunk = inflater.decompress(pending, CHUNK_BYTES)
             pending = inflater.unconsumed_tail
-            if not chunk and not pending:
-                break  # it wants more input than the body has
             size += len(chunk)
             if size > max_bytes:
                 raise BodyTooLarge(f"decompressed request body is over {max_bytes} bytes")
-            parts.append(chunk)
+            if chunk:
+                parts.append(chunk)
     except zlib.error as error:
         raise BadEncoding(f"body is not valid gzip: {error}") from None
-    if not inflater.eof:
-        raise BadEncoding("body is not valid gzip: truncated stream")
     return b"".join(parts)

@@ -165,6 +165,24 @@ def test_bad_gzip_is_400(running_collector: Collector) -> None:
     assert httpx.post(traces_url(running_collector), content=truncated, headers=headers).status_code == 400
 
 
+def test_every_member_of_a_gzip_body_is_read_and_trailing_junk_is_400(
+    running_collector: Collector, database_url: str
+) -> None:
+    """A gzip body may hold several members (RFC 1952; Go's reader, the OpenTelemetry Collector's,
+    reads them all): only the first was read, and the spans of the rest were acknowledged and lost."""
+    headers = {**PROTOBUF, "content-encoding": "gzip"}
+    first, second = (make_request([make_span(i)]).SerializeToString() for i in (0, 1))
+    body = gzip.compress(first) + gzip.compress(second)
+    response = httpx.post(traces_url(running_collector), content=body, headers=headers)
+    assert response.status_code == 200, response.content
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-0", "span-1"]
+    junk = gzip.compress(make_request([make_span(2)]).SerializeToString()) + b"not gzip"
+    response = httpx.post(traces_url(running_collector), content=junk, headers=headers)
+    assert response.status_code == 400
+    assert "not valid gzip" in status_pb2.Status.FromString(response.content).message
+    assert count_spans(database_url) == 2
+
+
 def test_oversized_bodies_are_413_and_a_gzip_bomb_stays_small(
     database_url: str, make_collector: Callable[..., Collector]
 ) -> None:
