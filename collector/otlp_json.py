@@ -101,6 +101,8 @@ TRACE_LEVELS = (
     Level(("spans",), Span, "span"),
 )
 _PARSE_ERRORS = (json_format.ParseError, ValueError, TypeError, AttributeError, RecursionError)
+# Messages json_format reads nested in one another, as upb reads a protobuf span (one at a time)
+MAX_MESSAGE_DEPTH = 100
 MAX_REASON_CHARS = 300
 
 
@@ -110,22 +112,25 @@ def parse_readable(document: dict[str, Any], request: Message, levels: tuple[Lev
 
     ``MalformedRequest`` when nothing it refused was a record, or no record is left.
     """
+    # each record nests as deep in the request as alone, where ``_drop_unreadable`` tries it: a record
+    # only the request's depth pushed over the limit made the request a 400 with every good one in it
+    max_depth = MAX_MESSAGE_DEPTH + len(levels)
     try:
-        _parse_into(document, request)
+        _parse_into(document, request, max_depth)
     except MalformedRequest:
         unreadable = _drop_unreadable(document, levels)
         if not unreadable or not _num_records(document, levels):
             raise
     else:
         return ()
-    _parse_into(document, request)
+    _parse_into(document, request, max_depth)
     return tuple(unreadable)
 
 
-def _parse_into(document: dict[str, Any], request: Message) -> None:
+def _parse_into(document: dict[str, Any], request: Message, max_depth: int) -> None:
     request.Clear()
     try:
-        json_format.ParseDict(document, request, ignore_unknown_fields=True)
+        json_format.ParseDict(document, request, ignore_unknown_fields=True, max_recursion_depth=max_depth)
     except _PARSE_ERRORS as error:
         name = request.DESCRIPTOR.name
         raise MalformedRequest(f"not an OTLP {name}: {error}") from None
@@ -143,7 +148,9 @@ def _drop_unreadable(parent: Any, levels: tuple[Level, ...]) -> list[str]:
         if below and isinstance(entry, dict):
             own = {key: value for key, value in entry.items() if key not in below[0].keys}
         try:
-            json_format.ParseDict(own, level.message(), ignore_unknown_fields=True)
+            json_format.ParseDict(
+                own, level.message(), ignore_unknown_fields=True, max_recursion_depth=MAX_MESSAGE_DEPTH
+            )
         except _PARSE_ERRORS as error:
             reason = f"{level.called} is not OTLP/JSON: {error}"[:MAX_REASON_CHARS]
             reasons += [reason] * (_num_records(entry, below) if below else 1)

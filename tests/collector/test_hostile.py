@@ -22,6 +22,7 @@ import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -625,6 +626,26 @@ def test_a_span_protobuf_json_cannot_read_rejects_that_span_not_its_request(
     assert answer.status_code == 200, answer.text
     assert answer.json()["partialSuccess"]["rejectedSpans"] == "1", answer.text
     assert [span["name"] for span in fetch_spans(database_url)] == ["span-21", "span-22"]
+
+
+def nested_arrays(depth: int) -> AnyValue:
+    """An ``AnyValue`` of ``depth`` arrays, each holding the next, around an int."""
+    value = AnyValue(int_value=1)
+    for _ in range(depth):
+        value = AnyValue(array_value=ArrayValue(values=[value]))
+    return value
+
+
+def test_a_span_nested_as_deep_as_protobuf_reads_is_stored_over_every_transport(
+    running_collector: Collector, database_url: str, transport: str
+) -> None:
+    """OTLP/JSON counted the depth from the request, three messages above the span: a span upb and
+    json_format each read alone made the whole JSON request a 400, and its good spans were lost."""
+    deep = make_span(41)
+    deep.attributes.append(KeyValue(key="deep", value=nested_arrays(48)))
+    answer = TRANSPORTS[transport](running_collector, make_request([make_span(40), deep]), {})
+    assert answer.ok and answer.rejected == 0, (answer.status, answer.message)
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-40", "span-41"]
 
 
 # What JavaScript writes for 1e20 in a number attribute: an integer json_format cannot put in an int64
