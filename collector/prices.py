@@ -33,7 +33,8 @@ MAX_PRICE_USD = 10.0 ** (14 - PRICE_SCALE)
 
 
 class InvalidPrice(EvallensError):
-    """A price the table cannot hold (no per-token pair and no GPU-hour price, or a negative one)."""
+    """A price the table cannot hold (no model name, no per-token pair and no GPU-hour price, or a negative
+    one)."""
 
 
 def default_prices() -> list[PriceEntry]:
@@ -57,6 +58,8 @@ def default_prices() -> list[PriceEntry]:
 def check_price(price: Price) -> None:
     """Raise ``InvalidPrice`` unless ``price`` is a per-token pair or a GPU-hour price, all non-negative
     numbers the table can hold."""
+    if not price.model.strip():  # stored, it is a price no model's name can match
+        raise InvalidPrice("a price needs a model name, not an empty or blank one")
     values = [price.input_usd_per_mtok, price.output_usd_per_mtok, price.gpu_hour_usd]
     if any(value is not None and value < 0 for value in values):
         raise InvalidPrice(f"prices must not be negative: {price.model}")

@@ -132,6 +132,20 @@ def test_prices_set_refuses_prices_that_are_no_number_or_too_large(
     assert "my-model" not in {row["model"] for row in listed}
 
 
+@pytest.mark.parametrize("model", ["", "   "], ids=["empty", "blank"])
+def test_prices_set_refuses_a_price_without_a_model_name(
+    model: str, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty or blank name was stored: a price no model's name can ever match."""
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    cli, runner = create_cli(), CliRunner()
+    refused = runner.invoke(cli, ["prices", "set", model, "--input", "1", "--output", "1"])
+    assert isinstance(refused.exception, InvalidPrice), refused.exception  # one line and exit 2 in main()
+    assert "needs a model name" in str(refused.exception)
+    listed = orjson.loads(runner.invoke(cli, ["prices", "list", "--json"]).output)
+    assert all(row["model"].strip() for row in listed), listed
+
+
 def test_collector_uses_prices_set_after_start(database_url: str, make_collector) -> None:
     collector: Collector = make_collector(database_url, collector_price_refresh_s=0.1)
     engine = create_db_engine(database_url)
