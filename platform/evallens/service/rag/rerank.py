@@ -32,7 +32,9 @@ class CosineReranker:
 
     With the same bi-encoder as the vector leg, pure cosine (``fusion_weight=0``) reproduces the
     vector leg's order and pushes exact keyword matches (model numbers) back out of the top k; a
-    share of the normalized fusion score keeps them. Embeddings are already computed: no model call.
+    share of the normalized fusion score favours them, but RRF scores over a pool span little (rank 30
+    is 0.68 of rank 1 at k = 60), so the retriever also keeps each leg's best hit. Embeddings are already
+    computed: no model call.
     """
 
     name = "cosine"

@@ -1,5 +1,7 @@
 """Hybrid retrieval: vector leg + BM25 leg -> Reciprocal Rank Fusion -> rerank -> compression.
 
+The top k keep each leg's best hit, whatever fusion and reranking make of it (why: ``fusion``).
+
 Retrieval reads one project's knowledge base: every leg, and the chunks fetched for reranking, are
 that project's only.
 
@@ -19,7 +21,7 @@ from evallens.service.rag import store
 from evallens.service.rag._spans import documents_attributes, leg_attributes
 from evallens.service.rag.compress import Compressor
 from evallens.service.rag.embeddings import Embedder, Vectors
-from evallens.service.rag.fusion import reciprocal_rank_fusion
+from evallens.service.rag.fusion import reciprocal_rank_fusion, top_k_keeping
 from evallens.service.rag.keyword import KeywordIndex
 from evallens.service.rag.rerank import Candidate, Reranker, create_reranker
 from evallens.service.rag.store import ScoredId
@@ -135,7 +137,8 @@ class HybridRetriever:
                 vector_hits = self._vector_leg(session, project, embedding) if s.fusion != "keyword" else []
                 keyword_hits = self._keyword_leg(session, project, query) if s.fusion != "vector" else []
                 fused = self._fuse(vector_hits, keyword_hits)
-                chunks, best = self._rerank(session, project, query, embedding, fused, top_k)
+                leg_bests = [leg[0].id for leg in (vector_hits, keyword_hits) if leg]
+                chunks, best = self._rerank(session, project, query, embedding, fused, leg_bests, top_k)
             if s.compress and chunks:
                 chunks = self._compress(embedding, chunks)
             result = RetrievalResult(
@@ -180,19 +183,23 @@ class HybridRetriever:
         query: str,
         embedding: Vectors,
         fused: list[ScoredId],
+        leg_bests: list[str],
         top_k: int,
     ) -> tuple[list[RetrievedChunk], float | None]:
         with self._tracer.start_as_current_span(attr.SPAN_RETRIEVAL_RERANK) as span:
-            pool = fused[: self.settings.rerank_candidates]
-            rows = store.fetch_chunks(session, project, [hit.id for hit in pool])
+            pool = [hit.id for hit in fused[: self.settings.rerank_candidates]]
+            pool += [chunk_id for chunk_id in leg_bests if chunk_id not in pool]
+            fused_scores = {hit.id: hit.score for hit in fused}
+            rows = store.fetch_chunks(session, project, pool)
             vectors = store.fetch_embeddings(session, project, rows)
             cosines = {chunk_id: float(np.dot(vector, embedding)) for chunk_id, vector in vectors.items()}
             candidates = [
-                Candidate(hit.id, rows[hit.id].text, hit.score, cosines[hit.id])
-                for hit in pool
-                if hit.id in rows
+                Candidate(chunk_id, rows[chunk_id].text, fused_scores[chunk_id], cosines[chunk_id])
+                for chunk_id in pool
+                if chunk_id in rows
             ]
-            ranked = self._reranker.rerank(query, candidates, top_k)
+            reranked = self._reranker.rerank(query, candidates, len(candidates))
+            ranked = top_k_keeping(reranked, leg_bests, top_k)
             span.set_attributes(
                 {
                     attr.OPENINFERENCE_SPAN_KIND: attr.OPENINFERENCE_KIND_RERANKER,

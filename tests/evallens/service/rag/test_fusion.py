@@ -1,8 +1,9 @@
-"""Reciprocal Rank Fusion on rankings whose fused scores are known by hand."""
+"""Reciprocal Rank Fusion on rankings whose fused scores are known by hand; keeping each leg's best hit."""
 
 import pytest
 
-from evallens.service.rag import reciprocal_rank_fusion
+from evallens.service.rag import ScoredId, reciprocal_rank_fusion
+from evallens.service.rag.fusion import top_k_keeping
 
 
 def test_rrf_scores_and_order_match_the_formula() -> None:
@@ -38,3 +39,26 @@ def test_k_changes_how_much_rank_matters() -> None:
 def test_empty_rankings_fuse_to_nothing() -> None:
     assert reciprocal_rank_fusion([], k=60) == []
     assert reciprocal_rank_fusion([[], []], k=60) == []
+
+
+def hits(*ids: str) -> list[ScoredId]:
+    return [ScoredId(item_id, 1.0 / (60 + rank)) for rank, item_id in enumerate(ids, start=1)]
+
+
+def test_a_kept_hit_below_the_top_k_takes_the_place_of_the_lowest_other() -> None:
+    ranked = hits("a", "b", "c", "d", "e")
+    assert [hit.id for hit in top_k_keeping(ranked, {"e"}, 3)] == ["a", "b", "e"]
+    assert [hit.id for hit in top_k_keeping(ranked, {"d", "e"}, 3)] == ["a", "d", "e"]
+    assert top_k_keeping(ranked, {"e"}, 3)[-1] == ranked[-1]
+
+
+def test_kept_hits_already_in_the_top_k_or_not_ranked_change_nothing() -> None:
+    ranked = hits("a", "b", "c", "d")
+    assert top_k_keeping(ranked, {"b"}, 2) == ranked[:2]
+    assert top_k_keeping(ranked, {"gone"}, 2) == ranked[:2]
+    assert top_k_keeping(ranked, set(), 10) == ranked
+
+
+def test_more_kept_hits_than_places_keep_the_best_ranked_of_them() -> None:
+    ranked = hits("a", "b", "c", "d")
+    assert [hit.id for hit in top_k_keeping(ranked, {"b", "c", "d"}, 2)] == ["b", "c"]
