@@ -1,7 +1,11 @@
 """Finding 7 of issue 14: every user mistake on the command line is exit code 2 and one readable line."""
 
+import errno
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,6 +119,30 @@ WITHOUT_DATABASE = {
         {"EVALLENS_SERVICE_PORT": "-1"},
         ["EVALLENS_SERVICE_PORT", "greater than or equal to"],
     ),
+    # the gate words its own crashes as "gate failed: ..." (exit 2, never 1): a setting stays worded as main()
+    # words it, the variable and its value, not "ValidationError: 1 validation error for EvalSettings"
+    "a setting the gate reads": (
+        ["gate", "--baseline", "main", "--candidate", "x"],
+        {"EVALLENS_EVAL_CONCURRENCY": "abc"},
+        ["EVALLENS_EVAL_CONCURRENCY: Input should be a valid integer", "(got 'abc')"],
+    ),
+    # a terminal in Latin-1: Python reads byte 0xff as the surrogate \udcff, which no database can store
+    "an argument that is not UTF-8": (
+        ["prices", "set", "caf\udcff", "--input", "1", "--output", "1"],
+        {},
+        ["the argument 'caf\\udcff' is not UTF-8 text"],
+    ),
+    # set but empty: Path("") is the current directory, where a command started a PostgreSQL cluster
+    "an empty data dir": (
+        ["keys", "list"],
+        {"EVALLENS_DATA_DIR": ""},
+        ["EVALLENS_DATA_DIR", "must name a directory, not be empty"],
+    ),
+    "a data dir that is a file": (
+        ["keys", "list"],
+        {"EVALLENS_DATA_DIR": __file__},
+        [__file__, "File exists"],
+    ),
 }
 
 
@@ -143,6 +171,43 @@ def test_unreadable_set_files(
         "eval", "sets", "sync", str(tmp_path / name), env={"EVALLENS_DATABASE_URL": database_url}
     )
     assert_one_line(result, str(tmp_path / name), expected)
+
+
+def test_a_setting_that_is_not_utf8_is_one_line(database_url: str) -> None:
+    result = run_cli(
+        "eval", "runs", env={"EVALLENS_DATABASE_URL": database_url, "EVALLENS_CASES_PROJECT": "p\udcff"}
+    )
+    assert_one_line(result, "'p\\udcff' is not UTF-8 text")
+
+
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    """Ctrl-C while a command waits (here: for a label file's writer) says so in one line, exit status 130."""
+    fifo = tmp_path / "labels.jsonl"
+    os.mkfifo(fifo)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "evallens", "eval", "calibrate", str(fifo)],
+        env=child_environment({"EVALLENS_DATA_DIR": str(tmp_path)}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
+    )  # fmt: skip
+    writer = open_when_read(fifo)  # held open: the command now waits in read() for a line
+    try:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        os.close(writer)
+    assert (process.returncode, stderr) == (130, "evallens: interrupted\n")
+
+
+def open_when_read(fifo: Path) -> int:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as error:  # ENXIO: no reader has opened it yet
+            if error.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def test_export_into_a_missing_folder_is_refused(database_url: str, tmp_path: Path) -> None:

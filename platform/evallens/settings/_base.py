@@ -7,12 +7,26 @@ the environment to hand to a child process.
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Annotated
 
+from pydantic import BeforeValidator
 from pydantic_settings import SettingsConfigDict
 
 ENV_PREFIX = "EVALLENS_"
 
 DEFAULT_DATA_DIR = Path("~/.evallens")
+
+
+def _named_directory(value: object) -> object:
+    # Path("") is the current directory: EVALLENS_DATA_DIR= (set, but empty) started a PostgreSQL cluster
+    # wherever the command ran
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("must name a directory, not be empty (unset it for the default ~/.evallens)")
+    return value
+
+
+# A data directory setting: an empty value is refused rather than read as the current directory.
+DataDir = Annotated[Path, BeforeValidator(_named_directory)]
 
 
 def settings_config(**overrides: object) -> SettingsConfigDict:

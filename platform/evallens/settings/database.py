@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
-from evallens.settings._base import DEFAULT_DATA_DIR, settings_config
+from evallens.settings._base import DEFAULT_DATA_DIR, DataDir, settings_config
 
 
 class DatabaseSettings(BaseSettings):
@@ -20,7 +20,7 @@ class DatabaseSettings(BaseSettings):
             "(e.g. postgresql://user:pw@host:5432/evallens). Unset: start the embedded server."
         ),
     )
-    data_dir: Path = Field(
+    data_dir: DataDir = Field(
         default=DEFAULT_DATA_DIR,
         description="Directory for evallens' own data: the embedded PostgreSQL, models, logs, spools.",
     )

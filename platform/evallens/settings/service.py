@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from evallens.settings._base import DEFAULT_DATA_DIR, settings_config
+from evallens.settings._base import DEFAULT_DATA_DIR, DataDir, settings_config
 from evallens.settings.addresses import ServiceAddressSettings
 from evallens.settings.auth import AuthSettings
 from evallens.settings.database import DatabaseSettings
@@ -25,7 +25,7 @@ class ServiceSettings(
 
     model_config = settings_config()
 
-    data_dir: Path = Field(
+    data_dir: DataDir = Field(
         default=DEFAULT_DATA_DIR,
         description="Directory for evallens' own data: models, vLLM caches, logs.",
     )

@@ -4,10 +4,7 @@ import signal
 import sys
 from typing import NoReturn
 
-import psycopg
 import typer
-from pydantic import ValidationError
-from sqlalchemy.exc import InterfaceError, OperationalError
 
 from evallens.app.cli import (
     cases,
@@ -23,11 +20,11 @@ from evallens.app.cli import (
     prices,
     service,
 )
-from evallens.errors import EvallensError
-from evallens.settings import ENV_PREFIX
+from evallens.app.cli._errors import WORDED_ERRORS, one_line, shown
 from evallens.signals import exit_on_signal
 
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 
 
 def create_cli() -> typer.Typer:
@@ -60,21 +57,35 @@ def main() -> None:
     SIGTERM (systemd, `docker stop`, `kill`) unwinds every command as Ctrl-C does, so what it started
     (the embedded PostgreSQL, child processes) is stopped; the exit status is 143."""
     signal.signal(signal.SIGTERM, exit_on_signal)
+    check_arguments(sys.argv[1:])
     try:
         result = create_cli()(standalone_mode=False)
     except typer.TyperException as error:  # click's errors: unknown command, bad or missing option
         usage_problem(error)
-    except EvallensError as error:
-        fail(str(error))
-    except ValidationError as error:
-        fail(setting_problem(error))
-    except (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError) as error:
-        fail(database_problem(error))
+    except WORDED_ERRORS as error:
+        fail(one_line(error))
     except (KeyboardInterrupt, typer.Abort):
-        typer.echo("evallens: interrupted", err=True)
-        sys.exit(130)
+        interrupted()
+    if result == EXIT_INTERRUPTED:  # typer turns Ctrl-C in a command into Exit(130), returned here
+        interrupted()
     if isinstance(result, int):  # typer.Exit(code) comes back as the code
         sys.exit(result)
+
+
+def check_arguments(arguments: list[str]) -> None:
+    """Python reads an argument's bytes that are not UTF-8 as lone surrogates (``\\udcff``), which no
+    database, report or terminal can write: refuse them before any work."""
+    for argument in arguments:
+        try:
+            argument.encode()
+        except UnicodeEncodeError:
+            fail(f"the argument {shown(argument)} is not UTF-8 text (a terminal in another encoding?)")
+
+
+def interrupted() -> NoReturn:
+    """Ctrl-C: one line, and the status a shell reports for SIGINT."""
+    typer.echo("evallens: interrupted", err=True)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def usage_problem(error: typer.TyperException) -> NoReturn:
@@ -93,26 +104,3 @@ def fail(message: str) -> NoReturn:
     """Print one line on stderr and exit 2."""
     typer.echo(f"evallens: error: {message}", err=True)
     sys.exit(EXIT_ERROR)
-
-
-def database_problem(error: Exception) -> str:
-    """What the database driver said, on one line: the server went away mid-command, or refused what
-    the command asked (a value over one of PostgreSQL's limits is an OperationalError too)."""
-    cause = getattr(error, "orig", None) or error
-    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
-    said = lines[0] if lines else type(cause).__name__
-    sqlstate = getattr(cause, "sqlstate", None)
-    # no SQLSTATE: the connection failed in the client; 08: connection exception; 57P: the server stopped
-    if sqlstate is None or sqlstate.startswith(("08", "57P")):
-        return f"lost the database: {said}"
-    return f"the database refused it (SQLSTATE {sqlstate}): {said}"
-
-
-def setting_problem(error: ValidationError) -> str:
-    """A settings class refused the environment: which variable, what is wrong, what it held."""
-    problem = error.errors()[0]
-    field = ".".join(str(part) for part in problem["loc"])
-    name = f"{ENV_PREFIX}{field.upper()}" if error.title.endswith("Settings") else field
-    shown = repr(problem.get("input"))
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return f"{name}: {problem['msg']} (got {shown})"

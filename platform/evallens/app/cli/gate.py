@@ -4,8 +4,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from sqlalchemy.exc import InterfaceError, OperationalError
 
+from evallens.app.cli._errors import WORDED_ERRORS
 from evallens.app.cli._output import output_console, print_json
 from evallens.app.progress import stderr_progress
 from evallens.errors import EvallensError
@@ -53,7 +53,7 @@ def gate(
             baseline, candidate, candidate_endpoint, report_dir, console, no_cache=no_cache,
             progress=stderr_progress(),
         )  # fmt: skip
-    except (EvallensError, OperationalError, InterfaceError):  # main() words these in one line
+    except WORDED_ERRORS:  # main() words these in one line (a setting: the variable and its value)
         raise
     except Exception as error:  # exit code 1 means "regression"; a crash must be 2, never 1
         first_line = next(iter(str(error).splitlines()), "")
