@@ -1,6 +1,7 @@
 """The core of API keys: the token bucket, the safe-bind check, header parsing, key lifecycle, and the
 gate's cache of accepted and refused keys."""
 
+import json
 import logging
 import secrets
 import subprocess
@@ -155,6 +156,16 @@ def test_keys_cli_prints_the_key_once(database_url: str) -> None:
     assert revoked.returncode == 0 and "revoked" in revoked.stdout
     missing = evallens(database_url, "keys", "revoke", "ffffffff")
     assert missing.returncode == 2 and "keys list" in missing.stderr
+
+
+@pytest.mark.parametrize("project", ["", "  "], ids=["empty", "blank"])
+def test_keys_cli_refuses_a_project_without_a_name(database_url: str, project: str) -> None:
+    """A key was created for a project named '' (or blanks): a tenant no report could name."""
+    refused = evallens(database_url, "keys", "create", "--project", project)
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+    assert refused.stderr.strip() == "evallens: error: a key needs a project name, not an empty or blank one"
+    listed = evallens(database_url, "keys", "list", "--project", project, "--format", "json")
+    assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed.stdout
 
 
 def statements_sent(engine: Engine) -> list[str]:

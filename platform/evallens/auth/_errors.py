@@ -47,6 +47,10 @@ class KeyNotFound(EvallensError):
     """``keys revoke`` was given a prefix that matches no key."""
 
 
+class InvalidProjectName(EvallensError):
+    """``keys create`` was given a project name no request could carry (empty or blank)."""
+
+
 class AuthUnavailable(AuthError):
     """PostgreSQL cannot be asked about the key right now; retry after ``retry_after_s``."""
 

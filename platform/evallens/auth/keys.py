@@ -18,7 +18,14 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from evallens.auth._errors import KeyNotFound, KeyRevoked, MissingKey, ScopeDenied, WrongKey
+from evallens.auth._errors import (
+    InvalidProjectName,
+    KeyNotFound,
+    KeyRevoked,
+    MissingKey,
+    ScopeDenied,
+    WrongKey,
+)
 from evallens.db.models.auth import ApiKey, Project
 
 KEY_MARKER = "evk"
@@ -90,6 +97,8 @@ def ensure_project(session: Session, name: str) -> int:
 
 def create_key(session: Session, project: str, scope: Scope = Scope.INGEST) -> CreatedKey:
     """A new key for ``project`` (created when missing); the caller commits."""
+    if not project.strip():  # a project of no name, which the dashboard and reports would show as nothing
+        raise InvalidProjectName("a key needs a project name, not an empty or blank one")
     project_id = ensure_project(session, project)
     prefix = secrets.token_hex(PREFIX_CHARS // 2)
     secret = secrets.token_urlsafe(SECRET_BYTES)
