@@ -7,9 +7,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evals._jsonl import numbered_lines
+from evals._text import SURROGATE_PROBLEM, number_too_long, surrogate_path
 from evals.errors import CalibrationError
 from evals.metrics.result import Answer
-from evals.sets.format import CaseSpec, Fact
+from evals.sets.format import CaseSpec, Fact, writable_facts
 
 CalibratedMetric = Literal["accuracy", "irrelevance", "harmfulness"]
 APPLIES_TO = {
@@ -40,6 +41,11 @@ class LabelRow(BaseModel):
         if isinstance(value, bool):
             raise ValueError("label must be 0 or 1")
         return value
+
+    @field_validator("required_facts")
+    @classmethod
+    def _writable_facts(cls, facts: list[Fact]) -> list[Fact]:
+        return writable_facts(facts)
 
     @property
     def name(self) -> str:
@@ -86,10 +92,15 @@ def _parse(path: Path, number: int, line: str) -> LabelRow:
         raw = json.loads(line)
     except json.JSONDecodeError as error:
         raise CalibrationError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+    except ValueError:  # valid JSON, but an integer too long for Python's int()
+        raise CalibrationError(f"{path}:{number}: {number_too_long()}") from None
     except RecursionError:
         raise CalibrationError(f"{path}:{number}: nested too deeply to be a labelled row") from None
     if not isinstance(raw, dict):
         raise CalibrationError(f"{path}:{number}: expected a JSON object")
+    where = surrogate_path(raw)
+    if where is not None:
+        raise CalibrationError(f"{path}:{number}: {where}: {SURROGATE_PROBLEM}")
     try:
         row = LabelRow.model_validate({**raw, "line": number})
     except ValidationError as error:

@@ -1,6 +1,7 @@
 """The eval-set file format (docs/evalset-format.md) as pydantic models."""
 
 import math
+import sys
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -11,6 +12,27 @@ Expected = Literal["answer", "decline", "refuse"]
 FactItem = str | int | float
 # A required fact, or a list of alternatives any one of which satisfies it (an any-of fact).
 Fact = FactItem | Annotated[list[FactItem], Field(min_length=1)]
+
+
+def writable_facts(facts: list[Fact]) -> list[Fact]:
+    """``facts``, or ``ValueError`` for a number no answer can convey and no JSON can hold."""
+    for fact in facts:
+        for item in fact if isinstance(fact, list) else [fact]:
+            if isinstance(item, float) and not math.isfinite(item):  # YAML .nan/.inf, JSON NaN/1e999
+                raise ValueError(f"a number fact must be finite, not {item}")
+            if isinstance(item, int):
+                _check_decimal(item)
+    return facts
+
+
+def _check_decimal(number: int) -> None:
+    # JSON and the scoring write an int in decimal, which Python refuses past its digit limit (YAML's
+    # 0xfff... is read without that limit)
+    try:
+        str(number)
+    except ValueError:
+        limit = sys.get_int_max_str_digits()
+        raise ValueError(f"a number fact cannot be longer than {limit} digits") from None
 
 
 class Message(BaseModel):
@@ -41,11 +63,7 @@ class CaseSpec(BaseModel):
     @field_validator("required_facts")
     @classmethod
     def _finite_numbers(cls, facts: list[Fact]) -> list[Fact]:
-        for fact in facts:
-            for item in fact if isinstance(fact, list) else [fact]:
-                if isinstance(item, float) and not math.isfinite(item):  # YAML .nan/.inf, JSON NaN/1e999
-                    raise ValueError(f"a number fact must be finite, not {item}")
-        return facts
+        return writable_facts(facts)
 
     @model_validator(mode="after")
     def _one_prompt(self) -> "CaseSpec":

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from evallens.telemetry.messages import nul_path
 from evals._jsonl import numbered_lines
+from evals._text import SURROGATE_PROBLEM, number_too_long, surrogate_path
 from evals.errors import EvalSetError
 from evals.sets.format import CaseSpec, EvalSetSpec, SetFile
 
@@ -87,11 +88,13 @@ def _read_yaml(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise EvalSetError(f"{file}:{where} not valid YAML: {getattr(error, 'problem', error)}") from None
+    except ValueError as error:  # a scalar YAML resolves but Python cannot build (2024-13-45, a huge int)
+        raise EvalSetError(f"{file}: not valid YAML: {str(error).split(';')[0]}") from None
     try:
         set_file = SetFile.model_validate(document)
     except ValidationError as error:
         raise EvalSetError(f"{file}: {_first_problem(error)}") from None
-    _reject_nul(file, None, {"set": set_file.set, "description": set_file.description})
+    _reject_unstorable(file, None, {"set": set_file.set, "description": set_file.description})
     _check_set_name(f"{file}: set", set_file.set)
     for index, raw in enumerate(set_file.cases):
         case = {"scenario": set_file.scenario, **raw} if set_file.scenario else dict(raw)
@@ -107,34 +110,40 @@ def _read_jsonl(file: Path) -> Iterator[tuple[str, str | None, CaseSpec]]:
             raw = json.loads(line)
         except json.JSONDecodeError as error:
             raise EvalSetError(f"{file}: line {number}: not valid JSON: {error.msg}") from None
+        except ValueError:  # valid JSON, but an integer too long for Python's int()
+            raise EvalSetError(f"{file}: line {number}: {number_too_long()}") from None
         except RecursionError:
             raise EvalSetError(f"{file}: line {number}: nested too deeply to be a case") from None
         if not isinstance(raw, dict) or not isinstance(raw.get("set"), str) or not raw["set"]:
             raise EvalSetError(f"{file}: line {number}: each line needs an object with a 'set' name")
         set_name = raw.pop("set")
-        _reject_nul(file, f"line {number}", {"set": set_name})
+        _reject_unstorable(file, f"line {number}", {"set": set_name})
         _check_set_name(f"{file}: line {number}: set", set_name)
         raw.pop("description", None)
         yield set_name, None, _validate_case(file, raw, f"line {number}")
 
 
 def _validate_case(file: Path, raw: dict[str, Any], position: str) -> CaseSpec:
-    named = isinstance(raw.get("id"), str) and NUL not in raw["id"]
+    named = isinstance(raw.get("id"), str) and NUL not in raw["id"] and surrogate_path(raw["id"]) is None
     label = f"case '{raw['id']}'" if named else position
     try:
         case = CaseSpec.model_validate(raw)
     except ValidationError as error:
         raise EvalSetError(f"{file}: {label}: {_first_problem(error)}") from None
-    _reject_nul(file, label, case.model_dump(exclude_none=True))
+    _reject_unstorable(file, label, case.model_dump(exclude_none=True))
     return case
 
 
-def _reject_nul(file: Path, label: str | None, fields: dict[str, Any]) -> None:
-    """PostgreSQL text and JSONB cannot hold NUL (YAML's ``"\\0"``, JSON's ``"\\u0000"``): name the field."""
+def _reject_unstorable(file: Path, label: str | None, fields: dict[str, Any]) -> None:
+    """PostgreSQL text and JSONB cannot hold NUL (YAML's ``"\\0"``, JSON's ``"\\u0000"``), nor any UTF-8
+    text a lone surrogate (``"\\ud800"``): name the field."""
+    prefix = f"{file}: {label}:" if label else f"{file}:"
     where = nul_path(fields)
     if where is not None:
-        prefix = f"{file}: {label}:" if label else f"{file}:"
         raise EvalSetError(f"{prefix} {where}: holds a NUL character (U+0000), which cannot be stored")
+    where = surrogate_path(fields)
+    if where is not None:
+        raise EvalSetError(f"{prefix} {where}: {SURROGATE_PROBLEM}")
 
 
 def _check_set_name(where: str, name: str) -> None:

@@ -102,6 +102,38 @@ def test_nul_characters_are_refused_before_the_database(
 
 
 @pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("a.jsonl", '{"set": "x", "id": "a1", "scenario": "s", "question": "q", "tags": ["t\\ud800"],'
+         ' "expected": "decline"}\n', "case 'a1': tags.0: holds a lone UTF-16 surrogate"),
+        ("a.jsonl", '{"set": "x\\udfff", "id": "a1", "scenario": "s", "question": "q",'
+         ' "expected": "decline"}\n', "line 1: set: holds a lone UTF-16 surrogate"),
+        ("a.yaml", 'set: x\ncases:\n  - {id: a1, scenario: s, question: "q\\ud800", expected: decline}\n',
+         "case 'a1': question: holds a lone UTF-16 surrogate"),
+        ("a.jsonl", '{"set": "x", "id": "a1", "scenario": "s", "question": "q", "required_facts": ['
+         + "9" * 5000 + '], "reference_answer": "a"}\n', "line 1: a number longer than 4300 digits"),
+        ("a.yaml", "set: x\ncases:\n  - {id: a1, scenario: s, question: q, reference_answer: a,"
+         " required_facts: [" + "9" * 5000 + "]}\n", "not valid YAML: Exceeds the limit (4300 digits)"),
+        ("a.yaml", "set: x\ncases:\n  - {id: a1, scenario: s, question: q, reference_answer: a,"
+         " required_facts: [0x" + "f" * 5000 + "]}\n",
+         "case 'a1': required_facts: a number fact cannot be longer than 4300 digits"),
+        ("a.yaml", "set: x\ncases:\n  - {id: a1, scenario: s, question: q, expected: decline,"
+         " tags: [2024-13-45]}\n", "not valid YAML: month must be in 1..12"),
+    ],
+)  # fmt: skip
+def test_text_and_numbers_no_database_can_hold_are_refused_naming_the_field(
+    tmp_path: Path, name: str, content: str, expected: str
+) -> None:
+    """JSON's and YAML's \\ud800 escapes decode to a lone surrogate, which psycopg and JSONB refuse, and
+    Python reads no integer of over 4300 digits: each was a traceback from `eval sets sync`."""
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(EvalSetError) as error:
+        load_sets(path)
+    assert str(error.value).startswith(f"{path}: ") and expected in str(error.value), error.value
+
+
+@pytest.mark.parametrize(
     ("set_name", "expected"),
     [
         ("support@2", "'support@2' holds '@', which --set NAME@VERSION reads as a version"),

@@ -4,7 +4,7 @@ what an answer's finish reason says of it."""
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from evallens.telemetry import attributes
@@ -84,21 +84,33 @@ def clean_text(text: str) -> str:
     the collector cleans every string it stores with this too."""
     if "\x00" in text:
         text = text.replace("\x00", "\ufffd")
-    # only JSON escapes make surrogates, and they are never ASCII: isascii() is a flag read
+    # holds_surrogate(), inlined: every string the collector stores passes here
     if not text.isascii() and _SURROGATE.search(text):
         text = _SURROGATE.sub("\ufffd", text)
     return text
 
 
+def holds_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone UTF-16 surrogate, which no UTF-8 encoder (psycopg, a tokenizer) can
+    write; only escapes make them (JSON's and YAML's ``\\ud800``)."""
+    # surrogates are never ASCII: isascii() is a flag read
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
 def nul_path(value: Any) -> str | None:
-    """Where the first string in ``value`` (a text, or lists and dicts of them) holds NUL, which
-    PostgreSQL text and JSONB cannot: its dotted path of keys and indexes ("" for ``value`` itself),
-    or None when none does."""
+    """Where the first string in ``value`` holds NUL, which PostgreSQL text and JSONB cannot
+    (``string_path``)."""
+    return string_path(value, lambda text: "\x00" in text)
+
+
+def string_path(value: Any, holds: Callable[[str], bool]) -> str | None:
+    """Where the first string in ``value`` (a text, or lists and dicts of them) that ``holds`` is: its
+    dotted path of keys and indexes ("" for ``value`` itself), or None when none is."""
     pending: list[tuple[str, Any]] = [("", value)]
     while pending:  # iterative: the nesting is whatever the text's author chose
         where, item = pending.pop()
         if isinstance(item, str):
-            if "\x00" in item:
+            if holds(item):
                 return where
             continue
         items = item.items() if isinstance(item, dict) else enumerate(item) if isinstance(item, list) else ()

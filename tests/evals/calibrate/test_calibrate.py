@@ -129,6 +129,13 @@ def test_table_json_and_report_files(tmp_path: Path) -> None:
         ('{"id": "a1", "metric": "accuracy", "question": "q", "response": "r", "label": 1}',
          "duplicate id 'a1'"),
         ('{"metric": "accuracy", "question": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        # a tokenizer's TypeError, and Python's int() limit, were tracebacks
+        ('{"metric": "accuracy", "question": "q", "response": "r\\ud800", "label": 1}',
+         "response: holds a lone UTF-16 surrogate"),
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": ['
+         + "9" * 5000 + "]}", "a number longer than 4300 digits"),
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": [NaN]}',
+         "required_facts: Value error, a number fact must be finite, not nan"),
     ],
 )  # fmt: skip
 def test_a_bad_row_is_one_error_naming_its_line(tmp_path: Path, line: str, expected: str) -> None:
