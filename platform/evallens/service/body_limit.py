@@ -17,14 +17,20 @@ body is read when its declared length does not fit what the others hold. A decla
 nothing by itself: a client could declare 8 MiB on a few connections and send nothing, and every other
 request with a body was a 429 while they waited.
 
+A body sent with a content coding (``Content-Encoding: gzip``, ``br``, ...) is a 415 before a byte of it
+is read: the service decodes none, so a gzip body was read as its compressed bytes (a 400 saying it is
+not UTF-8) and a JSON body labelled ``br`` was answered as if it were unlabelled. RFC 9110 §15.5.16 and
+RFC 7694 answer such a body with 415 and an ``Accept-Encoding`` header naming what the server takes.
+
 Each refusal is counted in the service's errors metric by its kind (``body_too_large``, ``body_timeout``,
-``body_bytes_in_flight``): none reaches a handler that would record it, and an operator should see a
-client that sends too much, too slowly or too many at once.
+``body_bytes_in_flight``, ``content_encoding``): none reaches a handler that would record it, and an
+operator should see a client that sends too much, too slowly, too many at once or in a coding.
 """
 
 import asyncio
 
 from prometheus_client import Counter
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evallens.service.errors import (
@@ -33,6 +39,7 @@ from evallens.service.errors import (
     BodyTooLarge,
     BodyTooSlow,
     ServiceError,
+    UnsupportedContentEncoding,
     count_error,
 )
 
@@ -40,9 +47,10 @@ __all__ = ["BodyLimit"]
 
 
 class BodyLimit:
-    """ASGI middleware: a body over ``max_body_bytes`` is a 413 (by its Content-Length before a byte is
-    read, else once the bytes read pass it), one that pauses for ``idle_timeout_s`` or is not all in
-    after ``body_timeout_s`` is a 408, and one that would take the bytes all requests hold past
+    """ASGI middleware: a body with a Content-Encoding other than ``identity`` is a 415 before a byte is
+    read, a body over ``max_body_bytes`` is a 413 (by its Content-Length before a byte is read, else once
+    the bytes read pass it), one that pauses for ``idle_timeout_s`` or is not all in after
+    ``body_timeout_s`` is a 408, and one that would take the bytes all requests hold past
     ``budget_bytes`` is a 429 (``retry_after_s``); each refusal counted in ``errors``."""
 
     def __init__(
@@ -65,6 +73,9 @@ class BodyLimit:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if (coding := content_coding(scope)) is not None:
+            await self._refuse(send, UnsupportedContentEncoding(coding))
             return
         declared = content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
@@ -195,6 +206,15 @@ def content_length(scope: Scope) -> int | None:
     for name, value in scope["headers"]:
         if name == b"content-length" and value.isdigit():
             return int(value)
+    return None
+
+
+def content_coding(scope: Scope) -> str | None:
+    """The first content coding the request's Content-Encoding names besides ``identity``, if any."""
+    for header in Headers(scope=scope).getlist("content-encoding"):
+        for coding in header.split(","):
+            if coding.strip().lower() not in ("", "identity"):
+                return coding.strip()
     return None
 
 

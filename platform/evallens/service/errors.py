@@ -1,5 +1,6 @@
 """Errors the API returns, each with its HTTP status, OpenAI error type and metric kind."""
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -205,6 +206,23 @@ class BodyBudgetFull(ServiceError):
         )
 
 
+class UnsupportedContentEncoding(ServiceError):
+    """The request body is sent with a content coding (``Content-Encoding``) the service does not decode
+    (RFC 9110 §15.5.16, RFC 7694: a 415 with ``Accept-Encoding``)."""
+
+    status_code = 415
+    error_type = "invalid_request_error"
+    kind = "content_encoding"
+
+    def __init__(self, coding: str) -> None:
+        super().__init__(
+            f"The request body is sent with Content-Encoding {coding!r}, which the service does not "
+            "decode. Send it unencoded (no Content-Encoding, or identity).",
+            code="unsupported_content_encoding",
+            headers={"Accept-Encoding": "identity", "Connection": "close"},  # the body is never read
+        )
+
+
 class EngineUnavailable(ServiceError):
     """The engine is not ready or failed."""
 
@@ -271,9 +289,7 @@ def install_error_handlers(app: FastAPI, errors: Counter) -> None:
         assert isinstance(error, HTTPException)
         if isinstance(error.__cause__, ServiceError):  # the body limit refused the body FastAPI read
             return await service_error(request, error.__cause__)
-        message = str(error.detail)
-        if isinstance(error.__cause__, RecursionError):
-            message = "The request body nests JSON too deeply to read."
+        message = unreadable_body_message(error.__cause__) or str(error.detail)
         error_type = "server_error" if error.status_code >= 500 else "invalid_request_error"
         if error.status_code == 404:
             error_type = NotFound.error_type
@@ -303,6 +319,21 @@ def whole_body_message(error: Mapping[str, Any]) -> str:
         return "The request body must be a JSON object sent with Content-Type: application/json."
     kind = JSON_KINDS.get(type(received), "not an object")
     return f"The request body must be a JSON object, not {kind}."
+
+
+def unreadable_body_message(cause: BaseException | None) -> str | None:
+    """Why FastAPI could not read a JSON body, in a client's words, for the errors its parser raises
+    besides a JSON syntax error (each was only 'There was an error parsing the body'); None for others."""
+    if isinstance(cause, RecursionError):
+        return "The request body nests JSON too deeply to read."
+    if isinstance(cause, UnicodeDecodeError):
+        return (
+            f"The request body is not UTF-8 text: byte {cause.start} cannot be decoded "
+            f"(as {cause.encoding}). Send JSON encoded as UTF-8."
+        )
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return f"The request body holds an integer of more than {sys.get_int_max_str_digits()} digits."
+    return None
 
 
 def count_error(errors: Counter, error: ServiceError) -> None:

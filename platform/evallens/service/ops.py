@@ -6,8 +6,9 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel
 
 from evallens.service.dependencies import MetricsDep, app_state
 from evallens.service.engines.routing import EngineRouter
@@ -70,13 +71,25 @@ def _import_model_libraries() -> None:
 ReadinessDep = Annotated[Readiness, Depends(app_state("readiness"))]
 
 
+class ReadinessReport(BaseModel):
+    """``/readyz``'s answer: ready, or the parts not ready yet and those whose warm-up failed."""
+
+    ready: bool
+    waiting_for: list[str] = []
+    failed: list[str] = []
+
+
 @router.get("/healthz")
 async def healthz() -> dict[str, str]:
     """The process is up (the model may still be loading)."""
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get(
+    "/readyz",
+    response_model=ReadinessReport,
+    responses={503: {"model": ReadinessReport, "description": "Not ready: `waiting_for` names what."}},
+)
 async def readyz(readiness: ReadinessDep) -> JSONResponse:
     """200 only when every engine answers and the embedder and indexes are warm; else 503 naming what is
     not (``failed``: a part whose warm-up failed, which a restart may fix)."""
@@ -86,7 +99,7 @@ async def readyz(readiness: ReadinessDep) -> JSONResponse:
     return JSONResponse({"ready": False, "waiting_for": waiting, "failed": failed}, status_code=503)
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_class=PlainTextResponse)  # documented as text: the Prometheus format
 async def metrics(service_metrics: MetricsDep) -> Response:
     """The service's metrics and vLLM's engine metrics in the Prometheus text format."""
     return Response(service_metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -11,7 +11,12 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-__all__ = ["StorableJson", "StorableText", "UnicodeText"]
+__all__ = ["MAX_JSON_DEPTH", "StorableJson", "StorableText", "UnicodeText"]
+
+# Stored JSON is answered again (a document's metadata in ``GET /v1/documents``), and pydantic refuses to
+# serialize nesting past about 250 levels: a deeper value was stored, then every listing of its project
+# was a 500. Far more than any metadata needs.
+MAX_JSON_DEPTH = 64
 
 
 def unicode_text(value: str) -> str:
@@ -35,19 +40,22 @@ def storable_text(value: str) -> str:
 
 
 def storable_json(value: Any) -> Any:
-    """``value`` if PostgreSQL JSONB can hold it: storable strings (keys too) and finite numbers."""
-    pending: list[Any] = [value]
+    """``value`` if PostgreSQL JSONB can hold it (storable strings, keys too, and finite numbers) and the
+    API can answer with it again: nested at most ``MAX_JSON_DEPTH`` levels deep."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
     while pending:  # iterative: nesting depth is the client's choice
-        item = pending.pop()
+        item, depth = pending.pop()
         if isinstance(item, str):
             storable_text(item)
         elif isinstance(item, float) and not math.isfinite(item):
             raise ValueError(f"numbers must be finite, got {item}")
+        elif isinstance(item, dict | list) and depth > MAX_JSON_DEPTH:
+            raise ValueError(f"JSON must not nest objects and arrays more than {MAX_JSON_DEPTH} levels deep")
         elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
+            pending.extend((key, depth) for key in item)
+            pending.extend((child, depth + 1) for child in item.values())
         elif isinstance(item, list):
-            pending.extend(item)
+            pending.extend((child, depth + 1) for child in item)
     return value
 
 

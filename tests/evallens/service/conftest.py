@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db import create_db_engine, create_session_factory
@@ -203,6 +204,23 @@ def warmed_up(client: httpx.Client) -> bool:
 
 
 # RAG half: the packaged embedding model, sessions, a knowledge base
+
+
+def errors_counted(client: httpx.Client) -> dict[str, float]:
+    """The service's errors metric (``evallens_errors_total``) by kind, from ``/metrics``."""
+    return {
+        sample.labels["kind"]: sample.value
+        for family in text_string_to_metric_families(client.get("/metrics").text)
+        if family.name == "evallens_errors"
+        for sample in family.samples
+        if sample.name == "evallens_errors_total"
+    }
+
+
+def counted_since(before: dict[str, float], client: httpx.Client) -> dict[str, float]:
+    """The errors counted since ``before``, by kind (kinds not counted since left out)."""
+    now = errors_counted(client)
+    return {kind: now[kind] - before.get(kind, 0.0) for kind in now if now[kind] != before.get(kind, 0.0)}
 
 
 def span_attributes(span: Any) -> dict[str, Any]:

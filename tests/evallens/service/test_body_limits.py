@@ -1,13 +1,15 @@
 """Request bodies on the real stack (vLLM tiny model, PostgreSQL, uvicorn on a real socket): a body over
 ``EVALLENS_SERVICE_MAX_BODY_BYTES`` is a 413 before it is read whole, one that stalls is a 408, one that
 would take the bytes all requests hold past ``EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT`` is a 429, and
-none stores anything, reaches the engine, or stops the service answering others.
+none stores anything, reaches the engine, or stops the service answering others. A body sent with a
+content coding (``Content-Encoding: gzip``, ``br``) is a 415, which the service decodes none of.
 
 Before the limit, Starlette read any body whole into memory (one client could send gigabytes) and
 waited for a stalled one for ever; before the shared budget, many clients could each hold a body of the
 largest size at once. Each refusal is counted in the service's errors metric (it used to go uncounted)."""
 
 import contextlib
+import gzip
 import json
 import select
 import socket
@@ -18,9 +20,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.evallens.service.conftest import wait_until
+from tests.evallens.service.conftest import counted_since, errors_counted, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -59,23 +60,6 @@ def engine_requests(client: httpx.Client) -> float:
         for line in text.splitlines()
         if line.startswith("vllm:request_success_total{")
     )
-
-
-def errors_counted(client: httpx.Client) -> dict[str, float]:
-    """The service's errors metric (``evallens_errors_total``) by kind, from ``/metrics``."""
-    return {
-        sample.labels["kind"]: sample.value
-        for family in text_string_to_metric_families(client.get("/metrics").text)
-        if family.name == "evallens_errors"
-        for sample in family.samples
-        if sample.name == "evallens_errors_total"
-    }
-
-
-def counted_since(before: dict[str, float], client: httpx.Client) -> dict[str, float]:
-    """The errors counted since ``before``, by kind (kinds not counted since left out)."""
-    now = errors_counted(client)
-    return {kind: now[kind] - before.get(kind, 0.0) for kind in now if now[kind] != before.get(kind, 0.0)}
 
 
 class RawAnswer:
@@ -136,6 +120,45 @@ def test_a_document_over_the_limit_is_a_413_and_stores_nothing(serve, database_u
         assert client.get("/v1/documents").json()["data"] == []
         stored = client.post("/v1/documents", content=document_body(MAX_BODY_BYTES), headers=json_header)
         assert stored.status_code == 201 and stored.json()["status"] == "created", stored.text
+        assert [document["id"] for document in client.get("/v1/documents").json()["data"]] == ["manual"]
+
+
+def test_a_body_in_a_content_coding_is_a_415_and_records_nothing(
+    serve, database_url: str, span_exporter
+) -> None:
+    """A gzip body was read as its compressed bytes (a 400 saying it is not UTF-8 text) and a JSON body
+    labelled ``br`` was answered as if unlabelled: the service decodes no content coding, so it answers
+    either with a 415 naming the coding and Accept-Encoding: identity (RFC 9110 §15.5.16, RFC 7694)."""
+    plain = {
+        "/v1/chat/completions": json.dumps(chat_body()).encode(),
+        "/v1/documents": document_body(1024),
+        "/v1/feedback": json.dumps({"trace_id": "0" * 32, "score": 1}).encode(),
+    }
+    with serve(database_url=database_url, retrieval_enabled=False) as client:
+        before, errors_before = engine_requests(client), errors_counted(client)
+        num_spans = len(span_exporter.get_finished_spans())
+        for path, body in plain.items():
+            # br: only the label, on plain JSON (answered 200 as if unlabelled before)
+            for coding, sent in (("gzip", gzip.compress(body)), ("br", body)):
+                headers = {"content-type": "application/json", "content-encoding": coding}
+                refused = client.post(path, content=sent, headers=headers)
+                assert refused.status_code == 415, (path, coding, refused.text)
+                error = refused.json()["error"]
+                assert error["code"] == "unsupported_content_encoding" and repr(coding) in error["message"]
+                assert refused.headers["accept-encoding"] == "identity"
+        assert counted_since(errors_before, client) == {"content_encoding": 6.0}
+        assert engine_requests(client) == before
+        assert len(span_exporter.get_finished_spans()) == num_spans  # no answer, no feedback recorded
+        assert client.get("/v1/documents").json()["data"] == []
+        # identity, then no Content-Encoding at all (the document again: stored, then unchanged)
+        for unencoded, statuses in (
+            ({"content-encoding": "identity"}, [200, 201, 202]),
+            ({}, [200, 200, 202]),
+        ):
+            headers = {"content-type": "application/json", **unencoded}
+            answers = [client.post(path, content=body, headers=headers) for path, body in plain.items()]
+            assert [answer.status_code for answer in answers] == statuses, [answer.text for answer in answers]
+        assert engine_requests(client) == before + 2
         assert [document["id"] for document in client.get("/v1/documents").json()["data"]] == ["manual"]
 
 

@@ -157,15 +157,19 @@ def test_one_project_cannot_rate_another_projects_answer(serve, database_url: st
         (b"null", "application/json", "body is missing"),
         (b'{"messages": [', "application/json", "not valid JSON"),
         (json.dumps(chat_body()).encode(), "text/plain", "Content-Type: application/json"),
+        (json.dumps(chat_body("café"), ensure_ascii=False).encode("latin-1"), "application/json", "UTF-8"),
+        (b'{"max_tokens": 1' + b"0" * 5000 + b"}", "application/json", "integer of more than 4300 digits"),
     ],
-    ids=["array", "string", "empty", "null", "cut-json", "text-plain"],
+    ids=["array", "string", "empty", "null", "cut-json", "text-plain", "latin-1", "huge-integer"],
 )
 def test_a_body_wrong_as_a_whole_is_400_saying_what_is_wrong(
     serve, body: bytes, content_type: str, words: str
 ) -> None:
     """A body that is not a JSON object was refused as 'None: Input should be a valid dictionary or
     object to extract fields from' (an empty one 'None: Field required', cut JSON '14: JSON decode
-    error' with param '14'): no field is at fault, and the message named none a client could act on."""
+    error' with param '14'): no field is at fault, and the message named none a client could act on.
+    A body that is not UTF-8, or holds an integer longer than Python reads, was only 'There was an
+    error parsing the body'."""
     with serve() as client:
         refused = client.post("/v1/chat/completions", content=body, headers={"content-type": content_type})
         assert refused.status_code == 400, refused.text
@@ -173,6 +177,35 @@ def test_a_body_wrong_as_a_whole_is_400_saying_what_is_wrong(
         assert error["type"] == "invalid_request_error" and error["param"] is None, error
         assert words in error["message"] and "None" not in error["message"], error
         assert post_json(client, chat_body()).status_code == 200
+
+
+def test_a_content_part_whose_type_is_an_object_or_an_array_is_400(serve) -> None:
+    """A content part whose ``type`` was an object or an array failed the check for parts the service
+    cannot read with a TypeError (such a value cannot be put in a set): a 500 with a traceback."""
+    with serve() as client:
+        for part_type in ({"name": "text"}, ["text"]):
+            refused = post_json(client, chat_body([{"type": part_type, "text": QUESTION}]))
+            assert_invalid(refused, "messages.0.content")
+            assert "content part 0.type" in refused.json()["error"]["message"], refused.text
+        answered = post_json(client, chat_body([{"type": "text", "text": QUESTION}]))
+        assert answered.status_code == 200, answered.text
+
+
+def test_a_feedback_score_of_the_wrong_json_type_is_400_not_guessed(serve, span_exporter) -> None:
+    """Lax parsing guessed: "score": true was recorded as a rating of 1, "score": "0.5" as 0.5. A client
+    that sends either has a bug it should hear about, not a rating recorded in its user's name."""
+    trace_id = "0" * 32
+    with serve() as client:
+        refused = [
+            client.post("/v1/feedback", json={"trace_id": trace_id, "score": score})
+            for score in (True, "0.5", "-1")
+        ]
+        accepted = client.post("/v1/feedback", json={"trace_id": trace_id, "score": -1})  # an integer is one
+    for response in refused:
+        assert_invalid(response, "score")
+    assert accepted.status_code == 202, accepted.text
+    feedback = [span for span in span_exporter.get_finished_spans() if span.name == attr.SPAN_FEEDBACK]
+    assert [span_attributes(span)[attr.FEEDBACK_SCORE] for span in feedback] == [-1.0]
 
 
 def test_refusals_before_the_api_answer_with_an_error_object(serve) -> None:

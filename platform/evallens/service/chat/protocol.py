@@ -69,7 +69,10 @@ class ChatMessage(BaseModel):
         audio, a file) are refused by name rather than dropped."""
         if not isinstance(content, list):
             return content
-        kinds = {part.get("type") for part in content if isinstance(part, dict)} - {"text"}
+        types = (part.get("type") for part in content if isinstance(part, dict))
+        # a type that is not a string (an object or an array, which no set can hold: a TypeError, so a
+        # 500) is left to the validation below, which names the part
+        kinds = {kind for kind in types if isinstance(kind, str)} - {"text"}
         if unsupported := sorted(str(kind) for kind in kinds):
             raise ValueError(
                 f"content parts of type {', '.join(map(repr, unsupported))} are not supported: "

@@ -12,22 +12,28 @@ from evallens.service.chat.recording import CLIENT_CLOSED
 from evallens.service.chat.responses import EventStreamResponse, complete, sse_events, trace_headers
 from evallens.service.chat.serving import ChatServing
 from evallens.service.dependencies import TagsDep, app_state
-from evallens.service.errors import ErrorResponse, ServiceError
+from evallens.service.errors import ServiceError
+from evallens.service.openapi import BODY_ERRORS, KEY_ERRORS, error_responses
 
 T = TypeVar("T")
 router = APIRouter()
 ChatServingDep = Annotated[ChatServing, Depends(app_state("chat"))]
+STREAM_SCHEMA = {
+    "type": "string",
+    "description": "Server-sent events: each `data:` a chat.completion.chunk JSON object (an error body "
+    "if the answer fails part way), then `data: [DONE]`.",
+}
 
 
 @router.post(
     "/v1/chat/completions",
     response_model=ChatCompletionResponse,
     responses={
-        400: {"model": ErrorResponse},
-        401: {"model": ErrorResponse},
-        429: {"model": ErrorResponse},
-        503: {"model": ErrorResponse},
-        504: {"model": ErrorResponse},
+        200: {
+            "description": "The answer: one JSON object, or with `stream` server-sent events.",
+            "content": {"text/event-stream": {"schema": STREAM_SCHEMA}},
+        },
+        **error_responses(*BODY_ERRORS, *KEY_ERRORS, 504),
     },
 )
 async def create_chat_completion(

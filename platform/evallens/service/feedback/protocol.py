@@ -1,8 +1,12 @@
 """``POST /v1/feedback``: a rating of one answer, and the receipt."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
+
+# A JSON number, as for chat's numbers: lax parsing took "score": true as a rating of 1 and "0.5" as 0.5,
+# a guess recorded as a user's rating. An integer is a number too.
+Score = Annotated[float, Strict()]
 
 
 class FeedbackRequest(BaseModel):
@@ -12,7 +16,7 @@ class FeedbackRequest(BaseModel):
 
     trace_id: str | None = Field(default=None, description="The answer's trace id (32 hex digits).")
     response_id: str | None = Field(default=None, description="The answer's id (``chatcmpl-...``).")
-    score: float | None = Field(default=None, description="-1 (bad) to 1 (good).")
+    score: Score | None = Field(default=None, description="-1 (bad) to 1 (good).")
     thumbs: Literal["up", "down"] | None = Field(default=None, description="Instead of a score: 1 or -1.")
     comment: str | None = Field(default=None, max_length=4000, description="The user's words.")
 

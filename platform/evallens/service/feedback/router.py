@@ -5,18 +5,19 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, status
 
 from evallens.service.dependencies import TagsDep, app_state
-from evallens.service.errors import ErrorResponse
 from evallens.service.feedback.protocol import FeedbackAccepted, FeedbackRequest
 from evallens.service.feedback.serving import FeedbackServing
+from evallens.service.openapi import BODY_ERRORS, KEY_ERRORS, error_responses
 
 router = APIRouter()
 FeedbackServingDep = Annotated[FeedbackServing, Depends(app_state("feedback"))]
+NOT_FOUND = "No answer with that response id, or a trace id another project's answer holds."
 
 
 @router.post(
     "/v1/feedback",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={400: {"model": ErrorResponse}, 401: {"model": ErrorResponse}, 404: {"model": ErrorResponse}},
+    responses=error_responses(*BODY_ERRORS, *KEY_ERRORS, 404, descriptions={404: NOT_FOUND}),
 )
 async def create_feedback(
     body: FeedbackRequest, tags: TagsDep, serving: FeedbackServingDep

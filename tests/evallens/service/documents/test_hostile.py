@@ -22,6 +22,7 @@ from evallens.service.rag import Embedder, KeywordIndex
 from evallens.service.rag.embeddings import Vectors
 from evallens.service.rag.generations import KnowledgeBaseGenerations
 from evallens.service.telemetry import ServiceMetrics
+from evallens.service.text import MAX_JSON_DEPTH
 from evallens.settings import AuthSettings, RagSettings
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 from tests.evallens.service.conftest import wait_until
@@ -144,3 +145,32 @@ def test_a_delete_during_an_update_never_leaves_a_document_missing_chunks(
     racing.deleting.join()
     stored = writer.list_sync(DEFAULT_PROJECT).data
     assert [document.num_chunks for document in stored] in ([], [updated.num_chunks]), stored
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """Metadata whose objects and arrays nest ``depth`` levels deep (itself the first)."""
+    value: Any = "leaf"
+    for level in range(depth - 1):
+        value = [value] if level % 2 else {"level": value}
+    return {"level": value}
+
+
+@pytest.mark.slow
+def test_metadata_nested_deeper_than_the_api_answers_is_a_400_that_writes_nothing(
+    serve: Any, database_url: str
+) -> None:
+    """Metadata nested 300 levels deep was stored (201), and from then on every listing of its project's
+    documents was a 500: pydantic refuses to serialize nesting that deep."""
+    deepest = {**DOCUMENT, "id": "deepest", "metadata": nested(MAX_JSON_DEPTH)}
+    with serve(database_url=database_url, retrieval_enabled=False) as client:
+        for depth in (MAX_JSON_DEPTH + 1, 300):
+            refused = client.post("/v1/documents", json={**DOCUMENT, "metadata": nested(depth)})
+            assert refused.status_code == 400, refused.text
+            error = refused.json()["error"]
+            assert error["param"] == "metadata", error
+            assert f"more than {MAX_JSON_DEPTH} levels" in error["message"], error
+        assert client.get("/v1/documents").json()["data"] == []
+        assert client.post("/v1/documents", json=deepest).status_code == 201
+        listing = client.get("/v1/documents")
+    assert listing.status_code == 200, listing.text
+    assert [document["metadata"] for document in listing.json()["data"]] == [deepest["metadata"]]

@@ -15,7 +15,7 @@ from evallens.db.engine import sqlalchemy_url
 from evallens.service.documents.loader import load_corpus
 from evallens.telemetry import attributes as attr
 from evals.sets.documents import document_ids_of_target
-from tests.evallens.service.conftest import span_attributes
+from tests.evallens.service.conftest import counted_since, errors_counted, span_attributes
 
 REFUNDS_A: dict[str, Any] = {
     "id": "refunds",
@@ -102,12 +102,16 @@ def test_the_same_id_in_two_projects_is_two_documents(serve, database_url: str) 
 
 
 def test_another_projects_document_cannot_be_deleted_and_is_a_404(serve, database_url: str) -> None:
-    """Before: B's DELETE removed A's document (200)."""
+    """Before: B's DELETE removed A's document (200). Each 404 is counted in the errors metric, as every
+    other refusal is (the router built these by hand, and none was counted)."""
     with two_shops(serve, database_url) as (client, shop_a, shop_b):
+        before = errors_counted(client)
         gone = client.delete("/v1/documents/warranty", headers=shop_b)
         unknown = client.delete("/v1/documents/never-was", headers=shop_b)
         assert gone.status_code == unknown.status_code == 404, gone.text
         assert gone.json()["error"]["type"] == unknown.json()["error"]["type"] == "not_found_error"
+        assert gone.json()["error"]["code"] == "not_found"
+        assert counted_since(before, client) == {"not_found": 2.0}
         assert sorted(listed(client, shop_a)) == ["refunds", "warranty"]
 
 

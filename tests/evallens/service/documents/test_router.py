@@ -5,17 +5,21 @@ from typing import Any, cast
 import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry
 from sqlalchemy.orm import Session
 
 from evallens.auth import AuthGate
 from evallens.service.documents import DocumentService, create_documents_router
 from evallens.service.documents.loader import load_corpus
+from evallens.service.errors import install_error_handlers
+from evallens.service.telemetry import ServiceMetrics
 from evallens.settings import AuthSettings
 from tests.conftest import REPO_ROOT
 
 
 def make_client(document_service: DocumentService) -> TestClient:
     app = FastAPI()
+    install_error_handlers(app, ServiceMetrics(CollectorRegistry()).errors)
     app.state.auth = AuthGate(AuthSettings(auth_enabled=False), Session)  # off: the default project
     app.include_router(create_documents_router(document_service))
     return TestClient(app)
@@ -67,8 +71,8 @@ def test_upsert_list_delete(document_service: DocumentService) -> None:
 
 def test_bad_documents_are_rejected(document_service: DocumentService) -> None:
     with make_client(document_service) as client:
-        assert client.post("/v1/documents", json={**BODY, "id": "../etc"}).status_code == 422
-        assert client.post("/v1/documents", json={**BODY, "text": ""}).status_code == 422
+        assert client.post("/v1/documents", json={**BODY, "id": "../etc"}).status_code == 400
+        assert client.post("/v1/documents", json={**BODY, "text": ""}).status_code == 400
 
 
 def test_loader_posts_the_demo_corpus(document_service: DocumentService) -> None:

@@ -1,0 +1,66 @@
+"""What the OpenAPI schema says the service answers: each route lists its error statuses as
+``ErrorResponse`` bodies with ``error_responses``, and ``drop_422_from_openapi`` takes out the 422 FastAPI
+documents for invalid requests, which the service answers with a 400 (``errors.install_error_handlers``)."""
+
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI
+
+from evallens.service.errors import ErrorResponse
+
+__all__ = ["BODY_ERRORS", "ERROR_DESCRIPTIONS", "KEY_ERRORS", "drop_422_from_openapi", "error_responses"]
+
+ERROR_DESCRIPTIONS = {
+    400: "The request cannot be served as sent: a body that is not a JSON object of the documented "
+    "fields, or a field, parameter or x-evallens-* header out of range (`param` names it).",
+    401: "No API key, or one the service does not know (auth enabled).",
+    403: "A revoked API key, or one without the ingest scope (auth enabled).",
+    404: "The request names something the service does not know.",
+    408: "The request body stalled, or was not all in in time (EVALLENS_SERVICE_BODY_IDLE_TIMEOUT_S, "
+    "EVALLENS_SERVICE_BODY_TIMEOUT_S).",
+    413: "The request body is over EVALLENS_SERVICE_MAX_BODY_BYTES.",
+    415: "The request body has a Content-Encoding other than identity: the service decodes none.",
+    429: "Too many at once: the service is at capacity (chat), the request body bytes in flight are at "
+    "EVALLENS_SERVICE_MAX_BODY_BYTES_IN_FLIGHT, or the API key or client address is over its rate "
+    "limit. Retry after Retry-After seconds.",
+    503: "Not now: the engine is not ready or failed (chat), or the API key cannot be checked (auth "
+    "enabled).",
+    504: "The request missed its time budget (to first token, or in all).",
+}
+# what every route that reads a JSON body may answer (429: the body bytes all requests may hold are taken)
+BODY_ERRORS = (400, 408, 413, 415, 429)
+# what every route behind the API key and the x-evallens-* tags may answer
+KEY_ERRORS = (400, 401, 403, 429, 503)
+
+
+def error_responses(
+    *status_codes: int, descriptions: Mapping[int, str] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    """FastAPI ``responses`` documenting ``status_codes`` as ``ErrorResponse`` bodies, each described by
+    the route's own ``descriptions`` or else by what it means on any route."""
+    own = descriptions or {}
+    return {
+        code: {"model": ErrorResponse, "description": own.get(code, ERROR_DESCRIPTIONS[code])}
+        for code in sorted(set(status_codes))
+    }
+
+
+def drop_422_from_openapi(app: FastAPI) -> None:
+    """Make ``app.openapi()`` FastAPI's schema without the 422 it documents on every route that takes
+    parameters or a body, and without that 422's schemas: the service answers those with a 400.
+    Replacing ``app.openapi`` is FastAPI's documented way to change the schema it generates."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            for operations in schema["paths"].values():
+                for operation in operations.values():
+                    operation["responses"].pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

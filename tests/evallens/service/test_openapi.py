@@ -1,0 +1,167 @@
+"""The OpenAPI schema a served app publishes (``GET /openapi.json``) against what it answers, on the real
+stack (vLLM tiny model, PostgreSQL, uvicorn): every error is documented as the OpenAI-style error body
+the service sends, and every bad request's answer is one the schema documents for that operation.
+
+The schema documented FastAPI's 422 validation error on every route with a body or parameters (the
+service answers those as 400s and never sends a 422), no error body on most statuses the service answers
+(408, 413, 415, 403, ...), neither the documents' 201 nor their 404, and ``/metrics`` and streamed chat
+as JSON (found by fuzzing the service with schemathesis)."""
+
+import gzip
+import json
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import httpx
+import jsonschema  # type: ignore[import-untyped]
+import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
+
+from evallens.auth import Scope, create_key
+from evallens.db.engine import sqlalchemy_url
+from evallens.settings.collector import DEFAULT_MAX_KEY_CHARS
+from evallens.telemetry import attributes as attr
+
+pytestmark = pytest.mark.slow
+
+ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorResponse"}
+MAX_BODY_BYTES = 16 * 1024
+CHAT = {"messages": [{"role": "user", "content": "How long do card refunds take?"}], "max_tokens": 2}
+DOCUMENT = {"id": "refunds", "title": "Refunds", "text": "Refunds reach your card in 5 to 10 days."}
+UNKNOWN_RESPONSE_ID = "chatcmpl-" + "0" * 32
+
+
+def operations(spec: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """Each operation of ``spec`` as (method, path, operation)."""
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            yield method, path, operation
+
+
+def keys(database_url: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Headers with an ingest key, and with a read key (which the service refuses: 403)."""
+    engine = create_engine(sqlalchemy_url(database_url))
+    with Session(engine) as session, session.begin():
+        ingest = {"x-evallens-key": create_key(session, "shop", Scope.INGEST).key}
+        read = {"x-evallens-key": create_key(session, "shop", Scope.READ).key}
+    engine.dispose()
+    return ingest, read
+
+
+def test_the_schema_documents_every_error_as_the_error_body_and_no_422(serve, database_url: str) -> None:
+    with serve(database_url=database_url, retrieval_enabled=False) as client:
+        spec = client.get("/openapi.json").json()
+    documented = {(method, path) for method, path, _ in operations(spec)}
+    assert {("post", "/v1/documents"), ("delete", "/v1/documents/{document_id}")} <= documented
+    schemas = spec["components"]["schemas"]
+    assert not {"HTTPValidationError", "ValidationError"} & schemas.keys()
+    assert set(schemas["ErrorResponse"]["required"]) == {"error"}
+    assert set(schemas["ErrorDetail"]["required"]) == {"message", "type"}
+    for method, path, operation in operations(spec):
+        responses = operation["responses"]
+        assert "422" not in responses, (method, path)
+        errors = {status: response for status, response in responses.items() if int(status) >= 400}
+        if (method, path) == ("get", "/readyz"):  # its 503 is the readiness report, not an error
+            assert responses["503"]["content"]["application/json"]["schema"]["$ref"].endswith("Report")
+            continue
+        for status, response in errors.items():
+            assert response["content"] == {"application/json": {"schema": ERROR_SCHEMA}}, (
+                method,
+                path,
+                status,
+            )
+        if "requestBody" in operation:
+            assert {"400", "408", "413", "415", "429"} <= errors.keys(), (method, path)
+    assert spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"].keys() == {"text/plain"}
+    chat = spec["paths"]["/v1/chat/completions"]["post"]["responses"]["200"]["content"]
+    assert chat.keys() == {"application/json", "text/event-stream"}
+    assert chat["application/json"]["schema"] == {"$ref": "#/components/schemas/ChatCompletionResponse"}
+    assert {"200", "201"} <= spec["paths"]["/v1/documents"]["post"]["responses"].keys()
+    assert "404" in spec["paths"]["/v1/documents/{document_id}"]["delete"]["responses"]
+    assert "404" in spec["paths"]["/v1/feedback"]["post"]["responses"]
+
+
+class Bad(NamedTuple):
+    """A bad request to one operation (``path`` as documented, ``url`` with its parameters filled in),
+    with ``request`` the arguments of ``httpx.Client.request``, and the status it is answered with."""
+
+    status: int
+    method: str
+    path: str
+    request: dict[str, Any]
+    url: str | None = None
+
+
+def test_what_the_service_answers_bad_requests_is_what_the_schema_documents(serve, database_url: str) -> None:
+    """A sample of bad requests to every operation that takes input: each answer's status is documented
+    for that operation, and its body is valid against the schema documented for it."""
+    ingest, read = keys(database_url)
+    json_with = {"content-type": "application/json"} | ingest
+    tag_too_long = {attr.HEADER_FEATURE: "f" * (DEFAULT_MAX_KEY_CHARS + 1)}
+    too_large = json.dumps({**DOCUMENT, "text": "refunds " * MAX_BODY_BYTES})
+    gzip_with = json_with | {"content-encoding": "gzip"}
+    samples: list[Bad] = []
+    for path, good in (("/v1/chat/completions", CHAT), ("/v1/feedback", {"trace_id": "0" * 32, "score": 1})):
+        gzipped = gzip.compress(json.dumps(good).encode())
+        samples += [
+            Bad(400, "post", path, {"content": '{"messages": [', "headers": json_with}),
+            Bad(400, "post", path, {"json": [good], "headers": ingest}),
+            Bad(400, "post", path, {"json": good, "headers": ingest | tag_too_long}),
+            Bad(401, "post", path, {"json": good}),
+            Bad(403, "post", path, {"json": good, "headers": read}),
+            Bad(413, "post", path, {"content": too_large, "headers": json_with}),
+            Bad(415, "post", path, {"content": gzipped, "headers": gzip_with}),
+        ]
+    one_document = "/v1/documents/{document_id}"
+    unknown_answer = {"response_id": UNKNOWN_RESPONSE_ID, "thumbs": "down"}
+    samples += [
+        Bad(400, "post", "/v1/chat/completions", {"json": {**CHAT, "temperature": "hot"}, "headers": ingest}),
+        Bad(404, "post", "/v1/feedback", {"json": unknown_answer, "headers": ingest}),
+        Bad(400, "post", "/v1/documents", {"json": {"id": "refunds"}, "headers": ingest}),
+        Bad(401, "post", "/v1/documents", {"json": DOCUMENT}),
+        Bad(403, "post", "/v1/documents", {"json": DOCUMENT, "headers": read}),
+        Bad(413, "post", "/v1/documents", {"content": too_large, "headers": json_with}),
+        Bad(415, "post", "/v1/documents", {"json": DOCUMENT, "headers": ingest | {"content-encoding": "br"}}),
+        Bad(400, "get", "/v1/documents", {"headers": ingest | tag_too_long}),
+        Bad(401, "get", "/v1/documents", {}),
+        Bad(403, "get", "/v1/documents", {"headers": read}),
+        Bad(400, "delete", one_document, {"headers": ingest}, url="/v1/documents/%00"),
+        Bad(401, "delete", one_document, {}, url="/v1/documents/refunds"),
+        Bad(404, "delete", one_document, {"headers": ingest}, url="/v1/documents/refunds"),
+    ]
+    settings = {"service_max_body_bytes": MAX_BODY_BYTES, "retrieval_enabled": False}
+    with serve(database_url=database_url, auth_enabled=True, **settings) as client:
+        spec = client.get("/openapi.json").json()
+        answers = [client.request(bad.method, bad.url or bad.path, **bad.request) for bad in samples]
+    for bad, answer in zip(samples, answers, strict=True):
+        assert answer.status_code == bad.status, (bad.method, bad.path, bad.status, answer.text)
+        assert_documented(spec, bad.method, bad.path, answer)
+    takes_input = {
+        (method, path)
+        for method, path, operation in operations(spec)
+        if {"parameters", "requestBody"} & operation.keys() or documented_errors(operation)
+    }
+    assert {(bad.method, bad.path) for bad in samples} == takes_input
+
+
+def documented_errors(operation: dict[str, Any]) -> set[str]:
+    """The statuses ``operation`` documents with the error body."""
+    return {
+        status
+        for status, response in operation["responses"].items()
+        if response.get("content", {}).get("application/json", {}).get("schema") == ERROR_SCHEMA
+    }
+
+
+def assert_documented(spec: dict[str, Any], method: str, path: str, answer: httpx.Response) -> None:
+    """``answer``'s status is documented for the operation as the error body, and its body is valid
+    against that schema (which FastAPI's own ``{"detail": ...}`` is not)."""
+    responses = spec["paths"][path][method]["responses"]
+    assert str(answer.status_code) in responses, (method, path, answer.status_code, answer.text)
+    assert answer.headers["content-type"] == "application/json", (method, path, answer.headers)
+    schema = responses[str(answer.status_code)]["content"]["application/json"]["schema"]
+    assert schema == ERROR_SCHEMA, (method, path, answer.status_code)
+    validator = jsonschema.Draft202012Validator({**schema, "components": spec["components"]})
+    validator.validate(answer.json())
+    assert not validator.is_valid({"detail": answer.json()["error"]["message"]})
