@@ -106,7 +106,8 @@ def _parse(path: Path, number: int, line: str) -> LabelRow:
     except ValidationError as error:
         problem = error.errors()[0]
         where = ".".join(str(part) for part in problem["loc"]) or "row"
-        raise CalibrationError(f"{path}:{number}: {where}: {problem['msg']}") from None
+        message = problem["msg"].removeprefix("Value error, ")  # as the set loader words it
+        raise CalibrationError(f"{path}:{number}: {where}: {message}") from None
     if row.expected not in APPLIES_TO[row.metric]:
         raise CalibrationError(
             f"{path}:{number}: metric '{row.metric}' does not apply to expected '{row.expected}'"

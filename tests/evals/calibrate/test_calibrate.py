@@ -135,7 +135,18 @@ def test_table_json_and_report_files(tmp_path: Path) -> None:
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": ['
          + "9" * 5000 + "]}", "a number longer than 4300 digits"),
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": [NaN]}',
-         "required_facts: Value error, a number fact must be finite, not nan"),
+         "required_facts: a number fact must be finite, not nan"),
+        # a union's refusal named only its first option: "required_facts.0.str: Input should be a valid
+        # string"; and true was read as the fact 1
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": [[["x"]]]}',
+         "required_facts.0: a fact is a string or a number, or a list of them as alternatives (any one "
+         "satisfies it), not a list inside a list"),
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": ["a", []]}',
+         "required_facts.1: a fact is a string or a number, or a list of them as alternatives (any one "
+         "satisfies it), not an empty list"),
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": [[1,true]]}',
+         "required_facts.0: a fact is a string or a number, or a list of them as alternatives (any one "
+         "satisfies it), not the boolean true (quote it to keep it as text)"),
     ],
 )  # fmt: skip
 def test_a_bad_row_is_one_error_naming_its_line(tmp_path: Path, line: str, expected: str) -> None:
