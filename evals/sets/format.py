@@ -42,6 +42,26 @@ def _kind(item: object) -> str:
 Fact = Annotated[FactItem | list[FactItem], BeforeValidator(_fact_shape)]
 
 
+BLANK_QUESTION = "cannot be empty or only whitespace"
+
+
+def nonblank_question(question: str) -> str:
+    """``question``, or ``ValueError`` when it holds no text: no answer can be scored against it."""
+    if not question.strip():
+        raise ValueError(BLANK_QUESTION)
+    return question
+
+
+def blank_prompt(case: "CaseSpec") -> str | None:
+    """Why ``case``'s question is blank (``nonblank_question``), or None. Set files are checked as they
+    are read, not by the model: a set version stored before the rule still loads to be run."""
+    if case.prompt_text().strip():
+        return None
+    if case.question is not None:
+        return f"question: {BLANK_QUESTION}"
+    return f"messages: the last user message (the question) {BLANK_QUESTION}"
+
+
 def writable_facts(facts: list[Fact]) -> list[Fact]:
     """``facts``, or ``ValueError`` for a number no answer can convey and no JSON can hold."""
     for fact in facts:

@@ -124,6 +124,11 @@ def test_table_json_and_report_files(tmp_path: Path) -> None:
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": true}', "label must be 0 or 1"),
         ('{"metric": "recall", "question": "q", "response": "r", "label": 1}', "metric: Input should be"),
         ('{"metric": "accuracy", "question": "q", "label": 1}', "response: Field required"),
+        # a blank question was read, and scored as if a user had asked nothing
+        ('{"metric": "accuracy", "question": " \\t\\u3000", "response": "r", "label": 1}',
+         "question: cannot be empty or only whitespace"),
+        ('{"metric": "accuracy", "question": "", "response": "r", "label": 1}',
+         "question: cannot be empty or only whitespace"),
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "expected": "refuse"}',
          "metric 'accuracy' does not apply to expected 'refuse'"),
         ('{"id": "a1", "metric": "accuracy", "question": "q", "response": "r", "label": 1}',
