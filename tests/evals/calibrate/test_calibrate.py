@@ -290,6 +290,18 @@ def test_a_report_dir_that_cannot_be_made_is_one_line_before_scoring(tmp_path: P
     ]
 
 
+def test_a_bad_label_file_leaves_no_report_dir_behind(tmp_path: Path) -> None:
+    """--report-dir was created before the label file was read: a bad row left an empty folder."""
+    labels = write_labels(tmp_path / "labels.jsonl", [ROWS[0], {**ROWS[1], "question": " \t"}])
+    folder = tmp_path / "out" / "report"
+    result = cli(str(labels), "--report-dir", str(folder), tmp_path=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"evallens: error: {labels}:2: question: cannot be empty or only whitespace"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
 class RecordedProgress:
     """A progress reporter that keeps what it was told."""
 
