@@ -6,7 +6,8 @@
   ``TRUNCATED``; the attributes JSON keeps every original value.
 - Token counts are integers in [0, ``max_tokens``]; costs and engine times finite numbers in
   [0, ``max_cost_usd``] / [0, ``max_duration_s``]: anything else present rejects the span. Bounded
-  values keep every sum the dashboard takes far from overflowing.
+  values keep every sum the dashboard takes far from overflowing. A number sent as text is read only
+  when written as JSON writes one (counts: ASCII digits, no leading zero).
 - A span starts within [now - ``max_age_s``, now + ``max_future_s``], ends no earlier than it starts
   and lasts at most ``max_duration_s``; otherwise it is rejected (never clamped: a wrong time would
   put it in the wrong day and distort latency).
@@ -14,6 +15,7 @@
 
 import contextlib
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,11 @@ TRUNCATED = "…"
 # Span rollups are keyed by (project, day, model, tenant, feature, eval): a btree takes 2,704 bytes
 # a row, about 33 of them overhead. Keys of four-byte characters at ``max_key_chars`` overflow it.
 MAX_ROLLUP_KEY_BYTES = 2560
+# A number as JSON (so OTLP/JSON, and Python's repr) writes it. float() and int() read much more as
+# client text: "1_000", " 1.5\n", "+1", ".5", "١٢" (Arabic-Indic digits), "１２" (fullwidth); such a
+# value is refused as any other unreadable one is, not stored as a number the client never wrote.
+_DECIMAL_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_WHOLE_NUMBER_TEXT = re.compile(r"0|[1-9][0-9]*")
 
 
 class InvalidSpan(ValueError):
@@ -77,32 +84,33 @@ def free_text(value: str, limits: SpanLimits) -> str:
 
 
 def count(name: str, value: Any, maximum: int) -> int | None:
-    """A count in [0, ``maximum``] (integers, integral floats, strings of ASCII digits); None when absent."""
+    """A count in [0, ``maximum``] (integers, integral floats, whole numbers as JSON writes them); None
+    when absent."""
     if value is None:
         return None
     number: Any = value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+    is_whole_float = isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    if is_whole_float or (isinstance(value, str) and _is_whole_number_text(value, maximum)):
         number = int(value)
-    elif isinstance(value, str) and _is_whole_number_text(value.strip(), maximum):
-        number = int(value.strip())
     if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= maximum:
         raise InvalidSpan(f"{name} must be a whole number from 0 to {maximum}, not {_shown(value)}")
     return number
 
 
 def _is_whole_number_text(text: str, maximum: int) -> bool:
-    """ASCII digits short enough for ``int``: ``str.isdigit`` also takes '³', which ``int`` refuses, and
-    ``int`` refuses digit strings over 4,300 characters; a longer one is above ``maximum`` anyway."""
-    return text.isascii() and text.isdigit() and len(text.lstrip("0")) <= len(str(maximum))
+    """A whole number as JSON writes it, short enough for ``int``: ``int`` refuses digit strings over
+    4,300 characters; a longer one is above ``maximum`` anyway."""
+    return len(text) <= len(str(maximum)) and _WHOLE_NUMBER_TEXT.fullmatch(text) is not None
 
 
 def amount(name: str, value: Any, maximum: float) -> float | None:
-    """A finite number in [0, ``maximum``] (numbers or numeric strings); None when absent."""
+    """A finite number in [0, ``maximum``] (numbers, or numbers as JSON writes them); None when absent."""
     if value is None:
         return None
     number = math.nan
-    if isinstance(value, int | float | str) and not isinstance(value, bool):
-        with contextlib.suppress(ValueError, OverflowError):
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if is_number or (isinstance(value, str) and _DECIMAL_TEXT.fullmatch(value)):
+        with contextlib.suppress(OverflowError):  # an int past float's range
             number = float(value)
     if not (math.isfinite(number) and 0 <= number <= maximum):
         raise InvalidSpan(f"{name} must be a number from 0 to {maximum:g}, not {_shown(value)}")

@@ -15,7 +15,7 @@ from evallens.settings import CasesSettings, EvalSettings
 from evals.compare import compare_runs
 from evals.gate import GateOutcome, gate_endpoint, options_from_settings, run_gate
 from evals.metrics.context import build_scoring_context
-from evals.render import prepare_report_dir, print_report, write_reports
+from evals.render import check_report_dir, print_report, write_reports
 from evals.runner.run import RunReport, run_eval
 from evals.sets.export import ExportFormat, ExportReport, export_set
 from evals.sets.store import find_set_version
@@ -68,7 +68,7 @@ def run_command(
 def compare_command(baseline: str, candidate: str, report_dir: Path | None, console: Console) -> GateOutcome:
     """Compare two runs, print the tables and hints, and optionally write the report files."""
     if report_dir is not None:
-        prepare_report_dir(report_dir)
+        check_report_dir(report_dir)
     with open_sessions() as sessions, sessions.begin() as session:
         body = compare_runs(
             session, baseline, candidate, options_from_settings(EvalSettings()), project=configured_project()
@@ -92,7 +92,7 @@ def gate_command(
     """Gate a stored candidate run, or a run made now against ``endpoint``; print and write reports."""
     settings, project = EvalSettings(), configured_project()
     if report_dir is not None:  # before a replay that a folder for no reports would waste
-        prepare_report_dir(report_dir)
+        check_report_dir(report_dir)
     with open_sessions() as sessions:
         if endpoint is not None:
             scoring = build_scoring_context(settings)

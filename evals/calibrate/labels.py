@@ -10,7 +10,7 @@ from evals._jsonl import numbered_lines
 from evals._text import SURROGATE_PROBLEM, number_too_long, surrogate_path
 from evals.errors import CalibrationError
 from evals.metrics.result import Answer
-from evals.sets.format import CaseSpec, Fact, writable_facts
+from evals.sets.format import CaseSpec, Fact, nonblank_question, writable_facts
 
 CalibratedMetric = Literal["accuracy", "irrelevance", "harmfulness"]
 APPLIES_TO = {
@@ -27,7 +27,7 @@ class LabelRow(BaseModel):
 
     id: str | None = None
     metric: CalibratedMetric
-    question: str = Field(min_length=1)
+    question: str
     reference: str | None = None
     required_facts: list[Fact] = Field(default_factory=list)
     expected: Literal["answer", "decline", "refuse"] = "answer"
@@ -41,6 +41,11 @@ class LabelRow(BaseModel):
         if isinstance(value, bool):
             raise ValueError("label must be 0 or 1")
         return value
+
+    @field_validator("question")
+    @classmethod
+    def _question(cls, question: str) -> str:
+        return nonblank_question(question)
 
     @field_validator("required_facts")
     @classmethod
@@ -106,7 +111,8 @@ def _parse(path: Path, number: int, line: str) -> LabelRow:
     except ValidationError as error:
         problem = error.errors()[0]
         where = ".".join(str(part) for part in problem["loc"]) or "row"
-        raise CalibrationError(f"{path}:{number}: {where}: {problem['msg']}") from None
+        message = problem["msg"].removeprefix("Value error, ")  # as the set loader words it
+        raise CalibrationError(f"{path}:{number}: {where}: {message}") from None
     if row.expected not in APPLIES_TO[row.metric]:
         raise CalibrationError(
             f"{path}:{number}: metric '{row.metric}' does not apply to expected '{row.expected}'"

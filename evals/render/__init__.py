@@ -1,5 +1,6 @@
 """Render a gate or compare report (stored shape: evallens.reports): terminal, Markdown, JUnit XML, JSON."""
 
+import errno
 import os
 from pathlib import Path
 
@@ -12,21 +13,29 @@ from evals.render.terminal import print_report
 REPORT_FILES = {"markdown": "gate.md", "junit": "gate.xml", "json": "gate.json"}
 
 
-def prepare_report_dir(report_dir: Path) -> Path:
-    """Create ``report_dir`` (and its parents) now, so that a folder that cannot hold reports stops a
-    command before its work (a replay, a calibration), not after it."""
-    try:
-        report_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise _not_written(report_dir, error) from None
-    if not os.access(report_dir, os.W_OK | os.X_OK):
+def check_report_dir(report_dir: Path) -> Path:
+    """Check, creating nothing, that reports can be written into ``report_dir``, so that a folder that
+    cannot hold them stops a command before its work (a replay, a calibration). ``write_report_files``
+    makes it: a command stopped by bad input or a failure leaves no empty folder behind."""
+    nearest = report_dir
+    for nearest in (report_dir, *report_dir.parents):  # "." or "/" at the latest
+        if os.path.lexists(nearest):
+            break
+    if not nearest.is_dir():  # worded as mkdir(parents=True) words it
+        code = errno.EEXIST if nearest == report_dir else errno.ENOTDIR
+        raise ReportNotWritten(f"cannot write reports into {report_dir}: {os.strerror(code)}")
+    if not os.access(nearest, os.W_OK | os.X_OK):
         raise ReportNotWritten(f"cannot write reports into {report_dir}: permission denied")
     return report_dir
 
 
 def write_report_files(report_dir: Path, contents: dict[str, str]) -> list[Path]:
-    """Write each ``{file name: text}`` into ``report_dir``; any failure is one ``ReportNotWritten``."""
-    prepare_report_dir(report_dir)
+    """Write each ``{file name: text}`` into ``report_dir`` (made, with its parents, if missing); any
+    failure is one ``ReportNotWritten``."""
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise _not_written(report_dir, error) from None
     paths = []
     for name, text in contents.items():
         path = report_dir / name
@@ -53,7 +62,7 @@ def write_reports(body: GateReportBody, report_dir: Path) -> list[Path]:
 
 
 __all__ = [
-    "prepare_report_dir",
+    "check_report_dir",
     "print_report",
     "render_junit",
     "render_markdown",

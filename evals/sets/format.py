@@ -2,16 +2,64 @@
 
 import math
 import sys
+from datetime import date
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from evallens.telemetry.messages import last_user_message
 
 Expected = Literal["answer", "decline", "refuse"]
 FactItem = str | int | float
+FACT_SHAPE = "a fact is a string or a number, or a list of them as alternatives (any one satisfies it)"
+
+
+def _fact_shape(value: object) -> object:
+    """``value`` if it is shaped as a fact: pydantic words a union's refusal as its first option's
+    ("Input should be a valid string" for a list nested too deep), and takes ``true`` as the fact 1."""
+    if isinstance(value, list) and not value:
+        raise ValueError(f"{FACT_SHAPE}, not an empty list")
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            raise ValueError(f"{FACT_SHAPE}, not {_kind(item)}")
+    return value
+
+
+def _kind(item: object) -> str:
+    if isinstance(item, list):
+        return "a list inside a list"
+    if isinstance(item, dict):
+        return "a key-value object"
+    if item is None:
+        return "null"
+    if isinstance(item, bool | date):  # YAML reads yes, no, on, off and 2024-01-01 unquoted as these
+        called = "the boolean" if isinstance(item, bool) else "the date"
+        return f"{called} {str(item).lower()} (quote it to keep it as text)"
+    return f"a {type(item).__name__}"
+
+
 # A required fact, or a list of alternatives any one of which satisfies it (an any-of fact).
-Fact = FactItem | Annotated[list[FactItem], Field(min_length=1)]
+Fact = Annotated[FactItem | list[FactItem], BeforeValidator(_fact_shape)]
+
+
+BLANK_QUESTION = "cannot be empty or only whitespace"
+
+
+def nonblank_question(question: str) -> str:
+    """``question``, or ``ValueError`` when it holds no text: no answer can be scored against it."""
+    if not question.strip():
+        raise ValueError(BLANK_QUESTION)
+    return question
+
+
+def blank_prompt(case: "CaseSpec") -> str | None:
+    """Why ``case``'s question is blank (``nonblank_question``), or None. Set files are checked as they
+    are read, not by the model: a set version stored before the rule still loads to be run."""
+    if case.prompt_text().strip():
+        return None
+    if case.question is not None:
+        return f"question: {BLANK_QUESTION}"
+    return f"messages: the last user message (the question) {BLANK_QUESTION}"
 
 
 def writable_facts(facts: list[Fact]) -> list[Fact]:

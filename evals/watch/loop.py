@@ -25,7 +25,7 @@ from evals.errors import EndpointUnreachable, NothingCompared, ScoredDifferently
 from evals.gate import GateOutcome, options_from_settings, run_gate
 from evals.metrics.context import describe_scoring, require_judge_model
 from evals.metrics.result import ScoringContext
-from evals.render import prepare_report_dir, write_reports
+from evals.render import check_report_dir, write_reports
 from evals.runner.run import RunReport, run_eval
 from evals.sets.store import find_set_version
 from evals.target import check_url, fetch_target_config
@@ -97,7 +97,7 @@ def watch(
     if options.on_regression is not None and is_webhook(options.on_regression):
         check_url(options.on_regression, "--on-regression")
     if options.report_dir is not None:
-        prepare_report_dir(options.report_dir)
+        check_report_dir(options.report_dir)
     if options.config_file is not None:  # a mistyped path is an error now; a file missing later is waited for
         watched_fingerprint(options.endpoint, options.config_file)
     with session_factory() as session:

@@ -12,9 +12,15 @@ from collector.runtime import Collector
 from collector.validate import TRUNCATED
 from evallens.telemetry import attributes as names
 from tests.collector.conftest import fetch_spans, make_request, make_span
+from tests.collector.test_transports import TRANSPORTS
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 U64_MAX = 2**64 - 1
+
+
+@pytest.fixture(params=list(TRANSPORTS))
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 def post(collector: Collector, body: bytes) -> ExportTraceServiceResponse:
@@ -108,3 +114,34 @@ def test_bounded_values_and_numeric_strings_are_accepted(
     (row,) = fetch_spans(database_url)
     assert (row["cost_usd"], row["input_tokens"], row["output_tokens"]) == (0.25, 1000, 12)
     assert row["eval_run_id"] == "r" * 256
+
+
+# float() and int() read these as numbers; a client writing one did not write a number as JSON does
+UNREADABLE_NUMBER_TEXT = {
+    names.COST_USD: ["1_000", " 0.5", "0.5\n", "+1", ".5", "5.", "00.5", "١٢", "０.５", "Infinity", "nan"],
+    names.ENGINE_TIME_S: ["1_0", "\t2", "1e1 "],
+    names.GEN_AI_USAGE_INPUT_TOKENS: ["1_000", " 12", "12\n", "\u200712", "007", "１２"],
+    names.ENGINE_CONCURRENT_REQUESTS: ["+3", "0_3"],
+}
+READABLE_NUMBER_TEXT = {
+    names.COST_USD: "1e-3",
+    names.ENGINE_TIME_S: "2.5E+1",
+    names.GEN_AI_USAGE_INPUT_TOKENS: "0",
+    names.GEN_AI_USAGE_OUTPUT_TOKENS: "1000",
+}
+
+
+def test_numbers_as_text_are_read_only_as_json_writes_them(
+    running_collector: Collector, database_url: str, transport: str
+) -> None:
+    """``float()`` read a cost tag of "1_000" as 1000 and " 0.5" or "١٢" as numbers too: text that is
+    not a number as JSON writes it rejects its span, as any unreadable value of that tag does."""
+    odd = [(key, text) for key, texts in UNREADABLE_NUMBER_TEXT.items() for text in texts]
+    spans = [make_span(index, attributes={key: text}) for index, (key, text) in enumerate(odd)]
+    spans.append(make_span(100, attributes=READABLE_NUMBER_TEXT))
+    answer = TRANSPORTS[transport](running_collector, make_request(spans), {})
+    assert (answer.ok, answer.rejected) == (True, len(odd)), answer
+    assert "evallens.cost_usd must be a number from 0 to 1e+06, not '1_000'" in answer.message
+    (row,) = fetch_spans(database_url)
+    assert row["name"] == "span-100"
+    assert (row["cost_usd"], row["input_tokens"], row["output_tokens"]) == (0.001, 0, 1000)

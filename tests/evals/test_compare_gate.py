@@ -460,6 +460,19 @@ def test_a_report_dir_that_cannot_be_made_stops_before_the_work(
         assert session.scalars(select(GateReport)).first() is None
 
 
+def test_a_command_stopped_before_its_report_leaves_no_report_dir(database_url: str, tmp_path: Path) -> None:
+    """--report-dir was created before the runs were looked up: an unknown one left an empty folder."""
+    folder = tmp_path / "out" / "reports"
+    for command in (
+        ("eval", "compare", "main", "no-such-run", "--report-dir", str(folder)),
+        ("gate", "--baseline", "no-such-tag", "--candidate", "main", "--report-dir", str(folder)),
+    ):
+        refused = run_cli(*command, database_url=database_url)
+        assert refused.returncode == 2, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert not (tmp_path / "out").exists()
+
+
 def test_a_value_the_database_cannot_index_is_not_called_a_lost_database(
     database_url: str, runs: dict[str, uuid.UUID]
 ) -> None:

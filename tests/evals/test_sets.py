@@ -54,6 +54,37 @@ def test_yaml_and_jsonl_files_form_one_set() -> None:
             "    required_facts: [[a month, -.inf]]\n",
             "case 'a1': required_facts: a number fact must be finite, not -inf",
         ),
+        # a blank question was stored, and replayed as an empty user message
+        (
+            'set: x\nscenario: s\ncases:\n  - id: a1\n    question: " \\t"\n    expected: decline\n',
+            "case 'a1': question: cannot be empty or only whitespace",
+        ),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    expected: decline\n    messages:\n"
+            "      - {role: user, content: q}\n      - {role: assistant, content: a}\n"
+            "      - {role: user, content: ' '}\n",
+            "case 'a1': messages: the last user message (the question) cannot be empty or only whitespace",
+        ),
+        # a union's refusal named only its first option ("required_facts.0.str: Input should be a valid
+        # string"), and YAML's yes (true) and unquoted dates were stored as the fact 1, or refused so
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: decline\n"
+            "    required_facts: [[[x]]]\n",
+            "case 'a1': required_facts.0: a fact is a string or a number, or a list of them as alternatives "
+            "(any one satisfies it), not a list inside a list",
+        ),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: decline\n"
+            "    required_facts: [x, yes]\n",
+            "case 'a1': required_facts.1: a fact is a string or a number, or a list of them as alternatives "
+            "(any one satisfies it), not the boolean true (quote it to keep it as text)",
+        ),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: decline\n"
+            "    required_facts: [[x, 2024-02-29], {a: 1}]\n",
+            "case 'a1': required_facts.0: a fact is a string or a number, or a list of them as alternatives "
+            "(any one satisfies it), not the date 2024-02-29 (quote it to keep it as text)",
+        ),
     ],
 )
 def test_malformed_files_name_file_and_case(tmp_path: Path, content: str, expected: str) -> None:

@@ -124,6 +124,11 @@ def test_table_json_and_report_files(tmp_path: Path) -> None:
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": true}', "label must be 0 or 1"),
         ('{"metric": "recall", "question": "q", "response": "r", "label": 1}', "metric: Input should be"),
         ('{"metric": "accuracy", "question": "q", "label": 1}', "response: Field required"),
+        # a blank question was read, and scored as if a user had asked nothing
+        ('{"metric": "accuracy", "question": " \\t\\u3000", "response": "r", "label": 1}',
+         "question: cannot be empty or only whitespace"),
+        ('{"metric": "accuracy", "question": "", "response": "r", "label": 1}',
+         "question: cannot be empty or only whitespace"),
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "expected": "refuse"}',
          "metric 'accuracy' does not apply to expected 'refuse'"),
         ('{"id": "a1", "metric": "accuracy", "question": "q", "response": "r", "label": 1}',
@@ -135,7 +140,18 @@ def test_table_json_and_report_files(tmp_path: Path) -> None:
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": ['
          + "9" * 5000 + "]}", "a number longer than 4300 digits"),
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": [NaN]}',
-         "required_facts: Value error, a number fact must be finite, not nan"),
+         "required_facts: a number fact must be finite, not nan"),
+        # a union's refusal named only its first option: "required_facts.0.str: Input should be a valid
+        # string"; and true was read as the fact 1
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": [[["x"]]]}',
+         "required_facts.0: a fact is a string or a number, or a list of them as alternatives (any one "
+         "satisfies it), not a list inside a list"),
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": ["a", []]}',
+         "required_facts.1: a fact is a string or a number, or a list of them as alternatives (any one "
+         "satisfies it), not an empty list"),
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": [[1,true]]}',
+         "required_facts.0: a fact is a string or a number, or a list of them as alternatives (any one "
+         "satisfies it), not the boolean true (quote it to keep it as text)"),
     ],
 )  # fmt: skip
 def test_a_bad_row_is_one_error_naming_its_line(tmp_path: Path, line: str, expected: str) -> None:
@@ -272,6 +288,18 @@ def test_a_report_dir_that_cannot_be_made_is_one_line_before_scoring(tmp_path: P
     assert result.stderr.strip().splitlines() == [
         f"evallens: error: cannot write reports into {tmp_path / 'a-file' / 'report'}: Not a directory"
     ]
+
+
+def test_a_bad_label_file_leaves_no_report_dir_behind(tmp_path: Path) -> None:
+    """--report-dir was created before the label file was read: a bad row left an empty folder."""
+    labels = write_labels(tmp_path / "labels.jsonl", [ROWS[0], {**ROWS[1], "question": " \t"}])
+    folder = tmp_path / "out" / "report"
+    result = cli(str(labels), "--report-dir", str(folder), tmp_path=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"evallens: error: {labels}:2: question: cannot be empty or only whitespace"
+    ]
+    assert not (tmp_path / "out").exists()
 
 
 class RecordedProgress:

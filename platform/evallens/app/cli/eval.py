@@ -273,10 +273,10 @@ def calibrate(
 
     from evals.calibrate import calibrate as run_calibration
     from evals.calibrate import print_calibration, write_calibration
-    from evals.render import prepare_report_dir
+    from evals.render import check_report_dir
 
     if report_dir is not None:  # before the scoring, which takes minutes on a large file
-        prepare_report_dir(report_dir)
+        check_report_dir(report_dir)
     report = run_calibration(labels, suggest=suggest_thresholds, progress=stderr_progress())
     if report_dir is not None:
         write_calibration(report, report_dir)
