@@ -52,14 +52,17 @@ def nonblank_question(question: str) -> str:
     return question
 
 
-def blank_prompt(case: "CaseSpec") -> str | None:
-    """Why ``case``'s question is blank (``nonblank_question``), or None. Set files are checked as they
-    are read, not by the model: a set version stored before the rule still loads to be run."""
-    if case.prompt_text().strip():
-        return None
-    if case.question is not None:
-        return f"question: {BLANK_QUESTION}"
-    return f"messages: the last user message (the question) {BLANK_QUESTION}"
+def blank_field(case: "CaseSpec") -> str | None:
+    """Which of ``case``'s texts is blank where text is needed (``nonblank_question``), or None: the
+    question, or the reference answer of a case expected to answer. Set files are checked as they are
+    read, not by the model: a set version stored before the rule still loads to be run."""
+    if not case.prompt_text().strip():
+        if case.question is not None:
+            return f"question: {BLANK_QUESTION}"
+        return f"messages: the last user message (the question) {BLANK_QUESTION}"
+    if case.expected == "answer" and not (case.reference_answer or "").strip():
+        return f"reference_answer: {BLANK_QUESTION} in a case with expected 'answer'"
+    return None
 
 
 def writable_facts(facts: list[Fact]) -> list[Fact]:

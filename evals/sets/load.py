@@ -13,7 +13,7 @@ from evallens.telemetry.messages import nul_path
 from evals._jsonl import numbered_lines
 from evals._text import SURROGATE_PROBLEM, number_too_long, surrogate_path
 from evals.errors import EvalSetError
-from evals.sets.format import CaseSpec, EvalSetSpec, SetFile, blank_prompt
+from evals.sets.format import CaseSpec, EvalSetSpec, SetFile, blank_field
 
 SET_SUFFIXES = (".yaml", ".yml", ".jsonl")
 NUL = "\x00"
@@ -130,7 +130,7 @@ def _validate_case(file: Path, raw: dict[str, Any], position: str) -> CaseSpec:
         case = CaseSpec.model_validate(raw)
     except ValidationError as error:
         raise EvalSetError(f"{file}: {label}: {_first_problem(error)}") from None
-    blank = blank_prompt(case)
+    blank = blank_field(case)
     if blank is not None:
         raise EvalSetError(f"{file}: {label}: {blank}")
     _reject_unstorable(file, label, case.model_dump(exclude_none=True))

@@ -65,6 +65,13 @@ def test_yaml_and_jsonl_files_form_one_set() -> None:
             "      - {role: user, content: ' '}\n",
             "case 'a1': messages: the last user message (the question) cannot be empty or only whitespace",
         ),
+        # a blank reference answer passed the check that an answer case has one, and every answer was
+        # then scored against nothing
+        (
+            'set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    reference_answer: "  "\n',
+            "case 'a1': reference_answer: cannot be empty or only whitespace in a case with expected "
+            "'answer'",
+        ),
         # a union's refusal named only its first option ("required_facts.0.str: Input should be a valid
         # string"), and YAML's yes (true) and unquoted dates were stored as the fact 1, or refused so
         (
