@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import Counter
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 
 class ErrorDetail(BaseModel):
@@ -295,12 +296,25 @@ def install_error_handlers(app: FastAPI, errors: Counter) -> None:
             error_type = NotFound.error_type
         if error.status_code == 400:
             errors.labels(BadRequest.kind).inc()
+        headers = error.headers
+        if error.status_code == 405:  # Starlette's Allow names only the first route's methods
+            headers = {**(headers or {}), "Allow": allowed_methods(request)}
         body = ErrorResponse(error=ErrorDetail(message=message, type=error_type))
-        return JSONResponse(body.model_dump(), status_code=error.status_code, headers=error.headers)
+        return JSONResponse(body.model_dump(), status_code=error.status_code, headers=headers)
 
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(RequestValidationError, invalid_body)
     app.add_exception_handler(HTTPException, http_error)
+
+
+def allowed_methods(request: Request) -> str:
+    """The methods the app serves at the request's path, for a 405's Allow header: every route of the
+    path's, where Starlette names the first route's (``POST`` for ``GET /v1/documents`` too)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if route.matches(request.scope)[0] is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
 
 
 JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "true or false"}
