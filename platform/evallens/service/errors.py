@@ -240,6 +240,24 @@ class NotFound(ServiceError):
     kind = "not_found"
 
 
+class InternalError(ServiceError):
+    """An error the service did not expect (PostgreSQL failing, a bug): answered as an error object,
+    its traceback only in the service's log."""
+
+    status_code = 500
+    error_type = "server_error"
+    kind = "internal"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The service failed to answer this request: an internal error, logged by the service.",
+            code="internal_error",
+            # the error is raised on to the server, which closes the connection: a client that reused it
+            # had its next request reset
+            headers={"Connection": "close"},
+        )
+
+
 AUTH_ERROR_TYPES = {
     401: "authentication_error",
     403: "permission_error",
@@ -265,7 +283,8 @@ class AuthRefused(ServiceError):
 
 def install_error_handlers(app: FastAPI, errors: Counter) -> None:
     """Turn service errors and invalid bodies into OpenAI-style JSON errors, each counted in ``errors``
-    (the errors metric, by kind) unless the request's own recording counted it already."""
+    (the errors metric, by kind) unless the request's own recording counted it already; any other
+    exception is a 500 with an error object too."""
 
     async def service_error(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, ServiceError)
@@ -302,9 +321,15 @@ def install_error_handlers(app: FastAPI, errors: Counter) -> None:
         body = ErrorResponse(error=ErrorDetail(message=message, type=error_type))
         return JSONResponse(body.model_dump(), status_code=error.status_code, headers=headers)
 
+    async def unexpected_error(_: Request, __: Exception) -> JSONResponse:
+        # Starlette answered a text body, "Internal Server Error"; it still raises the error on to the
+        # server, which logs its traceback. Not counted: the chat path records its own (by error type).
+        return InternalError().response()
+
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(RequestValidationError, invalid_body)
     app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, unexpected_error)
 
 
 def allowed_methods(request: Request) -> str:
