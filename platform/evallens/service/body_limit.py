@@ -20,7 +20,10 @@ request with a body was a 429 while they waited.
 A body sent with a content coding (``Content-Encoding: gzip``, ``br``, ...) is a 415 before a byte of it
 is read: the service decodes none, so a gzip body was read as its compressed bytes (a 400 saying it is
 not UTF-8) and a JSON body labelled ``br`` was answered as if it were unlabelled. RFC 9110 §15.5.16 and
-RFC 7694 answer such a body with 415 and an ``Accept-Encoding`` header naming what the server takes.
+RFC 7694 answer such a body with 415 and an ``Accept-Encoding`` header naming what the server takes. A
+request without a body (no Transfer-Encoding, no Content-Length above 0: a GET, a DELETE) has nothing to
+decode and is served whatever it says: a client that labels every request was refused ``GET
+/v1/documents``, ``/healthz`` and ``/openapi.json`` itself, none of which documents a 415.
 
 Each refusal is counted in the service's errors metric by its kind (``body_too_large``, ``body_timeout``,
 ``body_bytes_in_flight``, ``content_encoding``): none reaches a handler that would record it, and an
@@ -48,10 +51,11 @@ __all__ = ["BodyLimit"]
 
 class BodyLimit:
     """ASGI middleware: a body with a Content-Encoding other than ``identity`` is a 415 before a byte is
-    read, a body over ``max_body_bytes`` is a 413 (by its Content-Length before a byte is read, else once
-    the bytes read pass it), one that pauses for ``idle_timeout_s`` or is not all in after
-    ``body_timeout_s`` is a 408, and one that would take the bytes all requests hold past
-    ``budget_bytes`` is a 429 (``retry_after_s``); each refusal counted in ``errors``."""
+    read (a request without a body is served whatever its Content-Encoding), a body over
+    ``max_body_bytes`` is a 413 (by its Content-Length before a byte is read, else once the bytes read
+    pass it), one that pauses for ``idle_timeout_s`` or is not all in after ``body_timeout_s`` is a 408,
+    and one that would take the bytes all requests hold past ``budget_bytes`` is a 429
+    (``retry_after_s``); each refusal counted in ``errors``."""
 
     def __init__(
         self,
@@ -74,10 +78,10 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if (coding := content_coding(scope)) is not None:
+        declared = content_length(scope)
+        if (coding := content_coding(scope)) is not None and has_body(scope, declared):
             await self._refuse(send, UnsupportedContentEncoding(coding))
             return
-        declared = content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
             await self._refuse(send, BodyTooLarge(self.max_body_bytes))
             return
@@ -207,6 +211,12 @@ def content_length(scope: Scope) -> int | None:
         if name == b"content-length" and value.isdigit():
             return int(value)
     return None
+
+
+def has_body(scope: Scope, declared: int | None) -> bool:
+    """Whether the request comes with a body: HTTP/1.1 sends one only with Transfer-Encoding or a
+    Content-Length (RFC 9112 §6.3), and one of 0 bytes is none."""
+    return bool(declared) or any(name == b"transfer-encoding" for name, _ in scope["headers"])
 
 
 def content_coding(scope: Scope) -> str | None:

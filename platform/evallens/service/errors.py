@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import Counter
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 
 class ErrorDetail(BaseModel):
@@ -239,6 +240,24 @@ class NotFound(ServiceError):
     kind = "not_found"
 
 
+class InternalError(ServiceError):
+    """An error the service did not expect (PostgreSQL failing, a bug): answered as an error object,
+    its traceback only in the service's log."""
+
+    status_code = 500
+    error_type = "server_error"
+    kind = "internal"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The service failed to answer this request: an internal error, logged by the service.",
+            code="internal_error",
+            # the error is raised on to the server, which closes the connection: a client that reused it
+            # had its next request reset
+            headers={"Connection": "close"},
+        )
+
+
 AUTH_ERROR_TYPES = {
     401: "authentication_error",
     403: "permission_error",
@@ -264,7 +283,8 @@ class AuthRefused(ServiceError):
 
 def install_error_handlers(app: FastAPI, errors: Counter) -> None:
     """Turn service errors and invalid bodies into OpenAI-style JSON errors, each counted in ``errors``
-    (the errors metric, by kind) unless the request's own recording counted it already."""
+    (the errors metric, by kind) unless the request's own recording counted it already; any other
+    exception is a 500 with an error object too."""
 
     async def service_error(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, ServiceError)
@@ -295,12 +315,31 @@ def install_error_handlers(app: FastAPI, errors: Counter) -> None:
             error_type = NotFound.error_type
         if error.status_code == 400:
             errors.labels(BadRequest.kind).inc()
+        headers = error.headers
+        if error.status_code == 405:  # Starlette's Allow names only the first route's methods
+            headers = {**(headers or {}), "Allow": allowed_methods(request)}
         body = ErrorResponse(error=ErrorDetail(message=message, type=error_type))
-        return JSONResponse(body.model_dump(), status_code=error.status_code, headers=error.headers)
+        return JSONResponse(body.model_dump(), status_code=error.status_code, headers=headers)
+
+    async def unexpected_error(_: Request, __: Exception) -> JSONResponse:
+        # Starlette answered a text body, "Internal Server Error"; it still raises the error on to the
+        # server, which logs its traceback. Not counted: the chat path records its own (by error type).
+        return InternalError().response()
 
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(RequestValidationError, invalid_body)
     app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, unexpected_error)
+
+
+def allowed_methods(request: Request) -> str:
+    """The methods the app serves at the request's path, for a 405's Allow header: every route of the
+    path's, where Starlette names the first route's (``POST`` for ``GET /v1/documents`` too)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if route.matches(request.scope)[0] is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
 
 
 JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "true or false"}

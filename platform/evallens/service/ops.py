@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
@@ -88,15 +88,16 @@ async def healthz() -> dict[str, str]:
 @router.get(
     "/readyz",
     response_model=ReadinessReport,
+    response_model_exclude_unset=True,  # ready is {"ready": true}, without the empty lists
     responses={503: {"model": ReadinessReport, "description": "Not ready: `waiting_for` names what."}},
 )
-async def readyz(readiness: ReadinessDep) -> JSONResponse:
+async def readyz(readiness: ReadinessDep, response: Response) -> ReadinessReport:
     """200 only when every engine answers and the embedder and indexes are warm; else 503 naming what is
     not (``failed``: a part whose warm-up failed, which a restart may fix)."""
     if not (waiting := readiness.waiting_for()):
-        return JSONResponse({"ready": True})
-    failed = sorted(readiness.failed)
-    return JSONResponse({"ready": False, "waiting_for": waiting, "failed": failed}, status_code=503)
+        return ReadinessReport(ready=True)
+    response.status_code = 503
+    return ReadinessReport(ready=False, waiting_for=waiting, failed=sorted(readiness.failed))
 
 
 @router.get("/metrics", response_class=PlainTextResponse)  # documented as text: the Prometheus format

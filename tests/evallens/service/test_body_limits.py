@@ -162,6 +162,27 @@ def test_a_body_in_a_content_coding_is_a_415_and_records_nothing(
         assert [document["id"] for document in client.get("/v1/documents").json()["data"]] == ["manual"]
 
 
+def test_a_request_without_a_body_is_served_whatever_its_content_encoding(serve, database_url: str) -> None:
+    """A client that labels every request gzip was refused ``GET /v1/documents``, ``/healthz`` and
+    ``/openapi.json`` with a 415 that none of them documents: without a body there is nothing to decode.
+    A body it does send is still refused, declared by its length or sent chunked."""
+    gzip_label = {"content-encoding": "gzip"}
+    with serve(database_url=database_url, retrieval_enabled=False) as client:
+        errors_before = errors_counted(client)
+        for path in ("/healthz", "/openapi.json", "/v1/documents", "/metrics"):
+            answered = client.get(path, headers=gzip_label)
+            assert answered.status_code == 200, (path, answered.text)
+        unknown = client.delete("/v1/documents/manual", headers=gzip_label)
+        assert unknown.status_code == 404, unknown.text
+        json_gzip = {"content-type": "application/json", **gzip_label}
+        chunked_body = client.post(
+            "/v1/documents", content=iter([gzip.compress(document_body(1024))]), headers=json_gzip
+        )
+        assert chunked_body.status_code == 415, chunked_body.text
+        assert counted_since(errors_before, client) == {"not_found": 1.0, "content_encoding": 1.0}
+        assert client.get("/v1/documents").json()["data"] == []
+
+
 def test_a_chat_body_over_the_limit_is_a_413_that_never_reaches_the_engine(serve, span_exporter) -> None:
     with serve(**LIMITS) as client:
         before, num_spans = engine_requests(client), len(span_exporter.get_finished_spans())

@@ -229,6 +229,21 @@ def test_refusals_before_the_api_answer_with_an_error_object(serve) -> None:
         assert post_json(client, chat_body()).status_code == 200
 
 
+def test_a_405_allows_every_method_its_path_serves(serve, database_url: str) -> None:
+    """``OPTIONS /v1/documents`` was a 405 with ``Allow: POST``, though the path serves GET too: Starlette
+    names the methods of the first route that matches the path only."""
+    wrong = [("OPTIONS", "/v1/documents"), ("PUT", "/v1/documents"), ("POST", "/v1/documents/refunds")]
+    with serve(database_url=database_url, retrieval_enabled=False) as client:
+        answers = [client.request(method, path) for method, path in [*wrong, ("OPTIONS", "/healthz")]]
+    assert [(answer.status_code, answer.headers.get("allow")) for answer in answers] == [
+        (405, "GET, POST"),
+        (405, "GET, POST"),
+        (405, "DELETE"),
+        (405, "GET"),
+    ]
+    assert {answer.json()["error"]["message"] for answer in answers} == {"Method Not Allowed"}
+
+
 @pytest.mark.parametrize(
     ("fields", "param"),
     [

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import httpx
 import jsonschema  # type: ignore[import-untyped]
+import psycopg
 import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
@@ -62,6 +63,8 @@ def test_the_schema_documents_every_error_as_the_error_body_and_no_422(serve, da
         responses = operation["responses"]
         assert "422" not in responses, (method, path)
         errors = {status: response for status, response in responses.items() if int(status) >= 400}
+        if (method, path) == ("post", "/v1/chat/completions"):  # a client gone: no body, read by no one
+            assert "content" not in errors.pop("499"), responses
         if (method, path) == ("get", "/readyz"):  # its 503 is the readiness report, not an error
             assert responses["503"]["content"]["application/json"]["schema"]["$ref"].endswith("Report")
             continue
@@ -80,6 +83,10 @@ def test_the_schema_documents_every_error_as_the_error_body_and_no_422(serve, da
     assert {"200", "201"} <= spec["paths"]["/v1/documents"]["post"]["responses"].keys()
     assert "404" in spec["paths"]["/v1/documents/{document_id}"]["delete"]["responses"]
     assert "404" in spec["paths"]["/v1/feedback"]["post"]["responses"]
+    one_document = "/v1/documents/{document_id}"
+    failing = [("post", "/v1/chat/completions"), ("get", "/v1/documents"), ("post", "/v1/documents")]
+    for method, path in [*failing, ("delete", one_document)]:  # the engine or PostgreSQL failing under them
+        assert "500" in spec["paths"][path][method]["responses"], (method, path)
 
 
 class Bad(NamedTuple):
@@ -143,6 +150,25 @@ def test_what_the_service_answers_bad_requests_is_what_the_schema_documents(serv
         if {"parameters", "requestBody"} & operation.keys() or documented_errors(operation)
     }
     assert {(bad.method, bad.path) for bad in samples} == takes_input
+
+
+def test_a_failure_the_service_did_not_expect_is_the_documented_500(serve, database_url: str) -> None:
+    """A 500 (here PostgreSQL without the knowledge base's tables) was Starlette's text body, "Internal
+    Server Error", documented nowhere, and the server closed the connection unannounced: the client's next
+    request on it was reset."""
+    with serve(database_url=database_url, retrieval_enabled=False) as client:
+        spec = client.get("/openapi.json").json()
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            connection.execute("DROP TABLE chunks, documents")
+        answers = {
+            ("get", "/v1/documents"): client.get("/v1/documents"),
+            ("post", "/v1/documents"): client.post("/v1/documents", json=DOCUMENT),
+        }
+    for (method, path), answer in answers.items():
+        assert answer.status_code == 500, answer.text
+        assert answer.json()["error"]["type"] == "server_error" and "Traceback" not in answer.text
+        assert answer.headers["connection"] == "close"
+        assert_documented(spec, method, path, answer)
 
 
 def documented_errors(operation: dict[str, Any]) -> set[str]:

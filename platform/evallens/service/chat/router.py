@@ -23,6 +23,10 @@ STREAM_SCHEMA = {
     "description": "Server-sent events: each `data:` a chat.completion.chunk JSON object (an error body "
     "if the answer fails part way), then `data: [DONE]`.",
 }
+CLIENT_GONE = (
+    "The client closed the connection before its answer (not `stream`) was ready, nginx's convention: "
+    "sent with no body, to no one; the status the request's span, metrics and log record."
+)
 
 
 @router.post(
@@ -33,7 +37,8 @@ STREAM_SCHEMA = {
             "description": "The answer: one JSON object, or with `stream` server-sent events.",
             "content": {"text/event-stream": {"schema": STREAM_SCHEMA}},
         },
-        **error_responses(*BODY_ERRORS, *KEY_ERRORS, 504),
+        CLIENT_CLOSED: {"description": CLIENT_GONE},
+        **error_responses(*BODY_ERRORS, *KEY_ERRORS, 500, 504),
     },
 )
 async def create_chat_completion(

@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from evallens.service.text import StorableJson, StorableText
+from evallens.service.text import MAX_JSON_DEPTH, StorableJson, StorableText
 
 DOCUMENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
 
@@ -42,6 +42,11 @@ class DocumentOut(BaseModel):
     metadata: dict[str, Any]
     num_chunks: int
     updated_at: datetime
+    metadata_too_deep: bool = Field(
+        default=False,
+        description=f"The stored metadata nests more than {MAX_JSON_DEPTH} levels deep (stored before such "
+        "metadata was refused), so `metadata` is empty instead of it. Re-post the document to replace it.",
+    )
 
 
 class DocumentList(BaseModel):

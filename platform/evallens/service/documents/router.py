@@ -23,7 +23,10 @@ from evallens.service.openapi import BODY_ERRORS, KEY_ERRORS, error_responses
 
 def create_documents_router(service: DocumentService) -> APIRouter:
     """A router for ``service``; include it in the app with ``app.include_router(...)``."""
-    router = APIRouter(prefix="/v1/documents", tags=["documents"], responses=error_responses(*KEY_ERRORS))
+    # 500: each route reads or writes PostgreSQL, which may fail under it
+    router = APIRouter(
+        prefix="/v1/documents", tags=["documents"], responses=error_responses(*KEY_ERRORS, 500)
+    )
     already_stored = {"model": UpsertResult, "description": "Already stored: updated, or unchanged."}
 
     @router.post(

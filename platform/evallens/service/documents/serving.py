@@ -138,6 +138,7 @@ class DocumentService:
                     metadata=doc.metadata,
                     num_chunks=doc.num_chunks,
                     updated_at=doc.updated_at,
+                    metadata_too_deep=doc.metadata_too_deep,
                 )
                 for doc in documents
             ]

@@ -11,13 +11,14 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, select, text, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import case, delete, func, literal, select, text, update
+from sqlalchemy.dialects.postgresql import JSONPATH, insert
 from sqlalchemy.orm import Session
 
 from evallens.db.models.knowledge import Chunk, Document
 from evallens.service.rag.chunking import TextChunk
 from evallens.service.rag.embeddings import Vectors
+from evallens.service.text import MAX_JSON_DEPTH
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class DocumentSummary:
     metadata: dict[str, Any]
     num_chunks: int
     updated_at: datetime
+    metadata_too_deep: bool = False  # stored nested past MAX_JSON_DEPTH: ``metadata`` is empty instead
 
 
 @dataclass(frozen=True)
@@ -172,8 +174,16 @@ def delete_document(session: Session, project: str, document_id: str) -> bool:
     return result.first() is not None
 
 
+# An object or array at level MAX_JSON_DEPTH (the root is level 0) nests deeper than the API takes now.
+# Metadata stored before that limit may: pydantic cannot serialize past about 250 levels (the listing was
+# a 500) and psycopg cannot decode past about 900 (RecursionError), so PostgreSQL tests it, unread.
+_TOO_DEEP_PATH = 'strict $.**{%s} ? (@.type() == "object" || @.type() == "array")'
+
+
 def list_documents(session: Session, project: str) -> list[DocumentSummary]:
-    """Every document of ``project`` with its chunk count, by id."""
+    """Every document of ``project`` with its chunk count, by id; a document whose stored metadata nests
+    more than ``MAX_JSON_DEPTH`` levels deep comes with empty metadata and ``metadata_too_deep``."""
+    too_deep = func.jsonb_path_exists(Document.metadata_, literal(_TOO_DEEP_PATH % MAX_JSON_DEPTH, JSONPATH))
     num_chunks = (
         select(func.count(Chunk.id))
         .where(Chunk.project == Document.project, Chunk.document_id == Document.id)
@@ -184,7 +194,8 @@ def list_documents(session: Session, project: str) -> list[DocumentSummary]:
             Document.id,
             Document.title,
             Document.content_hash,
-            Document.metadata_,
+            case((too_deep, None), else_=Document.metadata_).label("metadata"),
+            too_deep.label("metadata_too_deep"),
             Document.updated_at,
             num_chunks.label("num_chunks"),
         )
@@ -196,9 +207,10 @@ def list_documents(session: Session, project: str) -> list[DocumentSummary]:
             id=row.id,
             title=row.title,
             content_hash=row.content_hash,
-            metadata=dict(row.metadata_ or {}),
+            metadata=dict(row.metadata or {}),
             num_chunks=int(row.num_chunks),
             updated_at=row.updated_at,
+            metadata_too_deep=row.metadata_too_deep,
         )
         for row in rows
     ]

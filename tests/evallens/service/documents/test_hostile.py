@@ -174,3 +174,29 @@ def test_metadata_nested_deeper_than_the_api_answers_is_a_400_that_writes_nothin
         listing = client.get("/v1/documents")
     assert listing.status_code == 200, listing.text
     assert [document["metadata"] for document in listing.json()["data"]] == [deepest["metadata"]]
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 300, 5000])
+def test_a_stored_document_with_metadata_nested_too_deep_lists_without_it(
+    document_service: DocumentService, database_url: str, depth: int
+) -> None:
+    """A document stored before such metadata was a 400 made every listing of its project a 500: pydantic
+    cannot serialize 300 levels, psycopg cannot decode 5000. Now it is listed with empty metadata and
+    ``metadata_too_deep``, beside the project's other documents as they are."""
+    for document_id in ("deep", "refunds"):
+        document_service.upsert_sync(DEFAULT_PROJECT, DocumentIn(**{**DOCUMENT, "id": document_id}))
+    too_deep = '{"source": "test", "nested": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"  # depth levels
+    with psycopg.connect(database_url) as connection:  # as an older service stored it
+        connection.execute("UPDATE documents SET metadata = %s::jsonb WHERE id = 'deep'", (too_deep,))
+    shallow = nested(MAX_JSON_DEPTH)  # as deep as the API takes: answered as stored
+    as_deep_as_taken = DocumentIn(**{**DOCUMENT, "id": "shallow", "metadata": shallow})
+    document_service.upsert_sync(DEFAULT_PROJECT, as_deep_as_taken)
+    with make_client(document_service) as client:
+        listing = client.get("/v1/documents")
+    assert listing.status_code == 200, listing.text
+    documents = {document["id"]: document for document in listing.json()["data"]}
+    assert {name: (doc["metadata"], doc["metadata_too_deep"]) for name, doc in documents.items()} == {
+        "deep": ({}, True),
+        "refunds": (DOCUMENT["metadata"], False),
+        "shallow": (shallow, False),
+    }
