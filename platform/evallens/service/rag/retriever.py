@@ -76,6 +76,8 @@ class HybridRetriever:
             "chunk_tokens": s.chunk_tokens,
             "overlap": s.overlap,
             "top_k": s.top_k,
+            # unconditional (fusion.top_k_keeping), listed so a change to the rule changes the fingerprint
+            "top_k_keeps_leg_bests": True,
             "fusion": s.fusion,
             "rrf_k": s.rrf_k,
             "candidates_per_leg": s.candidates_per_leg,

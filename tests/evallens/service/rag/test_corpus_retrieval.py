@@ -72,6 +72,7 @@ def test_an_exact_model_number_brings_its_product_into_the_top_5(make_retriever)
 
 def test_the_top_k_hold_each_legs_best_hit_beyond_the_rerank_pool(make_retriever) -> None:
     retriever = make_retriever(fusion="rrf", compress=False, rerank_candidates=1, top_k=2)
+    assert retriever.config()["top_k_keeps_leg_bests"] is True  # the configuration says what it does
     for case in read_cases()[:30]:
         result = retriever.retrieve_sync(case.question, project=DEFAULT_PROJECT)
         leg_bests = {leg[0].id for leg in (result.vector_hits, result.keyword_hits) if leg}
