@@ -47,6 +47,15 @@ class RagSettings(BaseSettings):
         default=0.12, ge=0.0, le=0.5, description="Share of chunk_tokens repeated between consecutive chunks."
     )
     top_k: int = Field(default=5, ge=1, le=50, description="Chunks handed to the prompt after reranking.")
+    max_chunks_per_document: int = Field(
+        default=2,
+        ge=0,
+        le=50,
+        description=(
+            "Most chunks of one document among the top k (0: no cap); more only when too few other "
+            "documents are among the candidates, or when each leg's best hit is kept."
+        ),
+    )
     fusion: Fusion = Field(
         default="rrf",
         description="How the legs combine: rrf (hybrid, Reciprocal Rank Fusion), vector only, keyword only.",

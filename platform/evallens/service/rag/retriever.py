@@ -1,6 +1,7 @@
 """Hybrid retrieval: vector leg + BM25 leg -> Reciprocal Rank Fusion -> rerank -> compression.
 
-The top k keep each leg's best hit, whatever fusion and reranking make of it (why: ``fusion``).
+The top k keep each leg's best hit, whatever fusion and reranking make of it, and hold at most
+``max_chunks_per_document`` chunks of one document (why: ``fusion``).
 
 Retrieval reads one project's knowledge base: every leg, and the chunks fetched for reranking, are
 that project's only.
@@ -76,6 +77,9 @@ class HybridRetriever:
             "chunk_tokens": s.chunk_tokens,
             "overlap": s.overlap,
             "top_k": s.top_k,
+            # unconditional (fusion.top_k_keeping), listed so a change to the rule changes the fingerprint
+            "top_k_keeps_leg_bests": True,
+            "max_chunks_per_document": s.max_chunks_per_document,
             "fusion": s.fusion,
             "rrf_k": s.rrf_k,
             "candidates_per_leg": s.candidates_per_leg,
@@ -199,7 +203,13 @@ class HybridRetriever:
                 if chunk_id in rows
             ]
             reranked = self._reranker.rerank(query, candidates, len(candidates))
-            ranked = top_k_keeping(reranked, leg_bests, top_k)
+            ranked = top_k_keeping(
+                reranked,
+                leg_bests,
+                top_k,
+                document_of={chunk_id: row.document_id for chunk_id, row in rows.items()},
+                max_per_document=self.settings.max_chunks_per_document,
+            )
             span.set_attributes(
                 {
                     attr.OPENINFERENCE_SPAN_KIND: attr.OPENINFERENCE_KIND_RERANKER,

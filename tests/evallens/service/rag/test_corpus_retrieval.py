@@ -1,6 +1,7 @@
 """Hybrid retrieval on the demo corpus against vector-only: model numbers, recall@5, spans, scope."""
 
 import re
+from collections import Counter
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -72,6 +73,7 @@ def test_an_exact_model_number_brings_its_product_into_the_top_5(make_retriever)
 
 def test_the_top_k_hold_each_legs_best_hit_beyond_the_rerank_pool(make_retriever) -> None:
     retriever = make_retriever(fusion="rrf", compress=False, rerank_candidates=1, top_k=2)
+    assert retriever.config()["top_k_keeps_leg_bests"] is True  # the configuration says what it does
     for case in read_cases()[:30]:
         result = retriever.retrieve_sync(case.question, project=DEFAULT_PROJECT)
         leg_bests = {leg[0].id for leg in (result.vector_hits, result.keyword_hits) if leg}
@@ -84,6 +86,30 @@ def test_hybrid_recall_at_5_is_at_least_vector_only(make_retriever) -> None:
     assert num_cases >= 30
     assert hybrid >= vector
     assert hybrid > 0.8
+
+
+def test_a_cap_of_2_chunks_per_document_frees_top_5_places_without_lowering_recall(make_retriever) -> None:
+    """Without the cap one document's sections took 3 or more of the top 5 for some questions and pushed out
+    another document they needed."""
+    cases = [case for case in read_cases() if case.context_ids]
+
+    def recall_and_most_places(retriever: HybridRetriever) -> tuple[float, int]:
+        recall, most_places = 0.0, 0
+        for case in cases:
+            chunks = retriever.retrieve_sync(case.question, project=DEFAULT_PROJECT, top_k=5).chunks
+            places = Counter(chunk.document_id for chunk in chunks)
+            recall += len(places.keys() & set(case.context_ids)) / len(case.context_ids)
+            most_places = max([most_places, *places.values()])
+        return recall / len(cases), most_places
+
+    capped = make_retriever(compress=False)
+    assert capped.config()["max_chunks_per_document"] == 2
+    capped_recall, capped_places = recall_and_most_places(capped)
+    uncapped_recall, uncapped_places = recall_and_most_places(
+        make_retriever(compress=False, max_chunks_per_document=0)
+    )
+    assert capped_places <= 2 < uncapped_places
+    assert capped_recall > uncapped_recall
 
 
 def test_a_retrieval_emits_stage_spans_with_documents(corpus_sessions, embedder) -> None:

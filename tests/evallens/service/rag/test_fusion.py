@@ -62,3 +62,23 @@ def test_kept_hits_already_in_the_top_k_or_not_ranked_change_nothing() -> None:
 def test_more_kept_hits_than_places_keep_the_best_ranked_of_them() -> None:
     ranked = hits("a", "b", "c", "d")
     assert [hit.id for hit in top_k_keeping(ranked, {"b", "c", "d"}, 2)] == ["b", "c"]
+
+
+def test_a_document_takes_at_most_its_cap_of_places_while_others_are_ranked() -> None:
+    ranked = hits("a1", "a2", "a3", "a4", "b1", "c1")
+    document_of = {item_id: item_id[0] for item_id in ("a1", "a2", "a3", "a4", "b1", "c1")}
+    capped = top_k_keeping(ranked, set(), 4, document_of=document_of, max_per_document=2)
+    assert [hit.id for hit in capped] == ["a1", "a2", "b1", "c1"]
+    assert top_k_keeping(ranked, set(), 4, document_of=document_of, max_per_document=0) == ranked[:4]
+
+
+def test_the_cap_counts_kept_hits_and_gives_way_when_too_few_documents_are_ranked() -> None:
+    ranked = hits("a1", "a2", "a3", "b1", "a4")
+    document_of = {item_id: item_id[0] for item_id in ("a1", "a2", "a3", "a4", "b1")}
+    # a4 is a leg's best hit: it stays and fills one of a's two places
+    kept = top_k_keeping(ranked, {"a4"}, 3, document_of=document_of, max_per_document=2)
+    assert [hit.id for hit in kept] == ["a1", "b1", "a4"]
+    # five places, two documents: a takes the places b cannot fill, best first
+    assert top_k_keeping(ranked, set(), 5, document_of=document_of, max_per_document=1) == ranked
+    short = top_k_keeping(ranked, set(), 3, document_of=document_of, max_per_document=1)
+    assert [hit.id for hit in short] == ["a1", "a2", "b1"]
