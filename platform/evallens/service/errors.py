@@ -232,6 +232,23 @@ class EngineUnavailable(ServiceError):
     kind = "engine"
 
 
+class DatabaseAway(ServiceError):
+    """PostgreSQL, which holds what the request reads or writes, cannot be reached or dropped the
+    connection: retry after ``retry_after_s`` (any other database error is a 500)."""
+
+    status_code = 503
+    error_type = "server_error"
+    kind = "database"
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(
+            "The service's PostgreSQL cannot be reached now, or dropped the connection. "
+            f"Retry after {retry_after_s} s.",
+            code="database_unavailable",
+            headers={"Retry-After": str(retry_after_s)},
+        )
+
+
 class NotFound(ServiceError):
     """The request names something the service does not know."""
 
@@ -241,8 +258,8 @@ class NotFound(ServiceError):
 
 
 class InternalError(ServiceError):
-    """An error the service did not expect (PostgreSQL failing, a bug): answered as an error object,
-    its traceback only in the service's log."""
+    """An error the service did not expect (PostgreSQL refusing a command, a bug): answered as an error
+    object, its traceback only in the service's log."""
 
     status_code = 500
     error_type = "server_error"
