@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 
 from collector.runtime import Collector
 from evallens.auth import Scope, create_key, revoke_key
-from evallens.auth.gate import POSTGRES_AWAY_RETRY_AFTER_S
 from evallens.db import create_db_engine
+from evallens.db.errors import POSTGRES_AWAY_RETRY_AFTER_S
 from evallens.telemetry import attributes as names
 from tests.collector.conftest import OwnPostgres, count_spans, fetch_spans, make_request, make_span
 

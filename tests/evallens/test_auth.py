@@ -34,9 +34,9 @@ from evallens.auth import (
     presented_key,
     revoke_key,
 )
-from evallens.auth.gate import POSTGRES_AWAY_RETRY_AFTER_S
 from evallens.auth.keys import hash_secret
 from evallens.db import create_db_engine, create_session_factory
+from evallens.db.errors import POSTGRES_AWAY_RETRY_AFTER_S
 from evallens.db.models.auth import ApiKey
 from evallens.db.server import DatabaseServer, embedded_url
 from evallens.settings import AuthSettings, child_environment

@@ -13,13 +13,11 @@ from evallens.auth._errors import AuthError, AuthUnavailable, RateLimited
 from evallens.auth.headers import presented_key
 from evallens.auth.keys import Principal, Scope, authenticate
 from evallens.auth.limit import RateLimiter, retry_after_header
+from evallens.db.errors import POSTGRES_AWAY_RETRY_AFTER_S
 from evallens.settings import AuthSettings
 
 Cached = TypeVar("Cached")
 MAX_CACHED_KEYS = 10_000  # of each kind, accepted and refused; past it the cache starts over
-# a refusal without one is retried at each client's own pace; a few seconds spaces the retries of every
-# client out over a PostgreSQL restart without keeping them away long once it is back
-POSTGRES_AWAY_RETRY_AFTER_S = 5
 
 
 class AuthGate:

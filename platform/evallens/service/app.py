@@ -26,6 +26,7 @@ from evallens.service.documents import DocumentService, create_documents_router
 from evallens.service.engines import Engine, EngineRouter, create_router
 from evallens.service.errors import install_error_handlers
 from evallens.service.guards import GuardMetrics
+from evallens.service.head import answer_head_as_get
 from evallens.service.openapi import drop_422_from_openapi
 from evallens.service.rag import Embedder, HybridRetriever, KeywordIndex, KnowledgeBaseGenerations
 from evallens.service.response_index import ResponseIndex
@@ -150,6 +151,7 @@ def create_app(
             tracer=tracer,
         )
         app.include_router(create_documents_router(documents), dependencies=[Depends(require_key)])
+    answer_head_as_get(app)  # after every router: each GET route answers HEAD too
     return app
 
 

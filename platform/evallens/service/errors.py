@@ -34,7 +34,7 @@ class ServiceError(Exception):
     status_code = 500
     error_type = "server_error"
     kind = "engine"  # label of the errors metric
-    counted = False  # True once the errors metric counts it, so that no later handler counts it again
+    counted = False  # True once the errors metric counts it (``count_error``, ``mark_counted``)
 
     def __init__(
         self,
@@ -232,6 +232,23 @@ class EngineUnavailable(ServiceError):
     kind = "engine"
 
 
+class DatabaseAway(ServiceError):
+    """PostgreSQL, which holds what the request reads or writes, cannot be reached or dropped the
+    connection: retry after ``retry_after_s`` (any other database error is a 500)."""
+
+    status_code = 503
+    error_type = "server_error"
+    kind = "database"
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(
+            "The service's PostgreSQL cannot be reached now, or dropped the connection. "
+            f"Retry after {retry_after_s} s.",
+            code="database_unavailable",
+            headers={"Retry-After": str(retry_after_s)},
+        )
+
+
 class NotFound(ServiceError):
     """The request names something the service does not know."""
 
@@ -241,8 +258,8 @@ class NotFound(ServiceError):
 
 
 class InternalError(ServiceError):
-    """An error the service did not expect (PostgreSQL failing, a bug): answered as an error object,
-    its traceback only in the service's log."""
+    """An error the service did not expect (PostgreSQL refusing a command, a bug): answered as an error
+    object, its traceback only in the service's log."""
 
     status_code = 500
     error_type = "server_error"
@@ -284,7 +301,7 @@ class AuthRefused(ServiceError):
 def install_error_handlers(app: FastAPI, errors: Counter) -> None:
     """Turn service errors and invalid bodies into OpenAI-style JSON errors, each counted in ``errors``
     (the errors metric, by kind) unless the request's own recording counted it already; any other
-    exception is a 500 with an error object too."""
+    exception is a 500 with an error object too, counted as ``internal`` on the same terms."""
 
     async def service_error(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, ServiceError)
@@ -321,9 +338,11 @@ def install_error_handlers(app: FastAPI, errors: Counter) -> None:
         body = ErrorResponse(error=ErrorDetail(message=message, type=error_type))
         return JSONResponse(body.model_dump(), status_code=error.status_code, headers=headers)
 
-    async def unexpected_error(_: Request, __: Exception) -> JSONResponse:
+    async def unexpected_error(_: Request, error: Exception) -> JSONResponse:
         # Starlette answered a text body, "Internal Server Error"; it still raises the error on to the
-        # server, which logs its traceback. Not counted: the chat path records its own (by error type).
+        # server, which logs its traceback. Called for an error raised after the response started too
+        # (a stream cut short), whose answer is never sent: counted all the same, as it is a 500.
+        count_error(errors, error, InternalError.kind)  # chat's own are counted already, by error type
         return InternalError().response()
 
     app.add_exception_handler(ServiceError, service_error)
@@ -375,8 +394,16 @@ def unreadable_body_message(cause: BaseException | None) -> str | None:
     return None
 
 
-def count_error(errors: Counter, error: ServiceError) -> None:
-    """Count ``error`` in the errors metric by its kind, once however many layers see it."""
-    if not error.counted:
-        errors.labels(error.kind).inc()
-        error.counted = True
+def count_error(errors: Counter, error: BaseException, kind: str | None = None) -> None:
+    """Count ``error`` in the errors metric under ``kind`` (a service error's own by default), once however
+    many layers see it."""
+    if not getattr(error, "counted", False):
+        own = error.kind if isinstance(error, ServiceError) else InternalError.kind
+        errors.labels(kind or own).inc()
+        mark_counted(error)
+
+
+def mark_counted(error: BaseException) -> None:
+    """Say that the errors metric counted ``error`` (the chat path records its own errors, under its own
+    kinds), so that no error handler that sees it later counts it again."""
+    vars(error)["counted"] = True  # any exception, not only a ServiceError: the chat path's 500s too

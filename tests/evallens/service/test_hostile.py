@@ -236,10 +236,10 @@ def test_a_405_allows_every_method_its_path_serves(serve, database_url: str) -> 
     with serve(database_url=database_url, retrieval_enabled=False) as client:
         answers = [client.request(method, path) for method, path in [*wrong, ("OPTIONS", "/healthz")]]
     assert [(answer.status_code, answer.headers.get("allow")) for answer in answers] == [
-        (405, "GET, POST"),
-        (405, "GET, POST"),
+        (405, "GET, HEAD, POST"),
+        (405, "GET, HEAD, POST"),
         (405, "DELETE"),
-        (405, "GET"),
+        (405, "GET, HEAD"),
     ]
     assert {answer.json()["error"]["message"] for answer in answers} == {"Method Not Allowed"}
 

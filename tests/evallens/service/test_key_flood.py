@@ -16,8 +16,8 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 from evallens.auth import Scope, create_key
-from evallens.auth.gate import POSTGRES_AWAY_RETRY_AFTER_S
 from evallens.db.engine import sqlalchemy_url
+from evallens.db.errors import POSTGRES_AWAY_RETRY_AFTER_S
 from evallens.service.app import MAX_KEY_LOOKUPS_AT_ONCE
 from tests.key_flood import done, lookups_in_postgres, made_up, wait_until
 

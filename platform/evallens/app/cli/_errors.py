@@ -1,13 +1,11 @@
 """The errors every command words in one line (exit code 2), and how each is worded."""
 
-import psycopg
 from pydantic import ValidationError
-from sqlalchemy.exc import InterfaceError, OperationalError
 
+from evallens.db.errors import DATABASE_ERRORS, driver_error, lost_database
 from evallens.errors import EvallensError
 from evallens.settings import ENV_PREFIX
 
-DATABASE_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 # What a command may raise for a mistake in its input or surroundings: a setting, the database, text
 # that is no Unicode (an argument or variable in another encoding), a path (EVALLENS_DATA_DIR a file).
 WORDED_ERRORS = (EvallensError, ValidationError, UnicodeEncodeError, OSError, *DATABASE_ERRORS)
@@ -32,14 +30,12 @@ def one_line(error: Exception) -> str:
 def database_problem(error: Exception) -> str:
     """What the database driver said, on one line: the server went away mid-command, or refused what
     the command asked (a value over one of PostgreSQL's limits is an OperationalError too)."""
-    cause = getattr(error, "orig", None) or error
+    cause = driver_error(error)
     lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
     said = lines[0] if lines else type(cause).__name__
-    sqlstate = getattr(cause, "sqlstate", None)
-    # no SQLSTATE: the connection failed in the client; 08: connection exception; 57P: the server stopped
-    if sqlstate is None or sqlstate.startswith(("08", "57P")):
+    if lost_database(error):
         return f"lost the database: {said}"
-    return f"the database refused it (SQLSTATE {sqlstate}): {said}"
+    return f"the database refused it (SQLSTATE {getattr(cause, 'sqlstate', None)}): {said}"
 
 
 def setting_problem(error: ValidationError) -> str:

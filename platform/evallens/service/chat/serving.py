@@ -34,6 +34,7 @@ from evallens.service.errors import (
     ContextLengthExceeded,
     EngineUnavailable,
     ServiceError,
+    mark_counted,
 )
 from evallens.service.guards import CircuitBreaker, EngineGuard, GuardMetrics, ServiceUnavailable
 from evallens.service.guards.degrade import ENGINE_FALLBACK_CACHE
@@ -389,8 +390,7 @@ class ChatServing:
         else:
             status, kind = 500, type(error).__name__
         recording.end(status, kind, hour_usd=self.settings.hour_usd)  # counts it in the errors metric
-        if isinstance(error, ServiceError):
-            error.counted = True  # the error handler answering it must not count it again
+        mark_counted(error)  # the error handler answering it (a 500's too) must not count it again
 
     async def close(self, call: ChatCall) -> None:
         """After the response ended however it ended (a client gone mid-stream included): make sure the

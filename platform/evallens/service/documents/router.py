@@ -23,7 +23,7 @@ from evallens.service.openapi import BODY_ERRORS, KEY_ERRORS, error_responses
 
 def create_documents_router(service: DocumentService) -> APIRouter:
     """A router for ``service``; include it in the app with ``app.include_router(...)``."""
-    # 500: each route reads or writes PostgreSQL, which may fail under it
+    # 503 and 500: each route reads or writes PostgreSQL, which may be away (503) or fail under it (500)
     router = APIRouter(
         prefix="/v1/documents", tags=["documents"], responses=error_responses(*KEY_ERRORS, 500)
     )

@@ -3,10 +3,14 @@
 import asyncio
 import hashlib
 import json
+import logging
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 from opentelemetry import trace
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.db.errors import DATABASE_ERRORS, POSTGRES_AWAY_RETRY_AFTER_S, driver_error, lost_database
 from evallens.service.documents.protocol import (
     DeleteResult,
     DocumentIn,
@@ -14,6 +18,7 @@ from evallens.service.documents.protocol import (
     DocumentOut,
     UpsertResult,
 )
+from evallens.service.errors import DatabaseAway
 from evallens.service.rag import store
 from evallens.service.rag.chunking import chunk_document
 from evallens.service.rag.embeddings import Embedder
@@ -23,6 +28,10 @@ from evallens.settings import RagSettings
 from evallens.telemetry import attributes as attr
 
 TRACER_NAME = "evallens.service.documents"
+P = ParamSpec("P")
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 
 def content_hash(document: DocumentIn) -> str:
@@ -56,15 +65,15 @@ class DocumentService:
 
     async def upsert(self, project: str, document: DocumentIn) -> UpsertResult:
         """Add or replace a document of ``project``; unchanged chunks keep their embeddings."""
-        return await asyncio.to_thread(self.upsert_sync, project, document)
+        return await in_thread(self.upsert_sync, project, document)
 
     async def delete(self, project: str, document_id: str) -> DeleteResult:
         """Delete a document of ``project`` and its chunks."""
-        return await asyncio.to_thread(self.delete_sync, project, document_id)
+        return await in_thread(self.delete_sync, project, document_id)
 
     async def list(self, project: str) -> DocumentList:
         """Every document of ``project``, by id."""
-        return await asyncio.to_thread(self.list_sync, project)
+        return await in_thread(self.list_sync, project)
 
     def upsert_sync(self, project: str, document: DocumentIn) -> UpsertResult:
         """Blocking ``upsert``."""
@@ -143,3 +152,16 @@ class DocumentService:
                 for doc in documents
             ]
         )
+
+
+async def in_thread(work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``work`` in a worker thread, off the event loop; PostgreSQL unreachable or gone mid-transaction is
+    ``DatabaseAway`` (a 503 with Retry-After), any other database error stays what it is (a 500)."""
+    try:
+        return await asyncio.to_thread(work, *args, **kwargs)
+    except DATABASE_ERRORS as error:
+        if not lost_database(error):
+            raise
+        said = str(driver_error(error)).strip().splitlines()
+        logger.warning("PostgreSQL is away: %s", said[0] if said else type(error).__name__)
+        raise DatabaseAway(POSTGRES_AWAY_RETRY_AFTER_S) from error

@@ -1,0 +1,90 @@
+"""Every 500 is counted once in ``evallens_errors_total`` (real service, real PostgreSQL, uvicorn; for chat,
+an OpenAI-compatible upstream on a real socket whose answer breaks off into text that is not JSON).
+
+A 500 outside chat (here PostgreSQL without the knowledge base's tables) was counted nowhere: the error
+handler answering it left the count to the chat path, which counts only its own."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from fastapi import FastAPI, Response
+from opentelemetry.sdk.trace import TracerProvider
+
+from evallens.service import create_app
+from evallens.service.engines import OpenAIEngine, OpenAIOptions
+from tests.evallens.service.conftest import (
+    LoopThread,
+    counted_since,
+    errors_counted,
+    make_settings,
+    serving,
+    wait_until,
+)
+
+pytestmark = pytest.mark.slow
+
+DOCUMENT = {"id": "refunds", "title": "Refunds", "text": "Refunds reach your card in 5 to 10 days."}
+CHAT = {"messages": [{"role": "user", "content": "How long do card refunds take?"}], "max_tokens": 4}
+UPSTREAM_MODEL = "garbled"
+
+
+def garbled_upstream() -> FastAPI:
+    """An OpenAI-compatible server whose answers send one token, then an event that is not JSON."""
+    upstream = FastAPI()
+
+    @upstream.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": UPSTREAM_MODEL, "object": "model"}]}
+
+    @upstream.post("/v1/chat/completions")
+    async def chat() -> Response:
+        first = {"choices": [{"index": 0, "delta": {"content": "Refunds"}, "finish_reason": None}]}
+        events = f"data: {json.dumps(first)}\n\ndata: {{not json\n\n"
+        return Response(events, media_type="text/event-stream")
+
+    return upstream
+
+
+def test_a_documents_500_is_counted_once_as_internal(serve: Any, database_url: str) -> None:
+    with serve(database_url=database_url, retrieval_enabled=False) as client:
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            connection.execute("DROP TABLE chunks, documents")
+        before = errors_counted(client)
+        answers = [
+            client.get("/v1/documents"),
+            client.post("/v1/documents", json=DOCUMENT),
+            client.delete("/v1/documents/refunds"),
+        ]
+        counted = counted_since(before, client)
+    assert [answer.status_code for answer in answers] == [500] * 3, [answer.text for answer in answers]
+    assert counted == {"internal": 3.0}
+
+
+def test_a_chat_500_is_counted_once_by_its_error_type(
+    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path, tracer_provider: TracerProvider
+) -> None:
+    """The chat path counts its own 500s (by error type) before the error handler sees them, answered or
+    (a stream cut short) not: the handler must not count them again."""
+    with serving(service_loop, garbled_upstream()) as upstream:
+        engine = OpenAIEngine(OpenAIOptions(base_url=f"{upstream}/v1", model=UPSTREAM_MODEL))
+        settings = make_settings(service_data_dir, tiny_model_path, engine="openai", retrieval_enabled=False)
+        app = create_app(settings, engine=engine, tracer_provider=tracer_provider)
+        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+            before = errors_counted(client)
+            answered = client.post("/v1/chat/completions", json=CHAT)
+            with (
+                pytest.raises(httpx.RemoteProtocolError),
+                client.stream("POST", "/v1/chat/completions", json={**CHAT, "stream": True}) as streamed,
+            ):
+                assert streamed.status_code == 200  # the first token came before the rest broke off
+                streamed.read()
+            counted = counted_since(before, client)
+        service_loop.run(engine.close())
+    assert answered.status_code == 500, answered.text
+    assert answered.json()["error"]["code"] == "internal_error"
+    assert counted == {"JSONDecodeError": 2.0}
