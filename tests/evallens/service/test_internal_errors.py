@@ -5,6 +5,8 @@ A 500 outside chat (here PostgreSQL without the knowledge base's tables) was cou
 handler answering it left the count to the chat path, which counts only its own."""
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,10 @@ import psycopg
 import pytest
 from fastapi import FastAPI, Response
 from opentelemetry.sdk.trace import TracerProvider
+from sqlalchemy.orm import Session
 
+from evallens.auth import Scope, create_key
+from evallens.db import create_db_engine
 from evallens.service import create_app
 from evallens.service.engines import OpenAIEngine, OpenAIOptions
 from tests.evallens.service.conftest import (
@@ -47,6 +52,61 @@ def garbled_upstream() -> FastAPI:
         return Response(events, media_type="text/event-stream")
 
     return upstream
+
+
+@contextmanager
+def openai_service(
+    service_loop: LoopThread,
+    upstream_app: FastAPI,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    **overrides: Any,
+) -> Iterator[tuple[httpx.Client, OpenAIEngine]]:
+    """The service on an OpenAI engine whose upstream is ``upstream_app``, once ready (no vLLM to start)."""
+    with serving(service_loop, upstream_app) as upstream:
+        engine = OpenAIEngine(OpenAIOptions(base_url=f"{upstream}/v1", model=UPSTREAM_MODEL))
+        settings = make_settings(
+            service_data_dir, tiny_model_path, engine="openai", retrieval_enabled=False, **overrides
+        )
+        app = create_app(settings, engine=engine, tracer_provider=tracer_provider)
+        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+            yield client, engine
+        service_loop.run(engine.close())
+
+
+def test_a_key_lookup_postgres_refuses_is_a_500_counted_once_as_internal(
+    service_loop: LoopThread,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    database_url: str,
+) -> None:
+    """An API key PostgreSQL refused to look up (no api_keys table) was a 503 with Retry-After, as if
+    PostgreSQL were away: clients retried what retrying never mends."""
+    engine = create_db_engine(database_url)
+    with Session(engine) as session, session.begin():
+        key = create_key(session, "shop", Scope.INGEST).key
+    engine.dispose()
+    with openai_service(
+        service_loop,
+        garbled_upstream(),
+        service_data_dir,
+        tiny_model_path,
+        tracer_provider,
+        database_url=database_url,
+        auth_enabled=True,
+    ) as (client, _):
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            connection.execute("DROP TABLE api_keys")
+        before = errors_counted(client)
+        answer = client.get("/v1/documents", headers={"authorization": f"Bearer {key}"})
+        counted = counted_since(before, client)
+    assert answer.status_code == 500, answer.text
+    assert answer.json()["error"]["code"] == "internal_error"
+    assert "retry-after" not in answer.headers
+    assert counted == {"internal": 1.0}
 
 
 def test_a_documents_500_is_counted_once_as_internal(serve: Any, database_url: str) -> None:
