@@ -30,6 +30,7 @@ AUTH_CODES = {
     401: code_pb2.UNAUTHENTICATED,
     403: code_pb2.PERMISSION_DENIED,
     429: code_pb2.RESOURCE_EXHAUSTED,
+    500: code_pb2.INTERNAL,  # PostgreSQL refused the lookup
     503: code_pb2.UNAVAILABLE,
 }
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"

@@ -32,6 +32,7 @@ AUTH_STATUS = {
     401: grpc.StatusCode.UNAUTHENTICATED,
     403: grpc.StatusCode.PERMISSION_DENIED,
     429: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    500: grpc.StatusCode.INTERNAL,  # PostgreSQL refused the lookup
     503: grpc.StatusCode.UNAVAILABLE,
 }
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"

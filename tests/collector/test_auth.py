@@ -212,6 +212,35 @@ def test_a_key_postgres_cannot_check_is_a_503_with_retry_after(
     assert retry_info.retry_delay.seconds == POSTGRES_AWAY_RETRY_AFTER_S
 
 
+def test_a_lookup_postgres_refuses_is_a_500_and_ingestion_goes_on_once_mended(
+    auth_collector: Collector, database_url: str
+) -> None:
+    """PostgreSQL refusing the key's lookup (no api_keys table) was a 503 with Retry-After, as if it were
+    away: exporters retried what retrying never mends. It is a 500 (gRPC INTERNAL) with no Retry-After,
+    and the collector goes on: once the table is back, the same key's spans are stored."""
+    key = new_key(database_url, "alpha")
+    metadata = (("authorization", f"Bearer {key}"),)
+    url = f"http://127.0.0.1:{auth_collector.http_port}/v1/traces"
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute("ALTER TABLE api_keys RENAME TO api_keys_away")
+    body = make_request([make_span(0)]).SerializeToString()
+    answer = httpx.post(url, content=body, headers={**PROTOBUF, **dict(metadata)}, timeout=30)
+    assert answer.status_code == 500, answer.text
+    assert "PostgreSQL refused the lookup" in answer.text
+    assert "retry-after" not in answer.headers
+    with grpc.insecure_channel(f"127.0.0.1:{auth_collector.grpc_port}") as channel:
+        stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Export(make_request([make_span(1)]), metadata=metadata, timeout=30)
+    assert refused.value.code() == grpc.StatusCode.INTERNAL, refused.value.details()
+    assert names.HEADER_RETRY_AFTER not in dict(refused.value.trailing_metadata() or ())
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute("ALTER TABLE api_keys_away RENAME TO api_keys")
+    answer = httpx.post(url, content=body, headers={**PROTOBUF, **dict(metadata)}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert count_spans(database_url) == 1
+
+
 def test_clients_without_a_valid_key_do_not_hold_every_slot(
     database_url: str, make_collector: Callable[..., Collector]
 ) -> None:

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
 from evallens.auth import (
+    AuthFailed,
     AuthGate,
     AuthUnavailable,
     KeyNotFound,
@@ -242,6 +243,26 @@ def test_a_key_refused_before_it_exists_is_accepted_after_the_ttl(database_url: 
     clock.now += 5.1  # a revocation applies once the accepted answer expires, as before
     with pytest.raises(KeyRevoked):
         gate.admit(bearer(key), Scope.INGEST)
+    engine.dispose()
+
+
+def test_postgres_refusing_the_lookup_is_a_500_never_cached(database_url: str) -> None:
+    """A lookup PostgreSQL refuses (here: no api_keys table) was a 503 "retry later", which never mends it;
+    it is a 500 now, and the first request once the table is back is checked, not refused from a cache."""
+    engine = create_db_engine(database_url)
+    gate, key = cached_gate(engine, FakeClock()), unknown_key()
+    store_key(engine, key, "gamma")
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute("ALTER TABLE api_keys RENAME TO api_keys_away")
+    for _ in range(2):
+        with pytest.raises(AuthFailed) as failed:
+            gate.admit(bearer(key), Scope.INGEST)
+        assert failed.value.status == 500
+        assert "PostgreSQL refused the lookup (ProgrammingError)" in str(failed.value)
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute("ALTER TABLE api_keys_away RENAME TO api_keys")
+    principal = gate.admit(bearer(key), Scope.INGEST)
+    assert principal is not None and principal.project == "gamma"
     engine.dispose()
 
 

@@ -1,11 +1,13 @@
 """Project-scoped API keys: create, list, revoke, authenticate; rate limits; the safe-bind check.
 
 Servers build one ``AuthGate(settings, sessions)`` and call ``admit(headers, Scope.INGEST)`` per
-request; an ``AuthError`` carries the HTTP status to answer with (401, 403, 429, 503).
+request; an ``AuthError`` carries the HTTP status to answer with (401, 403, 429, 503,
+or 500 when PostgreSQL refuses the lookup).
 """
 
 from evallens.auth._errors import (
     AuthError,
+    AuthFailed,
     AuthUnavailable,
     KeyNotFound,
     KeyRevoked,
@@ -35,6 +37,7 @@ from evallens.auth.lookups import KeyLookups
 
 __all__ = [
     "AuthError",
+    "AuthFailed",
     "AuthGate",
     "AuthUnavailable",
     "CreatedKey",

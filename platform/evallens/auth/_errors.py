@@ -61,5 +61,12 @@ class AuthUnavailable(AuthError):
         self.retry_after_s = retry_after_s
 
 
+class AuthFailed(AuthError):
+    """PostgreSQL refused the key's lookup (a missing table, a bug): a server error that retrying does not
+    mend, logged where it was raised."""
+
+    status = 500
+
+
 class LookupsBusy(AuthUnavailable):
     """As many keys as a server looks up at once are being looked up; retry after ``retry_after_s``."""

@@ -1,6 +1,7 @@
 """What a server calls on each request: authenticate (with a short cache), check the scope, rate-limit."""
 
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -9,13 +10,14 @@ from typing import TypeVar
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from evallens.auth._errors import AuthError, AuthUnavailable, RateLimited
+from evallens.auth._errors import AuthError, AuthFailed, AuthUnavailable, RateLimited
 from evallens.auth.headers import presented_key
 from evallens.auth.keys import Principal, Scope, authenticate
 from evallens.auth.limit import RateLimiter, retry_after_header
-from evallens.db.errors import POSTGRES_AWAY_RETRY_AFTER_S
+from evallens.db.errors import POSTGRES_AWAY_RETRY_AFTER_S, lost_database
 from evallens.settings import AuthSettings
 
+logger = logging.getLogger(__name__)
 Cached = TypeVar("Cached")
 MAX_CACHED_KEYS = 10_000  # of each kind, accepted and refused; past it the cache starts over
 
@@ -26,7 +28,8 @@ class AuthGate:
     Answers are cached for ``auth_cache_ttl_s``: an accepted key's principal, and a refusal (missing,
     wrong or revoked key), so a client sending a wrong key costs PostgreSQL one check per TTL, not one
     per request. Refusals are kept apart, so keys sprayed at the gate never push out accepted ones.
-    PostgreSQL being away (``AuthUnavailable``, retry after ``POSTGRES_AWAY_RETRY_AFTER_S``) is never cached.
+    PostgreSQL being away (``AuthUnavailable``, retry after ``POSTGRES_AWAY_RETRY_AFTER_S``) is never cached,
+    nor PostgreSQL refusing the lookup (``AuthFailed``, a 500: a missing table is not mended by retrying).
     """
 
     def __init__(
@@ -68,9 +71,17 @@ class AuthGate:
             with self._sessions() as session, session.begin():
                 principal = authenticate(session, presented)
         except SQLAlchemyError as error:
-            raise AuthUnavailable(
-                f"cannot check the API key: {type(error).__name__}", POSTGRES_AWAY_RETRY_AFTER_S
-            ) from None
+            if lost_database(error):
+                raise AuthUnavailable(
+                    f"cannot check the API key: {type(error).__name__}", POSTGRES_AWAY_RETRY_AFTER_S
+                ) from None
+            # logged here, the one place every server's request passes: the collector answers it as an
+            # error code, without a traceback anywhere
+            logger.exception("PostgreSQL refused an API key's lookup")
+            raise AuthFailed(
+                f"cannot check the API key: PostgreSQL refused the lookup ({type(error).__name__}); "
+                "the server logged why"
+            ) from error
         except AuthError as error:
             self._remember(self._refused, digest, (type(error), str(error)), now)
             raise

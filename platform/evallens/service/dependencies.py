@@ -7,9 +7,18 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from evallens.auth import AuthError, AuthGate, AuthUnavailable, KeyLookups, Principal, RateLimited, Scope
+from evallens.auth import (
+    AuthError,
+    AuthFailed,
+    AuthGate,
+    AuthUnavailable,
+    KeyLookups,
+    Principal,
+    RateLimited,
+    Scope,
+)
 from evallens.http_protocol import client_address
-from evallens.service.errors import AuthRefused, BadRequest
+from evallens.service.errors import AuthRefused, BadRequest, InternalError
 from evallens.service.tags import InvalidTag, RequestTags
 from evallens.service.telemetry import ServiceMetrics
 
@@ -27,7 +36,7 @@ def app_state(name: str) -> Callable[[Request], Awaitable[Any]]:
 
 async def require_key(request: Request) -> Principal | None:
     """With auth enabled: the API key's principal, or 401/403/429 (+ Retry-After), or 503 (+ Retry-After)
-    when PostgreSQL cannot be asked now; None when auth is off.
+    when PostgreSQL cannot be asked now, or a 500 when it refused the lookup; None when auth is off.
 
     A key the gate knows is answered on the event loop; only an unknown key waits for a thread (and
     PostgreSQL), and only while its client address has refused attempts left and a lookup slot is free
@@ -38,6 +47,8 @@ async def require_key(request: Request) -> Principal | None:
     lookups: KeyLookups = request.app.state.key_lookups
     try:
         principal = await lookups.admit(gate, request.headers, Scope.INGEST, client_address(request))
+    except AuthFailed:
+        raise InternalError() from None  # the gate logged why
     except (RateLimited, AuthUnavailable) as error:
         raise AuthRefused(str(error), error.status, error.retry_after_s) from None
     except AuthError as error:

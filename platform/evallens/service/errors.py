@@ -232,6 +232,15 @@ class EngineUnavailable(ServiceError):
     kind = "engine"
 
 
+class EngineBadReply(ServiceError):
+    """The engine answered something that is not a reply its protocol allows (a 502: the gateway's
+    upstream is at fault, not the request)."""
+
+    status_code = 502
+    error_type = "server_error"
+    kind = "engine_reply"
+
+
 class DatabaseAway(ServiceError):
     """PostgreSQL, which holds what the request reads or writes, cannot be reached or dropped the
     connection: retry after ``retry_after_s`` (any other database error is a 500)."""

@@ -1,10 +1,13 @@
-"""Every 500 is counted once in ``evallens_errors_total`` (real service, real PostgreSQL, uvicorn; for chat,
-an OpenAI-compatible upstream on a real socket whose answer breaks off into text that is not JSON).
+"""Every 500 is counted once in ``evallens_errors_total`` (real service, real PostgreSQL, uvicorn), and so is
+chat's 502 for an OpenAI-compatible upstream on a real socket whose answer breaks off into text that is not
+JSON.
 
 A 500 outside chat (here PostgreSQL without the knowledge base's tables) was counted nowhere: the error
 handler answering it left the count to the chat path, which counts only its own."""
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,10 @@ import psycopg
 import pytest
 from fastapi import FastAPI, Response
 from opentelemetry.sdk.trace import TracerProvider
+from sqlalchemy.orm import Session
 
+from evallens.auth import Scope, create_key
+from evallens.db import create_db_engine
 from evallens.service import create_app
 from evallens.service.engines import OpenAIEngine, OpenAIOptions
 from tests.evallens.service.conftest import (
@@ -49,6 +55,61 @@ def garbled_upstream() -> FastAPI:
     return upstream
 
 
+@contextmanager
+def openai_service(
+    service_loop: LoopThread,
+    upstream_app: FastAPI,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    **overrides: Any,
+) -> Iterator[tuple[httpx.Client, OpenAIEngine]]:
+    """The service on an OpenAI engine whose upstream is ``upstream_app``, once ready (no vLLM to start)."""
+    with serving(service_loop, upstream_app) as upstream:
+        engine = OpenAIEngine(OpenAIOptions(base_url=f"{upstream}/v1", model=UPSTREAM_MODEL))
+        settings = make_settings(
+            service_data_dir, tiny_model_path, engine="openai", retrieval_enabled=False, **overrides
+        )
+        app = create_app(settings, engine=engine, tracer_provider=tracer_provider)
+        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+            yield client, engine
+        service_loop.run(engine.close())
+
+
+def test_a_key_lookup_postgres_refuses_is_a_500_counted_once_as_internal(
+    service_loop: LoopThread,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    database_url: str,
+) -> None:
+    """An API key PostgreSQL refused to look up (no api_keys table) was a 503 with Retry-After, as if
+    PostgreSQL were away: clients retried what retrying never mends."""
+    engine = create_db_engine(database_url)
+    with Session(engine) as session, session.begin():
+        key = create_key(session, "shop", Scope.INGEST).key
+    engine.dispose()
+    with openai_service(
+        service_loop,
+        garbled_upstream(),
+        service_data_dir,
+        tiny_model_path,
+        tracer_provider,
+        database_url=database_url,
+        auth_enabled=True,
+    ) as (client, _):
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            connection.execute("DROP TABLE api_keys")
+        before = errors_counted(client)
+        answer = client.get("/v1/documents", headers={"authorization": f"Bearer {key}"})
+        counted = counted_since(before, client)
+    assert answer.status_code == 500, answer.text
+    assert answer.json()["error"]["code"] == "internal_error"
+    assert "retry-after" not in answer.headers
+    assert counted == {"internal": 1.0}
+
+
 def test_a_documents_500_is_counted_once_as_internal(serve: Any, database_url: str) -> None:
     with serve(database_url=database_url, retrieval_enabled=False) as client:
         with psycopg.connect(database_url, autocommit=True) as connection:
@@ -64,27 +125,26 @@ def test_a_documents_500_is_counted_once_as_internal(serve: Any, database_url: s
     assert counted == {"internal": 3.0}
 
 
-def test_a_chat_500_is_counted_once_by_its_error_type(
+def test_an_engine_reply_that_is_not_a_stream_event_is_a_502_counted_once(
     service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path, tracer_provider: TracerProvider
 ) -> None:
-    """The chat path counts its own 500s (by error type) before the error handler sees them, answered or
-    (a stream cut short) not: the handler must not count them again."""
-    with serving(service_loop, garbled_upstream()) as upstream:
-        engine = OpenAIEngine(OpenAIOptions(base_url=f"{upstream}/v1", model=UPSTREAM_MODEL))
-        settings = make_settings(service_data_dir, tiny_model_path, engine="openai", retrieval_enabled=False)
-        app = create_app(settings, engine=engine, tracer_provider=tracer_provider)
-        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
-            assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
-            before = errors_counted(client)
-            answered = client.post("/v1/chat/completions", json=CHAT)
-            with (
-                pytest.raises(httpx.RemoteProtocolError),
-                client.stream("POST", "/v1/chat/completions", json={**CHAT, "stream": True}) as streamed,
-            ):
-                assert streamed.status_code == 200  # the first token came before the rest broke off
-                streamed.read()
-            counted = counted_since(before, client)
-        service_loop.run(engine.close())
-    assert answered.status_code == 500, answered.text
-    assert answered.json()["error"]["code"] == "internal_error"
-    assert counted == {"JSONDecodeError": 2.0}
+    """An upstream event that is not JSON was a bare 500 counted under ``JSONDecodeError`` (a 503 on the
+    first event): it is the engine's fault, a 502 saying so, counted once under a bounded kind; after the
+    first token, said in the stream. The chat path counts its own errors before the error handler sees
+    them: the handler must not count them again (no other real way makes the chat path raise an
+    unexpected error now, so this is where counting once is checked)."""
+    with openai_service(
+        service_loop, garbled_upstream(), service_data_dir, tiny_model_path, tracer_provider
+    ) as (client, _):
+        before = errors_counted(client)
+        answered = client.post("/v1/chat/completions", json=CHAT)
+        with client.stream("POST", "/v1/chat/completions", json={**CHAT, "stream": True}) as streamed:
+            assert streamed.status_code == 200  # the first token came before the rest broke off
+            events = streamed.read().decode()
+        counted = counted_since(before, client)
+    assert answered.status_code == 502, answered.text
+    error = answered.json()["error"]
+    assert error["code"] == "engine_bad_reply"
+    assert "not an OpenAI stream event: 'data: {not json'" in error["message"]
+    assert "engine_bad_reply" in events and "Refunds" in events
+    assert counted == {"engine_reply": 2.0}

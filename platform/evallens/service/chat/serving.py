@@ -23,6 +23,7 @@ from evallens.service.chat.recording import CLIENT_CLOSED, RequestRecording
 from evallens.service.engines.base import (
     Engine,
     EngineError,
+    EngineMalformedReply,
     EngineRejected,
     GenerationChunk,
     Prompt,
@@ -32,6 +33,7 @@ from evallens.service.engines.routing import EngineRouter
 from evallens.service.errors import (
     BadRequest,
     ContextLengthExceeded,
+    EngineBadReply,
     EngineUnavailable,
     ServiceError,
     mark_counted,
@@ -280,6 +282,8 @@ class ChatServing:
                 # (a server's 400 behind the openai engine) as the engine failing.
                 rejected.append(error)
                 return None
+            except EngineMalformedReply as error:
+                raise EngineBadReply(str(error), code="engine_bad_reply") from error
             except EngineError as error:
                 raise EngineUnavailable(str(error)) from error
 
@@ -364,6 +368,8 @@ class ChatServing:
             return None
         except EngineRejected as error:
             raise BadRequest(str(error)) from error
+        except EngineMalformedReply as error:
+            raise EngineBadReply(str(error), code="engine_bad_reply") from error
         except EngineError as error:
             raise EngineUnavailable(str(error)) from error
 

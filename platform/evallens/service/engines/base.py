@@ -15,6 +15,10 @@ class EngineError(EvallensError):
     """The engine failed a request (not the caller's fault)."""
 
 
+class EngineMalformedReply(EngineError):
+    """The engine answered something its protocol does not allow (not a stream event, say)."""
+
+
 class EngineRejected(EvallensError):
     """The engine refused a request as invalid (the caller's fault: maps to HTTP 400)."""
 

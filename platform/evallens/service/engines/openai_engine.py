@@ -8,6 +8,7 @@ import httpx
 
 from evallens.service.engines.base import (
     EngineError,
+    EngineMalformedReply,
     EngineRejected,
     GenerationChunk,
     JSONValue,
@@ -107,13 +108,21 @@ class OpenAIEngine:
             async for line in response.aiter_lines():
                 if not line.startswith(SSE_DATA) or line == SSE_DATA + SSE_DONE:
                     continue
-                event = json.loads(line[len(SSE_DATA) :])
-                if usage := event.get("usage"):
-                    num_prompt_tokens = int(usage.get("prompt_tokens", 0))
-                    num_output_tokens = int(usage.get("completion_tokens", num_output_tokens))
-                for choice in event.get("choices") or []:
-                    text = (choice.get("delta") or {}).get("content") or ""
-                    finish_reason = choice.get("finish_reason") or finish_reason
+                try:
+                    event = json.loads(line[len(SSE_DATA) :])
+                    if usage := event.get("usage"):
+                        num_prompt_tokens = int(usage.get("prompt_tokens", 0))
+                        num_output_tokens = int(usage.get("completion_tokens", num_output_tokens))
+                    deltas = [
+                        ((choice.get("delta") or {}).get("content") or "", choice.get("finish_reason"))
+                        for choice in event.get("choices") or []
+                    ]
+                except (ValueError, AttributeError, TypeError) as error:  # not JSON, or not shaped as one
+                    raise EngineMalformedReply(
+                        f"the engine answered something that is not an OpenAI stream event: {line[:200]!r}"
+                    ) from error
+                for text, finish in deltas:
+                    finish_reason = finish or finish_reason
                     num_output_tokens += 1 if text else 0  # exact count arrives with the usage chunk
                     if text:
                         yield GenerationChunk(text, num_prompt_tokens, num_output_tokens)
