@@ -6,7 +6,7 @@ import pytest
 from psycopg import errors
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from evallens.db.errors import lost_database
+from evallens.db.errors import database_unavailable, lost_database
 
 LOST = [
     psycopg.OperationalError("connection to server at 127.0.0.1, port 1 failed"),  # no SQLSTATE
@@ -34,3 +34,22 @@ def test_the_server_gone_is_lost(error: Exception) -> None:
 @pytest.mark.parametrize("error", REFUSED, ids=lambda error: type(error).__name__)
 def test_a_refused_command_is_not_lost(error: Exception) -> None:
     assert not lost_database(error)
+
+
+TIMED_OUT = [
+    errors.QueryCanceled("canceling statement due to statement timeout"),  # 57014
+    errors.LockNotAvailable("canceling statement due to lock timeout"),  # 55P03
+    OperationalError("SELECT 1", {}, errors.QueryCanceled("canceling statement due to statement timeout")),
+]
+
+
+@pytest.mark.parametrize("error", LOST + TIMED_OUT, ids=lambda error: type(error).__name__)
+def test_away_or_too_slow_is_unavailable(error: Exception) -> None:
+    """The key check answers both with a 503 and Retry-After: a locked table or an overloaded server is
+    over in a while, as a restart is."""
+    assert database_unavailable(error)
+
+
+@pytest.mark.parametrize("error", [e for e in REFUSED if not isinstance(e, errors.QueryCanceled)])
+def test_a_refused_command_is_not_unavailable(error: Exception) -> None:
+    assert not database_unavailable(error)

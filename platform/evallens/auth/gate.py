@@ -14,7 +14,7 @@ from evallens.auth._errors import AuthError, AuthFailed, AuthUnavailable, RateLi
 from evallens.auth.headers import presented_key
 from evallens.auth.keys import Principal, Scope, authenticate
 from evallens.auth.limit import RateLimiter, retry_after_header
-from evallens.db.errors import POSTGRES_AWAY_RETRY_AFTER_S, lost_database
+from evallens.db.errors import POSTGRES_AWAY_RETRY_AFTER_S, database_unavailable
 from evallens.settings import AuthSettings
 
 logger = logging.getLogger(__name__)
@@ -28,8 +28,9 @@ class AuthGate:
     Answers are cached for ``auth_cache_ttl_s``: an accepted key's principal, and a refusal (missing,
     wrong or revoked key), so a client sending a wrong key costs PostgreSQL one check per TTL, not one
     per request. Refusals are kept apart, so keys sprayed at the gate never push out accepted ones.
-    PostgreSQL being away (``AuthUnavailable``, retry after ``POSTGRES_AWAY_RETRY_AFTER_S``) is never cached,
-    nor PostgreSQL refusing the lookup (``AuthFailed``, a 500: a missing table is not mended by retrying).
+    PostgreSQL away or too slow (``AuthUnavailable``, retry after ``POSTGRES_AWAY_RETRY_AFTER_S``) is never
+    cached, nor PostgreSQL refusing the lookup (``AuthFailed``, a 500: a missing table is not mended by
+    retrying).
     """
 
     def __init__(
@@ -71,7 +72,7 @@ class AuthGate:
             with self._sessions() as session, session.begin():
                 principal = authenticate(session, presented)
         except SQLAlchemyError as error:
-            if lost_database(error):
+            if database_unavailable(error):  # away, or too slow to answer: a retry can succeed
                 raise AuthUnavailable(
                     f"cannot check the API key: {type(error).__name__}", POSTGRES_AWAY_RETRY_AFTER_S
                 ) from None

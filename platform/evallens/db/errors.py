@@ -5,7 +5,13 @@ asked, by the error's class and SQLSTATE: psycopg raises a value over one of Pos
 import psycopg
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-__all__ = ["DATABASE_ERRORS", "POSTGRES_AWAY_RETRY_AFTER_S", "driver_error", "lost_database"]
+__all__ = [
+    "DATABASE_ERRORS",
+    "POSTGRES_AWAY_RETRY_AFTER_S",
+    "database_unavailable",
+    "driver_error",
+    "lost_database",
+]
 
 # what the driver raises, bare or wrapped by SQLAlchemy, when the server is away or refused a command
 DATABASE_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
@@ -14,6 +20,8 @@ DATABASE_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError, p
 POSTGRES_AWAY_RETRY_AFTER_S = 5
 # 08: connection exception; 57P: the server is shutting down, crashed or cannot take connections yet
 LOST_SQLSTATE_CLASSES = ("08", "57P")
+# 57014: query_canceled (a statement timeout, or a cancel); 55P03: lock_not_available (a lock timeout)
+TIMED_OUT_SQLSTATES = ("57014", "55P03")
 
 
 def driver_error(error: BaseException) -> BaseException:
@@ -29,3 +37,13 @@ def lost_database(error: BaseException) -> bool:
     sqlstate: str | None = getattr(driver_error(error), "sqlstate", None)
     # no SQLSTATE: the client failed to connect or lost the server; the server said none
     return sqlstate is None or sqlstate.startswith(LOST_SQLSTATE_CLASSES)
+
+
+def database_unavailable(error: BaseException) -> bool:
+    """True when PostgreSQL is away (``lost_database``) or did not answer in time (a statement or lock
+    timeout: a table locked, a server overloaded); retrying later can succeed either way."""
+    if lost_database(error):
+        return True
+    if not isinstance(error, DATABASE_ERRORS):
+        return False
+    return getattr(driver_error(error), "sqlstate", None) in TIMED_OUT_SQLSTATES
