@@ -20,9 +20,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import create_engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.auth import Scope, create_key
 from evallens.db import create_db_engine, create_session_factory
+from evallens.db.engine import sqlalchemy_url
 from evallens.service import create_app
 from evallens.service.documents import DocumentService
 from evallens.service.engines import VllmEngine, vllm_options
@@ -273,3 +276,13 @@ def document_service(
         rag_settings, embedder=embedder, session_factory=session_factory, keyword_index=keyword_index,
         generations=KnowledgeBaseGenerations(),
     )  # fmt: skip
+
+
+def ingest_and_read_keys(database_url: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Headers with an ingest key, and with a read key (which the service refuses: 403)."""
+    engine = create_engine(sqlalchemy_url(database_url))
+    with Session(engine) as session, session.begin():
+        ingest = {"x-evallens-key": create_key(session, "shop", Scope.INGEST).key}
+        read = {"x-evallens-key": create_key(session, "shop", Scope.READ).key}
+    engine.dispose()
+    return ingest, read

@@ -7,29 +7,16 @@ checker's probe), ``/readyz``, ``/metrics``, ``/v1/models`` and ``/v1/documents`
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine
-from sqlalchemy.orm import Session
 
-from evallens.auth import Scope, create_key
-from evallens.db.engine import sqlalchemy_url
+from tests.evallens.service.conftest import ingest_and_read_keys
 
 pytestmark = pytest.mark.slow
 
 GET_PATHS = {"/healthz", "/readyz", "/metrics", "/v1/models", "/v1/config", "/v1/documents"}
 
 
-def keys(database_url: str) -> tuple[dict[str, str], dict[str, str]]:
-    """Headers with an ingest key, and with a read key (which the service refuses: 403)."""
-    engine = create_engine(sqlalchemy_url(database_url))
-    with Session(engine) as session, session.begin():
-        ingest = {"x-evallens-key": create_key(session, "shop", Scope.INGEST).key}
-        read = {"x-evallens-key": create_key(session, "shop", Scope.READ).key}
-    engine.dispose()
-    return ingest, read
-
-
 def test_every_get_route_answers_head_as_get_without_the_body(serve: Any, database_url: str) -> None:
-    ingest, read = keys(database_url)
+    ingest, read = ingest_and_read_keys(database_url)
     with serve(database_url=database_url, auth_enabled=True, retrieval_enabled=False) as client:
         spec = client.get("/openapi.json").json()
         paths = sorted(path for path, operations in spec["paths"].items() if "get" in operations)

@@ -16,13 +16,10 @@ import httpx
 import jsonschema  # type: ignore[import-untyped]
 import psycopg
 import pytest
-from sqlalchemy import create_engine
-from sqlalchemy.orm import Session
 
-from evallens.auth import Scope, create_key
-from evallens.db.engine import sqlalchemy_url
 from evallens.settings.collector import DEFAULT_MAX_KEY_CHARS
 from evallens.telemetry import attributes as attr
+from tests.evallens.service.conftest import ingest_and_read_keys
 
 pytestmark = pytest.mark.slow
 
@@ -38,16 +35,6 @@ def operations(spec: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]
     for path, methods in spec["paths"].items():
         for method, operation in methods.items():
             yield method, path, operation
-
-
-def keys(database_url: str) -> tuple[dict[str, str], dict[str, str]]:
-    """Headers with an ingest key, and with a read key (which the service refuses: 403)."""
-    engine = create_engine(sqlalchemy_url(database_url))
-    with Session(engine) as session, session.begin():
-        ingest = {"x-evallens-key": create_key(session, "shop", Scope.INGEST).key}
-        read = {"x-evallens-key": create_key(session, "shop", Scope.READ).key}
-    engine.dispose()
-    return ingest, read
 
 
 def test_the_schema_documents_every_error_as_the_error_body_and_no_422(serve, database_url: str) -> None:
@@ -103,7 +90,7 @@ class Bad(NamedTuple):
 def test_what_the_service_answers_bad_requests_is_what_the_schema_documents(serve, database_url: str) -> None:
     """A sample of bad requests to every operation that takes input: each answer's status is documented
     for that operation, and its body is valid against the schema documented for it."""
-    ingest, read = keys(database_url)
+    ingest, read = ingest_and_read_keys(database_url)
     json_with = {"content-type": "application/json"} | ingest
     tag_too_long = {attr.HEADER_FEATURE: "f" * (DEFAULT_MAX_KEY_CHARS + 1)}
     too_large = json.dumps({**DOCUMENT, "text": "refunds " * MAX_BODY_BYTES})
