@@ -48,12 +48,12 @@ class RagSettings(BaseSettings):
     )
     top_k: int = Field(default=5, ge=1, le=50, description="Chunks handed to the prompt after reranking.")
     max_chunks_per_document: int = Field(
-        default=2,
+        default=0,
         ge=0,
         le=50,
         description=(
-            "Most chunks of one document among the top k (0: no cap); more only when too few other "
-            "documents are among the candidates, or when each leg's best hit is kept."
+            "Most chunks of one document among the top k (0, the default: no cap); more only when too "
+            "few other documents are among the candidates, or when each leg's best hit is kept."
         ),
     )
     fusion: Fusion = Field(

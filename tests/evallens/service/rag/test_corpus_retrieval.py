@@ -12,8 +12,11 @@ from evallens.service.rag import HybridRetriever, KeywordIndex
 from evallens.settings import GuardSettings, RagSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry.attributes import DEFAULT_PROJECT
+from evals.metrics._facts import Tokenised, find_fact
+from evals.sets.format import Fact
+from evals.sets.load import load_sets
 from tests.evallens.service.conftest import span_attributes
-from tests.evallens.service.rag.conftest import read_cases, read_documents
+from tests.evallens.service.rag.conftest import ACME, read_cases, read_documents
 
 MODEL_NUMBER = re.compile(r"\b([A-Z]{2,3}-[0-9A-Z]{3,5})\b")
 TEMPLATES = [
@@ -32,6 +35,16 @@ def model_number_queries() -> list[tuple[str, str]]:
             assert match is not None, document.id
             queries.extend((template.format(match.group(1)), document.id) for template in TEMPLATES)
     return queries
+
+
+def fact_cases() -> list[tuple[str, str, list[Fact]]]:
+    """(id, question, required facts) of every eval case that should be answered and names facts."""
+    return [
+        (case.id, case.prompt_text(), list(case.required_facts))
+        for eval_set in load_sets(ACME / "sets")
+        for case in eval_set.cases
+        if case.expected == "answer" and case.required_facts
+    ]
 
 
 def misses(retriever: HybridRetriever, queries: list[tuple[str, str]]) -> set[str]:
@@ -88,28 +101,31 @@ def test_hybrid_recall_at_5_is_at_least_vector_only(make_retriever) -> None:
     assert hybrid > 0.8
 
 
-def test_a_cap_of_2_chunks_per_document_frees_top_5_places_without_lowering_recall(make_retriever) -> None:
-    """Without the cap one document's sections took 3 or more of the top 5 for some questions and pushed out
-    another document they needed."""
-    cases = [case for case in read_cases() if case.context_ids]
+def test_the_top_k_hold_more_questions_required_facts_without_a_cap_per_document(make_retriever) -> None:
+    """A cap of 2 chunks per document frees places for other documents (document recall@5 0.962 -> 0.970),
+    but the facts some questions need sit in a third section of their document: the context the prompt
+    gets held every required fact of fewer questions with the cap, so there is none by default (README)."""
+    cases = fact_cases()
 
-    def recall_and_most_places(retriever: HybridRetriever) -> tuple[float, int]:
-        recall, most_places = 0.0, 0
-        for case in cases:
-            chunks = retriever.retrieve_sync(case.question, project=DEFAULT_PROJECT, top_k=5).chunks
-            places = Counter(chunk.document_id for chunk in chunks)
-            recall += len(places.keys() & set(case.context_ids)) / len(case.context_ids)
-            most_places = max([most_places, *places.values()])
-        return recall / len(cases), most_places
+    def questions_with_every_fact_and_most_places(retriever: HybridRetriever) -> tuple[set[str], int]:
+        complete, most_places = set(), 0
+        for case_id, question, facts in cases:
+            chunks = retriever.retrieve_sync(question, project=DEFAULT_PROJECT).chunks
+            context = Tokenised.of("\n".join(chunk.text for chunk in chunks))
+            if all(find_fact(fact, context) is not None for fact in facts):
+                complete.add(case_id)
+            most_places = max([most_places, *Counter(chunk.document_id for chunk in chunks).values()])
+        return complete, most_places
 
-    capped = make_retriever(compress=False)
-    assert capped.config()["max_chunks_per_document"] == 2
-    capped_recall, capped_places = recall_and_most_places(capped)
-    uncapped_recall, uncapped_places = recall_and_most_places(
-        make_retriever(compress=False, max_chunks_per_document=0)
+    uncapped = make_retriever()
+    assert uncapped.config()["max_chunks_per_document"] == 0
+    uncapped_complete, uncapped_places = questions_with_every_fact_and_most_places(uncapped)
+    capped_complete, capped_places = questions_with_every_fact_and_most_places(
+        make_retriever(max_chunks_per_document=2)
     )
-    assert capped_places <= 2 < uncapped_places
-    assert capped_recall > uncapped_recall
+    assert capped_places <= 2 < uncapped_places  # the cap, where set, holds
+    assert len(uncapped_complete) > len(capped_complete)
+    assert len(uncapped_complete) >= 0.9 * len(cases)
 
 
 def test_a_retrieval_emits_stage_spans_with_documents(corpus_sessions, embedder) -> None:
