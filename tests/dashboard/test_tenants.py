@@ -219,3 +219,32 @@ def test_a_key_that_cannot_be_checked_stays_signed_in(
     assert not app.text_input  # no sign-in form
     app.run()
     assert any(title.value == "Overview" for title in app.title)  # still signed in, key checked again
+
+
+def test_a_key_postgres_refuses_to_look_up_stays_signed_in(
+    alpha_keys: dict[str, str], app_database: str
+) -> None:
+    """A lookup PostgreSQL refuses (here: no api_keys table) is the server's fault, not the key's: the
+    viewer was signed out as if the key were wrong."""
+    import psycopg
+    from sqlalchemy import make_url
+
+    app = sign_in(alpha_keys["read"])
+    assert any(title.value == "Overview" for title in app.title)
+    conninfo = make_url(app_database).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        connection.execute("ALTER TABLE api_keys RENAME TO api_keys_away")
+    try:
+        app.run()
+    finally:
+        with psycopg.connect(conninfo, autocommit=True) as connection:
+            connection.execute("ALTER TABLE api_keys_away RENAME TO api_keys")
+    assert not app.exception, [exception.value for exception in app.exception]
+    assert [error.value for error in app.error] == [
+        "The server failed to look up your API key (a fault on the server, not a wrong key): you stay "
+        "signed in, reload once it is mended (cannot check the API key: PostgreSQL refused the lookup "
+        "(ProgrammingError); the server logged why)."
+    ]
+    assert not app.text_input  # no sign-in form
+    app.run()
+    assert any(title.value == "Overview" for title in app.title)  # still signed in, key checked again
