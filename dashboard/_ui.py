@@ -12,7 +12,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from dashboard import data
-from evallens.auth import AuthError, AuthUnavailable, Scope, retry_after_header
+from evallens.auth import AuthError, AuthFailed, AuthUnavailable, Scope, retry_after_header
 from evallens.cases.mining import Readers
 from evallens.markdown import literal
 from evallens.settings import DashboardSettings
@@ -35,6 +35,10 @@ WINDOW_MARGIN = 1.2  # the default window leaves a fifth of its width beside the
 KEY_UNCHECKED = (
     "PostgreSQL did not answer, so your API key could not be checked: you stay signed in, "
     "reload in {retry_s} s"
+)
+KEY_LOOKUP_FAILED = (
+    "The server failed to look up your API key (a fault on the server, not a wrong key): you stay "
+    "signed in, reload once it is mended"
 )
 
 EMPTY_HINTS = {
@@ -108,6 +112,9 @@ def viewer(dashboard_settings: DashboardSettings) -> Viewer | None:
             unchecked = KEY_UNCHECKED.format(retry_s=checked.retry_after_s)
             st.error(f"{unchecked} ({checked}).", icon=":material/cloud_off:")
             return None
+        if isinstance(checked, AuthFailed):  # PostgreSQL refused the lookup: the server's fault, not the key
+            st.error(f"{KEY_LOOKUP_FAILED} ({checked}).", icon=":material/error:")
+            return None
         if isinstance(checked, AuthError):
             st.error(str(checked))
             current = None
@@ -148,10 +155,11 @@ def _same_secret(entered: str, expected: str) -> bool:
 
 
 def _check_key(key: str) -> Viewer | AuthError:
-    """Sign in with ``key`` (or sign out when it no longer may read; not when it cannot be checked)."""
+    """Sign in with ``key`` (or sign out when it no longer may read; not when it cannot be checked, nor
+    when PostgreSQL refused to check it)."""
     try:
         principal = data.reader(data.database_url(), key)
-    except AuthUnavailable as error:
+    except (AuthUnavailable, AuthFailed) as error:
         return error
     except AuthError as error:
         st.session_state.pop(VIEWER_KEY, None)

@@ -219,3 +219,59 @@ def test_a_key_that_cannot_be_checked_stays_signed_in(
     assert not app.text_input  # no sign-in form
     app.run()
     assert any(title.value == "Overview" for title in app.title)  # still signed in, key checked again
+
+
+def test_a_key_checked_while_every_pooled_connection_is_busy_stays_signed_in(
+    alpha_keys: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other viewers' slow queries holding every connection of the dashboard's pool is PostgreSQL too busy,
+    as a statement timeout is: the key check read it as PostgreSQL refusing the lookup."""
+    from contextlib import ExitStack
+
+    from dashboard.data import _db
+
+    monkeypatch.setenv("EVALLENS_DASHBOARD_STATEMENT_TIMEOUT_S", "0.5")  # the pool's timeout too
+    app = sign_in(alpha_keys["read"])
+    assert any(title.value == "Overview" for title in app.title)
+    engine = _db._engine(_db.database_url())  # the pool the key check shares with the pages' queries
+    with ExitStack() as held:
+        for _ in range(engine.pool.size() + engine.pool._max_overflow):  # type: ignore[attr-defined]
+            held.enter_context(engine.connect())
+        app.run()
+    assert not app.exception, [exception.value for exception in app.exception]
+    assert [error.value for error in app.error] == [
+        "PostgreSQL did not answer, so your API key could not be checked: you stay signed in, reload in 5 s"
+        " (cannot check the API key: TimeoutError)."
+    ]
+    assert not app.text_input  # no sign-in form
+    app.run()
+    assert any(title.value == "Overview" for title in app.title)  # still signed in, key checked again
+
+
+def test_a_key_postgres_refuses_to_look_up_stays_signed_in(
+    alpha_keys: dict[str, str], app_database: str
+) -> None:
+    """A lookup PostgreSQL refuses (here: no api_keys table) is the server's fault, not the key's: the
+    viewer was signed out as if the key were wrong."""
+    import psycopg
+    from sqlalchemy import make_url
+
+    app = sign_in(alpha_keys["read"])
+    assert any(title.value == "Overview" for title in app.title)
+    conninfo = make_url(app_database).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        connection.execute("ALTER TABLE api_keys RENAME TO api_keys_away")
+    try:
+        app.run()
+    finally:
+        with psycopg.connect(conninfo, autocommit=True) as connection:
+            connection.execute("ALTER TABLE api_keys_away RENAME TO api_keys")
+    assert not app.exception, [exception.value for exception in app.exception]
+    assert [error.value for error in app.error] == [
+        "The server failed to look up your API key (a fault on the server, not a wrong key): you stay "
+        "signed in, reload once it is mended (cannot check the API key: PostgreSQL refused the lookup "
+        "(ProgrammingError); the server logged why)."
+    ]
+    assert not app.text_input  # no sign-in form
+    app.run()
+    assert any(title.value == "Overview" for title in app.title)  # still signed in, key checked again

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
 from evallens.auth._errors import AuthError, AuthFailed, AuthUnavailable, RateLimited
@@ -28,9 +29,9 @@ class AuthGate:
     Answers are cached for ``auth_cache_ttl_s``: an accepted key's principal, and a refusal (missing,
     wrong or revoked key), so a client sending a wrong key costs PostgreSQL one check per TTL, not one
     per request. Refusals are kept apart, so keys sprayed at the gate never push out accepted ones.
-    PostgreSQL away or too slow (``AuthUnavailable``, retry after ``POSTGRES_AWAY_RETRY_AFTER_S``) is never
-    cached, nor PostgreSQL refusing the lookup (``AuthFailed``, a 500: a missing table is not mended by
-    retrying).
+    PostgreSQL away or too slow, or no pooled connection free in time (``AuthUnavailable``, retry after
+    ``POSTGRES_AWAY_RETRY_AFTER_S``) is never cached, nor PostgreSQL refusing the lookup (``AuthFailed``,
+    a 500: a missing table is not mended by retrying).
     """
 
     def __init__(
@@ -72,7 +73,9 @@ class AuthGate:
             with self._sessions() as session, session.begin():
                 principal = authenticate(session, presented)
         except SQLAlchemyError as error:
-            if database_unavailable(error):  # away, or too slow to answer: a retry can succeed
+            # away, too slow to answer, or every pooled connection busy (other requests' slow queries):
+            # a retry can succeed
+            if database_unavailable(error) or isinstance(error, PoolTimeout):
                 raise AuthUnavailable(
                     f"cannot check the API key: {type(error).__name__}", POSTGRES_AWAY_RETRY_AFTER_S
                 ) from None

@@ -9,7 +9,13 @@ from sqlalchemy.orm import Session
 
 from evallens.cases._questions import trace_questions
 from evallens.cases._redact import RedactedText, redact
-from evallens.cases.errors import AlreadyPromoted, TraceWithoutQuestion, UnknownTrace, refuse_nul
+from evallens.cases.errors import (
+    AlreadyPromoted,
+    TraceWithoutQuestion,
+    UnknownTrace,
+    refuse_blank,
+    refuse_nul,
+)
 from evallens.cases.versions import (
     ACTIVE,
     NEEDS_REVIEW,
@@ -20,7 +26,6 @@ from evallens.cases.versions import (
     store_version,
 )
 from evallens.db.models import EvalCase, EvalSet, Span
-from evallens.errors import EvallensError
 
 Expected = Literal["answer", "decline", "refuse"]
 PROMOTED_TAG = "promoted"
@@ -72,8 +77,7 @@ def promote_traces(
     unique_ids = list(dict.fromkeys(trace_id.strip().lower() for trace_id in trace_ids))
     if not unique_ids:
         raise UnknownTrace("no trace ids given")
-    if not scenario.strip():
-        raise EvallensError("the scenario must not be empty")
+    refuse_blank({"scenario": scenario})
     refuse_nul({"scenario": scenario, "reference answer": reference_answer})
     lock_set_versions(session, eval_set_name, project)
     source = latest_eval_set(session, eval_set_name, project)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from evallens.cases._redact import redact
-from evallens.cases.errors import IncompleteCase, NotUnderReview, UnknownCase, refuse_nul
+from evallens.cases.errors import IncompleteCase, NotUnderReview, UnknownCase, refuse_blank, refuse_nul
 from evallens.cases.promote import Expected, is_complete
 from evallens.cases.versions import (
     ACTIVE,
@@ -19,7 +19,6 @@ from evallens.cases.versions import (
     store_version,
 )
 from evallens.db.models import EvalCase
-from evallens.errors import EvallensError
 
 
 @dataclass(frozen=True)
@@ -63,9 +62,8 @@ def review_cases(
             "scenario": review.scenario,
         }
     )
-    for name, text in (("question", review.question), ("scenario", review.scenario)):
-        if text is not None and not text.strip():  # blanks are never what a reviewer meant
-            raise EvallensError(f"the {name} must not be blank")
+    # blanks are never what a reviewer meant
+    refuse_blank({"question": review.question, "scenario": review.scenario})
     lock_set_versions(session, eval_set_name, project)
     source = latest_eval_set(session, eval_set_name, project)
     cases = {case.case_key: case for case in set_cases(session, source.id)}

@@ -139,7 +139,10 @@ BAD_INPUT = [
     (["cases", "promote", "NO_QUESTION", "--set", SET_NAME, "--scenario", "x"], "carries no user question"),
     (["cases", "promote", "FEEDBACK", "--set", "nope", "--scenario", "x"], "no eval set named 'nope'"),
     (["cases", "promote", "EVAL", "--set", SET_NAME, "--scenario", "x"], "is eval traffic"),
-    (["cases", "promote", "FEEDBACK", "--set", SET_NAME, "--scenario", " "], "scenario must not be empty"),
+    (
+        ["cases", "promote", "FEEDBACK", "--set", SET_NAME, "--scenario", " "],
+        "the scenario cannot be empty or only whitespace",
+    ),
     (["cases", "review", "prod-x", "--set", SET_NAME, "--reference", "r"], "no case 'prod-x'"),
     (["cases", "review", "rr-001", "--set", SET_NAME, "--reference", "r"], "is active"),
     (["cases", "list", "--set", "nope"], "no eval set named 'nope'"),
@@ -225,9 +228,9 @@ def test_nul_typed_into_a_promotion_or_review_is_one_error_naming_the_field(
 @pytest.mark.parametrize(
     ("review", "message"),
     [
-        ({"question": "  \n "}, "the question must not be blank"),
-        ({"question": ""}, "the question must not be blank"),
-        ({"scenario": " "}, "the scenario must not be blank"),
+        ({"question": "  \n "}, "the question cannot be empty or only whitespace"),
+        ({"question": ""}, "the question cannot be empty or only whitespace"),
+        ({"scenario": " "}, "the scenario cannot be empty or only whitespace"),
     ],
 )
 def test_a_blank_question_or_scenario_in_a_review_is_refused(
