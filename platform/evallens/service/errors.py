@@ -242,8 +242,9 @@ class EngineBadReply(ServiceError):
 
 
 class DatabaseAway(ServiceError):
-    """PostgreSQL, which holds what the request reads or writes, cannot be reached or dropped the
-    connection: retry after ``retry_after_s`` (any other database error is a 500)."""
+    """PostgreSQL, which holds what the request reads or writes, cannot be reached, dropped the connection
+    or did not answer in time (``evallens.db.errors.database_unavailable``): retry after ``retry_after_s``
+    (any other database error is a 500)."""
 
     status_code = 503
     error_type = "server_error"
@@ -251,8 +252,8 @@ class DatabaseAway(ServiceError):
 
     def __init__(self, retry_after_s: int) -> None:
         super().__init__(
-            "The service's PostgreSQL cannot be reached now, or dropped the connection. "
-            f"Retry after {retry_after_s} s.",
+            "The service's PostgreSQL cannot be reached now, dropped the connection or did not answer in "
+            f"time. Retry after {retry_after_s} s.",
             code="database_unavailable",
             headers={"Retry-After": str(retry_after_s)},
         )
