@@ -224,6 +224,24 @@ class UnsupportedContentEncoding(ServiceError):
         )
 
 
+# methods none of the service's routes reads a body for: a request of one sent with a body is refused
+BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE"})
+
+
+class BodyNotAllowed(BadRequest):
+    """A GET, HEAD or DELETE sent with a body, which no route of those methods reads: refused before a byte
+    of it is read, whatever its size or coding (RFC 9110 §9.3.1: such content has no meaning, and may be
+    refused; unread, it would be left on a connection the next request shares)."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(
+            f"A {method} request takes no body: send it without one (no Transfer-Encoding, no "
+            "Content-Length above 0).",
+            code="body_not_allowed",
+            headers={"Connection": "close"},  # the body is never read
+        )
+
+
 class EngineUnavailable(ServiceError):
     """The engine is not ready or failed."""
 
