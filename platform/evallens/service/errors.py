@@ -297,9 +297,6 @@ class InternalError(ServiceError):
         super().__init__(
             "The service failed to answer this request: an internal error, logged by the service.",
             code="internal_error",
-            # the error is raised on to the server, which closes the connection: a client that reused it
-            # had its next request reset
-            headers={"Connection": "close"},
         )
 
 
@@ -367,11 +364,17 @@ def install_error_handlers(app: FastAPI, errors: Counter) -> None:
         return JSONResponse(body.model_dump(), status_code=error.status_code, headers=headers)
 
     async def unexpected_error(_: Request, error: Exception) -> JSONResponse:
-        # Starlette answered a text body, "Internal Server Error"; it still raises the error on to the
-        # server, which logs its traceback. Called for an error raised after the response started too
-        # (a stream cut short), whose answer is never sent: counted all the same, as it is a 500.
-        count_error(errors, error, InternalError.kind)  # chat's own are counted already, by error type
-        return InternalError().response()
+        # Starlette answered a text body, "Internal Server Error". Its ServerErrorMiddleware, which calls
+        # this, raises the error on to the server once this answer is sent: uvicorn logs its traceback
+        # and, the response begun, closes the connection. Connection: close says so, where a client
+        # that reused the connection had its next request reset. (An InternalError raised as such, a key
+        # lookup PostgreSQL refused, is answered by ``service_error`` and raised no further: that
+        # connection stays open.) Called for an error raised after the response started too (a stream
+        # cut short), whose answer is never sent: counted all the same, as it is a 500.
+        count_error(errors, error, InternalError.kind)  # chat's own are counted already, as internal
+        response = InternalError().response()
+        response.headers["Connection"] = "close"
+        return response
 
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(RequestValidationError, invalid_body)

@@ -90,7 +90,9 @@ def test_a_key_lookup_postgres_refuses_is_a_500_counted_once_as_internal(
     database_url: str,
 ) -> None:
     """An API key PostgreSQL refused to look up (no api_keys table) was a 503 with Retry-After, as if
-    PostgreSQL were away: clients retried what retrying never mends."""
+    PostgreSQL were away: clients retried what retrying never mends. The service answers this 500 itself
+    (nothing is raised on to the server), so it keeps the connection: it was told Connection: close, as
+    the 500 of an error the server sees, and the server closed it for that header alone."""
     engine = create_db_engine(database_url)
     with Session(engine) as session, session.begin():
         key = create_key(session, "shop", Scope.INGEST).key
@@ -112,6 +114,7 @@ def test_a_key_lookup_postgres_refuses_is_a_500_counted_once_as_internal(
     assert answer.status_code == 500, answer.text
     assert answer.json()["error"]["code"] == "internal_error"
     assert "retry-after" not in answer.headers
+    assert "connection" not in answer.headers
     assert counted == {"internal": 1.0}
 
 
