@@ -5,6 +5,7 @@ import psycopg
 import pytest
 from psycopg import errors
 from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from evallens.db.errors import database_unavailable, lost_database
 
@@ -40,6 +41,8 @@ TIMED_OUT = [
     errors.QueryCanceled("canceling statement due to statement timeout"),  # 57014
     errors.LockNotAvailable("canceling statement due to lock timeout"),  # 55P03
     OperationalError("SELECT 1", {}, errors.QueryCanceled("canceling statement due to statement timeout")),
+    # no connection of the pool's came free in time: each held by a statement PostgreSQL is slow to answer
+    PoolTimeout("QueuePool limit of size 5 overflow 10 reached, connection timed out, timeout 30.00"),
 ]
 
 

@@ -4,6 +4,7 @@ asked, by the error's class and SQLSTATE: psycopg raises a value over one of Pos
 
 import psycopg
 from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 __all__ = [
     "DATABASE_ERRORS",
@@ -41,8 +42,9 @@ def lost_database(error: BaseException) -> bool:
 
 def database_unavailable(error: BaseException) -> bool:
     """True when PostgreSQL is away (``lost_database``) or did not answer in time (a statement or lock
-    timeout: a table locked, a server overloaded); retrying later can succeed either way."""
-    if lost_database(error):
+    timeout: a table locked, a server overloaded; or no connection of the engine's pool came free within
+    its pool timeout, every one held by statements that slow); retrying later can succeed either way."""
+    if lost_database(error) or isinstance(error, PoolTimeout):
         return True
     if not isinstance(error, DATABASE_ERRORS):
         return False

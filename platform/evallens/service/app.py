@@ -27,7 +27,7 @@ from evallens.service.engines import Engine, EngineRouter, create_router
 from evallens.service.errors import install_error_handlers
 from evallens.service.guards import GuardMetrics
 from evallens.service.head import answer_head_as_get
-from evallens.service.openapi import drop_422_from_openapi
+from evallens.service.openapi import customize_openapi
 from evallens.service.rag import Embedder, HybridRetriever, KeywordIndex, KnowledgeBaseGenerations
 from evallens.service.response_index import ResponseIndex
 from evallens.service.telemetry import ServiceMetrics, create_tracer_provider
@@ -129,7 +129,7 @@ def create_app(
         settings.service_key_attempts_per_minute, MAX_KEY_LOOKUPS_AT_ONCE, settings.retry_after_s
     )
     install_error_handlers(app, metrics.errors)
-    drop_422_from_openapi(app)  # invalid requests are 400s (install_error_handlers)
+    customize_openapi(app)  # invalid requests are 400s (install_error_handlers), bodies on GET/DELETE too
     app.add_middleware(
         BodyLimit,
         max_body_bytes=settings.service_max_body_bytes,

@@ -21,9 +21,14 @@ A body sent with a content coding (``Content-Encoding: gzip``, ``br``, ...) is a
 is read: the service decodes none, so a gzip body was read as its compressed bytes (a 400 saying it is
 not UTF-8) and a JSON body labelled ``br`` was answered as if it were unlabelled. RFC 9110 §15.5.16 and
 RFC 7694 answer such a body with 415 and an ``Accept-Encoding`` header naming what the server takes. A
-request without a body (no Transfer-Encoding, no Content-Length above 0: a GET, a DELETE) has nothing to
-decode and is served whatever it says: a client that labels every request was refused ``GET
-/v1/documents``, ``/healthz`` and ``/openapi.json`` itself, none of which documents a 415.
+request without a body (no Transfer-Encoding, no Content-Length above 0) has nothing to decode and is
+served whatever it says: a client that labels every request was refused ``GET /v1/documents``,
+``/healthz`` and ``/openapi.json`` itself, none of which documents a 415.
+
+A GET, HEAD or DELETE that does come with a body is a 400 before anything else is looked at (its size,
+its coding): no route of those methods reads one. It was a 415 when labelled with a coding, a 413 when
+its declared length was over the cap, else served with its body left unread, none of which the schema
+of those routes said; now one answer, the 400 ``openapi.customize_openapi`` documents on each of them.
 
 Each refusal is counted in the service's errors metric by its kind (``body_too_large``, ``body_timeout``,
 ``body_bytes_in_flight``, ``content_encoding``): none reaches a handler that would record it, and an
@@ -37,7 +42,9 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evallens.service.errors import (
+    BODYLESS_METHODS,
     BodyBudgetFull,
+    BodyNotAllowed,
     BodyStalled,
     BodyTooLarge,
     BodyTooSlow,
@@ -50,8 +57,9 @@ __all__ = ["BodyLimit"]
 
 
 class BodyLimit:
-    """ASGI middleware: a body with a Content-Encoding other than ``identity`` is a 415 before a byte is
-    read (a request without a body is served whatever its Content-Encoding), a body over
+    """ASGI middleware: a body on a GET, HEAD or DELETE is a 400, and a body with a Content-Encoding other
+    than ``identity`` a 415, before a byte is read (a request without a body is served whatever its
+    Content-Encoding), a body over
     ``max_body_bytes`` is a 413 (by its Content-Length before a byte is read, else once the bytes read
     pass it), one that pauses for ``idle_timeout_s`` or is not all in after ``body_timeout_s`` is a 408,
     and one that would take the bytes all requests hold past ``budget_bytes`` is a 429
@@ -79,6 +87,9 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = content_length(scope)
+        if has_body(scope, declared) and scope["method"] in BODYLESS_METHODS:
+            await self._refuse(send, BodyNotAllowed(scope["method"]))
+            return
         if (coding := content_coding(scope)) is not None and has_body(scope, declared):
             await self._refuse(send, UnsupportedContentEncoding(coding))
             return

@@ -224,6 +224,24 @@ class UnsupportedContentEncoding(ServiceError):
         )
 
 
+# methods none of the service's routes reads a body for: a request of one sent with a body is refused
+BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE"})
+
+
+class BodyNotAllowed(BadRequest):
+    """A GET, HEAD or DELETE sent with a body, which no route of those methods reads: refused before a byte
+    of it is read, whatever its size or coding (RFC 9110 §9.3.1: such content has no meaning, and may be
+    refused; unread, it would be left on a connection the next request shares)."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(
+            f"A {method} request takes no body: send it without one (no Transfer-Encoding, no "
+            "Content-Length above 0).",
+            code="body_not_allowed",
+            headers={"Connection": "close"},  # the body is never read
+        )
+
+
 class EngineUnavailable(ServiceError):
     """The engine is not ready or failed."""
 
@@ -242,8 +260,9 @@ class EngineBadReply(ServiceError):
 
 
 class DatabaseAway(ServiceError):
-    """PostgreSQL, which holds what the request reads or writes, cannot be reached or dropped the
-    connection: retry after ``retry_after_s`` (any other database error is a 500)."""
+    """PostgreSQL, which holds what the request reads or writes, cannot be reached, dropped the connection
+    or did not answer in time (``evallens.db.errors.database_unavailable``): retry after ``retry_after_s``
+    (any other database error is a 500)."""
 
     status_code = 503
     error_type = "server_error"
@@ -251,8 +270,8 @@ class DatabaseAway(ServiceError):
 
     def __init__(self, retry_after_s: int) -> None:
         super().__init__(
-            "The service's PostgreSQL cannot be reached now, or dropped the connection. "
-            f"Retry after {retry_after_s} s.",
+            "The service's PostgreSQL cannot be reached now, dropped the connection or did not answer in "
+            f"time. Retry after {retry_after_s} s.",
             code="database_unavailable",
             headers={"Retry-After": str(retry_after_s)},
         )
@@ -278,9 +297,6 @@ class InternalError(ServiceError):
         super().__init__(
             "The service failed to answer this request: an internal error, logged by the service.",
             code="internal_error",
-            # the error is raised on to the server, which closes the connection: a client that reused it
-            # had its next request reset
-            headers={"Connection": "close"},
         )
 
 
@@ -348,11 +364,17 @@ def install_error_handlers(app: FastAPI, errors: Counter) -> None:
         return JSONResponse(body.model_dump(), status_code=error.status_code, headers=headers)
 
     async def unexpected_error(_: Request, error: Exception) -> JSONResponse:
-        # Starlette answered a text body, "Internal Server Error"; it still raises the error on to the
-        # server, which logs its traceback. Called for an error raised after the response started too
-        # (a stream cut short), whose answer is never sent: counted all the same, as it is a 500.
-        count_error(errors, error, InternalError.kind)  # chat's own are counted already, by error type
-        return InternalError().response()
+        # Starlette answered a text body, "Internal Server Error". Its ServerErrorMiddleware, which calls
+        # this, raises the error on to the server once this answer is sent: uvicorn logs its traceback
+        # and, the response begun, closes the connection. Connection: close says so, where a client
+        # that reused the connection had its next request reset. (An InternalError raised as such, a key
+        # lookup PostgreSQL refused, is answered by ``service_error`` and raised no further: that
+        # connection stays open.) Called for an error raised after the response started too (a stream
+        # cut short), whose answer is never sent: counted all the same, as it is a 500.
+        count_error(errors, error, InternalError.kind)  # chat's own are counted already, as internal
+        response = InternalError().response()
+        response.headers["Connection"] = "close"
+        return response
 
     app.add_exception_handler(ServiceError, service_error)
     app.add_exception_handler(RequestValidationError, invalid_body)

@@ -54,6 +54,8 @@ class LoopThread:
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(30)
+        if not self.thread.is_alive():  # unclosed, its sockets are a ResourceWarning at exit: an error here
+            self.loop.close()
 
 
 @pytest.fixture(scope="session")

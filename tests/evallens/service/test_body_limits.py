@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from tests.evallens.service.conftest import counted_since, errors_counted, wait_until
+from tests.evallens.service.test_openapi import assert_documented
 
 pytestmark = pytest.mark.slow
 
@@ -181,6 +182,42 @@ def test_a_request_without_a_body_is_served_whatever_its_content_encoding(serve,
         assert chunked_body.status_code == 415, chunked_body.text
         assert counted_since(errors_before, client) == {"not_found": 1.0, "content_encoding": 1.0}
         assert client.get("/v1/documents").json()["data"] == []
+
+
+def test_a_get_head_or_delete_with_a_body_is_a_documented_400_whatever_its_size_or_coding(
+    serve, database_url: str
+) -> None:
+    """A GET or DELETE sent with a body was answered by that body: a 415 for its coding, a 413 for its
+    declared length, neither documented for those routes, else served with the body unread (a DELETE with
+    a body deleted). No route of these methods reads a body: each is one 400 the schema documents,
+    before a byte of the body is read, and the connection is closed on it."""
+    gzipped, over_the_cap = gzip.compress(b"{}"), b"x" * (MAX_BODY_BYTES + 1)
+    with serve(database_url=database_url, retrieval_enabled=False, **LIMITS) as client:
+        json_header = {"content-type": "application/json"}
+        assert client.post("/v1/documents", content=document_body(1024), headers=json_header).is_success
+        spec = client.get("/openapi.json").json()
+        errors_before = errors_counted(client)
+        answers = {
+            ("get", "/v1/documents"): client.request(
+                "GET", "/v1/documents", content=gzipped, headers={"content-encoding": "gzip"}
+            ),
+            ("get", "/healthz"): client.request("GET", "/healthz", content=over_the_cap),
+            ("get", "/metrics"): client.request("GET", "/metrics", content=iter([b"{}"])),  # chunked
+            ("delete", "/v1/documents/{document_id}"): client.request(
+                "DELETE", "/v1/documents/manual", json={"reason": "outdated"}
+            ),
+        }
+        head = client.request("HEAD", "/healthz", content=b"{}")
+        counted = counted_since(errors_before, client)
+        listed = client.get("/v1/documents").json()["data"]
+    for (method, path), answer in answers.items():
+        assert answer.status_code == 400, (method, path, answer.text)
+        assert answer.json()["error"]["code"] == "body_not_allowed", answer.text
+        assert answer.headers["connection"] == "close"
+        assert_documented(spec, method, path, answer)
+    assert (head.status_code, head.headers["connection"]) == (400, "close")
+    assert counted == {"invalid_request": 5.0}
+    assert [document["id"] for document in listed] == ["manual"]  # the DELETE with a body deleted nothing
 
 
 def test_a_chat_body_over_the_limit_is_a_413_that_never_reaches_the_engine(serve, span_exporter) -> None:

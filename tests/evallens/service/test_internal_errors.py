@@ -6,8 +6,8 @@ A 500 outside chat (here PostgreSQL without the knowledge base's tables) was cou
 handler answering it left the count to the chat path, which counts only its own."""
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import aclosing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,15 @@ import psycopg
 import pytest
 from fastapi import FastAPI, Response
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy.orm import Session
 
 from evallens.auth import Scope, create_key
 from evallens.db import create_db_engine
 from evallens.service import create_app
 from evallens.service.engines import OpenAIEngine, OpenAIOptions
+from evallens.service.engines.base import GenerationChunk, Prompt, SamplingOptions
+from evallens.telemetry import attributes as attr
 from tests.evallens.service.conftest import (
     LoopThread,
     counted_since,
@@ -62,11 +65,13 @@ def openai_service(
     service_data_dir: Path,
     tiny_model_path: Path,
     tracer_provider: TracerProvider,
+    engine_type: type[OpenAIEngine] = OpenAIEngine,
     **overrides: Any,
 ) -> Iterator[tuple[httpx.Client, OpenAIEngine]]:
-    """The service on an OpenAI engine whose upstream is ``upstream_app``, once ready (no vLLM to start)."""
+    """The service on an OpenAI engine (of ``engine_type``) whose upstream is ``upstream_app``, once ready
+    (no vLLM to start)."""
     with serving(service_loop, upstream_app) as upstream:
-        engine = OpenAIEngine(OpenAIOptions(base_url=f"{upstream}/v1", model=UPSTREAM_MODEL))
+        engine = engine_type(OpenAIOptions(base_url=f"{upstream}/v1", model=UPSTREAM_MODEL))
         settings = make_settings(
             service_data_dir, tiny_model_path, engine="openai", retrieval_enabled=False, **overrides
         )
@@ -85,7 +90,9 @@ def test_a_key_lookup_postgres_refuses_is_a_500_counted_once_as_internal(
     database_url: str,
 ) -> None:
     """An API key PostgreSQL refused to look up (no api_keys table) was a 503 with Retry-After, as if
-    PostgreSQL were away: clients retried what retrying never mends."""
+    PostgreSQL were away: clients retried what retrying never mends. The service answers this 500 itself
+    (nothing is raised on to the server), so it keeps the connection: it was told Connection: close, as
+    the 500 of an error the server sees, and the server closed it for that header alone."""
     engine = create_db_engine(database_url)
     with Session(engine) as session, session.begin():
         key = create_key(session, "shop", Scope.INGEST).key
@@ -107,6 +114,7 @@ def test_a_key_lookup_postgres_refuses_is_a_500_counted_once_as_internal(
     assert answer.status_code == 500, answer.text
     assert answer.json()["error"]["code"] == "internal_error"
     assert "retry-after" not in answer.headers
+    assert "connection" not in answer.headers
     assert counted == {"internal": 1.0}
 
 
@@ -148,3 +156,43 @@ def test_an_engine_reply_that_is_not_a_stream_event_is_a_502_counted_once(
     assert "not an OpenAI stream event: 'data: {not json'" in error["message"]
     assert "engine_bad_reply" in events and "Refunds" in events
     assert counted == {"engine_reply": 2.0}
+
+
+class AdapterBug(Exception):
+    """What a bug in an engine adapter raises: no engine error, nothing the chat path expects."""
+
+
+class BuggyEngine(OpenAIEngine):
+    """An OpenAI engine with a bug: its stream fails with ``AdapterBug`` after the upstream's first token."""
+
+    async def stream(
+        self, request_id: str, prompt: Prompt, sampling: SamplingOptions
+    ) -> AsyncGenerator[GenerationChunk, None]:
+        async with aclosing(super().stream(request_id, prompt, sampling)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+                raise AdapterBug("a bug after the first token")
+
+
+def test_a_chat_500_is_counted_as_internal_and_its_span_names_the_error_class(
+    service_loop: LoopThread,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    """The chat path counted its 500s under the exception's class name (``AdapterBug`` here, any class a
+    bug raises elsewhere): a label set without bound in the errors metric, where every other 500 is
+    ``internal``. The span keeps the class as OpenTelemetry's ``error.type``: that is where to look."""
+    with openai_service(
+        service_loop, garbled_upstream(), service_data_dir, tiny_model_path, tracer_provider, BuggyEngine
+    ) as (client, _):
+        before = errors_counted(client)
+        answer = client.post("/v1/chat/completions", json=CHAT)
+        counted = counted_since(before, client)
+    assert answer.status_code == 500, answer.text
+    assert answer.json()["error"]["code"] == "internal_error"
+    assert counted == {"internal": 1.0}
+    (span,) = [span for span in span_exporter.get_finished_spans() if span.name.startswith("chat")]
+    assert (span.attributes or {})[attr.ERROR_TYPE] == "AdapterBug"
+    assert span.status.description == "AdapterBug"

@@ -118,8 +118,12 @@ class RequestRecording:
         """The request's trace id, hex."""
         return format_trace_id(self.span.get_span_context().trace_id)
 
-    def end(self, status: int, error: str | None = None, *, hour_usd: float = 0.0) -> None:
-        """Close the span, count the request and write its log line (once)."""
+    def end(
+        self, status: int, error: str | None = None, *, error_type: str | None = None, hour_usd: float = 0.0
+    ) -> None:
+        """Close the span, count the request and write its log line (once). ``error`` is the kind the
+        errors metric counts a failure under (one of a bounded set); ``error_type``, when it says more
+        (a 500's exception class), is the span's ``error.type`` and the log line's error instead."""
         if self.ended:
             return
         self.ended = True
@@ -157,10 +161,11 @@ class RequestRecording:
             self.span.set_attribute(attr.OUTPUT_TOKENS_PER_SECOND, rate)
             self.metrics.tokens_per_s.observe(rate)
         if error is not None:
+            error_type = error_type or error
             if error == TIMEOUT_KIND:
                 self.span.set_attribute(attr.TIMEOUT, True)
-            self.span.set_attribute(attr.ERROR_TYPE, error)
-            self.span.set_status(Status(StatusCode.ERROR, error))
+            self.span.set_attribute(attr.ERROR_TYPE, error_type)
+            self.span.set_status(Status(StatusCode.ERROR, error_type))
             self.metrics.errors.labels(error).inc()
         self.metrics.requests.labels(self.route or "none", str(status)).inc()
         self.metrics.latency.labels(self.route or "none").observe(latency_s)
@@ -182,7 +187,7 @@ class RequestRecording:
                 latency_ms=round(latency_s * 1000, 3),
                 ttft_ms=None if ttft_s is None else round(ttft_s * 1000, 3),
                 finish_reason=self.finish_reason,
-                error=error,
+                error=error_type,
             )
         )
 

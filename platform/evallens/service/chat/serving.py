@@ -35,6 +35,7 @@ from evallens.service.errors import (
     ContextLengthExceeded,
     EngineBadReply,
     EngineUnavailable,
+    InternalError,
     ServiceError,
     mark_counted,
 )
@@ -388,14 +389,17 @@ class ChatServing:
         recording.end(status, hour_usd=self.settings.hour_usd)
 
     def fail(self, recording: RequestRecording, error: BaseException) -> None:
-        """Record a failed request with its status code and error kind."""
+        """Record a failed request with its status code and error kind; a 500 is counted as ``internal``,
+        as every other 500 is (the metric's kinds stay a bounded set), its span naming the error's class."""
+        error_type = None
         if isinstance(error, ServiceError):
             status, kind = error.status_code, error.kind
         elif isinstance(error, asyncio.CancelledError | GeneratorExit):
             status, kind = CLIENT_CLOSED, "client_disconnected"
         else:
-            status, kind = 500, type(error).__name__
-        recording.end(status, kind, hour_usd=self.settings.hour_usd)  # counts it in the errors metric
+            status, kind, error_type = 500, InternalError.kind, type(error).__name__
+        # counts it in the errors metric
+        recording.end(status, kind, error_type=error_type, hour_usd=self.settings.hour_usd)
         mark_counted(error)  # the error handler answering it (a 500's too) must not count it again
 
     async def close(self, call: ChatCall) -> None:

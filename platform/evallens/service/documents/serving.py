@@ -10,7 +10,7 @@ from typing import ParamSpec, TypeVar
 from opentelemetry import trace
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.db.errors import DATABASE_ERRORS, POSTGRES_AWAY_RETRY_AFTER_S, driver_error, lost_database
+from evallens.db.errors import POSTGRES_AWAY_RETRY_AFTER_S, database_unavailable, driver_error
 from evallens.service.documents.protocol import (
     DeleteResult,
     DocumentIn,
@@ -155,13 +155,14 @@ class DocumentService:
 
 
 async def in_thread(work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """``work`` in a worker thread, off the event loop; PostgreSQL unreachable or gone mid-transaction is
-    ``DatabaseAway`` (a 503 with Retry-After), any other database error stays what it is (a 500)."""
+    """``work`` in a worker thread, off the event loop; PostgreSQL unreachable, gone mid-transaction or not
+    answering in time (a statement, lock or pool timeout) is ``DatabaseAway`` (a 503 with Retry-After), the
+    rule the API key check follows too; any other database error stays what it is (a 500)."""
     try:
         return await asyncio.to_thread(work, *args, **kwargs)
-    except DATABASE_ERRORS as error:
-        if not lost_database(error):
+    except Exception as error:
+        if not database_unavailable(error):
             raise
         said = str(driver_error(error)).strip().splitlines()
-        logger.warning("PostgreSQL is away: %s", said[0] if said else type(error).__name__)
+        logger.warning("PostgreSQL cannot serve documents now: %s", said[0] if said else type(error).__name__)
         raise DatabaseAway(POSTGRES_AWAY_RETRY_AFTER_S) from error
