@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
 from evallens.auth._errors import AuthError, AuthFailed, AuthUnavailable, RateLimited
@@ -75,7 +74,7 @@ class AuthGate:
         except SQLAlchemyError as error:
             # away, too slow to answer, or every pooled connection busy (other requests' slow queries):
             # a retry can succeed
-            if database_unavailable(error) or isinstance(error, PoolTimeout):
+            if database_unavailable(error):
                 raise AuthUnavailable(
                     f"cannot check the API key: {type(error).__name__}", POSTGRES_AWAY_RETRY_AFTER_S
                 ) from None
