@@ -2,20 +2,24 @@
 
 OTLP/JSON differs from protobuf's canonical JSON in one way that matters: trace and span ids are
 hex, not base64. Everything else (lowerCamelCase or snake_case names, integer enums, int64 as
-strings) ``json_format`` already accepts; unknown fields are ignored as the spec asks.
+strings) ``json_format`` already accepts; unknown fields are ignored as the spec asks. Numbers sent as
+text are read more strictly than ``json_format`` reads them (``check_number_text``).
 """
 
 import base64
 import binascii
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+from collector.validate import DECIMAL_TEXT
 
 ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 # What a span's id that is not hex (base64, say) becomes: three bytes, a length no id has, so the
@@ -130,6 +134,7 @@ def parse_readable(document: dict[str, Any], request: Message, levels: tuple[Lev
 def _parse_into(document: dict[str, Any], request: Message, max_depth: int) -> None:
     request.Clear()
     try:
+        check_number_text(document, request)
         json_format.ParseDict(document, request, ignore_unknown_fields=True, max_recursion_depth=max_depth)
     except _PARSE_ERRORS as error:
         name = request.DESCRIPTOR.name
@@ -148,8 +153,10 @@ def _drop_unreadable(parent: Any, levels: tuple[Level, ...]) -> list[str]:
         if below and isinstance(entry, dict):
             own = {key: value for key, value in entry.items() if key not in below[0].keys}
         try:
+            message = level.message()
+            check_number_text(own, message)
             json_format.ParseDict(
-                own, level.message(), ignore_unknown_fields=True, max_recursion_depth=MAX_MESSAGE_DEPTH
+                own, message, ignore_unknown_fields=True, max_recursion_depth=MAX_MESSAGE_DEPTH
             )
         except _PARSE_ERRORS as error:
             reason = f"{level.called} is not OTLP/JSON: {error}"[:MAX_REASON_CHARS]
@@ -168,6 +175,77 @@ def _num_records(parent: Any, levels: tuple[Level, ...]) -> int:
     if len(levels) == 1:
         return len(entries)
     return sum(_num_records(entry, levels[1:]) for entry in entries)
+
+
+# proto3 JSON takes an integer as a JSON number or as text, a float also as "NaN" or "Infinity" text.
+# json_format reads the text with int() and float(), which take "1e3", "1.0", "+5", "012", "1_000",
+# "12\n", "١٢" (Arabic-Indic digits) and "inf": read as the number JSON writes (as ``collector.validate``
+# reads numbers sent as text), so a value the client never wrote is refused, not stored.
+INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+FLOAT_WORDS = frozenset(("NaN", "Infinity", "-Infinity"))
+INTEGER_TYPES = frozenset(
+    (
+        FieldDescriptor.CPPTYPE_INT32,
+        FieldDescriptor.CPPTYPE_INT64,
+        FieldDescriptor.CPPTYPE_UINT32,
+        FieldDescriptor.CPPTYPE_UINT64,
+    )
+)
+FLOAT_TYPES = frozenset((FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE))
+_fields_by_key: dict[str, dict[str, FieldDescriptor]] = {}
+
+
+def check_number_text(document: dict[str, Any], message: Message) -> None:
+    """``json_format.ParseError`` for a number field of ``document`` (to be read into ``message``) sent
+    as text JSON would not write: an integer or enum number not as ``INTEGER_TEXT``, a float neither a
+    JSON number nor ``FLOAT_WORDS``."""
+    # upb's descriptor and the Python one have separate stubs; both are read through the same attributes
+    pending: list[tuple[dict[str, Any], Descriptor]] = [(document, cast(Descriptor, message.DESCRIPTOR))]
+    while pending:
+        item, descriptor = pending.pop()
+        fields = _fields(descriptor)
+        for key, value in item.items():
+            field = fields.get(key)
+            if field is None:
+                continue
+            values = value if isinstance(value, list) else (value,)
+            if field.message_type is not None:
+                pending.extend((entry, field.message_type) for entry in values if isinstance(entry, dict))
+                continue
+            for entry in values:
+                if isinstance(entry, str) and not _is_number_text(field, entry):
+                    raise json_format.ParseError(f"{key} {_shown(entry)} is not {_number_kind(field)}")
+
+
+def _fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
+    """A message's fields by both names json_format reads (``intValue``, ``int_value``)."""
+    fields = _fields_by_key.get(descriptor.full_name)
+    if fields is None:
+        fields = {name: field for field in descriptor.fields for name in (field.json_name, field.name)}
+        _fields_by_key[descriptor.full_name] = fields
+    return fields
+
+
+def _is_number_text(field: FieldDescriptor, text: str) -> bool:
+    if field.cpp_type in INTEGER_TYPES:
+        return INTEGER_TEXT.fullmatch(text) is not None
+    if field.cpp_type in FLOAT_TYPES:
+        return text in FLOAT_WORDS or DECIMAL_TEXT.fullmatch(text) is not None
+    if field.enum_type is not None:
+        return text in field.enum_type.values_by_name or INTEGER_TEXT.fullmatch(text) is not None
+    return True
+
+
+def _number_kind(field: FieldDescriptor) -> str:
+    if field.cpp_type in FLOAT_TYPES:
+        return 'a number as JSON writes one (or "NaN", "Infinity", "-Infinity")'
+    if field.enum_type is not None:
+        return f"a {field.enum_type.name} name or an integer as JSON writes one"
+    return "an integer as JSON writes one (digits, no leading zero, no sign but minus)"
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
 
 
 def parse_protobuf_request(body: bytes) -> ExportTraceServiceRequest:

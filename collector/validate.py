@@ -28,7 +28,7 @@ MAX_ROLLUP_KEY_BYTES = 2560
 # A number as JSON (so OTLP/JSON, and Python's repr) writes it. float() and int() read much more as
 # client text: "1_000", " 1.5\n", "+1", ".5", "١٢" (Arabic-Indic digits), "１２" (fullwidth); such a
 # value is refused as any other unreadable one is, not stored as a number the client never wrote.
-_DECIMAL_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+DECIMAL_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _WHOLE_NUMBER_TEXT = re.compile(r"0|[1-9][0-9]*")
 
 
@@ -109,7 +109,7 @@ def amount(name: str, value: Any, maximum: float) -> float | None:
         return None
     number = math.nan
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    if is_number or (isinstance(value, str) and _DECIMAL_TEXT.fullmatch(value)):
+    if is_number or (isinstance(value, str) and DECIMAL_TEXT.fullmatch(value)):
         with contextlib.suppress(OverflowError):  # an int past float's range
             number = float(value)
     if not (math.isfinite(number) and 0 <= number <= maximum):
