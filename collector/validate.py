@@ -104,7 +104,8 @@ def _is_whole_number_text(text: str, maximum: int) -> bool:
 
 
 def amount(name: str, value: Any, maximum: float) -> float | None:
-    """A finite number in [0, ``maximum``] (numbers, or numbers as JSON writes them); None when absent."""
+    """A finite number in [0, ``maximum``] (numbers, or numbers as JSON writes them; -0 as 0); None when
+    absent."""
     if value is None:
         return None
     number = math.nan
@@ -114,7 +115,9 @@ def amount(name: str, value: Any, maximum: float) -> float | None:
             number = float(value)
     if not (math.isfinite(number) and 0 <= number <= maximum):
         raise InvalidSpan(f"{name} must be a number from 0 to {maximum:g}, not {_shown(value)}")
-    return number
+    # -0.0 is not below 0, but PostgreSQL keeps it, and a cost of it (or one of an engine time of it,
+    # times a GPU-hour price) read "-0"
+    return number + 0.0
 
 
 def check_times(
