@@ -2,8 +2,9 @@
 
 OTLP/JSON differs from protobuf's canonical JSON in one way that matters: trace and span ids are
 hex, not base64. Everything else (lowerCamelCase or snake_case names, integer enums, int64 as
-strings) ``json_format`` already accepts; unknown fields are ignored as the spec asks. Numbers sent as
-text are read more strictly than ``json_format`` reads them (``check_number_text``).
+strings) ``json_format`` already accepts; unknown fields are ignored as the spec asks. What it would
+read other than as sent (a number as text JSON would not write, a field under both its names) is
+refused first (``check_json_fields``).
 """
 
 import base64
@@ -134,7 +135,7 @@ def parse_readable(document: dict[str, Any], request: Message, levels: tuple[Lev
 def _parse_into(document: dict[str, Any], request: Message, max_depth: int) -> None:
     request.Clear()
     try:
-        check_number_text(document, request)
+        check_json_fields(document, request)
         json_format.ParseDict(document, request, ignore_unknown_fields=True, max_recursion_depth=max_depth)
     except _PARSE_ERRORS as error:
         name = request.DESCRIPTOR.name
@@ -154,7 +155,7 @@ def _drop_unreadable(parent: Any, levels: tuple[Level, ...]) -> list[str]:
             own = {key: value for key, value in entry.items() if key not in below[0].keys}
         try:
             message = level.message()
-            check_number_text(own, message)
+            check_json_fields(own, message)
             json_format.ParseDict(
                 own, message, ignore_unknown_fields=True, max_recursion_depth=MAX_MESSAGE_DEPTH
             )
@@ -195,19 +196,26 @@ FLOAT_TYPES = frozenset((FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_
 _fields_by_key: dict[str, dict[str, FieldDescriptor]] = {}
 
 
-def check_number_text(document: dict[str, Any], message: Message) -> None:
-    """``json_format.ParseError`` for a number field of ``document`` (to be read into ``message``) sent
-    as text JSON would not write: an integer or enum number not as ``INTEGER_TEXT``, a float neither a
-    JSON number nor ``FLOAT_WORDS``."""
+def check_json_fields(document: dict[str, Any], message: Message) -> None:
+    """``json_format.ParseError`` for what ``json_format`` would read of ``document`` (to be read into
+    ``message``) other than as sent: a number field sent as text JSON would not write (an integer or
+    enum number not as ``INTEGER_TEXT``, a float neither a JSON number nor ``FLOAT_WORDS``), or a
+    field sent under both its names (``traceId`` and ``trace_id``), of which json_format keeps the
+    last and drops the other without a word."""
     # upb's descriptor and the Python one have separate stubs; both are read through the same attributes
     pending: list[tuple[dict[str, Any], Descriptor]] = [(document, cast(Descriptor, message.DESCRIPTOR))]
     while pending:
         item, descriptor = pending.pop()
         fields = _fields(descriptor)
+        named: dict[str, str] = {}
         for key, value in item.items():
             field = fields.get(key)
             if field is None:
                 continue
+            if len(item) > 1:
+                other = named.setdefault(field.name, key)
+                if other != key:
+                    raise json_format.ParseError(f"{other} and {key} are one field: send it once")
             values = value if isinstance(value, list) else (value,)
             if field.message_type is not None:
                 pending.extend((entry, field.message_type) for entry in values if isinstance(entry, dict))
@@ -261,10 +269,22 @@ def parse_protobuf_request(body: bytes) -> ExportTraceServiceRequest:
 def iter_span_objects(document: dict[str, Any]) -> list[dict[str, Any]]:
     """The span objects of an OTLP/JSON document, whatever their field-name style."""
     spans: list[dict[str, Any]] = []
-    for resource_spans in _list(_get(document, "resourceSpans", "resource_spans")):
-        for scope_spans in _list(_get(resource_spans, "scopeSpans", "scope_spans")):
-            spans.extend(span for span in _list(_get(scope_spans, "spans")) if isinstance(span, dict))
+    for resource_spans in entries_named(document, TRACE_LEVELS[0].keys):
+        for scope_spans in entries_named(resource_spans, TRACE_LEVELS[1].keys):
+            spans.extend(span for span in entries_named(scope_spans, ("spans",)) if isinstance(span, dict))
     return spans
+
+
+def entries_named(item: Any, keys: tuple[str, ...]) -> list[Any]:
+    """The entries of ``item``'s list under every one of ``keys`` (names of one field).
+
+    json_format reads the last of the names present, so counting and rewriting the first one only
+    left the other unchecked: a request of 500,000 spans under ``resource_spans`` after an empty
+    ``resourceSpans`` passed the span cap (and ``check_json_fields`` then refuses both names).
+    """
+    if not isinstance(item, dict):
+        return []
+    return [entry for key in keys for entry in _list(item.get(key))]
 
 
 def rewrite_ids(item: dict[str, Any], *, mark_not_hex: bool = False) -> None:

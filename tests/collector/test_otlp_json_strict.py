@@ -1,15 +1,22 @@
-"""Numbers in OTLP/JSON: proto3 JSON takes an integer as a JSON number or as a decimal string, a float
-also as "NaN"/"Infinity"/"-Infinity". ``json_format`` reads such text with ``int()`` and ``float()``,
-which take much more ("1e3", "+5", "1_000", "١٢"): a span carrying one is rejected, saying why, as
-``collector.validate`` refuses a number sent as text that JSON would not write."""
+"""OTLP/JSON that ``json_format`` reads other than as sent.
+
+Numbers: proto3 JSON takes an integer as a JSON number or as a decimal string, a float also as
+"NaN"/"Infinity"/"-Infinity". ``json_format`` reads such text with ``int()`` and ``float()``, which
+take much more ("1e3", "+5", "1_000", "١٢"): a span carrying one is rejected, saying why, as
+``collector.validate`` refuses a number sent as text that JSON would not write. Field names: a field
+sent under both its names (``traceId``, ``trace_id``) is refused, not read as the last one."""
 
 from typing import Any
 
 import httpx
 import orjson
+import pytest
 
 from collector.logs import parse_logs
+from collector.pricebook import PriceBook
 from collector.runtime import Collector
+from collector.validate import SpanLimits
+from collector.workers import DecodeJob, TooManySpans, decode_body
 from tests.collector.conftest import fetch_spans, make_request, make_span
 from tests.collector.test_genai_content import QUESTION, log_record, logs_request, to_otlp_json
 from tests.collector.test_transports import otlp_json
@@ -113,3 +120,37 @@ def test_a_log_record_with_a_number_as_text_json_would_not_write_is_rejected() -
 
     assert len(parsed.resource_logs[0].scope_logs[0].log_records) == 1
     assert len(unreadable) == 1 and "timeUnixNano '1_000' is not an integer" in unreadable[0], unreadable
+
+
+def test_a_json_body_holding_spans_under_both_names_is_counted_whole() -> None:
+    """``resourceSpans`` and ``resource_spans`` name one field; json_format reads the last, the span cap
+    counted the first: 500,000 ``{}`` spans after an empty ``resourceSpans`` passed it."""
+    spans: list[dict[str, Any]] = [{} for _ in range(11)]
+    body = orjson.dumps({"resourceSpans": [], "resource_spans": [{"scopeSpans": [{"spans": spans}]}]})
+    job = DecodeJob(body, "json", False, 1 << 20, SpanLimits(max_spans_per_request=10), None, PriceBook([]))
+    with pytest.raises(TooManySpans, match="holds 11 spans"):
+        decode_body(job)
+
+
+def test_a_field_sent_under_both_its_names_is_refused_not_half_read(
+    running_collector: Collector, database_url: str
+) -> None:
+    """json_format keeps the last of ``traceId`` and ``trace_id`` (or of ``scopeSpans`` and
+    ``scope_spans``) and drops the other without a word: acknowledged spans were never stored."""
+    document = json_spans([("intValue", 1)] * 3)
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[1]["span_id"] = "00000000000000ff"
+    answer = post_json(running_collector, document)["partialSuccess"]
+    assert answer["rejectedSpans"] == "1" and "spanId and span_id are one field" in answer["errorMessage"]
+    assert [row["name"] for row in fetch_spans(database_url)] == ["span-0", "span-2"]
+
+    resource = document["resourceSpans"][0]
+    resource["scope_spans"] = [{"spans": [spans.pop()]}]
+    answer = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/traces",
+        content=orjson.dumps(document),
+        headers={"content-type": "application/json"},
+    )
+    assert answer.status_code == 400 and "scopeSpans and scope_spans are one field" in answer.text, (
+        answer.text
+    )
