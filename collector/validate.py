@@ -36,6 +36,10 @@ class InvalidSpan(ValueError):
     """A span that cannot be stored; its message goes into ``partial_success``."""
 
 
+class TooManyRecords(ValueError):
+    """One request holds more spans or log records than ``max_spans_per_request``."""
+
+
 @dataclass(frozen=True, slots=True)
 class SpanLimits:
     """Everything ``validate`` bounds, and the most spans one export request may hold."""
@@ -48,7 +52,17 @@ class SpanLimits:
     max_tokens: int = 1_000_000_000
     max_cost_usd: float = 1_000_000.0
     max_concurrent_requests: int = 1_000_000
-    max_spans_per_request: int = 500_000
+    max_spans_per_request: int = 500_000  # and log records
+
+
+def check_record_count(num_records: int, limits: SpanLimits, called: str) -> None:
+    """``TooManyRecords`` when a request holds more records (``called``: spans, log records) than one
+    may; counted before any is built."""
+    if num_records > limits.max_spans_per_request:
+        raise TooManyRecords(
+            f"the request holds {num_records} {called}; at most {limits.max_spans_per_request} "
+            "per request: send smaller batches"
+        )
 
 
 def key_text(name: str, value: Any, limits: SpanLimits) -> str | None:

@@ -15,8 +15,8 @@ import pytest
 from collector.logs import parse_logs
 from collector.pricebook import PriceBook
 from collector.runtime import Collector
-from collector.validate import SpanLimits
-from collector.workers import DecodeJob, TooManySpans, decode_body
+from collector.validate import SpanLimits, TooManyRecords
+from collector.workers import DecodeJob, decode_body
 from tests.collector.conftest import fetch_spans, make_request, make_span
 from tests.collector.test_genai_content import QUESTION, log_record, logs_request, to_otlp_json
 from tests.collector.test_transports import otlp_json
@@ -116,7 +116,7 @@ def test_a_log_record_with_a_number_as_text_json_would_not_write_is_rejected() -
     records = document["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
     records[1]["timeUnixNano"] = "1_000"
 
-    parsed, unreadable = parse_logs(orjson.dumps(document), "json")
+    parsed, unreadable = parse_logs(orjson.dumps(document), "json", SpanLimits())
 
     assert len(parsed.resource_logs[0].scope_logs[0].log_records) == 1
     assert len(unreadable) == 1 and "timeUnixNano '1_000' is not an integer" in unreadable[0], unreadable
@@ -128,7 +128,7 @@ def test_a_json_body_holding_spans_under_both_names_is_counted_whole() -> None:
     spans: list[dict[str, Any]] = [{} for _ in range(11)]
     body = orjson.dumps({"resourceSpans": [], "resource_spans": [{"scopeSpans": [{"spans": spans}]}]})
     job = DecodeJob(body, "json", False, 1 << 20, SpanLimits(max_spans_per_request=10), None, PriceBook([]))
-    with pytest.raises(TooManySpans, match="holds 11 spans"):
+    with pytest.raises(TooManyRecords, match="holds 11 spans"):
         decode_body(job)
 
 
