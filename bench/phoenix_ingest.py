@@ -158,7 +158,7 @@ def _counter(working_dir: Path, postgres_url: str | None) -> Counter:
 def _count_request_spans(payloads: list[bytes]) -> int:
     from collector import _wire
 
-    return sum(_wire.count_spans(body) for body in payloads)
+    return sum(_wire.count_records(body) for body in payloads)
 
 
 def main() -> None:

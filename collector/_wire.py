@@ -170,8 +170,10 @@ def _spans(data: memoryview, start: int, end: int) -> Iterator[Span]:
         yield span
 
 
-def count_spans(body: bytes) -> int:
-    """How many spans the serialized request holds, without parsing any (``WireError`` if malformed)."""
+def count_records(body: bytes) -> int:
+    """How many spans the serialized ``ExportTraceServiceRequest`` holds, or log records the
+    ``ExportLogsServiceRequest`` (the same field numbers), without parsing any (``WireError`` if
+    malformed)."""
     data = memoryview(body)
     total = 0
     for start, end in _nested(data, 0, len(data), REQUEST_RESOURCE_SPANS):

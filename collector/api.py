@@ -19,7 +19,8 @@ from collector.log_store import DatabaseUnavailable, LogReceiver
 from collector.otlp_json import MalformedRequest, message_to_json
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
-from collector.workers import BodyFormat, DecoderBusy, TooManySpans, WorkerLost
+from collector.validate import TooManyRecords
+from collector.workers import BodyFormat, DecoderBusy, WorkerLost
 from evallens.auth import AuthError, AuthGate, KeyLookups, Scope
 from evallens.http_protocol import client_address
 
@@ -176,7 +177,7 @@ async def export(
             body = await read_body(request, limits, reservation.cover)
             decoded = await receiver.pool.decode(receiver.job(body, body_format, encoding == "gzip", project))
         durable = await asyncio.wrap_future(receiver.queue(decoded, project))
-    except (BodyTooLarge, TooManySpans) as error:
+    except (BodyTooLarge, TooManyRecords) as error:
         raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
     except (BadEncoding, MalformedRequest) as error:
         raise HttpError(400, code_pb2.INVALID_ARGUMENT, str(error)) from None
@@ -243,7 +244,7 @@ async def export_logs(
                 log_receiver.job(body, body_format, encoding == "gzip", project)
             )
             return await asyncio.to_thread(log_receiver.store, batch)
-    except BodyTooLarge as error:
+    except (BodyTooLarge, TooManyRecords) as error:
         raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
     except (BadEncoding, MalformedRequest) as error:
         raise HttpError(400, code_pb2.INVALID_ARGUMENT, str(error)) from None

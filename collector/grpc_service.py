@@ -22,7 +22,8 @@ from collector.log_store import DatabaseUnavailable, LogReceiver
 from collector.otlp_json import MalformedRequest
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
-from collector.workers import DecoderBusy, TooManySpans, WorkerLost
+from collector.validate import TooManyRecords
+from collector.workers import DecoderBusy, WorkerLost
 from evallens.auth import AuthError, AuthGate, KeyLookups, Scope, metadata_headers
 from evallens.telemetry import attributes as attr
 
@@ -53,7 +54,7 @@ class TraceService:
             with receiver.admit(len(body), project):
                 decoded = receiver.pool.decode_blocking(receiver.job(body, "protobuf", False, project))
             durable = receiver.queue(decoded, project).result()
-        except (MalformedRequest, BadEncoding, TooManySpans) as error:
+        except (MalformedRequest, BadEncoding, TooManyRecords) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
         except (Refused, DecoderBusy, WorkerLost) as error:
             receiver.refused(error)
@@ -88,7 +89,7 @@ class LogsService:
             with pool.reserve(len(body), project):
                 batch = pool.decode_logs_blocking(self._log_receiver.job(body, "protobuf", False, project))
                 answer = self._log_receiver.store(batch)
-        except (MalformedRequest, BadEncoding, BodyTooLarge) as error:
+        except (MalformedRequest, BadEncoding, BodyTooLarge, TooManyRecords) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
         except DecoderBusy as error:
             abort_with_retry(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(error), error.retry_after_s)

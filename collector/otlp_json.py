@@ -2,20 +2,25 @@
 
 OTLP/JSON differs from protobuf's canonical JSON in one way that matters: trace and span ids are
 hex, not base64. Everything else (lowerCamelCase or snake_case names, integer enums, int64 as
-strings) ``json_format`` already accepts; unknown fields are ignored as the spec asks.
+strings) ``json_format`` already accepts; unknown fields are ignored as the spec asks. What it would
+read other than as sent (a number as text JSON would not write, a field under both its names) is
+refused first (``check_json_fields``).
 """
 
 import base64
 import binascii
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+from collector.validate import DECIMAL_TEXT
 
 ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 # What a span's id that is not hex (base64, say) becomes: three bytes, a length no id has, so the
@@ -130,6 +135,7 @@ def parse_readable(document: dict[str, Any], request: Message, levels: tuple[Lev
 def _parse_into(document: dict[str, Any], request: Message, max_depth: int) -> None:
     request.Clear()
     try:
+        check_json_fields(document, request)
         json_format.ParseDict(document, request, ignore_unknown_fields=True, max_recursion_depth=max_depth)
     except _PARSE_ERRORS as error:
         name = request.DESCRIPTOR.name
@@ -148,8 +154,10 @@ def _drop_unreadable(parent: Any, levels: tuple[Level, ...]) -> list[str]:
         if below and isinstance(entry, dict):
             own = {key: value for key, value in entry.items() if key not in below[0].keys}
         try:
+            message = level.message()
+            check_json_fields(own, message)
             json_format.ParseDict(
-                own, level.message(), ignore_unknown_fields=True, max_recursion_depth=MAX_MESSAGE_DEPTH
+                own, message, ignore_unknown_fields=True, max_recursion_depth=MAX_MESSAGE_DEPTH
             )
         except _PARSE_ERRORS as error:
             reason = f"{level.called} is not OTLP/JSON: {error}"[:MAX_REASON_CHARS]
@@ -170,6 +178,84 @@ def _num_records(parent: Any, levels: tuple[Level, ...]) -> int:
     return sum(_num_records(entry, levels[1:]) for entry in entries)
 
 
+# proto3 JSON takes an integer as a JSON number or as text, a float also as "NaN" or "Infinity" text.
+# json_format reads the text with int() and float(), which take "1e3", "1.0", "+5", "012", "1_000",
+# "12\n", "١٢" (Arabic-Indic digits) and "inf": read as the number JSON writes (as ``collector.validate``
+# reads numbers sent as text), so a value the client never wrote is refused, not stored.
+INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+FLOAT_WORDS = frozenset(("NaN", "Infinity", "-Infinity"))
+INTEGER_TYPES = frozenset(
+    (
+        FieldDescriptor.CPPTYPE_INT32,
+        FieldDescriptor.CPPTYPE_INT64,
+        FieldDescriptor.CPPTYPE_UINT32,
+        FieldDescriptor.CPPTYPE_UINT64,
+    )
+)
+FLOAT_TYPES = frozenset((FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE))
+_fields_by_key: dict[str, dict[str, FieldDescriptor]] = {}
+
+
+def check_json_fields(document: dict[str, Any], message: Message) -> None:
+    """``json_format.ParseError`` for what ``json_format`` would read of ``document`` (to be read into
+    ``message``) other than as sent: a number field sent as text JSON would not write (an integer or
+    enum number not as ``INTEGER_TEXT``, a float neither a JSON number nor ``FLOAT_WORDS``), or a
+    field sent under both its names (``traceId`` and ``trace_id``), of which json_format keeps the
+    last and drops the other without a word."""
+    # upb's descriptor and the Python one have separate stubs; both are read through the same attributes
+    pending: list[tuple[dict[str, Any], Descriptor]] = [(document, cast(Descriptor, message.DESCRIPTOR))]
+    while pending:
+        item, descriptor = pending.pop()
+        fields = _fields(descriptor)
+        named: dict[str, str] = {}
+        for key, value in item.items():
+            field = fields.get(key)
+            if field is None:
+                continue
+            if len(item) > 1:
+                other = named.setdefault(field.name, key)
+                if other != key:
+                    raise json_format.ParseError(f"{other} and {key} are one field: send it once")
+            values = value if isinstance(value, list) else (value,)
+            if field.message_type is not None:
+                pending.extend((entry, field.message_type) for entry in values if isinstance(entry, dict))
+                continue
+            for entry in values:
+                if isinstance(entry, str) and not _is_number_text(field, entry):
+                    raise json_format.ParseError(f"{key} {_shown(entry)} is not {_number_kind(field)}")
+
+
+def _fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
+    """A message's fields by both names json_format reads (``intValue``, ``int_value``)."""
+    fields = _fields_by_key.get(descriptor.full_name)
+    if fields is None:
+        fields = {name: field for field in descriptor.fields for name in (field.json_name, field.name)}
+        _fields_by_key[descriptor.full_name] = fields
+    return fields
+
+
+def _is_number_text(field: FieldDescriptor, text: str) -> bool:
+    if field.cpp_type in INTEGER_TYPES:
+        return INTEGER_TEXT.fullmatch(text) is not None
+    if field.cpp_type in FLOAT_TYPES:
+        return text in FLOAT_WORDS or DECIMAL_TEXT.fullmatch(text) is not None
+    if field.enum_type is not None:
+        return text in field.enum_type.values_by_name or INTEGER_TEXT.fullmatch(text) is not None
+    return True
+
+
+def _number_kind(field: FieldDescriptor) -> str:
+    if field.cpp_type in FLOAT_TYPES:
+        return 'a number as JSON writes one (or "NaN", "Infinity", "-Infinity")'
+    if field.enum_type is not None:
+        return f"a {field.enum_type.name} name or an integer as JSON writes one"
+    return "an integer as JSON writes one (digits, no leading zero, no sign but minus)"
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
+
+
 def parse_protobuf_request(body: bytes) -> ExportTraceServiceRequest:
     """An ``ExportTraceServiceRequest`` from a binary protobuf body."""
     request = ExportTraceServiceRequest()
@@ -183,10 +269,22 @@ def parse_protobuf_request(body: bytes) -> ExportTraceServiceRequest:
 def iter_span_objects(document: dict[str, Any]) -> list[dict[str, Any]]:
     """The span objects of an OTLP/JSON document, whatever their field-name style."""
     spans: list[dict[str, Any]] = []
-    for resource_spans in _list(_get(document, "resourceSpans", "resource_spans")):
-        for scope_spans in _list(_get(resource_spans, "scopeSpans", "scope_spans")):
-            spans.extend(span for span in _list(_get(scope_spans, "spans")) if isinstance(span, dict))
+    for resource_spans in entries_named(document, TRACE_LEVELS[0].keys):
+        for scope_spans in entries_named(resource_spans, TRACE_LEVELS[1].keys):
+            spans.extend(span for span in entries_named(scope_spans, ("spans",)) if isinstance(span, dict))
     return spans
+
+
+def entries_named(item: Any, keys: tuple[str, ...]) -> list[Any]:
+    """The entries of ``item``'s list under every one of ``keys`` (names of one field).
+
+    json_format reads the last of the names present, so counting and rewriting the first one only
+    left the other unchecked: a request of 500,000 spans under ``resource_spans`` after an empty
+    ``resourceSpans`` passed the span cap (and ``check_json_fields`` then refuses both names).
+    """
+    if not isinstance(item, dict):
+        return []
+    return [entry for key in keys for entry in _list(item.get(key))]
 
 
 def rewrite_ids(item: dict[str, Any], *, mark_not_hex: bool = False) -> None:

@@ -28,12 +28,16 @@ MAX_ROLLUP_KEY_BYTES = 2560
 # A number as JSON (so OTLP/JSON, and Python's repr) writes it. float() and int() read much more as
 # client text: "1_000", " 1.5\n", "+1", ".5", "١٢" (Arabic-Indic digits), "１２" (fullwidth); such a
 # value is refused as any other unreadable one is, not stored as a number the client never wrote.
-_DECIMAL_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+DECIMAL_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _WHOLE_NUMBER_TEXT = re.compile(r"0|[1-9][0-9]*")
 
 
 class InvalidSpan(ValueError):
     """A span that cannot be stored; its message goes into ``partial_success``."""
+
+
+class TooManyRecords(ValueError):
+    """One request holds more spans or log records than ``max_spans_per_request``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +52,17 @@ class SpanLimits:
     max_tokens: int = 1_000_000_000
     max_cost_usd: float = 1_000_000.0
     max_concurrent_requests: int = 1_000_000
-    max_spans_per_request: int = 500_000
+    max_spans_per_request: int = 500_000  # and log records
+
+
+def check_record_count(num_records: int, limits: SpanLimits, called: str) -> None:
+    """``TooManyRecords`` when a request holds more records (``called``: spans, log records) than one
+    may; counted before any is built."""
+    if num_records > limits.max_spans_per_request:
+        raise TooManyRecords(
+            f"the request holds {num_records} {called}; at most {limits.max_spans_per_request} "
+            "per request: send smaller batches"
+        )
 
 
 def key_text(name: str, value: Any, limits: SpanLimits) -> str | None:
@@ -104,17 +118,20 @@ def _is_whole_number_text(text: str, maximum: int) -> bool:
 
 
 def amount(name: str, value: Any, maximum: float) -> float | None:
-    """A finite number in [0, ``maximum``] (numbers, or numbers as JSON writes them); None when absent."""
+    """A finite number in [0, ``maximum``] (numbers, or numbers as JSON writes them; -0 as 0); None when
+    absent."""
     if value is None:
         return None
     number = math.nan
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    if is_number or (isinstance(value, str) and _DECIMAL_TEXT.fullmatch(value)):
+    if is_number or (isinstance(value, str) and DECIMAL_TEXT.fullmatch(value)):
         with contextlib.suppress(OverflowError):  # an int past float's range
             number = float(value)
     if not (math.isfinite(number) and 0 <= number <= maximum):
         raise InvalidSpan(f"{name} must be a number from 0 to {maximum:g}, not {_shown(value)}")
-    return number
+    # -0.0 is not below 0, but PostgreSQL keeps it, and a cost of it (or one of an engine time of it,
+    # times a GPU-hour price) read "-0"
+    return number + 0.0
 
 
 def check_times(

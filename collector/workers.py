@@ -8,8 +8,8 @@ rows; everything per span and per log record happens here, once.
 
 Two bounds keep memory flat whatever clients send: the bytes of request bodies being read or decoded
 at once (``reserve``: over it, 429 and Retry-After / RESOURCE_EXHAUSTED; one API key's project may
-hold only its share of them), and the spans one request may hold (over it, 413 / INVALID_ARGUMENT,
-checked before any span is decoded).
+hold only its share of them), and the spans or log records one request may hold (over it, 413 /
+INVALID_ARGUMENT, checked before any is decoded).
 """
 
 import asyncio
@@ -36,17 +36,13 @@ from collector.logs import LogBatch, LogsJob, decode_logs_body
 from collector.otlp_json import MalformedRequest, iter_span_objects, json_request, load_json_request
 from collector.pricebook import PriceBook
 from collector.records import SpanRecord
-from collector.validate import InvalidSpan, SpanLimits
+from collector.validate import InvalidSpan, SpanLimits, check_record_count
 from evallens.telemetry import attributes as attr
 
 logger = logging.getLogger(__name__)
 BodyFormat = Literal["protobuf", "json"]
 Job = TypeVar("Job")
 Answer = TypeVar("Answer")
-
-
-class TooManySpans(ValueError):
-    """One request holds more spans than ``max_spans_per_request``."""
 
 
 class DecoderBusy(Exception):
@@ -90,7 +86,7 @@ class Decoded:
 def decode_body(job: DecodeJob) -> Decoded:
     """Runs in a worker: body bytes to packed, validated, project-stamped, cost-tagged spans.
 
-    Raises ``BodyTooLarge``/``BadEncoding`` (gzip), ``MalformedRequest`` or ``TooManySpans``.
+    Raises ``BodyTooLarge``/``BadEncoding`` (gzip), ``MalformedRequest`` or ``TooManyRecords``.
     Protobuf is walked span by span (``collector._wire``), so memory follows the body, not its tree.
     """
     body = gunzip_capped(job.body, job.max_body_bytes) if job.gzip else job.body
@@ -100,13 +96,13 @@ def decode_body(job: DecodeJob) -> Decoded:
             # counted on the JSON document: a protobuf message for each of millions of empty spans
             # (``{}`` is 3 bytes) took ~1.4 GB and 40 s before the cap refused them
             document = load_json_request(body)
-            check_span_count(len(iter_span_objects(document)), job.limits)
+            check_record_count(len(iter_span_objects(document)), job.limits, "spans")
             request, unreadable = json_request(document)
             for reason in unreadable:
                 rejections.add(InvalidSpan(reason))
             groups = message_groups(request)
         else:
-            check_span_count(_wire.count_spans(body), job.limits)
+            check_record_count(_wire.count_records(body), job.limits, "spans")
             groups = _wire.resource_groups(body)
         spans = iter_spans(groups, job.limits, rejections)
         if job.project is not None:
@@ -115,15 +111,6 @@ def decode_body(job: DecodeJob) -> Decoded:
     except _wire.WireError as error:
         raise MalformedRequest(f"body is not a protobuf ExportTraceServiceRequest: {error}") from None
     return Decoded(packed, rejections.count, tuple(rejections.messages))
-
-
-def check_span_count(num_spans: int, limits: SpanLimits) -> None:
-    """``TooManySpans`` when a request holds more spans than one may; counted before any is built."""
-    if num_spans > limits.max_spans_per_request:
-        raise TooManySpans(
-            f"the request holds {num_spans} spans; at most {limits.max_spans_per_request} "
-            "per request: send smaller batches"
-        )
 
 
 def stamped(spans: Iterator[SpanRecord], project: str) -> Iterator[SpanRecord]:

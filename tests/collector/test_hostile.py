@@ -21,6 +21,7 @@ import psutil
 import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
 from sqlalchemy import select
@@ -30,8 +31,8 @@ from collector._wire import varint_bytes
 from collector.otlp_json import MalformedRequest, load_json_request
 from collector.pricebook import PriceBook
 from collector.runtime import Collector
-from collector.validate import SpanLimits
-from collector.workers import DecodeJob, TooManySpans, decode_body
+from collector.validate import SpanLimits, TooManyRecords
+from collector.workers import DecodeJob, decode_body
 from evallens.cases import promote_traces, trace_questions
 from evallens.db import create_db_engine
 from evallens.db.models import EvalCase, EvalSet
@@ -347,8 +348,30 @@ def test_a_json_body_over_the_span_cap_is_refused_before_its_spans_are_built() -
     spans: list[dict[str, str]] = [{} for _ in range(10)] + [{"startTimeUnixNano": "not a number"}]
     body = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
     job = DecodeJob(body, "json", False, 1 << 20, SpanLimits(max_spans_per_request=10), None, PriceBook([]))
-    with pytest.raises(TooManySpans, match="holds 11 spans"):
+    with pytest.raises(TooManyRecords, match="holds 11 spans"):
         decode_body(job)
+
+
+def test_a_logs_body_over_the_record_cap_is_refused_before_its_records_are_built(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """Logs had no cap: 16 MiB held 5.6 million ``{}`` log records as JSON (8 million empty ones as
+    protobuf), and a decode worker, which every request waits for, built and read them for a minute."""
+    collector = make_collector(database_url, collector_max_spans_per_request=10)
+    ids = (secrets.token_bytes(16), secrets.token_bytes(8))
+    request = logs_request([log_record("gen_ai.user.message", {"content": QUESTION}, *ids)] * 11)
+    url = f"http://127.0.0.1:{collector.http_port}/v1/logs"
+    as_json = httpx.post(url, content=to_otlp_json(request), headers={"content-type": "application/json"})
+    as_protobuf = httpx.post(url, content=request.SerializeToString(), headers=PROTOBUF)
+    for answer in (as_json, as_protobuf):
+        assert answer.status_code == 413 and "holds 11 log records" in answer.text, answer.text
+    channel = grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}")
+    with channel, pytest.raises(grpc.RpcError) as refused:
+        logs_service_pb2_grpc.LogsServiceStub(channel).Export(request, timeout=30)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, refused.value
+    del request.resource_logs[0].scope_logs[0].log_records[10]
+    assert httpx.post(url, content=request.SerializeToString(), headers=PROTOBUF).status_code == 200
+    assert len(stored_content(database_url)) == 1  # ten of one event: one row
 
 
 def stalled_upload(port: int, path: str = "/v1/traces", declared: int = 16 * 2**20 - 1) -> socket.socket:

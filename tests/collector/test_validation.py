@@ -5,6 +5,7 @@ import time
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
@@ -145,3 +146,19 @@ def test_numbers_as_text_are_read_only_as_json_writes_them(
     (row,) = fetch_spans(database_url)
     assert row["name"] == "span-100"
     assert (row["cost_usd"], row["input_tokens"], row["output_tokens"]) == (0.001, 0, 1000)
+
+
+def test_a_cost_or_engine_time_of_minus_zero_is_stored_as_zero(
+    running_collector: Collector, database_url: str, transport: str
+) -> None:
+    """A cost of "-0" or -0.0 passed the check that it is not negative and was stored as -0.0, which
+    PostgreSQL keeps and prints as "-0"; an engine time of -0.0 made a GPU-hour price cost -0.0 too."""
+    costs: list[Any] = ["-0", "-0.0", "-0e3", -0.0]
+    spans = [make_span(index, attributes={names.COST_USD: cost}) for index, cost in enumerate(costs)]
+    self_hosted = {names.GEN_AI_REQUEST_MODEL: "SmolLM2-135M-Instruct", names.ENGINE_TIME_S: -0.0}
+    spans.append(make_span(10, attributes={**self_hosted, names.GEN_AI_USAGE_INPUT_TOKENS: 10}))
+    answer = TRANSPORTS[transport](running_collector, make_request(spans), {})
+    assert (answer.ok, answer.rejected) == (True, 0), answer
+    with psycopg.connect(database_url) as connection:
+        stored = connection.execute("SELECT name, cost_usd::text FROM spans ORDER BY name").fetchall()
+    assert stored == [(span.name, "0") for span in sorted(spans, key=lambda span: span.name)]

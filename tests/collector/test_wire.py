@@ -47,7 +47,7 @@ def requests(draw: st.DrawFn) -> bytes:
 def test_walking_equals_parsing(body: bytes) -> None:
     whole, walked = decode_both(body)
     assert walked == whole
-    assert _wire.count_spans(body) == count_spans(ExportTraceServiceRequest.FromString(body))
+    assert _wire.count_records(body) == count_spans(ExportTraceServiceRequest.FromString(body))
 
 
 def test_repeated_resource_and_scope_fields_merge_like_protobuf() -> None:

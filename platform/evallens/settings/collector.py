@@ -118,7 +118,9 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
     collector_max_spans_per_request: int = Field(
         default=500_000,
         ge=1,
-        description="Most spans one export request may hold; more: 413 (gRPC: INVALID_ARGUMENT).",
+        description=(
+            "Most spans (or log records) one export request may hold; more: 413 (gRPC: INVALID_ARGUMENT)."
+        ),
     )
     collector_decode_workers: int = Field(
         default=0, ge=0, description="Worker processes decoding requests; 0 means one per CPU core."

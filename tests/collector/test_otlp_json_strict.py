@@ -1,0 +1,156 @@
+"""OTLP/JSON that ``json_format`` reads other than as sent.
+
+Numbers: proto3 JSON takes an integer as a JSON number or as a decimal string, a float also as
+"NaN"/"Infinity"/"-Infinity". ``json_format`` reads such text with ``int()`` and ``float()``, which
+take much more ("1e3", "+5", "1_000", "١٢"): a span carrying one is rejected, saying why, as
+``collector.validate`` refuses a number sent as text that JSON would not write. Field names: a field
+sent under both its names (``traceId``, ``trace_id``) is refused, not read as the last one."""
+
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from collector.logs import parse_logs
+from collector.pricebook import PriceBook
+from collector.runtime import Collector
+from collector.validate import SpanLimits, TooManyRecords
+from collector.workers import DecodeJob, decode_body
+from tests.collector.conftest import fetch_spans, make_request, make_span
+from tests.collector.test_genai_content import QUESTION, log_record, logs_request, to_otlp_json
+from tests.collector.test_transports import otlp_json
+
+INT_TEXT_REFUSED = ["1e3", "+5", "1_000", "1.0", "012", " 12", "12\n", "\t7", "١٢", "１２", "0x10", "-0.0"]
+FLOAT_TEXT_REFUSED = [" 1.5", "1_0.5", "+1.5", "inf", "infinity", "١.٥", ".5", "1."]
+# as JSON numbers, an integral 1e3 or 1.0 is an integer: proto3 JSON's conformance tests require it
+INT_ACCEPTED: list[tuple[Any, int]] = [
+    ("12", 12),
+    ("-5", -5),
+    ("0", 0),
+    ("-0", 0),
+    ("9223372036854775807", 2**63 - 1),
+    (12, 12),
+    (1e3, 1000),
+    (-3.0, -3),
+]
+FLOAT_ACCEPTED: list[tuple[Any, Any]] = [
+    ("1.5", 1.5),
+    ("-2e-3", -2e-3),
+    ("1E3", 1000.0),
+    ("7", 7.0),
+    ("NaN", "nan"),
+    ("Infinity", "inf"),
+    ("-Infinity", "-inf"),
+    (0.25, 0.25),
+]
+
+
+def json_spans(values: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An OTLP/JSON document of one span per (AnyValue field, value), each in attribute ``odd``."""
+    spans = [make_span(index, attributes={"odd": 0}) for index in range(len(values))]
+    document: dict[str, Any] = orjson.loads(otlp_json(make_request(spans)))
+    for span, (field, value) in zip(
+        document["resourceSpans"][0]["scopeSpans"][0]["spans"], values, strict=True
+    ):
+        span["attributes"][0]["value"] = {field: value}
+    return document
+
+
+def post_json(collector: Collector, document: dict[str, Any]) -> dict[str, Any]:
+    answer = httpx.post(
+        f"http://127.0.0.1:{collector.http_port}/v1/traces",
+        content=orjson.dumps(document),
+        headers={"content-type": "application/json"},
+    )
+    assert answer.status_code == 200, answer.text
+    result: dict[str, Any] = answer.json()
+    return result
+
+
+def test_numbers_as_text_that_json_would_not_write_reject_their_spans(
+    running_collector: Collector, database_url: str
+) -> None:
+    refused = [("intValue", text) for text in INT_TEXT_REFUSED]
+    refused += [("doubleValue", text) for text in FLOAT_TEXT_REFUSED]
+    accepted = [("intValue", value) for value, _ in INT_ACCEPTED]
+    accepted += [("doubleValue", value) for value, _ in FLOAT_ACCEPTED]
+    document = json_spans(accepted + refused)
+
+    partial = post_json(running_collector, document)["partialSuccess"]
+
+    assert partial["rejectedSpans"] == str(len(refused)), partial
+    assert "intValue '1e3' is not an integer as JSON writes one" in partial["errorMessage"]
+    stored = {row["name"]: row["attributes"]["odd"] for row in fetch_spans(database_url)}
+    expected = [value for _, value in INT_ACCEPTED + FLOAT_ACCEPTED]
+    assert stored == {f"span-{index}": value for index, value in enumerate(expected)}
+
+
+def test_a_time_or_an_enum_as_text_json_would_not_write_rejects_its_span(
+    running_collector: Collector, database_url: str
+) -> None:
+    document = json_spans([("intValue", 1)] * 5)
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    start_ns = int(spans[0]["startTimeUnixNano"])
+    spans[1]["startTimeUnixNano"] = f"{start_ns:e}".replace("e+", "e")  # "1.7...e18": a float as text
+    spans[2]["endTimeUnixNano"] = f"+{spans[2]['endTimeUnixNano']}"
+    spans[3]["kind"] = " 2"
+    spans[4]["kind"] = "SPAN_KIND_SERVER"
+    spans[0]["kind"] = "3"
+
+    partial = post_json(running_collector, document)["partialSuccess"]
+
+    assert partial["rejectedSpans"] == "3", partial
+    assert "kind ' 2' is not" in partial["errorMessage"]
+    rows = {row["name"]: row for row in fetch_spans(database_url)}
+    assert sorted(rows) == ["span-0", "span-4"]
+    assert (rows["span-0"]["kind"], rows["span-4"]["kind"]) == (3, 2)
+
+
+def test_a_log_record_with_a_number_as_text_json_would_not_write_is_rejected() -> None:
+    ids = ((1).to_bytes(16, "big"), (1).to_bytes(8, "big"))
+    request = logs_request(
+        [log_record("gen_ai.user.message", {"content": text}, *ids) for text in (QUESTION, "hi")]
+    )
+    document = orjson.loads(to_otlp_json(request))
+    records = document["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    records[1]["timeUnixNano"] = "1_000"
+
+    parsed, unreadable = parse_logs(orjson.dumps(document), "json", SpanLimits())
+
+    assert len(parsed.resource_logs[0].scope_logs[0].log_records) == 1
+    assert len(unreadable) == 1 and "timeUnixNano '1_000' is not an integer" in unreadable[0], unreadable
+
+
+def test_a_json_body_holding_spans_under_both_names_is_counted_whole() -> None:
+    """``resourceSpans`` and ``resource_spans`` name one field; json_format reads the last, the span cap
+    counted the first: 500,000 ``{}`` spans after an empty ``resourceSpans`` passed it."""
+    spans: list[dict[str, Any]] = [{} for _ in range(11)]
+    body = orjson.dumps({"resourceSpans": [], "resource_spans": [{"scopeSpans": [{"spans": spans}]}]})
+    job = DecodeJob(body, "json", False, 1 << 20, SpanLimits(max_spans_per_request=10), None, PriceBook([]))
+    with pytest.raises(TooManyRecords, match="holds 11 spans"):
+        decode_body(job)
+
+
+def test_a_field_sent_under_both_its_names_is_refused_not_half_read(
+    running_collector: Collector, database_url: str
+) -> None:
+    """json_format keeps the last of ``traceId`` and ``trace_id`` (or of ``scopeSpans`` and
+    ``scope_spans``) and drops the other without a word: acknowledged spans were never stored."""
+    document = json_spans([("intValue", 1)] * 3)
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[1]["span_id"] = "00000000000000ff"
+    answer = post_json(running_collector, document)["partialSuccess"]
+    assert answer["rejectedSpans"] == "1" and "spanId and span_id are one field" in answer["errorMessage"]
+    assert [row["name"] for row in fetch_spans(database_url)] == ["span-0", "span-2"]
+
+    resource = document["resourceSpans"][0]
+    resource["scope_spans"] = [{"spans": [spans.pop()]}]
+    answer = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/traces",
+        content=orjson.dumps(document),
+        headers={"content-type": "application/json"},
+    )
+    assert answer.status_code == 400 and "scopeSpans and scope_spans are one field" in answer.text, (
+        answer.text
+    )
