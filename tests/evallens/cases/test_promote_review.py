@@ -143,6 +143,14 @@ BAD_INPUT = [
         ["cases", "promote", "FEEDBACK", "--set", SET_NAME, "--scenario", " "],
         "the scenario cannot be empty or only whitespace",
     ),
+    (
+        ["cases", "promote", " ", "--set", SET_NAME, "--scenario", "x"],
+        "the trace id cannot be empty or only whitespace",
+    ),
+    (
+        ["cases", "promote", "FEEDBACK", "", "--set", SET_NAME, "--scenario", "x"],
+        "the trace id cannot be empty or only whitespace",
+    ),
     (["cases", "review", "prod-x", "--set", SET_NAME, "--reference", "r"], "no case 'prod-x'"),
     (["cases", "review", "rr-001", "--set", SET_NAME, "--reference", "r"], "is active"),
     (["cases", "list", "--set", "nope"], "no eval set named 'nope'"),
