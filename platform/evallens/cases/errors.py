@@ -30,6 +30,10 @@ class NotUnderReview(EvallensError):
     """The case is not waiting for review (already active, or rejected)."""
 
 
+class RejectWithChanges(EvallensError):
+    """A review both rejects the cases and gives them content (a reference answer, facts, ...)."""
+
+
 class IncompleteCase(EvallensError):
     """Reviewing would leave a case that is not valid in a set file (e.g. no reference answer)."""
 
