@@ -343,6 +343,44 @@ def test_a_run_stopped_mid_replay_is_stored_as_interrupted(
         assert session.scalar(select(func.count()).select_from(EvalResult)) == 0
 
 
+def test_ctrl_c_again_while_the_interruption_is_recorded_still_records_it(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    """Ctrl-C pressed twice: the second came while the first was being written as the run's failure,
+    stopped that write, and the run stayed 'running' forever. The run's row is locked here so that the
+    failure write waits, and the second signal surely lands in it."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.answer_delay_s = 3.0
+    run = subprocess.Popen(
+        [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support", "--endpoint",
+         scripted_target.url],
+        env=child_environment({"EVALLENS_DATABASE_URL": database_url}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    while not scripted_target.headers_seen:
+        assert run.poll() is None, run.communicate()
+        time.sleep(0.05)
+    url = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    # pg_stat_activity is read once per transaction: the watcher reads it outside the holder's
+    with psycopg.connect(url) as holder, psycopg.connect(url, autocommit=True) as watcher:
+        holder.execute("SELECT id FROM eval_runs FOR UPDATE")
+        run.send_signal(signal.SIGINT)
+        while not watcher.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
+            "AND query LIKE 'UPDATE eval_runs%'"
+        ).fetchone():
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.05)
+        run.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # let the signal reach the waiting write (no timing is asserted)
+    _, stderr = run.communicate(timeout=300)
+    assert run.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "evallens: interrupted"
+    with sessions() as session:
+        stored = session.scalars(select(EvalRun)).one()
+        assert (stored.status, stored.error) == ("failed", "interrupted (SIGINT)")
+
+
 def test_no_cache_sends_the_header_and_the_run_counts_cached_answers(
     database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
 ) -> None:
