@@ -406,6 +406,31 @@ def test_no_cache_sends_the_header_and_the_run_counts_cached_answers(
     assert counts == [(False, 2), (True, 2)]  # the scripted target ignores the header; the report says so
 
 
+@pytest.mark.parametrize("timeout_s", ["inf", "1e12"])
+def test_a_judge_timeout_no_socket_takes_is_one_line_exit_2_and_no_run(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget, timeout_s: str
+) -> None:
+    """The judge's client sets its timeout on a socket, which refuses infinity and anything past
+    ``time_t``: an OverflowError traceback ended the run command."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    judge = {
+        "EVALLENS_EVAL_JUDGE_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+        "EVALLENS_EVAL_JUDGE_TIMEOUT_S": timeout_s,
+    }
+    result = run_cli(
+        "eval", "run", "--set", "mini-support", "--endpoint", scripted_target.url,
+        database_url=database_url, extra_env=judge,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line == (
+        "evallens: error: EVALLENS_EVAL_JUDGE_TIMEOUT_S: Input should be less than or equal to 604800 "
+        f"(got '{timeout_s}')"
+    )
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalRun)) == 0
+
+
 def test_an_unreachable_endpoint_is_one_line_exit_2_and_no_run(
     database_url: str, sessions: sessionmaker[Session], tmp_path: Path
 ) -> None:
