@@ -13,7 +13,6 @@ from evallens.cases.errors import (
     AlreadyPromoted,
     TraceWithoutQuestion,
     UnknownTrace,
-    refuse_blank,
     refuse_nul,
 )
 from evallens.cases.versions import (
@@ -26,6 +25,7 @@ from evallens.cases.versions import (
     store_version,
 )
 from evallens.db.models import EvalCase, EvalSet, Span
+from evallens.errors import refuse_blank
 
 Expected = Literal["answer", "decline", "refuse"]
 PROMOTED_TAG = "promoted"

@@ -11,7 +11,6 @@ from evallens.cases.errors import (
     NotUnderReview,
     RejectWithChanges,
     UnknownCase,
-    refuse_blank,
     refuse_nul,
 )
 from evallens.cases.promote import Expected, is_complete
@@ -26,6 +25,7 @@ from evallens.cases.versions import (
     store_version,
 )
 from evallens.db.models import EvalCase
+from evallens.errors import refuse_blank
 
 
 @dataclass(frozen=True)
