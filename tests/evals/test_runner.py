@@ -14,7 +14,7 @@ from psycopg import sql
 from sqlalchemy import func, make_url, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.db.models import EvalResult, EvalRun
+from evallens.db.models import EvalResult, EvalRun, EvalTag
 from evallens.db.server import DatabaseServer
 from evallens.ports import free_port
 from evallens.reports import InfraSummary, RunSummary
@@ -493,6 +493,34 @@ def test_cli_run_then_tag(
     assert tagged.returncode == 0 and run_id in tagged.stdout
     with sessions() as session:
         assert session.scalars(select(EvalRun.status)).all() == ["completed"]
+
+
+@pytest.mark.parametrize("tag", ["", " \t"])
+def test_a_blank_tag_is_refused_before_any_replay_and_never_stored(
+    database_url: str,
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    tag: str,
+) -> None:
+    """An empty shell variable as the tag (``--tag "$BRANCH"``) stored a blank tag that ``gate --baseline
+    ''`` then found; ``eval run --tag`` refused nothing, and only after the whole replay."""
+    settings = EvalSettings(eval_endpoint=scripted_target.url, eval_concurrency=2)
+    run_id = str(run_eval(sessions, _sync(sessions), settings, ScoringContext(similarity=similarity)).run_id)
+    asked = len(scripted_target.headers_seen)
+    tagging = run_cli("eval", "tag", run_id, tag, database_url=database_url)
+    running = run_cli(
+        "eval", "run", "--set", "mini-support", "--endpoint", scripted_target.url, "--tag", tag,
+        database_url=database_url,
+    )  # fmt: skip
+    for result in (tagging, running):
+        assert result.returncode == 2, result.stdout + result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert line == "evallens: error: the tag cannot be empty or only whitespace"
+    assert len(scripted_target.headers_seen) == asked  # nothing replayed
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalRun)) == 1
+        assert session.scalar(select(func.count()).select_from(EvalTag)) == 0
 
 
 def test_a_gate_against_a_baseline_scored_otherwise_refuses_before_replaying(
