@@ -10,7 +10,7 @@ from rich.console import Console
 
 from evallens.db.sessions import open_sessions
 from evallens.progress import NO_PROGRESS, ProgressReporter
-from evallens.runs import tag_run
+from evallens.runs import check_tag, tag_run
 from evallens.settings import CasesSettings, EvalSettings
 from evals.compare import compare_runs
 from evals.gate import GateOutcome, gate_endpoint, options_from_settings, run_gate
@@ -51,6 +51,8 @@ def run_command(
 ) -> RunReport:
     """Replay a stored set (``name`` or ``name@version``) once; ``tag`` names the completed run."""
     settings, project = EvalSettings(), configured_project()
+    if tag is not None:  # before the replay, not after it
+        check_tag(tag)
     with open_sessions() as sessions:
         with sessions() as session:
             eval_set_id = find_set_version(session, selector, project=project).id

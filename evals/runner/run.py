@@ -14,6 +14,7 @@ from evallens.db.models import EvalResult, EvalRun, EvalSet
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.reports import CacheCounts, MetricName, RunSummary
 from evallens.settings import EvalSettings
+from evallens.signals import signals_held
 from evals.errors import EndpointUnreachable, EvalSetError, RunFailed
 from evals.infra import await_spans, compute_infra
 from evals.metrics import score_cases
@@ -99,7 +100,8 @@ def run_eval(
             summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended, cache)
             session.get_one(EvalRun, run_id).scoring = scored_as
     except BaseException as error:
-        _fail_run(session_factory, run_id, error)
+        with signals_held():  # a second Ctrl-C must not leave the run 'running' forever
+            _fail_run(session_factory, run_id, error)
         raise
     return RunReport(run_id, eval_set.name, eval_set.version, target_url, target.fingerprint, summary)
 

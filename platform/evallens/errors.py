@@ -7,3 +7,19 @@ class EvallensError(Exception):
 
 class DatabaseUnavailable(EvallensError):
     """PostgreSQL cannot be reached or refused the connection."""
+
+
+class BlankText(EvallensError):
+    """A text that must say something (a case's question or scenario, a trace id, a tag) was given empty
+    or only whitespace."""
+
+
+# the words the set loaders use for the same mistake (``evals.sets.format.BLANK_QUESTION``)
+BLANK = "cannot be empty or only whitespace"
+
+
+def refuse_blank(fields: dict[str, str | None]) -> None:
+    """``BlankText`` naming the first given field (None: not given) that holds no text."""
+    for name, value in fields.items():
+        if value is not None and not value.strip():
+            raise BlankText(f"the {name} {BLANK}")

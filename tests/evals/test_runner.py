@@ -14,7 +14,7 @@ from psycopg import sql
 from sqlalchemy import func, make_url, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.db.models import EvalResult, EvalRun
+from evallens.db.models import EvalResult, EvalRun, EvalTag
 from evallens.db.server import DatabaseServer
 from evallens.ports import free_port
 from evallens.reports import InfraSummary, RunSummary
@@ -343,6 +343,44 @@ def test_a_run_stopped_mid_replay_is_stored_as_interrupted(
         assert session.scalar(select(func.count()).select_from(EvalResult)) == 0
 
 
+def test_ctrl_c_again_while_the_interruption_is_recorded_still_records_it(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    """Ctrl-C pressed twice: the second came while the first was being written as the run's failure,
+    stopped that write, and the run stayed 'running' forever. The run's row is locked here so that the
+    failure write waits, and the second signal surely lands in it."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.answer_delay_s = 3.0
+    run = subprocess.Popen(
+        [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support", "--endpoint",
+         scripted_target.url],
+        env=child_environment({"EVALLENS_DATABASE_URL": database_url}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    while not scripted_target.headers_seen:
+        assert run.poll() is None, run.communicate()
+        time.sleep(0.05)
+    url = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    # pg_stat_activity is read once per transaction: the watcher reads it outside the holder's
+    with psycopg.connect(url) as holder, psycopg.connect(url, autocommit=True) as watcher:
+        holder.execute("SELECT id FROM eval_runs FOR UPDATE")
+        run.send_signal(signal.SIGINT)
+        while not watcher.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
+            "AND query LIKE 'UPDATE eval_runs%'"
+        ).fetchone():
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.05)
+        run.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # let the signal reach the waiting write (no timing is asserted)
+    _, stderr = run.communicate(timeout=300)
+    assert run.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "evallens: interrupted"
+    with sessions() as session:
+        stored = session.scalars(select(EvalRun)).one()
+        assert (stored.status, stored.error) == ("failed", "interrupted (SIGINT)")
+
+
 def test_no_cache_sends_the_header_and_the_run_counts_cached_answers(
     database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
 ) -> None:
@@ -366,6 +404,31 @@ def test_no_cache_sends_the_header_and_the_run_counts_cached_answers(
         summaries = [RunSummary.model_validate(r.summary) for r in session.scalars(select(EvalRun))]
     counts = sorted((s.cache.bypassed, s.cache.num_semantic_hits) for s in summaries if s.cache is not None)
     assert counts == [(False, 2), (True, 2)]  # the scripted target ignores the header; the report says so
+
+
+@pytest.mark.parametrize("timeout_s", ["inf", "1e12"])
+def test_a_judge_timeout_no_socket_takes_is_one_line_exit_2_and_no_run(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget, timeout_s: str
+) -> None:
+    """The judge's client sets its timeout on a socket, which refuses infinity and anything past
+    ``time_t``: an OverflowError traceback ended the run command."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    judge = {
+        "EVALLENS_EVAL_JUDGE_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+        "EVALLENS_EVAL_JUDGE_TIMEOUT_S": timeout_s,
+    }
+    result = run_cli(
+        "eval", "run", "--set", "mini-support", "--endpoint", scripted_target.url,
+        database_url=database_url, extra_env=judge,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line == (
+        "evallens: error: EVALLENS_EVAL_JUDGE_TIMEOUT_S: Input should be less than or equal to 604800 "
+        f"(got '{timeout_s}')"
+    )
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalRun)) == 0
 
 
 def test_an_unreachable_endpoint_is_one_line_exit_2_and_no_run(
@@ -430,6 +493,34 @@ def test_cli_run_then_tag(
     assert tagged.returncode == 0 and run_id in tagged.stdout
     with sessions() as session:
         assert session.scalars(select(EvalRun.status)).all() == ["completed"]
+
+
+@pytest.mark.parametrize("tag", ["", " \t"])
+def test_a_blank_tag_is_refused_before_any_replay_and_never_stored(
+    database_url: str,
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    tag: str,
+) -> None:
+    """An empty shell variable as the tag (``--tag "$BRANCH"``) stored a blank tag that ``gate --baseline
+    ''`` then found; ``eval run --tag`` refused nothing, and only after the whole replay."""
+    settings = EvalSettings(eval_endpoint=scripted_target.url, eval_concurrency=2)
+    run_id = str(run_eval(sessions, _sync(sessions), settings, ScoringContext(similarity=similarity)).run_id)
+    asked = len(scripted_target.headers_seen)
+    tagging = run_cli("eval", "tag", run_id, tag, database_url=database_url)
+    running = run_cli(
+        "eval", "run", "--set", "mini-support", "--endpoint", scripted_target.url, "--tag", tag,
+        database_url=database_url,
+    )  # fmt: skip
+    for result in (tagging, running):
+        assert result.returncode == 2, result.stdout + result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert line == "evallens: error: the tag cannot be empty or only whitespace"
+    assert len(scripted_target.headers_seen) == asked  # nothing replayed
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalRun)) == 1
+        assert session.scalar(select(func.count()).select_from(EvalTag)) == 0
 
 
 def test_a_gate_against_a_baseline_scored_otherwise_refuses_before_replaying(

@@ -30,23 +30,12 @@ class NotUnderReview(EvallensError):
     """The case is not waiting for review (already active, or rejected)."""
 
 
+class RejectWithChanges(EvallensError):
+    """A review both rejects the cases and gives them content (a reference answer, facts, ...)."""
+
+
 class IncompleteCase(EvallensError):
     """Reviewing would leave a case that is not valid in a set file (e.g. no reference answer)."""
-
-
-class BlankText(EvallensError):
-    """A text a case needs (question, scenario) was given empty or only whitespace."""
-
-
-# the words the set loaders use for the same mistake (``evals.sets.format.BLANK_QUESTION``)
-BLANK = "cannot be empty or only whitespace"
-
-
-def refuse_blank(fields: dict[str, str | None]) -> None:
-    """``BlankText`` naming the first given field (None: not given) that holds no text."""
-    for name, value in fields.items():
-        if value is not None and not value.strip():
-            raise BlankText(f"the {name} {BLANK}")
 
 
 class UnstorableText(EvallensError):

@@ -13,7 +13,6 @@ from evallens.cases.errors import (
     AlreadyPromoted,
     TraceWithoutQuestion,
     UnknownTrace,
-    refuse_blank,
     refuse_nul,
 )
 from evallens.cases.versions import (
@@ -26,6 +25,7 @@ from evallens.cases.versions import (
     store_version,
 )
 from evallens.db.models import EvalCase, EvalSet, Span
+from evallens.errors import refuse_blank
 
 Expected = Literal["answer", "decline", "refuse"]
 PROMOTED_TAG = "promoted"
@@ -73,6 +73,8 @@ def promote_traces(
     project: str = "default",
 ) -> PromotionReport:
     """Store a new version of the set: its cases plus one redacted case per trace (nothing on error)."""
+    for trace_id in trace_ids:  # a blank id (an empty shell variable) read "no trace with id " before
+        refuse_blank({"trace id": trace_id})
     # stored in lower-case hex: an id pasted from a viewer that shows capitals, or with spaces, is the same
     unique_ids = list(dict.fromkeys(trace_id.strip().lower() for trace_id in trace_ids))
     if not unique_ids:

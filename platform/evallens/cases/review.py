@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from evallens.cases._redact import redact
-from evallens.cases.errors import IncompleteCase, NotUnderReview, UnknownCase, refuse_blank, refuse_nul
+from evallens.cases.errors import (
+    IncompleteCase,
+    NotUnderReview,
+    RejectWithChanges,
+    UnknownCase,
+    refuse_nul,
+)
 from evallens.cases.promote import Expected, is_complete
 from evallens.cases.versions import (
     ACTIVE,
@@ -19,6 +25,7 @@ from evallens.cases.versions import (
     store_version,
 )
 from evallens.db.models import EvalCase
+from evallens.errors import refuse_blank
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ def review_cases(
     )
     # blanks are never what a reviewer meant
     refuse_blank({"question": review.question, "scenario": review.scenario})
+    _refuse_rejecting_with_changes(review)
     lock_set_versions(session, eval_set_name, project)
     source = latest_eval_set(session, eval_set_name, project)
     cases = {case.case_key: case for case in set_cases(session, source.id)}
@@ -83,6 +91,26 @@ def review_cases(
         target.id,
         {row.case_key: row.status for row in rows if row.case_key in keys},
     )
+
+
+def _refuse_rejecting_with_changes(review: CaseReview) -> None:
+    """``RejectWithChanges`` when a rejection also carries content: a rejected case keeps none of it, so
+    the reviewer meant one or the other (a reference given with ``--reject`` was silently dropped)."""
+    if not review.reject:
+        return
+    given = {
+        "reference answer": review.reference_answer is not None,
+        "expected behaviour": review.expected is not None,
+        "required facts": bool(review.required_facts),
+        "reference context ids": bool(review.reference_context_ids),
+        "question": review.question is not None,
+        "scenario": review.scenario is not None,
+    }
+    named = [name for name, is_given in given.items() if is_given]
+    if named:
+        raise RejectWithChanges(
+            f"a rejected case keeps no {', '.join(named)}: reject the case, or complete it, not both"
+        )
 
 
 def _reviewed(case: EvalCase, review: CaseReview) -> EvalCase:

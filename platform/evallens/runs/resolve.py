@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from evallens.db.models import EvalRun, EvalSet, EvalTag, GateReport
 from evallens.db.models.traces import DEFAULT_PROJECT
-from evallens.errors import EvallensError
+from evallens.errors import EvallensError, refuse_blank
 
 MAIN_TAG = "main"  # the tag a baseline carries unless told otherwise
 
@@ -87,8 +87,16 @@ def latest_completed_run(
     return session.scalars(query.order_by(EvalRun.started_at.desc()).limit(1)).first()
 
 
+def check_tag(tag: str) -> str:
+    """``tag`` when it can name a run; ``BlankText`` when it holds no text (stored, ``gate --baseline ''``
+    found it, and an empty shell variable made a baseline nobody meant)."""
+    refuse_blank({"tag": tag})
+    return tag
+
+
 def tag_run(session: Session, reference: str, tag: str, *, project: str = DEFAULT_PROJECT) -> RunRef:
     """Point ``tag`` (e.g. ``main``) at a completed run of its set, replacing an earlier target."""
+    check_tag(tag)
     ref = resolve_run(session, reference, project=project)
     if ref.run.status != "completed":
         raise RunNotFound(f"run {ref.run.id} is {ref.run.status}, only completed runs can be tagged")

@@ -128,7 +128,12 @@ class EvalSettings(BaseSettings):
     eval_judge_concurrency: int = Field(
         default=4, ge=1, le=64, description="Judge requests in flight at once."
     )
-    eval_judge_timeout_s: float = Field(default=60.0, gt=0, description="Seconds one judge request may take.")
+    eval_judge_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=MAX_WAIT_S,  # the judge's client sets it on its socket, which refuses more (and infinity)
+        description="Seconds one judge request may take (at most 7 days).",
+    )
     eval_judge_max_tokens: int = Field(default=200, ge=16, description="max_tokens of each judge reply.")
     eval_min_effect: float = Field(
         default=0.03, ge=0, le=1, description="Smallest worsening (rate units) that counts as a regression."

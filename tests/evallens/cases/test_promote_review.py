@@ -134,6 +134,32 @@ def test_reject_keeps_the_case_out_of_runs(sessions: sessionmaker[Session], traf
         }
 
 
+@pytest.mark.parametrize(
+    ("review", "named"),
+    [
+        ({"reference_answer": "We match prices within 14 days."}, "reference answer"),
+        ({"expected": "decline"}, "expected behaviour"),
+        ({"required_facts": ["14 days"], "question": "Price match?"}, "required facts, question"),
+        ({"reference_context_ids": ["pricing"]}, "reference context ids"),
+    ],
+)
+def test_a_rejection_that_also_completes_the_case_is_refused(
+    sessions: sessionmaker[Session], traffic: Traffic, review: dict[str, object], named: str
+) -> None:
+    """A rejected case keeps none of a review's content: a reference given with ``--reject`` was
+    silently dropped, and the reviewer never learnt which of the two they got."""
+    with sessions.begin() as session:
+        cases.promote_traces(session, [traffic.slow], eval_set_name=SET_NAME, scenario="pricing")
+    before = counts(sessions)
+    decision = cases.CaseReview(reject=True, **review)  # type: ignore[arg-type]
+    with (
+        pytest.raises(cases.RejectWithChanges, match=f"a rejected case keeps no {named}: "),
+        sessions.begin() as session,
+    ):
+        cases.review_cases(session, [cases.case_key_for(traffic.slow)], decision, eval_set_name=SET_NAME)
+    assert counts(sessions) == before
+
+
 BAD_INPUT = [
     (["cases", "promote", "f" * 32, "--set", SET_NAME, "--scenario", "x"], "no trace with id"),
     (["cases", "promote", "NO_QUESTION", "--set", SET_NAME, "--scenario", "x"], "carries no user question"),
@@ -142,6 +168,18 @@ BAD_INPUT = [
     (
         ["cases", "promote", "FEEDBACK", "--set", SET_NAME, "--scenario", " "],
         "the scenario cannot be empty or only whitespace",
+    ),
+    (
+        ["cases", "promote", " ", "--set", SET_NAME, "--scenario", "x"],
+        "the trace id cannot be empty or only whitespace",
+    ),
+    (
+        ["cases", "promote", "FEEDBACK", "", "--set", SET_NAME, "--scenario", "x"],
+        "the trace id cannot be empty or only whitespace",
+    ),
+    (
+        ["cases", "review", "rr-001", "--set", SET_NAME, "--reject", "--reference", "r"],
+        "a rejected case keeps no reference answer: reject the case, or complete it, not both",
     ),
     (["cases", "review", "prod-x", "--set", SET_NAME, "--reference", "r"], "no case 'prod-x'"),
     (["cases", "review", "rr-001", "--set", SET_NAME, "--reference", "r"], "is active"),
