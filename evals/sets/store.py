@@ -16,7 +16,11 @@ MAX_VERSION = 2**31 - 1  # eval_sets.version is an INTEGER column
 
 @dataclass(frozen=True)
 class SyncedSet:
-    """The stored version a set file maps to, and whether this sync created it."""
+    """The stored version a set file maps to, whether this sync created it, and the set's latest version.
+
+    ``latest_version`` is higher than ``version`` when the file holds the content of an older version
+    (a reverted file, another branch's sync, a promotion since): ``NAME`` alone then replays other
+    cases than the file's, and ``NAME@version`` replays the file's (``pinned``)."""
 
     name: str
     version: int
@@ -24,6 +28,12 @@ class SyncedSet:
     content_hash: str
     num_cases: int
     created: bool
+    latest_version: int
+
+    @property
+    def pinned(self) -> str:
+        """The selector that replays exactly this file's cases."""
+        return f"{self.name}@{self.version}"
 
 
 def content_hash(eval_set: EvalSetSpec) -> str:
@@ -40,11 +50,19 @@ def sync_set(session: Session, eval_set: EvalSetSpec, *, project: str = DEFAULT_
             EvalSet.project == project, EvalSet.name == eval_set.name, EvalSet.content_hash == digest
         )
     ).one_or_none()
-    if existing is not None:
-        return SyncedSet(eval_set.name, existing.version, existing.id, digest, len(eval_set.cases), False)
     latest = session.scalar(
         select(func.max(EvalSet.version)).where(EvalSet.project == project, EvalSet.name == eval_set.name)
     )
+    if existing is not None:
+        return SyncedSet(
+            eval_set.name,
+            existing.version,
+            existing.id,
+            digest,
+            len(eval_set.cases),
+            False,
+            latest or existing.version,
+        )
     row = EvalSet(
         project=project,
         name=eval_set.name,
@@ -57,7 +75,7 @@ def sync_set(session: Session, eval_set: EvalSetSpec, *, project: str = DEFAULT_
     session.flush()
     session.add_all(_case_row(row.id, case) for case in eval_set.cases)
     session.flush()
-    return SyncedSet(eval_set.name, row.version, row.id, digest, len(eval_set.cases), True)
+    return SyncedSet(eval_set.name, row.version, row.id, digest, len(eval_set.cases), True, row.version)
 
 
 def _case_row(eval_set_id: int, case: CaseSpec) -> EvalCase:

@@ -267,6 +267,40 @@ def test_sync_stores_a_version_per_content_hash(sessions: sessionmaker[Session],
             find_set_version(session, "mini-support@3")
 
 
+def test_a_reverted_file_is_synced_to_its_old_version_and_replayed_by_its_pinned_selector(
+    database_url: str, scripted_target: ScriptedTarget, tmp_path: Path
+) -> None:
+    """A file back at an older content (a reverted commit, or main after a pull request's branch synced
+    its own) maps to the older version while `eval run --set NAME` replays the latest: sync says so and
+    names the selector that replays the file's own cases; a CI job reads it from `--json`."""
+    shutil.copytree(SETS / "good", tmp_path / "sets")
+    shutil.copytree(SETS / "docs", tmp_path / "docs")
+    path = tmp_path / "sets" / "returns.yaml"
+    original = path.read_text()
+
+    def sync(*options: str) -> str:
+        result = run_cli("eval", "sets", "sync", str(tmp_path / "sets"), *options, database_url=database_url)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert "not the latest" not in sync()
+    path.write_text(original.replace("within 30 days of delivery", "within 30 days of receipt"))
+    assert "mini-support: version 2 (new version, 4 cases)" in sync()
+    path.write_text(original)
+    lines = sync().splitlines()
+    assert lines[0] == "mini-support: version 1 (unchanged, 4 cases)"
+    assert "`eval run --set mini-support` replays version 2" in lines[1]
+    assert lines[1].endswith("replay this file's cases with --set mini-support@1")
+    (synced,) = json.loads(sync("--json"))["sets"]
+    assert (synced["pinned"], synced["created"], synced["latest_version"]) == ("mini-support@1", False, 2)
+    ran = run_cli(
+        "eval", "run", "--set", synced["pinned"], "--endpoint", scripted_target.url, "--json",
+        database_url=database_url,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["version"] == 1
+
+
 @pytest.mark.parametrize("selector", ["mini-support@\u00b2", "mini-support@99999999999999999999"])
 def test_a_version_no_integer_column_holds_is_one_line(
     sessions: sessionmaker[Session], selector: str

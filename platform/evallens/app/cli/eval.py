@@ -50,16 +50,46 @@ def sync(
     endpoint: Annotated[
         str | None, typer.Option(help="Check reference ids against this target's /v1/documents.")
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print each set's version as JSON (for scripts: replay `pinned`, the file's own cases).",
+        ),
+    ] = False,
 ) -> None:
-    """Validate set files and store a new version of each set whose content changed."""
+    """Validate set files and store a new version of each set whose content changed.
+
+    A file whose content an older version already holds (a reverted file, or another branch synced
+    since) maps to that version, and `eval run --set NAME` replays the latest one: replay NAME@VERSION,
+    as printed, to replay exactly the file's cases."""
     from evals.commands import sync_command
 
     report = sync_command(path, docs, endpoint)
-    console = Console()
+    if as_json:
+        print_json({
+            "sets": [
+                {
+                    "name": item.name, "version": item.version, "pinned": item.pinned,
+                    "created": item.created, "num_cases": item.num_cases,
+                    "content_hash": item.content_hash, "latest_version": item.latest_version,
+                }
+                for item in report.sets
+            ],
+            "checked_against": report.checked_against,
+        })  # fmt: skip
+        return
+    console = Console(highlight=False)
     for item in report.sets:
         state = "new version" if item.created else "unchanged"
-        console.print(f"{item.name}: version {item.version} ({state}, {item.num_cases} cases)")
-    console.print(f"reference context ids checked against {report.checked_against}")
+        console.print(f"{item.name}: version {item.version} ({state}, {item.num_cases} cases)", markup=False)
+        if item.latest_version != item.version:
+            console.print(
+                f"  not the latest: `eval run --set {item.name}` replays version {item.latest_version}; "
+                f"replay this file's cases with --set {item.pinned}",
+                markup=False,
+            )
+    console.print(f"reference context ids checked against {report.checked_against}", markup=False)
 
 
 @sets_app.command("export")
