@@ -8,7 +8,6 @@ refused first (``check_json_fields``).
 """
 
 import base64
-import binascii
 import re
 from dataclasses import dataclass
 from typing import Any, cast
@@ -27,6 +26,9 @@ ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent
 # decoder rejects that span and says why, instead of reading a bad parent id as none (a root span)
 NOT_HEX = b"\xff\xff\xff"
 _NOT_HEX_BASE64 = base64.b64encode(NOT_HEX).decode("ascii")
+# An id as OTLP/JSON writes it: hex digits in pairs, either case. ``bytes.fromhex`` also skips
+# whitespace ("0a 1b ..."), which no exporter writes: such an id is refused, as any other that is not hex.
+HEX_ID_TEXT = re.compile(r"(?:[0-9a-fA-F]{2})*")
 
 
 class MalformedRequest(ValueError):
@@ -294,9 +296,9 @@ def rewrite_ids(item: dict[str, Any], *, mark_not_hex: bool = False) -> None:
     for key in ID_FIELDS:
         value = item.get(key)
         if isinstance(value, str):
-            try:
+            if HEX_ID_TEXT.fullmatch(value):
                 item[key] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
-            except (ValueError, binascii.Error):
+            else:
                 item[key] = _NOT_HEX_BASE64 if mark_not_hex else ""
 
 
