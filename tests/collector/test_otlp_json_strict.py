@@ -211,3 +211,46 @@ def test_a_log_record_with_whitespace_in_an_id_is_rejected(
     assert partial["rejectedLogRecords"] == "1", partial
     assert "has no trace and span id to join it to its span" in partial["errorMessage"], partial
     assert [row["messages"][0]["content"] for row in stored_content(database_url)] == ["a"]
+
+
+# proto3 JSON: bytes as standard or URL-safe base64, padded or not; json_format dropped what is outside
+# the alphabet ("aGVs bG8=" stored as "hello")
+BYTES_ACCEPTED = [
+    ("aGVsbG8=", "aGVsbG8="),
+    ("aGVsbG8", "aGVsbG8="),
+    ("+/+/", "+/+/"),
+    ("-_-_", "+/+/"),
+    ("-_8", "+/8="),
+    ("", ""),
+]
+BYTES_REFUSED = [
+    "aGVs bG8=",
+    "aGVsbG8*",
+    "aGVsbG8=\n",
+    "a",
+    "aGVsbG8===",
+    "aGVs=bG8",
+    "AAAA=",
+    "+_+_",
+    "aGVsbG8!",
+]
+
+
+def test_bytes_that_are_not_base64_reject_their_spans(
+    running_collector: Collector, database_url: str
+) -> None:
+    refused = [("bytesValue", text) for text in BYTES_REFUSED]
+    document = json_spans([("bytesValue", value) for value, _ in BYTES_ACCEPTED] + refused)
+    nested = json_spans([("intValue", 1)])["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    nested["name"] = "nested"
+    nested["spanId"] = "00000000000000ff"
+    nested["attributes"][0]["value"] = {"arrayValue": {"values": [{"bytesValue": "aGVs bG8="}]}}
+    document["resourceSpans"][0]["scopeSpans"][0]["spans"].append(nested)
+
+    partial = post_json(running_collector, document)["partialSuccess"]
+
+    assert partial["rejectedSpans"] == str(len(refused) + 1), partial
+    message = partial["errorMessage"]
+    assert "bytesValue 'aGVs bG8=' is not base64 (standard or URL-safe, padded or not)" in message, message
+    stored = {row["name"]: row["attributes"]["odd"] for row in fetch_spans(database_url)}
+    assert stored == {f"span-{index}": value for index, (_, value) in enumerate(BYTES_ACCEPTED)}
