@@ -3,12 +3,11 @@
 OTLP/JSON differs from protobuf's canonical JSON in one way that matters: trace and span ids are
 hex, not base64. Everything else (lowerCamelCase or snake_case names, integer enums, int64 as
 strings) ``json_format`` already accepts; unknown fields are ignored as the spec asks. What it would
-read other than as sent (a number as text JSON would not write, a field under both its names) is
-refused first (``check_json_fields``).
+read other than as sent (a number as text JSON would not write, bytes as text that is not base64, a
+field under both its names) is refused first (``check_json_fields``).
 """
 
 import base64
-import binascii
 import re
 from dataclasses import dataclass
 from typing import Any, cast
@@ -27,6 +26,9 @@ ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent
 # decoder rejects that span and says why, instead of reading a bad parent id as none (a root span)
 NOT_HEX = b"\xff\xff\xff"
 _NOT_HEX_BASE64 = base64.b64encode(NOT_HEX).decode("ascii")
+# An id as OTLP/JSON writes it: hex digits in pairs, either case. ``bytes.fromhex`` also skips
+# whitespace ("0a 1b ..."), which no exporter writes: such an id is refused, as any other that is not hex.
+HEX_ID_TEXT = re.compile(r"(?:[0-9a-fA-F]{2})*")
 
 
 class MalformedRequest(ValueError):
@@ -193,15 +195,21 @@ INTEGER_TYPES = frozenset(
     )
 )
 FLOAT_TYPES = frozenset((FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE))
+# proto3 JSON takes bytes as standard or URL-safe base64, with or without padding. json_format decodes
+# with ``urlsafe_b64decode``, which drops every character outside the alphabet ("aGVs bG8=", "aGVs*bG8"):
+# the stored bytes would differ from those sent. One alphabet per value, as Go's protojson reads it.
+_BASE64_TAIL = r"(?:{c}{{4}})*(?:{c}{{2}}(?:==)?|{c}{{3}}=?)?"
+_STANDARD, _URL_SAFE = _BASE64_TAIL.format(c="[A-Za-z0-9+/]"), _BASE64_TAIL.format(c="[A-Za-z0-9_-]")
+BASE64_TEXT = re.compile(f"{_STANDARD}|{_URL_SAFE}")
 _fields_by_key: dict[str, dict[str, FieldDescriptor]] = {}
 
 
 def check_json_fields(document: dict[str, Any], message: Message) -> None:
     """``json_format.ParseError`` for what ``json_format`` would read of ``document`` (to be read into
     ``message``) other than as sent: a number field sent as text JSON would not write (an integer or
-    enum number not as ``INTEGER_TEXT``, a float neither a JSON number nor ``FLOAT_WORDS``), or a
-    field sent under both its names (``traceId`` and ``trace_id``), of which json_format keeps the
-    last and drops the other without a word."""
+    enum number not as ``INTEGER_TEXT``, a float neither a JSON number nor ``FLOAT_WORDS``), bytes
+    sent as text that is not ``BASE64_TEXT``, or a field sent under both its names (``traceId`` and
+    ``trace_id``), of which json_format keeps the last and drops the other without a word."""
     # upb's descriptor and the Python one have separate stubs; both are read through the same attributes
     pending: list[tuple[dict[str, Any], Descriptor]] = [(document, cast(Descriptor, message.DESCRIPTOR))]
     while pending:
@@ -221,8 +229,8 @@ def check_json_fields(document: dict[str, Any], message: Message) -> None:
                 pending.extend((entry, field.message_type) for entry in values if isinstance(entry, dict))
                 continue
             for entry in values:
-                if isinstance(entry, str) and not _is_number_text(field, entry):
-                    raise json_format.ParseError(f"{key} {_shown(entry)} is not {_number_kind(field)}")
+                if isinstance(entry, str) and not _is_read_as_sent(field, entry):
+                    raise json_format.ParseError(f"{key} {_shown(entry)} is not {_text_kind(field)}")
 
 
 def _fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
@@ -234,7 +242,9 @@ def _fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
     return fields
 
 
-def _is_number_text(field: FieldDescriptor, text: str) -> bool:
+def _is_read_as_sent(field: FieldDescriptor, text: str) -> bool:
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return BASE64_TEXT.fullmatch(text) is not None
     if field.cpp_type in INTEGER_TYPES:
         return INTEGER_TEXT.fullmatch(text) is not None
     if field.cpp_type in FLOAT_TYPES:
@@ -244,7 +254,9 @@ def _is_number_text(field: FieldDescriptor, text: str) -> bool:
     return True
 
 
-def _number_kind(field: FieldDescriptor) -> str:
+def _text_kind(field: FieldDescriptor) -> str:
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return "base64 (standard or URL-safe, padded or not)"
     if field.cpp_type in FLOAT_TYPES:
         return 'a number as JSON writes one (or "NaN", "Infinity", "-Infinity")'
     if field.enum_type is not None:
@@ -294,9 +306,9 @@ def rewrite_ids(item: dict[str, Any], *, mark_not_hex: bool = False) -> None:
     for key in ID_FIELDS:
         value = item.get(key)
         if isinstance(value, str):
-            try:
+            if HEX_ID_TEXT.fullmatch(value):
                 item[key] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
-            except (ValueError, binascii.Error):
+            else:
                 item[key] = _NOT_HEX_BASE64 if mark_not_hex else ""
 
 

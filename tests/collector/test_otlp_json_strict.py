@@ -18,7 +18,13 @@ from collector.runtime import Collector
 from collector.validate import SpanLimits, TooManyRecords
 from collector.workers import DecodeJob, decode_body
 from tests.collector.conftest import fetch_spans, make_request, make_span
-from tests.collector.test_genai_content import QUESTION, log_record, logs_request, to_otlp_json
+from tests.collector.test_genai_content import (
+    QUESTION,
+    log_record,
+    logs_request,
+    stored_content,
+    to_otlp_json,
+)
 from tests.collector.test_transports import otlp_json
 
 INT_TEXT_REFUSED = ["1e3", "+5", "1_000", "1.0", "012", " 12", "12\n", "\t7", "١٢", "１２", "0x10", "-0.0"]
@@ -154,3 +160,97 @@ def test_a_field_sent_under_both_its_names_is_refused_not_half_read(
     assert answer.status_code == 400 and "scopeSpans and scope_spans are one field" in answer.text, (
         answer.text
     )
+
+
+def spaced(hex_id: str, gap: str = " ") -> str:
+    """An id as ``bytes.fromhex`` reads it but no exporter writes it: its digit pairs apart."""
+    return gap.join(hex_id[at : at + 2] for at in range(0, len(hex_id), 2))
+
+
+def test_an_id_with_whitespace_in_its_hex_rejects_its_span(
+    running_collector: Collector, database_url: str
+) -> None:
+    """``bytes.fromhex`` skips whitespace: "00 00 ... 02" was stored as a trace id, a parent id with a
+    space as that parent. OTLP/JSON ids are hex digits only (either case, as the spec allows)."""
+    document = json_spans([("intValue", 1)] * 5)
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[1]["traceId"] = spaced(spans[1]["traceId"])
+    spans[2]["spanId"] = spaced(spans[2]["spanId"], "\t")
+    spans[3]["parentSpanId"] = spaced(spans[0]["spanId"]) + "\n"
+    spans[4]["traceId"] = spans[4]["traceId"].upper()
+    spans[4]["parentSpanId"] = spans[0]["spanId"].upper()
+
+    partial = post_json(running_collector, document)["partialSuccess"]
+
+    assert partial["rejectedSpans"] == "3", partial
+    message = partial["errorMessage"]
+    for which in ("trace id is not hex", "span id is not hex", "parent span id is not hex"):
+        assert which in message, message
+    rows = {row["name"]: row for row in fetch_spans(database_url)}
+    assert sorted(rows) == ["span-0", "span-4"]
+    assert rows["span-4"]["parent_span_id"] == spans[0]["spanId"]
+
+
+def test_a_log_record_with_whitespace_in_an_id_is_rejected(
+    running_collector: Collector, database_url: str
+) -> None:
+    ids = ((1).to_bytes(16, "big"), (1).to_bytes(8, "big"))
+    request = logs_request([log_record("gen_ai.user.message", {"content": text}, *ids) for text in "ab"])
+    document = orjson.loads(to_otlp_json(request))
+    records = document["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    records[1]["traceId"] = spaced(records[1]["traceId"])
+
+    answer = httpx.post(
+        f"http://127.0.0.1:{running_collector.http_port}/v1/logs",
+        content=orjson.dumps(document),
+        headers={"content-type": "application/json"},
+    )
+
+    assert answer.status_code == 200, answer.text
+    partial = answer.json()["partialSuccess"]
+    assert partial["rejectedLogRecords"] == "1", partial
+    assert "has no trace and span id to join it to its span" in partial["errorMessage"], partial
+    assert [row["messages"][0]["content"] for row in stored_content(database_url)] == ["a"]
+
+
+# proto3 JSON: bytes as standard or URL-safe base64, padded or not; json_format dropped what is outside
+# the alphabet ("aGVs bG8=" stored as "hello")
+BYTES_ACCEPTED = [
+    ("aGVsbG8=", "aGVsbG8="),
+    ("aGVsbG8", "aGVsbG8="),
+    ("+/+/", "+/+/"),
+    ("-_-_", "+/+/"),
+    ("-_8", "+/8="),
+    ("", ""),
+]
+BYTES_REFUSED = [
+    "aGVs bG8=",
+    "aGVsbG8*",
+    "aGVsbG8=\n",
+    "a",
+    "aGVsbG8===",
+    "aGVs=bG8",
+    "AAAA=",
+    "+_+_",
+    "aGVsbG8!",
+]
+
+
+def test_bytes_that_are_not_base64_reject_their_spans(
+    running_collector: Collector, database_url: str
+) -> None:
+    refused = [("bytesValue", text) for text in BYTES_REFUSED]
+    document = json_spans([("bytesValue", value) for value, _ in BYTES_ACCEPTED] + refused)
+    nested = json_spans([("intValue", 1)])["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    nested["name"] = "nested"
+    nested["spanId"] = "00000000000000ff"
+    nested["attributes"][0]["value"] = {"arrayValue": {"values": [{"bytesValue": "aGVs bG8="}]}}
+    document["resourceSpans"][0]["scopeSpans"][0]["spans"].append(nested)
+
+    partial = post_json(running_collector, document)["partialSuccess"]
+
+    assert partial["rejectedSpans"] == str(len(refused) + 1), partial
+    message = partial["errorMessage"]
+    assert "bytesValue 'aGVs bG8=' is not base64 (standard or URL-safe, padded or not)" in message, message
+    stored = {row["name"]: row["attributes"]["odd"] for row in fetch_spans(database_url)}
+    assert stored == {f"span-{index}": value for index, (_, value) in enumerate(BYTES_ACCEPTED)}

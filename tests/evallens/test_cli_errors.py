@@ -8,8 +8,13 @@ import sys
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
+from sqlalchemy import make_url
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from evallens.app.cli._errors import WORDED_ERRORS, one_line
+from evallens.db import create_db_engine
 from evallens.settings import child_environment
 
 DEEP_YAML = "set: deep\ncases:\n" + "  " + "[" * 5000 + "]" * 5000 + "\n"
@@ -222,3 +227,39 @@ def test_export_into_a_missing_folder_is_refused(database_url: str, tmp_path: Pa
 def test_no_arguments_shows_the_help(tmp_path: Path) -> None:
     result = run_cli(env={"EVALLENS_DATA_DIR": str(tmp_path)})
     assert result.returncode == 0 and "Usage" in result.stdout and "collector" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("timeout", "sqlstate"),
+    [("lock_timeout", "55P03"), ("statement_timeout", "57014")],
+)
+def test_a_database_timeout_says_postgresql_did_not_answer_in_time(
+    database_url: str, timeout: str, sqlstate: str
+) -> None:
+    """A statement or lock timeout (a table locked by another client here) was worded as PostgreSQL
+    refusing the command, as if retrying could not help: it did not answer in time."""
+    with_timeout = make_url(database_url).update_query_dict({"options": f"-c {timeout}=200"})
+    with psycopg.connect(database_url) as holder:
+        holder.execute("LOCK TABLE eval_runs IN ACCESS EXCLUSIVE MODE")  # held until the block ends
+        result = run_cli(
+            "eval", "runs", env={"EVALLENS_DATABASE_URL": with_timeout.render_as_string(hide_password=False)}
+        )
+    assert_one_line(result, f"PostgreSQL did not answer in time (SQLSTATE {sqlstate}): ")
+    assert "refused" not in result.stderr
+
+
+def test_no_pooled_connection_free_in_time_is_worded_as_postgresql_not_answering(database_url: str) -> None:
+    """A pool timeout (every connection held by statements that slow) was no error a command words: a
+    traceback. It is PostgreSQL not answering in time, as for the service (``database_unavailable``)."""
+    engine = create_db_engine(database_url, pool_size=1, pool_timeout_s=0.1)
+    held = [engine.connect() for _ in range(1 + 10)]  # the pool, and SQLAlchemy's default overflow of 10
+    try:
+        with pytest.raises(PoolTimeout) as raised:
+            engine.connect()
+    finally:
+        for connection in held:
+            connection.close()
+        engine.dispose()
+    assert isinstance(raised.value, WORDED_ERRORS)
+    line = one_line(raised.value)
+    assert line.startswith("PostgreSQL did not answer in time: QueuePool limit of size 1 overflow 10 reached")

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy.orm import Session
@@ -156,6 +156,108 @@ def test_an_engine_reply_that_is_not_a_stream_event_is_a_502_counted_once(
     assert "not an OpenAI stream event: 'data: {not json'" in error["message"]
     assert "engine_bad_reply" in events and "Refunds" in events
     assert counted == {"engine_reply": 2.0}
+
+
+def chunk(**choice: Any) -> dict[str, Any]:
+    """A stream event of one choice: a token and no finish reason, unless ``choice`` says otherwise."""
+    return {"choices": [{"index": 0, "delta": {"content": "Refunds"}, "finish_reason": None, **choice}]}
+
+
+def usage(**tokens: Any) -> dict[str, Any]:
+    return {
+        "choices": [],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10, **tokens},
+    }
+
+
+# Stream events with a field OpenAI's protocol types otherwise, by the question whose upstream answer is
+# that one event, with what the 502 says is wrong
+MALFORMED_EVENTS: dict[str, tuple[Any, str]] = {
+    "finish reason a number": (chunk(finish_reason=7), "choices[0].finish_reason is a number, not a string"),
+    "finish reason an object": (chunk(finish_reason={"reason": "stop"}), "finish_reason is an object"),
+    "finish reason a list": (chunk(finish_reason=["stop"]), "finish_reason is an array, not a string"),
+    "finish reason true": (chunk(finish_reason=True), "finish_reason is a boolean, not a string"),
+    "finish reason no name": (
+        chunk(finish_reason="stop " * 20),
+        "finish_reason is not a finish reason's name",
+    ),
+    "finish reason a surrogate": (chunk(finish_reason="\ud800"), "is not a finish reason's name"),
+    "choices an object": ({"choices": {"0": chunk()["choices"][0]}}, "choices is an object, not an array"),
+    "choices text": ({"choices": "Refunds"}, "choices is a string, not an array"),
+    "a choice not an object": ({"choices": ["Refunds"]}, "choices[0] is a string, not an object"),
+    "delta text": (chunk(delta="Refunds"), "choices[0].delta is a string, not an object"),
+    "delta a list": (chunk(delta=["Refunds"]), "choices[0].delta is an array, not an object"),
+    "content a number": (chunk(delta={"content": 5}), "choices[0].delta.content is a number, not a string"),
+    "content a list": (chunk(delta={"content": ["Refunds"]}), "content is an array, not a string"),
+    "content an object": (chunk(delta={"content": {"text": "R"}}), "content is an object, not a string"),
+    "content a lone surrogate": (chunk(delta={"content": "R\ud83d"}), "content is not Unicode text"),
+    "usage text": ({"choices": [], "usage": "10 tokens"}, "usage is a string, not an object"),
+    "prompt tokens as text": (usage(prompt_tokens="9"), 'usage.prompt_tokens is "9", not a count'),
+    "completion tokens a fraction": (
+        usage(completion_tokens=1.5),
+        "usage.completion_tokens is 1.5, not a count",
+    ),
+    "completion tokens true": (usage(completion_tokens=True), "completion_tokens is true, not a count"),
+    "prompt tokens negative": (usage(prompt_tokens=-9), "usage.prompt_tokens is -9, not a count"),
+    "prompt tokens past int64": (usage(prompt_tokens=2**63), "prompt_tokens is 9223372036854775808, not"),
+    "prompt tokens null": (usage(prompt_tokens=None), "usage.prompt_tokens is null, not a count"),
+    "an event not an object": (["Refunds"], "(not a JSON object)"),
+}
+
+
+def scripted_upstream(events_by_question: dict[str, Any]) -> FastAPI:
+    """An OpenAI-compatible server answering a question in ``events_by_question`` with that one event."""
+    upstream = FastAPI()
+
+    @upstream.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": UPSTREAM_MODEL, "object": "model"}]}
+
+    @upstream.post("/v1/chat/completions")
+    async def chat(request: Request) -> Response:
+        messages = (await request.json())["messages"]
+        (event,) = [events_by_question[m["content"]] for m in messages if m["content"] in events_by_question]
+        return Response(f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n", media_type="text/event-stream")
+
+    return upstream
+
+
+def ask(client: httpx.Client, question: str) -> httpx.Response:
+    return client.post(
+        "/v1/chat/completions", json={**CHAT, "messages": [{"role": "user", "content": question}]}
+    )
+
+
+def test_a_stream_event_with_a_field_of_another_type_is_a_502_counted_once(
+    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path, tracer_provider: TracerProvider
+) -> None:
+    """A finish reason, content or token count of another JSON type was passed on: a 500 (a response
+    model refusing it, an answer that cannot be written), or read as something else (a fraction as its
+    integer, "9" as 9). A finish reason no protocol has is passed on as sent, as vLLM passes on its own."""
+    events = {question: event for question, (event, _) in MALFORMED_EVENTS.items()}
+    events["a server's own finish reason"] = chunk(finish_reason="eos_token")
+    with openai_service(
+        service_loop,
+        scripted_upstream(events),
+        service_data_dir,
+        tiny_model_path,
+        tracer_provider,
+        breaker_min_calls=1000,  # every request here fails: the engine breaker must not answer for them
+    ) as (client, _):
+        before = errors_counted(client)
+        answers = {question: ask(client, question) for question in MALFORMED_EVENTS}
+        counted = counted_since(before, client)
+        passed_on = ask(client, "a server's own finish reason")
+    for question, (_, says) in MALFORMED_EVENTS.items():
+        answer = answers[question]
+        assert answer.status_code == 502, (question, answer.text)
+        error = answer.json()["error"]
+        assert error["code"] == "engine_bad_reply", (question, error)
+        assert error["message"].startswith("the engine answered something that is not an OpenAI stream event")
+        assert says in error["message"], (question, error["message"])
+    assert counted == {"engine_reply": float(len(MALFORMED_EVENTS))}
+    assert passed_on.status_code == 200, passed_on.text
+    assert passed_on.json()["choices"][0]["finish_reason"] == "eos_token"
 
 
 class AdapterBug(Exception):

@@ -1,14 +1,13 @@
 """Any OpenAI-compatible server (a user's own `vllm serve`, or anything else) as an engine."""
 
-import json
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 import httpx
 
+from evallens.service.engines._openai_events import read_event
 from evallens.service.engines.base import (
     EngineError,
-    EngineMalformedReply,
     EngineRejected,
     GenerationChunk,
     JSONValue,
@@ -108,20 +107,12 @@ class OpenAIEngine:
             async for line in response.aiter_lines():
                 if not line.startswith(SSE_DATA) or line == SSE_DATA + SSE_DONE:
                     continue
-                try:
-                    event = json.loads(line[len(SSE_DATA) :])
-                    if usage := event.get("usage"):
-                        num_prompt_tokens = int(usage.get("prompt_tokens", 0))
-                        num_output_tokens = int(usage.get("completion_tokens", num_output_tokens))
-                    deltas = [
-                        ((choice.get("delta") or {}).get("content") or "", choice.get("finish_reason"))
-                        for choice in event.get("choices") or []
-                    ]
-                except (ValueError, AttributeError, TypeError) as error:  # not JSON, or not shaped as one
-                    raise EngineMalformedReply(
-                        f"the engine answered something that is not an OpenAI stream event: {line[:200]!r}"
-                    ) from error
-                for text, finish in deltas:
+                event = read_event(line, line[len(SSE_DATA) :])
+                if event.num_prompt_tokens is not None:
+                    num_prompt_tokens = event.num_prompt_tokens
+                if event.num_output_tokens is not None:
+                    num_output_tokens = event.num_output_tokens
+                for text, finish in event.deltas:
                     finish_reason = finish or finish_reason
                     num_output_tokens += 1 if text else 0  # exact count arrives with the usage chunk
                     if text:
