@@ -205,8 +205,9 @@ MALFORMED_EVENTS: dict[str, tuple[Any, str]] = {
 }
 
 
-def scripted_upstream(events_by_question: dict[str, Any]) -> FastAPI:
-    """An OpenAI-compatible server answering a question in ``events_by_question`` with that one event."""
+def scripted_upstream(events_by_question: dict[str, list[Any]], asked: list[str] | None = None) -> FastAPI:
+    """An OpenAI-compatible server answering a question in ``events_by_question`` with those events, each
+    question it is asked appended to ``asked``."""
     upstream = FastAPI()
 
     @upstream.get("/v1/models")
@@ -216,15 +217,18 @@ def scripted_upstream(events_by_question: dict[str, Any]) -> FastAPI:
     @upstream.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
         messages = (await request.json())["messages"]
-        (event,) = [events_by_question[m["content"]] for m in messages if m["content"] in events_by_question]
-        return Response(f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n", media_type="text/event-stream")
+        (question,) = [m["content"] for m in messages if m["content"] in events_by_question]
+        if asked is not None:
+            asked.append(question)
+        events = "".join(f"data: {json.dumps(event)}\n\n" for event in events_by_question[question])
+        return Response(f"{events}data: [DONE]\n\n", media_type="text/event-stream")
 
     return upstream
 
 
-def ask(client: httpx.Client, question: str) -> httpx.Response:
+def ask(client: httpx.Client, question: str, **body: Any) -> httpx.Response:
     return client.post(
-        "/v1/chat/completions", json={**CHAT, "messages": [{"role": "user", "content": question}]}
+        "/v1/chat/completions", json={**CHAT, "messages": [{"role": "user", "content": question}], **body}
     )
 
 
@@ -234,8 +238,8 @@ def test_a_stream_event_with_a_field_of_another_type_is_a_502_counted_once(
     """A finish reason, content or token count of another JSON type was passed on: a 500 (a response
     model refusing it, an answer that cannot be written), or read as something else (a fraction as its
     integer, "9" as 9). A finish reason no protocol has is passed on as sent, as vLLM passes on its own."""
-    events = {question: event for question, (event, _) in MALFORMED_EVENTS.items()}
-    events["a server's own finish reason"] = chunk(finish_reason="eos_token")
+    events = {question: [event] for question, (event, _) in MALFORMED_EVENTS.items()}
+    events["a server's own finish reason"] = [chunk(finish_reason="eos_token")]
     with openai_service(
         service_loop,
         scripted_upstream(events),
