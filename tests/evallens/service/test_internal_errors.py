@@ -1,6 +1,6 @@
 """Every 500 is counted once in ``evallens_errors_total`` (real service, real PostgreSQL, uvicorn), and so is
 chat's 502 for an OpenAI-compatible upstream on a real socket whose answer breaks off into text that is not
-JSON.
+JSON, and its 503 for an upstream whose stream sends an error event.
 
 A 500 outside chat (here PostgreSQL without the knowledge base's tables) was counted nowhere: the error
 handler answering it left the count to the chat path, which counts only its own."""
@@ -205,8 +205,9 @@ MALFORMED_EVENTS: dict[str, tuple[Any, str]] = {
 }
 
 
-def scripted_upstream(events_by_question: dict[str, Any]) -> FastAPI:
-    """An OpenAI-compatible server answering a question in ``events_by_question`` with that one event."""
+def scripted_upstream(events_by_question: dict[str, list[Any]], asked: list[str] | None = None) -> FastAPI:
+    """An OpenAI-compatible server answering a question in ``events_by_question`` with those events, each
+    question it is asked appended to ``asked``."""
     upstream = FastAPI()
 
     @upstream.get("/v1/models")
@@ -216,15 +217,18 @@ def scripted_upstream(events_by_question: dict[str, Any]) -> FastAPI:
     @upstream.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
         messages = (await request.json())["messages"]
-        (event,) = [events_by_question[m["content"]] for m in messages if m["content"] in events_by_question]
-        return Response(f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n", media_type="text/event-stream")
+        (question,) = [m["content"] for m in messages if m["content"] in events_by_question]
+        if asked is not None:
+            asked.append(question)
+        events = "".join(f"data: {json.dumps(event)}\n\n" for event in events_by_question[question])
+        return Response(f"{events}data: [DONE]\n\n", media_type="text/event-stream")
 
     return upstream
 
 
-def ask(client: httpx.Client, question: str) -> httpx.Response:
+def ask(client: httpx.Client, question: str, **body: Any) -> httpx.Response:
     return client.post(
-        "/v1/chat/completions", json={**CHAT, "messages": [{"role": "user", "content": question}]}
+        "/v1/chat/completions", json={**CHAT, "messages": [{"role": "user", "content": question}], **body}
     )
 
 
@@ -234,8 +238,8 @@ def test_a_stream_event_with_a_field_of_another_type_is_a_502_counted_once(
     """A finish reason, content or token count of another JSON type was passed on: a 500 (a response
     model refusing it, an answer that cannot be written), or read as something else (a fraction as its
     integer, "9" as 9). A finish reason no protocol has is passed on as sent, as vLLM passes on its own."""
-    events = {question: event for question, (event, _) in MALFORMED_EVENTS.items()}
-    events["a server's own finish reason"] = chunk(finish_reason="eos_token")
+    events = {question: [event] for question, (event, _) in MALFORMED_EVENTS.items()}
+    events["a server's own finish reason"] = [chunk(finish_reason="eos_token")]
     with openai_service(
         service_loop,
         scripted_upstream(events),
@@ -258,6 +262,95 @@ def test_a_stream_event_with_a_field_of_another_type_is_a_502_counted_once(
     assert counted == {"engine_reply": float(len(MALFORMED_EVENTS))}
     assert passed_on.status_code == 200, passed_on.text
     assert passed_on.json()["choices"][0]["finish_reason"] == "eos_token"
+
+
+# What vLLM's OpenAI server sends when generation fails in a stream it has begun (a GenerationError, its
+# finish reason "error"); any other exception there is sent as a "BadRequestError" of code 400
+CUDA_FAILURE = "CUDA error: an illegal memory access was encountered. " * 40
+UPSTREAM_FAILURES = {
+    "cut after a token": [
+        chunk(),
+        {"error": {"message": CUDA_FAILURE, "type": "InternalServerError", "code": 500}},
+    ],
+    "failed before a token": [
+        {"error": {"message": "EngineCore died", "type": "BadRequestError", "code": 400}}
+    ],
+    "older vLLM's error": [chunk(), {"object": "error", "message": "engine dead", "type": "x", "code": 500}],
+}
+
+
+def test_an_upstream_error_event_is_a_503_counted_once_and_never_cached(
+    service_loop: LoopThread,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    """An upstream's error event (``{"error": {...}}``, no choices) was skipped: the answer cut there ended
+    as a complete one (finish reason "stop"), counted a success and remembered in the answer caches, where
+    an identical request found it. It is the engine failing the request: a 503 ``engine_error`` (said in the
+    stream once a token went out, naming the upstream's error; before a token, the service's own words for
+    a failed engine, the error on the span), counted once, never cached (the upstream is asked again)."""
+    asked: list[str] = []
+    events = {
+        **UPSTREAM_FAILURES,
+        "whole": [chunk(), chunk(delta={"content": " take days."}, finish_reason="stop")],
+    }
+    with openai_service(
+        service_loop,
+        scripted_upstream(events, asked),
+        service_data_dir,
+        tiny_model_path,
+        tracer_provider,
+        cache_exact_enabled=True,
+        breaker_min_calls=1000,  # these requests fail on purpose: the engine breaker must not answer for them
+    ) as (client, _):
+        greedy = {"temperature": 0}  # a request the answer caches keep
+        whole = [
+            ask(client, "whole", **greedy) for _ in range(2)
+        ]  # the control: the cache answers the second
+        before = errors_counted(client)
+        cut = [ask(client, "cut after a token", **greedy) for _ in range(2)]
+        before_a_token = ask(client, "failed before a token", **greedy)
+        older = ask(client, "older vLLM's error", **greedy)
+        streamed_body = {
+            **greedy,
+            "stream": True,
+            "messages": [{"role": "user", "content": "cut after a token"}],
+        }
+        with client.stream("POST", "/v1/chat/completions", json={**CHAT, **streamed_body}) as streamed:
+            assert streamed.status_code == 200  # the first token came before the error
+            payloads = [line[len("data: ") :] for line in streamed.iter_lines() if line.startswith("data: ")]
+        first_streamed = {**streamed_body, "messages": [{"role": "user", "content": "failed before a token"}]}
+        with client.stream("POST", "/v1/chat/completions", json={**CHAT, **first_streamed}) as refused:
+            refused.read()
+        counted = counted_since(before, client)
+    assert [answer.status_code for answer in whole] == [200, 200]
+    assert whole[1].json()["evallens"]["cache"]["exact"]
+    assert asked.count("whole") == 1
+    for answer in [*cut, before_a_token, older, refused]:
+        assert answer.status_code == 503, answer.text
+        assert answer.json()["error"]["code"] == "engine_error", answer.text
+    message = cut[0].json()["error"]["message"]
+    assert "CUDA error: an illegal memory access was encountered." in message
+    assert '"InternalServerError"' in message and "500" in message
+    assert len(message) < 500  # the upstream's message, cut short
+    # before a token, the client is told what any engine failure there tells it; the span keeps the error
+    recorded = [
+        str(event.attributes["exception.message"])
+        for span in span_exporter.get_finished_spans()
+        for event in span.events
+        if event.name == "exception" and event.attributes
+    ]
+    assert sum("EngineCore died" in message for message in recorded) == 2, recorded
+    assert "engine dead" in older.json()["error"]["message"]
+    assert asked.count("cut after a token") == 3  # never answered from the cache
+    assert payloads[-1] == "[DONE]"
+    error = json.loads(payloads[-2])["error"]
+    assert error["code"] == "engine_error" and "CUDA error" in error["message"], error
+    assert "Refunds" in payloads[0]
+    assert all(json.loads(p)["choices"][0].get("finish_reason") is None for p in payloads[:-2])
+    assert counted == {"engine": 6.0}
 
 
 class AdapterBug(Exception):

@@ -23,6 +23,7 @@ from evallens.service.chat.recording import CLIENT_CLOSED, RequestRecording
 from evallens.service.engines.base import (
     Engine,
     EngineError,
+    EngineFailed,
     EngineMalformedReply,
     EngineRejected,
     GenerationChunk,
@@ -283,10 +284,8 @@ class ChatServing:
                 # (a server's 400 behind the openai engine) as the engine failing.
                 rejected.append(error)
                 return None
-            except EngineMalformedReply as error:
-                raise EngineBadReply(str(error), code="engine_bad_reply") from error
             except EngineError as error:
-                raise EngineUnavailable(str(error)) from error
+                raise _engine_failure(error) from error
 
         state = call.preflight
 
@@ -369,10 +368,8 @@ class ChatServing:
             return None
         except EngineRejected as error:
             raise BadRequest(str(error)) from error
-        except EngineMalformedReply as error:
-            raise EngineBadReply(str(error), code="engine_bad_reply") from error
         except EngineError as error:
-            raise EngineUnavailable(str(error)) from error
+            raise _engine_failure(error) from error
 
     def finish(self, call: ChatCall, status: int) -> None:
         """Record a successful request; remember a complete engine answer in the caches."""
@@ -413,6 +410,14 @@ class ChatServing:
     def _update_gauges(self) -> None:
         self.metrics.in_flight.set(self.admission.num_in_flight)
         self.metrics.queued.set(self.admission.num_queued)
+
+
+def _engine_failure(error: EngineError) -> ServiceError:
+    """What the client is told of an engine error: a reply its protocol does not allow is a 502; the
+    engine failing (``engine_error`` when it said so, as vLLM's finish reason "error" is) a 503."""
+    if isinstance(error, EngineMalformedReply):
+        return EngineBadReply(str(error), code="engine_bad_reply")
+    return EngineUnavailable(str(error), code="engine_error" if isinstance(error, EngineFailed) else None)
 
 
 def _current(recording: RequestRecording) -> "contextlib.AbstractContextManager[object]":

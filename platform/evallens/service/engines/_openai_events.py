@@ -4,6 +4,9 @@ What the upstream sends is not trusted to be the type the protocol says: a finis
 number, content that is a list or a token count that is text was passed on, and failed later as a 500
 (a response model refusing it) or was read as something else ("9" as 9, 1.5 as 1). Each is the
 engine's fault, an ``EngineMalformedReply`` naming the field.
+
+An upstream that fails a request after its stream began says so in an error event, and ends the stream
+as usual: that event is ``EngineFailed``, never skipped (the answer before it is cut, not complete).
 """
 
 import json
@@ -11,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from evallens.service.engines.base import EngineMalformedReply
+from evallens.service.engines.base import EngineFailed, EngineMalformedReply
 
 __all__ = ["StreamEvent", "read_event"]
 
@@ -21,6 +24,7 @@ FINISH_REASON = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_TOKENS = 2**63 - 1  # what a span attribute (int64) and the database hold
 MAX_SHOWN_CHARS = 200
 MAX_SHOWN_VALUE_CHARS = 40
+MAX_SHOWN_ERROR_CHARS = 300  # of an upstream's error message (a traceback, at worst)
 
 
 @dataclass(frozen=True)
@@ -33,14 +37,16 @@ class StreamEvent:
 
 
 def read_event(line: str, data: str) -> StreamEvent:
-    """The event whose JSON is ``data`` (of the SSE ``line``); ``EngineMalformedReply`` saying what is
-    wrong when it is not an OpenAI chat completion chunk."""
+    """The event whose JSON is ``data`` (of the SSE ``line``); ``EngineFailed`` when it is the upstream's
+    error, ``EngineMalformedReply`` saying what is wrong when it is not an OpenAI chat completion chunk."""
     try:
         event = json.loads(data)
     except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
         raise _malformed(line, "not JSON") from None
     if not isinstance(event, dict):
         raise _malformed(line, "not a JSON object")
+    if event.get("error") is not None or event.get("object") == "error":
+        raise _failed(event)
     choices = _typed(line, event, "choices", list, [])
     deltas = []
     for index, choice in enumerate(choices):
@@ -58,6 +64,27 @@ def read_event(line: str, data: str) -> StreamEvent:
         _num_tokens(line, usage, "prompt_tokens"),
         _num_tokens(line, usage, "completion_tokens"),
     )
+
+
+def _failed(event: dict[str, Any]) -> EngineFailed:
+    """The upstream's error event as an engine failure naming it: OpenAI's and vLLM's ``{"error": {"message",
+    "type", "code"}}``, older vLLM's ``{"object": "error", "message", ...}`` or a bare ``{"error": "..."}``.
+    vLLM sends any failure in a stream as a "BadRequestError" of code 400: its type says nothing of whose
+    fault it is (a request is refused before its stream begins)."""
+    error = event.get("error", event)
+    if not isinstance(error, dict):
+        error = {"message": error}
+    message = error.get("message")
+    text = message if isinstance(message, str) else json.dumps(message)
+    if len(text) > MAX_SHOWN_ERROR_CHARS:
+        text = text[:MAX_SHOWN_ERROR_CHARS] + "..."
+    said = [
+        f"{key} {json.dumps(error[key])[:MAX_SHOWN_VALUE_CHARS]}"
+        for key in ("type", "code")
+        if isinstance(error.get(key), str | int)
+    ]
+    details = f" ({', '.join(said)})" if said else ""
+    return EngineFailed(f"The engine failed the request: its stream sent the error {text!r}{details}.")
 
 
 def _typed(line: str, item: dict[str, Any], key: str, kind: type, default: Any, where: str = "") -> Any:

@@ -19,6 +19,10 @@ class EngineMalformedReply(EngineError):
     """The engine answered something its protocol does not allow (not a stream event, say)."""
 
 
+class EngineFailed(EngineError):
+    """The engine said it failed the request (an error event in its stream): the answer is cut, retryable."""
+
+
 class EngineRejected(EvallensError):
     """The engine refused a request as invalid (the caller's fault: maps to HTTP 400)."""
 
