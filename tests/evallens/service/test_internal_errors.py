@@ -205,6 +205,10 @@ MALFORMED_EVENTS: dict[str, tuple[Any, str]] = {
 }
 
 
+# The last of a question's events: the upstream closes the stream there, without [DONE]
+STREAM_CUT = object()
+
+
 def scripted_upstream(events_by_question: dict[str, list[Any]], asked: list[str] | None = None) -> FastAPI:
     """An OpenAI-compatible server answering a question in ``events_by_question`` with those events, each
     question it is asked appended to ``asked``."""
@@ -220,8 +224,10 @@ def scripted_upstream(events_by_question: dict[str, list[Any]], asked: list[str]
         (question,) = [m["content"] for m in messages if m["content"] in events_by_question]
         if asked is not None:
             asked.append(question)
-        events = "".join(f"data: {json.dumps(event)}\n\n" for event in events_by_question[question])
-        return Response(f"{events}data: [DONE]\n\n", media_type="text/event-stream")
+        script = events_by_question[question]
+        cut = bool(script) and script[-1] is STREAM_CUT
+        events = "".join(f"data: {json.dumps(event)}\n\n" for event in script[: -1 if cut else None])
+        return Response(events if cut else f"{events}data: [DONE]\n\n", media_type="text/event-stream")
 
     return upstream
 
@@ -267,7 +273,7 @@ def test_a_stream_event_with_a_field_of_another_type_is_a_502_counted_once(
 # What vLLM's OpenAI server sends when generation fails in a stream it has begun (a GenerationError, its
 # finish reason "error"); any other exception there is sent as a "BadRequestError" of code 400
 CUDA_FAILURE = "CUDA error: an illegal memory access was encountered. " * 40
-UPSTREAM_FAILURES = {
+UPSTREAM_FAILURES: dict[str, list[Any]] = {
     "cut after a token": [
         chunk(),
         {"error": {"message": CUDA_FAILURE, "type": "InternalServerError", "code": 500}},
@@ -276,6 +282,7 @@ UPSTREAM_FAILURES = {
         {"error": {"message": "EngineCore died", "type": "BadRequestError", "code": 400}}
     ],
     "older vLLM's error": [chunk(), {"object": "error", "message": "engine dead", "type": "x", "code": 500}],
+    "closed mid-answer": [chunk(), STREAM_CUT],
 }
 
 
@@ -290,11 +297,14 @@ def test_an_upstream_error_event_is_a_503_counted_once_and_never_cached(
     as a complete one (finish reason "stop"), counted a success and remembered in the answer caches, where
     an identical request found it. It is the engine failing the request: a 503 ``engine_error`` (said in the
     stream once a token went out, naming the upstream's error; before a token, the service's own words for
-    a failed engine, the error on the span), counted once, never cached (the upstream is asked again)."""
+    a failed engine, the error on the span), counted once, never cached (the upstream is asked again). So
+    is a stream closed mid-answer, with neither a finish reason nor [DONE]; one that ends with [DONE] but
+    no finish reason is a whole answer, as before."""
     asked: list[str] = []
     events = {
         **UPSTREAM_FAILURES,
         "whole": [chunk(), chunk(delta={"content": " take days."}, finish_reason="stop")],
+        "ended without a finish reason": [chunk()],  # but with [DONE]: a server that never names one
     }
     with openai_service(
         service_loop,
@@ -313,6 +323,8 @@ def test_an_upstream_error_event_is_a_503_counted_once_and_never_cached(
         cut = [ask(client, "cut after a token", **greedy) for _ in range(2)]
         before_a_token = ask(client, "failed before a token", **greedy)
         older = ask(client, "older vLLM's error", **greedy)
+        closed = [ask(client, "closed mid-answer", **greedy) for _ in range(2)]
+        no_finish_reason = ask(client, "ended without a finish reason", **greedy)
         streamed_body = {
             **greedy,
             "stream": True,
@@ -328,9 +340,13 @@ def test_an_upstream_error_event_is_a_503_counted_once_and_never_cached(
     assert [answer.status_code for answer in whole] == [200, 200]
     assert whole[1].json()["evallens"]["cache"]["exact"]
     assert asked.count("whole") == 1
-    for answer in [*cut, before_a_token, older, refused]:
+    for answer in [*cut, before_a_token, older, *closed, refused]:
         assert answer.status_code == 503, answer.text
         assert answer.json()["error"]["code"] == "engine_error", answer.text
+    assert "neither a finish reason nor [DONE]" in closed[0].json()["error"]["message"]
+    assert asked.count("closed mid-answer") == 2
+    assert no_finish_reason.status_code == 200, no_finish_reason.text
+    assert no_finish_reason.json()["choices"][0]["finish_reason"] == "stop"
     message = cut[0].json()["error"]["message"]
     assert "CUDA error: an illegal memory access was encountered." in message
     assert '"InternalServerError"' in message and "500" in message
@@ -350,7 +366,7 @@ def test_an_upstream_error_event_is_a_503_counted_once_and_never_cached(
     assert error["code"] == "engine_error" and "CUDA error" in error["message"], error
     assert "Refunds" in payloads[0]
     assert all(json.loads(p)["choices"][0].get("finish_reason") is None for p in payloads[:-2])
-    assert counted == {"engine": 6.0}
+    assert counted == {"engine": 8.0}
 
 
 class AdapterBug(Exception):

@@ -8,6 +8,7 @@ import httpx
 from evallens.service.engines._openai_events import read_event
 from evallens.service.engines.base import (
     EngineError,
+    EngineFailed,
     EngineRejected,
     GenerationChunk,
     JSONValue,
@@ -94,6 +95,7 @@ class OpenAIEngine:
             body.update(ignore_eos=sampling.ignore_eos, min_tokens=sampling.min_tokens)
         num_prompt_tokens = num_output_tokens = 0
         finish_reason: str | None = None
+        ended = False  # the upstream said the stream is over ([DONE])
         request = self._client.build_request(
             "POST", "/chat/completions", json=body, headers={"X-Request-Id": request_id}
         )
@@ -105,6 +107,7 @@ class OpenAIEngine:
                 error_class = EngineRejected if response.status_code < 500 else EngineError
                 raise error_class(f"server answered {response.status_code}: {detail}")
             async for line in response.aiter_lines():
+                ended = ended or line == SSE_DATA + SSE_DONE
                 if not line.startswith(SSE_DATA) or line == SSE_DATA + SSE_DONE:
                     continue
                 event = read_event(line, line[len(SSE_DATA) :])
@@ -117,6 +120,10 @@ class OpenAIEngine:
                     num_output_tokens += 1 if text else 0  # exact count arrives with the usage chunk
                     if text:
                         yield GenerationChunk(text, num_prompt_tokens, num_output_tokens)
+            if finish_reason is None and not ended:  # closed mid-answer: a proxy's timeout, a server gone
+                raise EngineFailed(
+                    "The engine's stream ended with neither a finish reason nor [DONE]: the answer was cut."
+                )
             yield GenerationChunk("", num_prompt_tokens, num_output_tokens, finish_reason or "stop")
         except httpx.HTTPError as error:
             raise EngineError(f"OpenAI-compatible server failed: {error}") from error
