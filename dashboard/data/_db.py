@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from evallens.auth import AuthGate, Principal, RateLimiter, Scope
 from evallens.db import create_db_engine, create_session_factory, open_database
+from evallens.runs import fail_abandoned_runs
 from evallens.settings import AuthSettings, DashboardSettings, DatabaseSettings
 
 CACHE_TTL_S = 30
@@ -93,6 +94,12 @@ def sign_in_limiter(attempts: int) -> RateLimiter:
 def reader(url: str, key: str) -> Principal:
     """The principal of a key that may read (cached briefly); raises an ``AuthError`` otherwise."""
     return _gate(url).principal(key).require(Scope.READ)
+
+
+def fail_abandoned(url: str, project: str) -> None:
+    """Mark the runs of ``project`` whose process is gone as failed (``evallens.runs.fail_abandoned_runs``)
+    before a query shows run statuses: a page never shows a dead run as running."""
+    fail_abandoned_runs(_engine(url), project=project)
 
 
 def frame(url: str, sql: str, **params: Any) -> pd.DataFrame:

@@ -4,7 +4,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from dashboard.data._db import cached, frame, reading
+from dashboard.data._db import cached, fail_abandoned, frame, reading
 from evallens.reports import FlippedCase, GateReportBody
 from evallens.runs import RunNotFound, baseline_of, flipped_cases, load_results, resolve_run
 
@@ -21,6 +21,7 @@ ORDER BY r.started_at DESC LIMIT 500
 @cached
 def runs(url: str, project: str, eval_set_name: str | None = None) -> pd.DataFrame:
     """Eval runs, newest first, with their set, status and tags."""
+    fail_abandoned(url, project)
     return frame(url, RUNS_SQL, p=project, set_name=eval_set_name)
 
 

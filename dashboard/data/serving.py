@@ -9,7 +9,7 @@ holds whole rollup buckets and gives what bucketing the samples themselves gives
 
 import pandas as pd
 
-from dashboard.data._db import cached, frame
+from dashboard.data._db import cached, fail_abandoned, frame
 from evallens.db.models.metrics import ROLLUP_WIDTHS_S
 from evallens.telemetry import metrics
 
@@ -121,7 +121,8 @@ def counter_increases(
 
 @cached
 def run_windows(url: str, project: str, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
-    """Eval runs that overlap the window, as bands from start to finish."""
+    """Eval runs that overlap the window, as bands from start to finish (now, for one still running)."""
+    fail_abandoned(url, project)
     return frame(
         url,
         """

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db.models import EvalResult, EvalRun, EvalSet
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.reports import CacheCounts, MetricName, RunSummary
+from evallens.runs import hold_run_lock
 from evallens.settings import EvalSettings
 from evallens.signals import signals_held
 from evals.errors import EndpointUnreachable, EvalSetError, RunFailed
@@ -68,10 +69,12 @@ def run_eval(
         raise EvalSetError(f"eval set '{eval_set.name}' version {eval_set.version} has no active cases")
     target = fetch_target_config(target_url, api_key=settings.eval_api_key)
     model = settings.eval_model or first_model_id(target.config) or resolve_model(target_url, settings)
-    run_id = _start_run(
-        session_factory, eval_set, target_url, target, label, repeats, settings, describe_scoring(scoring)
-    )
-    try:
+    # held from before the run is stored until after its end is stored: see evallens.runs.liveness
+    with hold_run_lock(session_factory) as run_id:
+        _start_run(
+            session_factory, run_id, eval_set, target_url, target, label, repeats, settings,
+            describe_scoring(scoring),
+        )  # fmt: skip
         options = ReplayOptions(
             endpoint=target_url,
             model=model,
@@ -84,26 +87,45 @@ def run_eval(
             api_key=settings.eval_api_key,
             no_cache=no_cache,
         )
-        replayed = _replay_with_progress(cases, options, progress)
-        replay_ended = datetime.now(UTC)
-        if all(item.completion.connection_failed for item in replayed):
-            raise EndpointUnreachable(f"the target at {target_url} stopped answering during the run")
-        _check_error_rate(run_id, replayed, settings.eval_max_error_rate)
-        with phase(progress, f"scoring {len(replayed)} answers"):
-            results = _score(replayed, scoring)  # embeddings and judge calls, outside any transaction
-        scored_as = describe_scoring(scoring)  # the judge's model is known now if it was down at the start
-        traces = [item.completion.trace_id for item in replayed if item.completion.trace_id]
-        with phase(progress, f"waiting for the spans of {len(traces)} traces"):
-            await_spans(session_factory, str(run_id), eval_set.project, traces, settings.eval_span_wait_s)
-        with session_factory.begin() as session:
-            cache = cache_counts(replayed, no_cache)
-            summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended, cache)
-            session.get_one(EvalRun, run_id).scoring = scored_as
-    except BaseException as error:
-        with signals_held():  # a second Ctrl-C must not leave the run 'running' forever
-            _fail_run(session_factory, run_id, error)
-        raise
+        try:
+            summary = _replay_and_store(
+                session_factory, options, eval_set.project, cases, case_ids, settings, scoring, progress
+            )
+        except BaseException as error:
+            with signals_held():  # a second Ctrl-C must not leave the run 'running' forever
+                _fail_run(session_factory, run_id, error)
+            raise
     return RunReport(run_id, eval_set.name, eval_set.version, target_url, target.fingerprint, summary)
+
+
+def _replay_and_store(
+    session_factory: sessionmaker[Session],
+    options: ReplayOptions,
+    project: str,
+    cases: list[CaseSpec],
+    case_ids: dict[str, int],
+    settings: EvalSettings,
+    scoring: ScoringContext,
+    progress: ProgressReporter,
+) -> RunSummary:
+    """Replay, score, wait for the target's spans and store the run as completed; raises on a failure."""
+    run_id = uuid.UUID(options.run_id)
+    replayed = _replay_with_progress(cases, options, progress)
+    replay_ended = datetime.now(UTC)
+    if all(item.completion.connection_failed for item in replayed):
+        raise EndpointUnreachable(f"the target at {options.endpoint} stopped answering during the run")
+    _check_error_rate(run_id, replayed, settings.eval_max_error_rate)
+    with phase(progress, f"scoring {len(replayed)} answers"):
+        results = _score(replayed, scoring)  # embeddings and judge calls, outside any transaction
+    scored_as = describe_scoring(scoring)  # the judge's model is known now if it was down at the start
+    traces = [item.completion.trace_id for item in replayed if item.completion.trace_id]
+    with phase(progress, f"waiting for the spans of {len(traces)} traces"):
+        await_spans(session_factory, options.run_id, project, traces, settings.eval_span_wait_s)
+    with session_factory.begin() as session:
+        cache = cache_counts(replayed, options.no_cache)
+        summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended, cache)
+        session.get_one(EvalRun, run_id).scoring = scored_as
+    return summary
 
 
 def cache_counts(replayed: list[ReplayedCase], bypassed: bool) -> CacheCounts:
@@ -144,6 +166,7 @@ def resolve_model(endpoint: str, settings: EvalSettings) -> str:
 
 def _start_run(
     session_factory: sessionmaker[Session],
+    run_id: uuid.UUID,
     eval_set: EvalSet,
     endpoint: str,
     target: TargetConfig,
@@ -151,9 +174,9 @@ def _start_run(
     repeats: int,
     settings: EvalSettings,
     scoring: dict[str, object],
-) -> uuid.UUID:
+) -> None:
     run = EvalRun(
-        id=uuid.uuid4(),
+        id=run_id,
         project=eval_set.project,
         eval_set_id=eval_set.id,
         label=label,
@@ -168,7 +191,6 @@ def _start_run(
     )
     with session_factory.begin() as session:
         session.add(run)
-    return run.id
 
 
 def _replay_with_progress(

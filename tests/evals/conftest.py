@@ -60,6 +60,7 @@ class ScriptedTarget:
     raw_config: str | None = None  # the /v1/config body as sent, instead of ``config``
     raw_documents: str | None = None  # the /v1/documents body as sent, instead of ``documents``
     answer_delay_s: float = 0.0  # how long each chat request waits before it answers
+    holding: bool = False  # while True, chat requests wait unanswered (a run stays mid-replay)
 
 
 def _scripted_app(target: ScriptedTarget) -> FastAPI:
@@ -91,6 +92,8 @@ def _scripted_app(target: ScriptedTarget) -> FastAPI:
         body = await request.json()
         target.headers_seen.append(dict(request.headers))
         await asyncio.sleep(target.answer_delay_s)
+        while target.holding:
+            await asyncio.sleep(0.05)
         question = body["messages"][-1]["content"]
         if target.fail_all or question in target.failing:
             return JSONResponse({"error": {"message": "engine exploded"}}, status_code=500)  # type: ignore[return-value]

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from evallens.db.models import EvalRun, EvalSet, EvalTag
 from evallens.db.models.traces import DEFAULT_PROJECT
+from evallens.runs.liveness import fail_abandoned_runs
 
 
 class RunListing(BaseModel):
@@ -31,13 +32,16 @@ class RunListing(BaseModel):
 def list_runs(
     session: Session, *, project: str = DEFAULT_PROJECT, eval_set_name: str | None = None, limit: int = 20
 ) -> list[RunListing]:
-    """The ``limit`` newest runs of ``project`` (of one set when ``eval_set_name`` is given)."""
+    """The ``limit`` newest runs of ``project`` (of one set when ``eval_set_name`` is given); a run whose
+    process is gone is marked failed first (``fail_abandoned_runs``), never listed as running."""
+    fail_abandoned_runs(session.get_bind().engine, project=project)
     query = (
         select(EvalRun, EvalSet.name, EvalSet.version)
         .join(EvalSet, EvalSet.id == EvalRun.eval_set_id)
         .where(EvalRun.project == project)
         .order_by(EvalRun.started_at.desc())
         .limit(limit)
+        .execution_options(populate_existing=True)  # a run this session loaded may have been marked since
     )
     if eval_set_name is not None:
         query = query.where(EvalSet.name == eval_set_name)

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from evallens.db.models import EvalRun, EvalSet, EvalTag, GateReport
 from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.errors import EvallensError, refuse_blank
+from evallens.runs.liveness import fail_abandoned_runs
 
 MAIN_TAG = "main"  # the tag a baseline carries unless told otherwise
 
@@ -31,10 +32,15 @@ def resolve_run(
     session: Session, reference: str, *, eval_set_name: str | None = None, project: str = DEFAULT_PROJECT
 ) -> RunRef:
     """The run of ``project`` named by a run id (or a unique id prefix) or by a tag (within
-    ``eval_set_name`` if given). Another project's run is not found, even by its full id."""
+    ``eval_set_name`` if given). Another project's run is not found, even by its full id. A 'running' run
+    whose process is gone is marked failed first (``fail_abandoned_runs``), so it is refused as failed."""
     run = _run_by_id(session, reference, project) or _run_by_tag(session, reference, eval_set_name, project)
     if run is None:
         raise RunNotFound(f"no run or tag '{reference}'")
+    if run.status == "running" and fail_abandoned_runs(
+        session.get_bind().engine, project=project, run_ids=[run.id]
+    ):
+        session.refresh(run)
     return RunRef(run=run, eval_set=session.get_one(EvalSet, run.eval_set_id))
 
 
