@@ -41,6 +41,18 @@ def run_cli(
     )
 
 
+def start_replay(
+    database_url: str, target_url: str, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """``evallens eval run --set mini-support`` against ``target_url``, started in the background (for
+    tests that stop or kill it mid-replay); the set must be synced."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support", "--endpoint", target_url],
+        env=child_environment({"EVALLENS_DATABASE_URL": database_url, **(extra_env or {})}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 @dataclass
 class ScriptedTarget:
     """An OpenAI-compatible server that answers each question from a script (a stand-in target)."""

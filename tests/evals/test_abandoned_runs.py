@@ -4,21 +4,15 @@ alive stays running."""
 
 import json
 import subprocess
-import sys
 import time
 
 from evallens.runs import ABANDONED
-from evallens.settings import child_environment
 from evallens.telemetry.attributes import HEADER_EVAL_RUN_ID
-from tests.evals.conftest import SETS, ScriptedTarget, run_cli
+from tests.evals.conftest import SETS, ScriptedTarget, run_cli, start_replay
 
 
 def _start_run(database_url: str, target: ScriptedTarget) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support", "--endpoint", target.url],
-        env=child_environment({"EVALLENS_DATABASE_URL": database_url, "EVALLENS_EVAL_SPAN_WAIT_S": "0"}),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    return start_replay(database_url, target.url, {"EVALLENS_EVAL_SPAN_WAIT_S": "0"})
 
 
 def _replaying_runs(target: ScriptedTarget, processes: list[subprocess.Popen[str]]) -> list[str]:

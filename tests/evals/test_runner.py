@@ -4,7 +4,6 @@ import dataclasses
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from evallens.db.models import EvalResult, EvalRun, EvalTag
 from evallens.db.server import DatabaseServer
 from evallens.ports import free_port
 from evallens.reports import InfraSummary, RunSummary
-from evallens.settings import EvalSettings, child_environment
+from evallens.settings import EvalSettings
 from evallens.telemetry.attributes import HEADER_EVAL_CASE_ID, HEADER_EVAL_RUN_ID
 from evals.errors import EndpointUnreachable, ScoredDifferently
 from evals.gate import gate_endpoint
@@ -27,7 +26,7 @@ from evals.metrics.context import build_scoring_context, describe_scoring
 from evals.metrics.result import ScoringContext
 from evals.runner.run import run_eval
 from evals.sets.sync import sync_path
-from tests.evals.conftest import SETS, ScriptedTarget, run_cli
+from tests.evals.conftest import SETS, ScriptedTarget, run_cli, start_replay
 from tests.evals.metrics.judge_server import faulty_judge
 
 RR1 = "How many days do I have to return an unopened item?"
@@ -290,12 +289,7 @@ def test_a_database_lost_mid_run_is_one_line_and_no_completed_run(
     traceback, and the run is not left as a completed one."""
     assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
     scripted_target.answer_delay_s = 3.0
-    command = [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support"]
-    run = subprocess.Popen(
-        [*command, "--endpoint", scripted_target.url],
-        env=child_environment({"EVALLENS_DATABASE_URL": database_url}),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    run = start_replay(database_url, scripted_target.url)
     name = str(make_url(database_url).database)
     with psycopg.connect(postgres_server.url, autocommit=True) as admin:
         while not scripted_target.headers_seen:  # the run is stored and replaying
@@ -318,6 +312,15 @@ def test_a_database_lost_mid_run_is_one_line_and_no_completed_run(
         assert session.scalar(select(func.count()).select_from(EvalResult)) == 0
 
 
+def wait_for_a_question(target: ScriptedTarget, run: subprocess.Popen[str]) -> None:
+    """Until the replay ``run`` asked ``target`` its first question (it is stored and replaying)."""
+    deadline = time.monotonic() + 120
+    while not target.headers_seen:
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never asked the target"
+        time.sleep(0.05)
+
+
 def test_a_run_stopped_mid_replay_is_stored_as_interrupted(
     database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
 ) -> None:
@@ -325,15 +328,8 @@ def test_a_run_stopped_mid_replay_is_stored_as_interrupted(
     and is never a completed run a later gate would read."""
     assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
     scripted_target.answer_delay_s = 3.0
-    run = subprocess.Popen(
-        [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support", "--endpoint",
-         scripted_target.url],
-        env=child_environment({"EVALLENS_DATABASE_URL": database_url}),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    while not scripted_target.headers_seen:
-        assert run.poll() is None, run.communicate()
-        time.sleep(0.05)
+    run = start_replay(database_url, scripted_target.url)
+    wait_for_a_question(scripted_target, run)
     run.send_signal(signal.SIGTERM)
     run.communicate(timeout=300)
     assert run.returncode == 143
@@ -351,25 +347,20 @@ def test_ctrl_c_again_while_the_interruption_is_recorded_still_records_it(
     failure write waits, and the second signal surely lands in it."""
     assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
     scripted_target.answer_delay_s = 3.0
-    run = subprocess.Popen(
-        [sys.executable, "-m", "evallens", "eval", "run", "--set", "mini-support", "--endpoint",
-         scripted_target.url],
-        env=child_environment({"EVALLENS_DATABASE_URL": database_url}),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    while not scripted_target.headers_seen:
-        assert run.poll() is None, run.communicate()
-        time.sleep(0.05)
+    run = start_replay(database_url, scripted_target.url)
+    wait_for_a_question(scripted_target, run)
     url = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
     # pg_stat_activity is read once per transaction: the watcher reads it outside the holder's
     with psycopg.connect(url) as holder, psycopg.connect(url, autocommit=True) as watcher:
         holder.execute("SELECT id FROM eval_runs FOR UPDATE")
         run.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 120
         while not watcher.execute(
             "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
             "AND query LIKE 'UPDATE eval_runs%'"
         ).fetchone():
             assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "the failure write never waited on the row lock"
             time.sleep(0.05)
         run.send_signal(signal.SIGINT)
         time.sleep(0.5)  # let the signal reach the waiting write (no timing is asserted)
