@@ -486,16 +486,25 @@ def test_cli_run_then_tag(
         assert session.scalars(select(EvalRun.status)).all() == ["completed"]
 
 
-@pytest.mark.parametrize("tag", ["", " \t"])
+@pytest.mark.parametrize(
+    ("tag", "says"),
+    [
+        ("", "the tag cannot be empty or only whitespace"),
+        (" \t", "the tag cannot be empty or only whitespace"),
+        ("main ", "the tag 'main ' starts or ends with whitespace: give it as 'main'"),
+    ],
+)
 def test_a_blank_tag_is_refused_before_any_replay_and_never_stored(
     database_url: str,
     sessions: sessionmaker[Session],
     scripted_target: ScriptedTarget,
     similarity: MiniLmSimilarity,
     tag: str,
+    says: str,
 ) -> None:
     """An empty shell variable as the tag (``--tag "$BRANCH"``) stored a blank tag that ``gate --baseline
-    ''`` then found; ``eval run --tag`` refused nothing, and only after the whole replay."""
+    ''`` then found; ``eval run --tag`` refused nothing, and only after the whole replay. A tag with a
+    space at an end was stored beside the one without it, which the gate's ``--baseline`` then read."""
     settings = EvalSettings(eval_endpoint=scripted_target.url, eval_concurrency=2)
     run_id = str(run_eval(sessions, _sync(sessions), settings, ScoringContext(similarity=similarity)).run_id)
     asked = len(scripted_target.headers_seen)
@@ -507,7 +516,7 @@ def test_a_blank_tag_is_refused_before_any_replay_and_never_stored(
     for result in (tagging, running):
         assert result.returncode == 2, result.stdout + result.stderr
         (line,) = result.stderr.strip().splitlines()
-        assert line == "evallens: error: the tag cannot be empty or only whitespace"
+        assert line == f"evallens: error: {says}"
     assert len(scripted_target.headers_seen) == asked  # nothing replayed
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(EvalRun)) == 1

@@ -93,10 +93,17 @@ def latest_completed_run(
     return session.scalars(query.order_by(EvalRun.started_at.desc()).limit(1)).first()
 
 
+class BadTag(EvallensError):
+    """A tag no one could type back: it starts or ends with whitespace."""
+
+
 def check_tag(tag: str) -> str:
     """``tag`` when it can name a run; ``BlankText`` when it holds no text (stored, ``gate --baseline ''``
-    found it, and an empty shell variable made a baseline nobody meant)."""
+    found it, and an empty shell variable made a baseline nobody meant), ``BadTag`` when it starts or
+    ends with whitespace ("main " was stored beside "main", and ``gate --baseline main`` read the other)."""
     refuse_blank({"tag": tag})
+    if tag != tag.strip():
+        raise BadTag(f"the tag {tag!r} starts or ends with whitespace: give it as {tag.strip()!r}")
     return tag
 
 
