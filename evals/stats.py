@@ -26,6 +26,7 @@ MAX_DENOMINATOR = 720
 MAX_LATTICE_POINTS = 200_000
 MAX_ENUMERATED = 16
 MONTE_CARLO_CHUNK = 8192
+BOOTSTRAP_BATCH = 8192  # resamples scipy's bootstrap draws at once: memory bounded whatever the setting
 
 Method = Literal["exact", "monte_carlo"]
 
@@ -159,5 +160,6 @@ def bootstrap_ci(values: Sequence[float], *, resamples: int, seed: int) -> tuple
         confidence_level=CONFIDENCE,
         method="percentile",
         rng=np.random.default_rng(seed),
+        batch=BOOTSTRAP_BATCH,
     )
     return (float(result.confidence_interval.low), float(result.confidence_interval.high))

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from evals.stats import BOOTSTRAP_BATCH
+
 
 @dataclass(frozen=True)
 class Agreement:
@@ -46,6 +48,7 @@ def agreement(predicted: list[int], labels: list[int], *, resamples: int, seed: 
             kappas = stats.bootstrap(
                 (pred, gold), cohen_kappa, paired=True, vectorized=False, n_resamples=resamples,
                 confidence_level=0.95, method="percentile", random_state=np.random.default_rng(seed),
+                batch=BOOTSTRAP_BATCH,
             ).bootstrap_distribution  # fmt: skip
         low, high = (float(bound) for bound in np.nanpercentile(kappas, [2.5, 97.5]))
     return Agreement(

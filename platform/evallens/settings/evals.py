@@ -12,6 +12,10 @@ from evallens.settings.addresses import ServiceAddressSettings
 # Longest wait of `eval watch` (between polls, and for a fingerprint to settle): time.sleep()
 # overflows near 1e10 s, and nobody polls less often than weekly.
 MAX_WAIT_S = 7 * 86_400.0
+# A trillion resamples passed validation and ended in a MemoryError traceback (scipy's bootstrap held
+# them at once); the resamplers go in batches now, and these bounds keep a run to minutes, not days.
+MAX_BOOTSTRAP_RESAMPLES = 1_000_000
+MAX_PERMUTATION_RESAMPLES = 100_000_000
 
 
 class EvalSettings(BaseSettings):
@@ -154,11 +158,15 @@ class EvalSettings(BaseSettings):
     eval_permutation_resamples: int = Field(
         default=100_000,
         ge=1000,
+        le=MAX_PERMUTATION_RESAMPLES,
         description="Monte Carlo resamples of the paired sign-flip test when no exact distribution is "
         "computed (p never below 1 / (1 + resamples)).",
     )
     eval_bootstrap_resamples: int = Field(
-        default=2000, ge=100, description="Resamples for the bootstrap confidence intervals of run summaries."
+        default=2000,
+        ge=100,
+        le=MAX_BOOTSTRAP_RESAMPLES,
+        description="Resamples for the bootstrap confidence intervals of run summaries and calibration.",
     )
     eval_seed: int = Field(
         default=20240601,

@@ -195,6 +195,23 @@ def test_the_cli_reports_a_bad_row_in_one_line_with_exit_2(tmp_path: Path) -> No
     assert "needs EVALLENS_EVAL_JUDGE_ENDPOINT" in judge_without_endpoint.stderr
 
 
+def test_a_resample_count_no_memory_holds_is_one_line_exit_2(tmp_path: Path) -> None:
+    """A trillion bootstrap resamples passed validation and ended in a MemoryError traceback."""
+    path = write_labels(tmp_path / "labels.jsonl", ROWS[:1])
+    result = subprocess.run(
+        [sys.executable, "-m", "evallens", "eval", "calibrate", str(path)],
+        env=child_environment(
+            {"EVALLENS_DATA_DIR": str(tmp_path), "EVALLENS_EVAL_BOOTSTRAP_RESAMPLES": "1000000000000"}
+        ),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "evallens: error: EVALLENS_EVAL_BOOTSTRAP_RESAMPLES: Input should be less than or equal to 1000000 "
+        "(got '1000000000000')"
+    ]
+
+
 def test_kappa_and_its_interval() -> None:
     import numpy as np
 
