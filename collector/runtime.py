@@ -97,6 +97,7 @@ class Collector:
                 settings.collector_body_timeout_s,
                 settings.collector_max_concurrent_requests,
                 settings.collector_retry_after_s,
+                settings.collector_project_share,
             ),
             self.health,
             self.gate,

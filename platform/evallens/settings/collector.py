@@ -101,8 +101,9 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         gt=0,
         le=1,
         description=(
-            "Part of the queue (spans and bytes), of collector_max_inflight_bytes and of "
-            "collector_spool_max_bytes one API key's project may take; beyond it that project gets 429 "
+            "Part of the queue (spans and bytes), of collector_max_inflight_bytes, of "
+            "collector_max_concurrent_requests (HTTP) and of collector_spool_max_bytes one API key's "
+            "project may take; beyond it that project gets 429 "
             "(503 for the spool, while PostgreSQL is unreachable) while others still get in (a "
             "project's one request always may). With auth off every request counts as one project's."
         ),
