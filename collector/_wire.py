@@ -19,6 +19,7 @@ REQUEST_RESOURCE_SPANS = 1
 RESOURCE_RESOURCE, RESOURCE_SCOPE_SPANS = 1, 2
 SCOPE_SCOPE, SCOPE_SPANS = 1, 2
 LENGTH_DELIMITED = 2
+START_GROUP, END_GROUP = 3, 4
 MAX_VARINT_SHIFT = 64
 MAX_DEPTH = 100  # upb's own limit on nested messages
 
@@ -48,28 +49,72 @@ def _varint(data: memoryview, position: int) -> tuple[int, int]:
 
 
 def fields(data: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    """(field number, wire type, value start, value end) of each field between ``start`` and ``end``."""
+    """(field number, wire type, value start, value end) of each field between ``start`` and ``end``.
+
+    A group (wire type 3, deprecated, never in OTLP) is skipped whole, as protobuf skips an unknown
+    one, nested groups too; its value is what lies between its start and end tags.
+    """
     position = start
     while position < end:
-        key, position = _varint(data, position)
-        number, wire_type = key >> 3, key & 7
-        if number == 0:
-            raise WireError("field number 0")
-        if wire_type == 0:
-            _, after = _varint(data, position)
-        elif wire_type == 1:
-            after = position + 8
-        elif wire_type == LENGTH_DELIMITED:
-            length, position = _varint(data, position)
-            after = position + length
-        elif wire_type == 5:
-            after = position + 4
+        number, wire_type, position = _tag(data, position)
+        if wire_type == END_GROUP:
+            raise WireError(f"end of group {number} without its start")
+        if wire_type == START_GROUP:
+            value_end, after = _group_end(data, position, end, number)
         else:
-            raise WireError(f"unsupported wire type {wire_type}")
+            position, value_end = _value(data, position, wire_type)
+            after = value_end
         if after > end:
             raise WireError("truncated message")
-        yield number, wire_type, position, after
+        yield number, wire_type, position, value_end
         position = after
+
+
+def _tag(data: memoryview, position: int) -> tuple[int, int, int]:
+    key, position = _varint(data, position)
+    number, wire_type = key >> 3, key & 7
+    if number == 0:
+        raise WireError("field number 0")
+    return number, wire_type, position
+
+
+def _value(data: memoryview, position: int, wire_type: int) -> tuple[int, int]:
+    """Where the value of a field of ``wire_type`` (not a group) starts and ends."""
+    if wire_type == 0:
+        return position, _varint(data, position)[1]
+    if wire_type == 1:
+        return position, position + 8
+    if wire_type == LENGTH_DELIMITED:
+        length, position = _varint(data, position)
+        return position, position + length
+    if wire_type == 5:
+        return position, position + 4
+    raise WireError(f"unsupported wire type {wire_type}")
+
+
+def _group_end(data: memoryview, position: int, end: int, number: int) -> tuple[int, int]:
+    """Where the group ``number`` whose fields start at ``position`` ends: its end tag's start, and
+    the position after that tag. Walked without recursion, however deep its groups nest."""
+    open_groups = [number]
+    while True:
+        if position >= end:
+            raise WireError(f"truncated group {open_groups[-1]}")
+        tag_start = position
+        inner, wire_type, position = _tag(data, position)
+        if wire_type == START_GROUP:
+            if len(open_groups) >= MAX_DEPTH:
+                raise WireError(f"groups nested deeper than {MAX_DEPTH}")
+            open_groups.append(inner)
+        elif wire_type == END_GROUP:
+            started = open_groups.pop()
+            if inner != started:
+                raise WireError(f"group {started} ends with the end tag of field {inner}")
+            if not open_groups:
+                return tag_start, position
+        else:
+            position = _value(data, position, wire_type)[1]
+        if position > end:
+            raise WireError(f"truncated group {open_groups[-1]}")
 
 
 def _nested(data: memoryview, start: int, end: int, number: int) -> Iterator[tuple[int, int]]:
@@ -125,6 +170,8 @@ def utf8_repaired(data: memoryview, message: Any, depth: int = 0) -> bytes:
         if wire_type == LENGTH_DELIMITED:
             out += varint_bytes(len(value))
         out += value
+        if wire_type == START_GROUP:
+            out += varint_bytes(number << 3 | END_GROUP)
     return bytes(out)
 
 

@@ -1,6 +1,7 @@
 """OTLP/HTTP: content types, gzip, size caps and status codes; everything else is ``receive``'s job."""
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,31 +58,49 @@ class HttpLimits:
     body_timeout_s: float = 60.0
     max_concurrent_requests: int | None = None
     retry_after_s: int = 2
+    project_share: float = 0.5
 
 
 class RequestSlots:
-    """How many posts are served at once, each slot taken once its API key is accepted.
+    """How many posts are served at once, each slot taken once its API key is accepted, and how many of
+    them one API key's project may hold (``project_share``; its one post always may).
 
     uvicorn's ``limit_concurrency`` counts every open connection, so clients with no key or a wrong
-    one, each answered 401 in a moment and kept alive, could hold every slot from the key holders.
-    Touched on the event loop only.
+    one, each answered 401 in a moment and kept alive, could hold every slot from the key holders; and
+    one project's slow uploads, each held up to the body timeout, could hold them from every other
+    project. Touched on the event loop only.
     """
 
-    def __init__(self, limit: int | None, retry_after_s: int) -> None:
-        self.limit, self.retry_after_s = limit, retry_after_s
+    def __init__(self, limit: int | None, retry_after_s: int, project_share: float = 1.0) -> None:
+        self.limit, self.retry_after_s, self.project_share = limit, retry_after_s, project_share
         self.num_taken = 0
+        self._project_slots: Counter[str] = Counter()
 
     @contextmanager
-    def take(self) -> Iterator[None]:
-        """Hold one slot while the block runs; an ``HttpError`` (503) when none is free."""
+    def take(self, project: str | None = None) -> Iterator[None]:
+        """Hold one slot while the block runs (``project``: the API key's, None with auth off); an
+        ``HttpError`` when none is free (503) or the project holds its share (429)."""
         if self.limit is not None and self.num_taken >= self.limit:
             message = f"the collector is serving {self.limit} requests already"
             raise HttpError(503, code_pb2.UNAVAILABLE, message, self.retry_after_s)
+        held = self._project_slots[project] if project is not None else 0
+        if self.limit is not None and held and held + 1 > self.limit * self.project_share:
+            message = (
+                f"project {project!r} already has {held} requests being served, its share of the "
+                f"collector's {self.limit}"
+            )
+            raise HttpError(429, code_pb2.RESOURCE_EXHAUSTED, message, self.retry_after_s)
         self.num_taken += 1
+        if project is not None:
+            self._project_slots[project] += 1
         try:
             yield
         finally:
             self.num_taken -= 1
+            if project is not None:
+                self._project_slots[project] -= 1
+                if not self._project_slots[project]:  # a key per project being served, no more
+                    del self._project_slots[project]
 
 
 def create_app(
@@ -100,13 +119,13 @@ def create_app(
     a refused key's answer closes its connection. Keys the gate does not know are looked up within
     ``lookups`` (per client address, and at once).
     """
-    slots = RequestSlots(limits.max_concurrent_requests, limits.retry_after_s)
+    slots = RequestSlots(limits.max_concurrent_requests, limits.retry_after_s, limits.project_share)
 
     async def traces(request: Request) -> Response:
         content_type = media_type(request.headers.get("content-type", ""))
         try:
             project = await admit(gate, lookups, request)
-            with slots.take():
+            with slots.take(project):
                 answer = await export(request, receiver, limits, content_type, project)
         except HttpError as error:
             return error_response(error, content_type)
@@ -118,7 +137,7 @@ def create_app(
             return error_response(HttpError(404, code_pb2.NOT_FOUND, "no logs receiver"), content_type)
         try:
             project = await admit(gate, lookups, request)
-            with slots.take():
+            with slots.take(project):
                 answer = await export_logs(request, log_receiver, receiver, limits, content_type, project)
         except HttpError as error:
             return error_response(error, content_type)

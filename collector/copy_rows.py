@@ -52,6 +52,21 @@ class CopyRows:
         """The days as dates: the partitions the rows need."""
         return [_EPOCH_DATE + timedelta(days=day) for day in self.days]
 
+    def without_days(self, days: set[date]) -> tuple["CopyRows", list[int], list[tuple[int, bytes]]]:
+        """These rows less those that start on ``days``; the kept rows' places in ``self``, and the
+        left-out rows with theirs."""
+        kept: list[bytes] = []
+        kept_at: list[int] = []
+        left_out: list[tuple[int, bytes]] = []
+        for index, line in enumerate(self.lines()):
+            if line_day(line) in days:
+                left_out.append((index, line))
+            else:
+                kept.append(line)
+                kept_at.append(index)
+        other_days = tuple(day for day in self.days if _EPOCH_DATE + timedelta(days=day) not in days)
+        return CopyRows.of_lines(kept, other_days), kept_at, left_out
+
     @staticmethod
     def joined(parts: Sequence["CopyRows"]) -> "CopyRows":
         """One ``CopyRows`` of every row of ``parts``, in order."""
@@ -124,6 +139,11 @@ def timestamp_text(unix_ns: int) -> str:
 def day_of(unix_ns: int) -> int:
     """The UTC day (since the epoch) a span starting at ``unix_ns`` is stored under."""
     return unix_ns // NS_PER_US // US_PER_DAY
+
+
+def line_day(line: bytes) -> date:
+    """The UTC day a row of ``encode_span`` starts on (its third field: ids are hex, never escaped)."""
+    return date.fromisoformat(line.split(b"\t", 3)[2][:10].decode())
 
 
 def _number(value: float | None) -> str:

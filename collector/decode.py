@@ -9,7 +9,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from collector._anyvalue import key_values
 from collector._genai import GenAIFields, add_content_attributes, resource_defaults
 from collector._wire import ResourceGroup
-from collector.otlp_json import NOT_HEX
+from collector.otlp_json import NOT_HEX, not_hex_reason
 from collector.records import DecodedBatch, SpanRecord
 from collector.validate import InvalidSpan, SpanLimits, check_times, free_text
 from evallens.telemetry import attributes as names
@@ -163,9 +163,7 @@ def span_ids(span: Any) -> tuple[str, str, str | None]:
         ("parent span id", parent, SPAN_ID_BYTES),
     ):
         if value == NOT_HEX:
-            raise InvalidSpan(
-                f"{which} is not hex: OTLP/JSON carries ids as hex strings ({2 * size} digits), not base64"
-            )
+            raise InvalidSpan(not_hex_reason(which, size))
     if len(trace_id) != TRACE_ID_BYTES or not any(trace_id):
         raise InvalidSpan(f"invalid trace id {trace_id.hex()!r} (need 16 non-zero bytes)")
     if len(span_id) != SPAN_ID_BYTES or not any(span_id):

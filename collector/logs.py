@@ -30,10 +30,12 @@ from collector._genai import event_messages
 from collector._wire import WireError, count_records, parse_lenient
 from collector.copy_rows import json_text, text, timestamp_text
 from collector.otlp_json import (
+    NOT_HEX,
     Level,
     MalformedRequest,
     entries_named,
     load_json_document,
+    not_hex_reason,
     parse_readable,
     rewrite_ids,
 )
@@ -166,7 +168,7 @@ def parse_logs(
     check_record_count(len(records), limits, "log records")
     for record in records:
         if isinstance(record, dict):
-            rewrite_ids(record)
+            rewrite_ids(record, mark_not_hex=True)
     request = ExportLogsServiceRequest()
     unreadable = parse_readable(document, request, LOG_LEVELS)
     return request, unreadable
@@ -195,8 +197,9 @@ def decode_logs(
                     batch.reject(f"{name}: {error}")
                     continue
                 trace_id, span_id = record.trace_id, record.span_id
-                if len(trace_id) != TRACE_ID_BYTES or not any(trace_id) or len(span_id) != SPAN_ID_BYTES:
-                    batch.reject(f"{name} has no trace and span id to join it to its span")
+                problem = _id_problem(trace_id, span_id)
+                if problem:
+                    batch.reject(f"{name}{problem}")
                     continue
                 time_ns = record.time_unix_nano or record.observed_time_unix_nano or now_ns
                 for direction, messages in found:
@@ -205,6 +208,16 @@ def decode_logs(
                     )
                     batch.lines.append(row.line())
     return batch
+
+
+def _id_problem(trace_id: bytes, span_id: bytes) -> str | None:
+    """What keeps a log record's ids from joining it to its span (after its event name), None if nothing."""
+    for which, value, size in (("trace id", trace_id, TRACE_ID_BYTES), ("span id", span_id, SPAN_ID_BYTES)):
+        if value == NOT_HEX:
+            return f": {not_hex_reason(which, size)}"
+    if len(trace_id) != TRACE_ID_BYTES or not any(trace_id) or len(span_id) != SPAN_ID_BYTES:
+        return " has no trace and span id to join it to its span"
+    return None
 
 
 def _claimed_project(attributes: dict[str, Any], resource: dict[str, Any], limits: SpanLimits) -> str:

@@ -300,9 +300,9 @@ def entries_named(item: Any, keys: tuple[str, ...]) -> list[Any]:
 
 
 def rewrite_ids(item: dict[str, Any], *, mark_not_hex: bool = False) -> None:
-    """Hex ids into the base64 ``json_format`` wants. An id that is not hex becomes empty (a span's
-    or log record's trace id then fails its check), or ``NOT_HEX`` with ``mark_not_hex`` (spans:
-    an empty parent id would mean "no parent")."""
+    """Hex ids into the base64 ``json_format`` wants. An id that is not hex becomes empty (a link's),
+    or ``NOT_HEX`` with ``mark_not_hex`` (spans and log records, refused saying why: an empty parent
+    id would mean "no parent", and an empty id "none sent")."""
     for key in ID_FIELDS:
         value = item.get(key)
         if isinstance(value, str):
@@ -310,6 +310,11 @@ def rewrite_ids(item: dict[str, Any], *, mark_not_hex: bool = False) -> None:
                 item[key] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
             else:
                 item[key] = _NOT_HEX_BASE64 if mark_not_hex else ""
+
+
+def not_hex_reason(which: str, num_bytes: int) -> str:
+    """Why an id that was ``NOT_HEX`` is refused (``which``: "trace id", ...; ``num_bytes``: its size)."""
+    return f"{which} is not hex: OTLP/JSON carries ids as hex strings ({2 * num_bytes} digits), not base64"
 
 
 def message_to_json(message: Message) -> bytes:

@@ -395,7 +395,8 @@ class Ingestor:
         return (spooled or self._quarantine.waiting) and self._database_worth_trying()
 
     def _replay_one(self) -> None:
-        """Write the oldest spooled batch back into PostgreSQL (refused rows to the quarantine)."""
+        """Write the oldest spooled batch back into PostgreSQL (refused rows to the quarantine); a batch
+        whose days need more new partitions than one flush creates takes several replays."""
         if self._spool is None or not self._spool.num_bytes or not self._database_worth_trying():
             return
         pending = self._spool.pending()
@@ -408,6 +409,11 @@ class Ingestor:
             return
         try:
             refusals = isolate(self._writer, rows, expect_duplicates=True)
+            if any(refusal.partition_missing for refusal in refusals):
+                # spread over more new days than one flush makes partitions for: the file stays, each
+                # replay adds the next days' (what is stored is skipped), the last one quarantines
+                self._mark_database_up()
+                return
             if refusals:
                 self._quarantine.put(refusals)
         except DatabaseDown as error:

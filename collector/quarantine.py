@@ -7,12 +7,13 @@ when PostgreSQL went away meanwhile; dead letters are moved into the table once 
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
 
 from collector._files import remove_durably, write_atomically
-from collector.copy_rows import CopyRows, decode_line
+from collector.copy_rows import CopyRows, decode_line, line_day
 from collector.records import record_from_dict, record_to_dict
 from collector.stats import CollectorStats
 from collector.write import DatabaseDown, Refusal, RowsRefused, SpanWriter
@@ -30,9 +31,32 @@ class QuarantineFailed(Exception):
 def isolate(writer: SpanWriter, rows: CopyRows, expect_duplicates: bool = False) -> list[Refusal]:
     """Store ``rows``; when PostgreSQL refuses rows, bisect until every good span is stored.
 
-    Returns the spans refused on their own, with their rows' places in ``rows``. ``DatabaseDown``
-    propagates: what was committed before stays committed, and a replay of the whole batch skips it.
+    Returns the spans refused on their own, with their rows' places in ``rows``, and those left out
+    because their day has no partition and the writer made its share of them in this call
+    (``partition_missing``). ``DatabaseDown`` propagates: what was committed before stays committed,
+    and a replay of the whole batch skips it.
     """
+    try:
+        unplaced = writer.place(rows)
+    except RowsRefused:
+        unplaced = set()  # ``write`` meets the same refusal, and the bisection below keeps the rows
+    if not unplaced:
+        return _isolate_placed(writer, rows, expect_duplicates)
+    placed, placed_at, left_out = rows.without_days(unplaced)
+    refusals = [
+        Refusal(decode_line(line), writer.unplaced_reason(line_day(line)), index, partition_missing=True)
+        for index, line in left_out
+    ]
+    if placed.num_rows:
+        refusals += [
+            replace(refusal, index=placed_at[refusal.index])
+            for refusal in _isolate_placed(writer, placed, expect_duplicates)
+        ]
+    return refusals
+
+
+def _isolate_placed(writer: SpanWriter, rows: CopyRows, expect_duplicates: bool) -> list[Refusal]:
+    """``isolate`` of rows whose days all have a partition."""
     try:
         writer.write(rows, expect_duplicates)
         return []

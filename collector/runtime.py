@@ -58,7 +58,9 @@ class Collector:
             if settings.collector_spool_enabled
             else None
         )
-        writer = SpanWriter(database_url, settings.database_connect_timeout_s)
+        writer = SpanWriter(
+            database_url, settings.database_connect_timeout_s, settings.collector_max_new_days_per_flush
+        )
         self.quarantine = Quarantine(writer, DeadLetters(settings.spool_dir / "quarantine"), self.stats)
         self.ingestor = Ingestor(writer, self.spool, self.quarantine, queue_limits(settings), self.stats)
         self.pool = DecodePool(
@@ -95,6 +97,7 @@ class Collector:
                 settings.collector_body_timeout_s,
                 settings.collector_max_concurrent_requests,
                 settings.collector_retry_after_s,
+                settings.collector_project_share,
             ),
             self.health,
             self.gate,

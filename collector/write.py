@@ -9,10 +9,16 @@ after one, since retries come in bursts) and for spool replays.
 
 Every failure is classified by SQLSTATE (``collector._sqlstate``): ``DatabaseDown`` when PostgreSQL
 is unavailable, ``RowsRefused`` when it refused the rows themselves.
+
+The daily partitions a batch needs are created first, at most ``max_new_days`` of them in one go (the
+days nearest today first): each ``CREATE TABLE ... PARTITION OF`` locks the whole ``spans`` table
+until the transaction ends, and one client sending spans spread over a year made one flush create
+some 366 of them while every other client's spans waited.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Any
 
 import orjson
@@ -56,6 +62,7 @@ class Refusal:
     span: SpanRecord
     reason: str
     index: int = 0
+    partition_missing: bool = False  # its day had no partition, and the flush made its share of them
 
     def quarantine_row(self) -> tuple[str, str, str, str, str]:
         """The ``collector_quarantine`` row of this refusal."""
@@ -68,9 +75,12 @@ class Refusal:
 class SpanWriter:
     """One PostgreSQL connection that writes span batches; reconnects after a failure."""
 
-    def __init__(self, database_url: str, connect_timeout_s: int = 5) -> None:
+    def __init__(
+        self, database_url: str, connect_timeout_s: int = 5, max_new_days: int | None = None
+    ) -> None:
         self._url = libpq_url(database_url)
         self._connect_timeout_s = connect_timeout_s
+        self.max_new_days = max_new_days  # None: every partition a batch needs (the quarantine retry)
         self._connection: psycopg.Connection[Any] | None = None
         self._engine: Engine | None = None
         self._partition_days: set[str] = set()
@@ -93,6 +103,25 @@ class SpanWriter:
             return self._copy(connection, COPY_STAGING, rows, then=MOVE_STAGED)
         except Exception as error:
             raise self._classified(error) from error
+
+    def place(self, rows: CopyRows) -> set[date]:
+        """Create the daily partitions ``rows`` need, at most ``max_new_days`` of them (the days nearest
+        today first); return the days still without one.
+
+        Raises ``DatabaseDown`` or ``RowsRefused`` like ``write``.
+        """
+        try:
+            return self._ensure_partitions(rows)
+        except Exception as error:
+            raise self._classified(error) from error
+
+    def unplaced_reason(self, day: date) -> str:
+        """Why a span of ``day``, left without a partition by ``place``, was not written."""
+        return (
+            f"no span partition for {day} yet: one flush creates at most {self.max_new_days} new daily "
+            "partitions (EVALLENS_COLLECTOR_MAX_NEW_DAYS_PER_FLUSH); "
+            "`evallens collector quarantine retry` stores it"
+        )
 
     def quarantine(self, refusals: Sequence[Refusal]) -> None:
         """Store refused spans in ``collector_quarantine`` in one transaction.
@@ -137,21 +166,29 @@ class SpanWriter:
             self._connection = connection
         return self._connection
 
-    def _ensure_partitions(self, rows: CopyRows) -> None:
+    def _ensure_partitions(self, rows: CopyRows) -> set[date]:
         days = rows.partition_days()
         if {f"{day:%Y%m%d}" for day in days} <= self._partition_days:
-            return
+            return set()
         if self._engine is None:
             self._engine = create_db_engine(self._url, connect_timeout_s=self._connect_timeout_s, pool_size=1)
+        today = datetime.now(UTC).date()
         try:
             with self._engine.begin() as connection:
-                create_span_partitions(connection, sorted(days))
+                existing = {name[-8:] for name in list_span_partitions(connection)}
+                missing = sorted(
+                    (day for day in days if f"{day:%Y%m%d}" not in existing),
+                    key=lambda day: (abs(day - today), day),
+                )
+                limit = len(missing) if self.max_new_days is None else self.max_new_days
+                create_span_partitions(connection, missing[:limit])
                 self._partition_days = {name[-8:] for name in list_span_partitions(connection)}
         except Exception as error:  # SQLAlchemy wraps psycopg's errors; unwrap to classify them
             original = getattr(error, "orig", None)
             if isinstance(original, psycopg.Error):
                 raise original from error
             raise
+        return set(missing[limit:])
 
     def close(self) -> None:
         """Drop the connection (the next write reconnects)."""

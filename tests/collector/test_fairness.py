@@ -120,6 +120,36 @@ def test_a_project_holding_the_decode_budget_leaves_room_for_another(
             upload.close()
 
 
+def test_a_project_holding_the_request_slots_leaves_room_for_another(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """Posts being served were first come, first served: one project's uploads (slow ones, each held up
+    to collector_body_timeout_s and then sent again) took every slot, and every other project's export
+    was a 503 meanwhile."""
+    collector = make_collector(database_url, auth_enabled=True, collector_max_concurrent_requests=4)
+    flood, quiet = new_key(database_url, "flood"), new_key(database_url, "quiet")
+    uploads: list[socket.socket] = []
+    try:
+        for _ in range(4):
+            uploads.append(held_upload(collector.http_port, flood, 1000))
+            wait_until(lambda: collector.pool.bytes_in_flight == 1000 * len(uploads) or answered(uploads[-1]))
+        answer = httpx.post(
+            f"http://127.0.0.1:{collector.http_port}/v1/traces",
+            content=make_request([make_span(index) for index in range(10)]).SerializeToString(),
+            headers={"content-type": "application/x-protobuf", "authorization": f"Bearer {quiet}"},
+            timeout=60,
+        )
+        assert answer.status_code == 200, answer.text
+        assert len(fetch_spans(database_url, "project = 'quiet'")) == 10
+        assert [answered(upload) for upload in uploads] == [False, False, True, True]
+        refusal = uploads[2].recv(65536)
+        assert refusal.startswith(b"HTTP/1.1 429 ") and b"retry-after: " in refusal.lower(), refusal
+        assert b"project 'flood' already has 2 requests being served" in refusal
+    finally:
+        for upload in uploads:
+            upload.close()
+
+
 @pytest.mark.integration
 def test_a_project_that_floods_the_spool_leaves_room_for_another(
     own_postgres: OwnPostgres, make_collector: Callable[..., Collector]

@@ -6,6 +6,7 @@ take much more ("1e3", "+5", "1_000", "١٢"): a span carrying one is rejected, 
 ``collector.validate`` refuses a number sent as text that JSON would not write. Field names: a field
 sent under both its names (``traceId``, ``trace_id``) is refused, not read as the last one."""
 
+import base64
 from typing import Any
 
 import httpx
@@ -191,14 +192,18 @@ def test_an_id_with_whitespace_in_its_hex_rejects_its_span(
     assert rows["span-4"]["parent_span_id"] == spans[0]["spanId"]
 
 
-def test_a_log_record_with_whitespace_in_an_id_is_rejected(
+def test_a_log_record_with_an_id_that_is_not_hex_is_rejected_saying_so(
     running_collector: Collector, database_url: str
 ) -> None:
+    """Worded as a span's: the generic "no trace and span id" sent a client looking for a missing id
+    when it had sent one, in base64 or with whitespace."""
     ids = ((1).to_bytes(16, "big"), (1).to_bytes(8, "big"))
-    request = logs_request([log_record("gen_ai.user.message", {"content": text}, *ids) for text in "ab"])
+    request = logs_request([log_record("gen_ai.user.message", {"content": text}, *ids) for text in "abcd"])
     document = orjson.loads(to_otlp_json(request))
     records = document["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
     records[1]["traceId"] = spaced(records[1]["traceId"])
+    records[2]["spanId"] = base64.b64encode(ids[1]).decode()  # as protobuf's JSON mapping writes bytes
+    del records[3]["spanId"]
 
     answer = httpx.post(
         f"http://127.0.0.1:{running_collector.http_port}/v1/logs",
@@ -208,8 +213,15 @@ def test_a_log_record_with_whitespace_in_an_id_is_rejected(
 
     assert answer.status_code == 200, answer.text
     partial = answer.json()["partialSuccess"]
-    assert partial["rejectedLogRecords"] == "1", partial
-    assert "has no trace and span id to join it to its span" in partial["errorMessage"], partial
+    assert partial["rejectedLogRecords"] == "3", partial
+    reasons = partial["errorMessage"].split("; ")
+    assert reasons[:3] == [
+        "gen_ai.user.message: trace id is not hex: OTLP/JSON carries ids as hex strings (32 digits), "
+        "not base64",
+        "gen_ai.user.message: span id is not hex: OTLP/JSON carries ids as hex strings (16 digits), "
+        "not base64",
+        "gen_ai.user.message has no trace and span id to join it to its span",
+    ], partial
     assert [row["messages"][0]["content"] for row in stored_content(database_url)] == ["a"]
 
 

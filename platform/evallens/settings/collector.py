@@ -101,8 +101,9 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         gt=0,
         le=1,
         description=(
-            "Part of the queue (spans and bytes), of collector_max_inflight_bytes and of "
-            "collector_spool_max_bytes one API key's project may take; beyond it that project gets 429 "
+            "Part of the queue (spans and bytes), of collector_max_inflight_bytes, of "
+            "collector_max_concurrent_requests (HTTP) and of collector_spool_max_bytes one API key's "
+            "project may take; beyond it that project gets 429 "
             "(503 for the spool, while PostgreSQL is unreachable) while others still get in (a "
             "project's one request always may). With auth off every request counts as one project's."
         ),
@@ -159,6 +160,16 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
     )
     collector_span_max_age_days: int = Field(
         default=365, ge=1, description="Spans that started longer ago than this are rejected."
+    )
+    collector_max_new_days_per_flush: int = Field(
+        default=8,
+        ge=1,
+        description=(
+            "Most daily span partitions one flush creates (each locks the spans table while it is "
+            "made; the days nearest today come first). Spans of further new days go to the quarantine "
+            "(`evallens collector quarantine retry` stores them); a spooled batch is written over "
+            "several replays instead."
+        ),
     )
     collector_span_max_future_s: int = Field(
         default=86_400, ge=0, description="Spans that start this far in the future are rejected."

@@ -1,0 +1,145 @@
+"""One client's spans spread over many days: each flush creates a bounded number of daily partitions
+(each locks ``spans`` while it is made), and nothing acknowledged is lost."""
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from typer.testing import CliRunner
+
+from collector.copy_rows import copy_rows
+from collector.quarantine import isolate
+from collector.runtime import Collector
+from collector.spool import Spool
+from collector.write import SpanWriter
+from evallens.app.cli import create_cli
+from evallens.db import create_db_engine
+from evallens.db.partitions import list_span_partitions, partition_name
+from evallens.telemetry import attributes as names
+from tests.collector.conftest import collector_settings, count_spans, make_request, make_span
+from tests.collector.test_poison import _record, quarantined, wait_for
+
+PROTOBUF = {"content-type": "application/x-protobuf"}
+NS_PER_DAY = 86_400 * 10**9
+
+
+def partitions(database_url: str) -> list[str]:
+    engine = create_db_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            return list_span_partitions(connection)
+    finally:
+        engine.dispose()
+
+
+def days_ago(num_days: int) -> str:
+    return partition_name(datetime.now(UTC).date() - timedelta(days=num_days))
+
+
+def test_a_year_of_days_in_one_request_creates_a_flush_s_share_and_quarantines_the_rest(
+    database_url: str,
+    make_collector: Callable[..., Collector],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    collector = make_collector(database_url, collector_max_new_days_per_flush=8)
+    base = f"http://127.0.0.1:{collector.http_port}"
+    now = time.time_ns()
+    # noon of each of the last 364 days: one span a day (a day's end would drift into the next)
+    noon = now - now % NS_PER_DAY + NS_PER_DAY // 2
+    flood = [make_span(i, start_ns=noon - i * NS_PER_DAY) for i in range(1, 365)]
+    answer = httpx.post(
+        f"{base}/v1/traces", content=make_request(flood).SerializeToString(), headers=PROTOBUF, timeout=60
+    )
+
+    assert answer.status_code == 200
+    partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
+    assert partial.rejected_spans == 364 - 8
+    assert "stored in the quarantine: no span partition for" in partial.error_message
+    assert "at most 8 new daily partitions" in partial.error_message
+    # the eight days nearest today, and no more
+    assert partitions(database_url) == sorted(days_ago(n) for n in range(1, 9))
+    assert count_spans(database_url) == 8
+    kept = quarantined(database_url)
+    assert len(kept) == 364 - 8 and all("no span partition for" in row[2] for row in kept)
+
+    # another client's spans of today still get their partition and are stored at once
+    today = make_request([make_span(1000 + i, attributes={names.PROJECT: "beta"}) for i in range(5)])
+    assert httpx.post(f"{base}/v1/traces", content=today.SerializeToString(), headers=PROTOBUF).is_success
+    assert count_spans(database_url) == 8 + 5
+
+    # the operator stores the rest: nothing acknowledged was lost
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    monkeypatch.setenv("EVALLENS_DATA_DIR", str(tmp_path / "cli"))
+    retried = CliRunner().invoke(create_cli(), ["collector", "quarantine", "retry", "--all"])
+    assert retried.exit_code == 0 and "356 stored, 0 still refused" in retried.output, retried.output
+    assert count_spans(database_url) == 364 + 5 and quarantined(database_url) == []
+
+
+def test_other_spans_of_the_flush_are_stored_and_new_days_nearest_today_come_first(
+    database_url: str,
+) -> None:
+    now = time.time_ns()
+    noon = now - now % NS_PER_DAY + NS_PER_DAY // 2
+    flood = [_record(i, noon - (10 + i) * NS_PER_DAY, {}) for i in range(30)]  # 10 to 39 days ago
+    other = [_record(100 + i, now, {}) for i in range(3)]  # another client's, today
+    yesterday = _record(200, noon - NS_PER_DAY, {})
+    writer = SpanWriter(database_url, max_new_days=3)
+    try:
+        refusals = isolate(writer, copy_rows([*flood[:15], *other, *flood[15:], yesterday]))
+    finally:
+        writer.close()
+
+    assert partitions(database_url) == sorted([days_ago(0), days_ago(1), days_ago(10)])
+    assert count_spans(database_url) == 3 + 1 + 1
+    assert len(refusals) == 29 and all(refusal.partition_missing for refusal in refusals)
+    # each refusal names its own span, at its place in the batch
+    batch = [*flood[:15], *other, *flood[15:], yesterday]
+    assert all(batch[refusal.index].span_id == refusal.span.span_id for refusal in refusals)
+    assert {refusal.span.span_id for refusal in refusals} == {span.span_id for span in flood[1:]}
+
+
+def test_a_spooled_batch_over_many_days_is_replayed_over_several_flushes(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Acknowledged while PostgreSQL was away: replayed a few days' partitions at a time, never
+    quarantined for want of one."""
+    settings = collector_settings(database_url, tmp_path, collector_max_new_days_per_flush=3)
+    now = time.time_ns()
+    noon = now - now % NS_PER_DAY + NS_PER_DAY // 2
+    spooled = copy_rows([_record(i, noon - i * NS_PER_DAY, {}) for i in range(20)])
+    Spool(settings.spool_dir, 10**9).append(spooled)
+    collector = Collector(settings, database_url)
+    collector.start_in_background()
+    try:
+        wait_for(lambda: collector.health()["spooled_bytes"] == 0)
+        assert count_spans(database_url) == 20
+        assert quarantined(database_url) == []
+        assert len(partitions(database_url)) == 20
+    finally:
+        collector.stop()
+
+
+def test_a_partition_made_elsewhere_meanwhile_is_not_made_again(database_url: str) -> None:
+    """A partition another process made meanwhile is seen: the writer's cache is not the truth."""
+    now = time.time_ns()
+    noon = now - now % NS_PER_DAY + NS_PER_DAY // 2
+    writer = SpanWriter(database_url, max_new_days=1)
+    try:
+        assert isolate(writer, copy_rows([_record(1, now, {})])) == []
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            day = (datetime.now(UTC) - timedelta(days=5)).date()
+            connection.execute(
+                f"CREATE TABLE {partition_name(day)} PARTITION OF spans FOR VALUES FROM "
+                f"('{day} 00:00:00+00') TO ('{day + timedelta(days=1)} 00:00:00+00')"
+            )
+        spans = [_record(2, noon - 5 * NS_PER_DAY, {}), _record(3, noon - 2 * NS_PER_DAY, {})]
+        assert isolate(writer, copy_rows(spans)) == []
+    finally:
+        writer.close()
+    assert count_spans(database_url) == 3
