@@ -6,6 +6,7 @@ A 500 outside chat (here PostgreSQL without the knowledge base's tables) was cou
 handler answering it left the count to the chat path, which counts only its own."""
 
 import json
+from collections import Counter
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing, contextmanager
 from pathlib import Path
@@ -367,6 +368,89 @@ def test_an_upstream_error_event_is_a_503_counted_once_and_never_cached(
     assert "Refunds" in payloads[0]
     assert all(json.loads(p)["choices"][0].get("finish_reason") is None for p in payloads[:-2])
     assert counted == {"engine": 8.0}
+
+
+# Answers of an upstream that sends more than the one choice the service asks for (it never sends ``n``)
+SEVERAL_CHOICES: dict[str, list[Any]] = {
+    "two choices in one event": [
+        {
+            "choices": [
+                chunk()["choices"][0],
+                {**chunk()["choices"][0], "index": 1, "delta": {"content": " Exchanges"}},
+            ]
+        },
+        chunk(delta={"content": " take days."}, finish_reason="stop"),
+    ],
+    "a second choice after a token": [
+        chunk(),
+        chunk(index=1, delta={"content": " Exchanges"}),
+        chunk(delta={"content": " take days."}, finish_reason="stop"),
+        chunk(index=1, delta={"content": " never"}, finish_reason="stop"),
+    ],
+    "only a choice of index 1": [chunk(index=1, delta={"content": " Exchanges"}, finish_reason="stop")],
+    "a choice index as text": [chunk(index="0", finish_reason="stop")],
+}
+
+
+def test_an_upstream_reply_of_several_choices_is_a_502_never_merged_nor_cached(
+    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path, tracer_provider: TracerProvider
+) -> None:
+    """The service asks for one choice; an upstream that answered several (in one event, or one choice an
+    event as OpenAI streams ``n`` > 1) had their texts merged into one answer ("Refunds Exchanges take
+    days."), counted a success and cached. It is a reply the protocol does not allow for this request: a
+    502 ``engine_bad_reply`` (said in the stream once a token went out), never merged, never cached."""
+    asked: list[str] = []
+    with openai_service(
+        service_loop,
+        scripted_upstream(SEVERAL_CHOICES, asked),
+        service_data_dir,
+        tiny_model_path,
+        tracer_provider,
+        cache_exact_enabled=True,
+        breaker_min_calls=1000,  # these requests fail on purpose: the engine breaker must not answer for them
+    ) as (client, _):
+        greedy = {"temperature": 0}  # a request the answer caches keep
+        before = errors_counted(client)
+        answers = {
+            question: [ask(client, question, **greedy), ask(client, question, **greedy)]
+            for question in SEVERAL_CHOICES
+        }
+        streamed_body = {
+            **CHAT,
+            **greedy,
+            "stream": True,
+            "messages": [{"role": "user", "content": "a second choice after a token"}],
+        }
+        with client.stream("POST", "/v1/chat/completions", json=streamed_body) as streamed:
+            assert streamed.status_code == 200  # the first token came before the second choice
+            payloads = [line[len("data: ") :] for line in streamed.iter_lines() if line.startswith("data: ")]
+        first_event = [{"role": "user", "content": "two choices in one event"}]
+        first_streamed = {**streamed_body, "messages": first_event}
+        with client.stream("POST", "/v1/chat/completions", json=first_streamed) as refused:
+            refused.read()
+        counted = counted_since(before, client)
+    for question, (first, second) in answers.items():
+        for answer in (first, second):
+            assert answer.status_code == 502, (question, answer.text)
+            error = answer.json()["error"]
+            assert error["code"] == "engine_bad_reply", (question, error)
+            assert error["message"].startswith("the engine answered something that is not an OpenAI stream")
+    # never cached: each request asked the upstream (the two streamed ones too)
+    assert Counter(asked) == Counter(dict.fromkeys(SEVERAL_CHOICES, 2)) + Counter(
+        ["a second choice after a token", "two choices in one event"]
+    )
+    assert "2 choices" in answers["two choices in one event"][0].json()["error"]["message"]
+    assert "choices[0].index is 1" in answers["only a choice of index 1"][0].json()["error"]["message"]
+    assert 'choices[0].index is "0"' in answers["a choice index as text"][0].json()["error"]["message"]
+    assert refused.status_code == 502, refused.text
+    assert refused.json()["error"]["code"] == "engine_bad_reply"
+    assert payloads[-1] == "[DONE]"
+    assert json.loads(payloads[-2])["error"]["code"] == "engine_bad_reply"
+    streamed_text = "".join(
+        json.loads(p)["choices"][0]["delta"].get("content") or "" for p in payloads[:-2] if "choices" in p
+    )
+    assert streamed_text == "Refunds"  # the second choice's text never reached the client
+    assert counted == {"engine_reply": float(2 * len(SEVERAL_CHOICES) + 2)}
 
 
 class AdapterBug(Exception):

@@ -7,6 +7,10 @@ engine's fault, an ``EngineMalformedReply`` naming the field.
 
 An upstream that fails a request after its stream began says so in an error event, and ends the stream
 as usual: that event is ``EngineFailed``, never skipped (the answer before it is cut, not complete).
+
+The service asks for one choice (it never sends ``n``): an event of several choices, or of a choice whose
+``index`` is not 0 (OpenAI streams ``n`` > 1 as one choice an event, each with its index), is malformed,
+never merged into the one answer.
 """
 
 import json
@@ -48,10 +52,16 @@ def read_event(line: str, data: str) -> StreamEvent:
     if event.get("error") is not None or event.get("object") == "error":
         raise _failed(event)
     choices = _typed(line, event, "choices", list, [])
+    if len(choices) > 1:
+        raise _malformed(line, f"it holds {len(choices)} choices; the service asks for one")
     deltas = []
     for index, choice in enumerate(choices):
         if not isinstance(choice, dict):
             raise _malformed(line, f"choices[{index}] is {_json_type(choice)}, not an object")
+        number = choice.get("index")  # absent: the one choice, as some servers send it
+        if number is not None and (type(number) is not int or number != 0):
+            shown = json.dumps(number)[:MAX_SHOWN_VALUE_CHARS]
+            raise _malformed(line, f"choices[{index}].index is {shown}, not 0: the service asks for one")
         delta = _typed(line, choice, "delta", dict, {}, f"choices[{index}].")
         content = _text(line, _typed(line, delta, "content", str, "", f"choices[{index}].delta."))
         finish_reason = _typed(line, choice, "finish_reason", str, "", f"choices[{index}].")
