@@ -6,8 +6,9 @@ A 500 outside chat (here PostgreSQL without the knowledge base's tables) was cou
 handler answering it left the count to the chat path, which counts only its own."""
 
 import json
+from collections import Counter
 from collections.abc import AsyncGenerator, Iterator
-from contextlib import aclosing, contextmanager
+from contextlib import ExitStack, aclosing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import httpx
 import psycopg
 import pytest
 from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy.orm import Session
@@ -295,11 +297,10 @@ def test_an_upstream_error_event_is_a_503_counted_once_and_never_cached(
 ) -> None:
     """An upstream's error event (``{"error": {...}}``, no choices) was skipped: the answer cut there ended
     as a complete one (finish reason "stop"), counted a success and remembered in the answer caches, where
-    an identical request found it. It is the engine failing the request: a 503 ``engine_error`` (said in the
-    stream once a token went out, naming the upstream's error; before a token, the service's own words for
-    a failed engine, the error on the span), counted once, never cached (the upstream is asked again). So
-    is a stream closed mid-answer, with neither a finish reason nor [DONE]; one that ends with [DONE] but
-    no finish reason is a whole answer, as before."""
+    an identical request found it. It is the engine failing the request: a 503 ``engine_error`` naming the
+    upstream's error (said in the stream once a token went out), counted once, never cached (the upstream
+    is asked again). So is a stream closed mid-answer, with neither a finish reason nor [DONE]; one that
+    ends with [DONE] but no finish reason is a whole answer, as before."""
     asked: list[str] = []
     events = {
         **UPSTREAM_FAILURES,
@@ -351,7 +352,9 @@ def test_an_upstream_error_event_is_a_503_counted_once_and_never_cached(
     assert "CUDA error: an illegal memory access was encountered." in message
     assert '"InternalServerError"' in message and "500" in message
     assert len(message) < 500  # the upstream's message, cut short
-    # before a token, the client is told what any engine failure there tells it; the span keeps the error
+    assert "EngineCore died" in before_a_token.json()["error"]["message"]  # before a token too
+    assert "EngineCore died" in refused.json()["error"]["message"]
+    # the span keeps the error
     recorded = [
         str(event.attributes["exception.message"])
         for span in span_exporter.get_finished_spans()
@@ -367,6 +370,213 @@ def test_an_upstream_error_event_is_a_503_counted_once_and_never_cached(
     assert "Refunds" in payloads[0]
     assert all(json.loads(p)["choices"][0].get("finish_reason") is None for p in payloads[:-2])
     assert counted == {"engine": 8.0}
+
+
+# Answers of an upstream that sends more than the one choice the service asks for (it never sends ``n``)
+SEVERAL_CHOICES: dict[str, list[Any]] = {
+    "two choices in one event": [
+        {
+            "choices": [
+                chunk()["choices"][0],
+                {**chunk()["choices"][0], "index": 1, "delta": {"content": " Exchanges"}},
+            ]
+        },
+        chunk(delta={"content": " take days."}, finish_reason="stop"),
+    ],
+    "a second choice after a token": [
+        chunk(),
+        chunk(index=1, delta={"content": " Exchanges"}),
+        chunk(delta={"content": " take days."}, finish_reason="stop"),
+        chunk(index=1, delta={"content": " never"}, finish_reason="stop"),
+    ],
+    "only a choice of index 1": [chunk(index=1, delta={"content": " Exchanges"}, finish_reason="stop")],
+    "a choice index as text": [chunk(index="0", finish_reason="stop")],
+}
+
+
+def test_an_upstream_reply_of_several_choices_is_a_502_never_merged_nor_cached(
+    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path, tracer_provider: TracerProvider
+) -> None:
+    """The service asks for one choice; an upstream that answered several (in one event, or one choice an
+    event as OpenAI streams ``n`` > 1) had their texts merged into one answer ("Refunds Exchanges take
+    days."), counted a success and cached. It is a reply the protocol does not allow for this request: a
+    502 ``engine_bad_reply`` (said in the stream once a token went out), never merged, never cached."""
+    asked: list[str] = []
+    with openai_service(
+        service_loop,
+        scripted_upstream(SEVERAL_CHOICES, asked),
+        service_data_dir,
+        tiny_model_path,
+        tracer_provider,
+        cache_exact_enabled=True,
+        breaker_min_calls=1000,  # these requests fail on purpose: the engine breaker must not answer for them
+    ) as (client, _):
+        greedy = {"temperature": 0}  # a request the answer caches keep
+        before = errors_counted(client)
+        answers = {
+            question: [ask(client, question, **greedy), ask(client, question, **greedy)]
+            for question in SEVERAL_CHOICES
+        }
+        streamed_body = {
+            **CHAT,
+            **greedy,
+            "stream": True,
+            "messages": [{"role": "user", "content": "a second choice after a token"}],
+        }
+        with client.stream("POST", "/v1/chat/completions", json=streamed_body) as streamed:
+            assert streamed.status_code == 200  # the first token came before the second choice
+            payloads = [line[len("data: ") :] for line in streamed.iter_lines() if line.startswith("data: ")]
+        first_event = [{"role": "user", "content": "two choices in one event"}]
+        first_streamed = {**streamed_body, "messages": first_event}
+        with client.stream("POST", "/v1/chat/completions", json=first_streamed) as refused:
+            refused.read()
+        counted = counted_since(before, client)
+    for question, (first, second) in answers.items():
+        for answer in (first, second):
+            assert answer.status_code == 502, (question, answer.text)
+            error = answer.json()["error"]
+            assert error["code"] == "engine_bad_reply", (question, error)
+            assert error["message"].startswith("the engine answered something that is not an OpenAI stream")
+    # never cached: each request asked the upstream (the two streamed ones too)
+    assert Counter(asked) == Counter(dict.fromkeys(SEVERAL_CHOICES, 2)) + Counter(
+        ["a second choice after a token", "two choices in one event"]
+    )
+    assert "2 choices" in answers["two choices in one event"][0].json()["error"]["message"]
+    assert "choices[0].index is 1" in answers["only a choice of index 1"][0].json()["error"]["message"]
+    assert 'choices[0].index is "0"' in answers["a choice index as text"][0].json()["error"]["message"]
+    assert refused.status_code == 502, refused.text
+    assert refused.json()["error"]["code"] == "engine_bad_reply"
+    assert payloads[-1] == "[DONE]"
+    assert json.loads(payloads[-2])["error"]["code"] == "engine_bad_reply"
+    streamed_text = "".join(
+        json.loads(p)["choices"][0]["delta"].get("content") or "" for p in payloads[:-2] if "choices" in p
+    )
+    assert streamed_text == "Refunds"  # the second choice's text never reached the client
+    assert counted == {"engine_reply": float(2 * len(SEVERAL_CHOICES) + 2)}
+
+
+# What an upstream's error may quote besides what failed: its API key, the URL it is reached at with a
+# user and password, a bearer token, and the messages it was sent (the system prompt's note with them)
+UPSTREAM_KEY = "sk-proj-Zq8vN3kL0pR5tW2yB7xC4mA9"
+UPSTREAM_URL = "http://evallens:hunter2@10.0.0.7:8000/v1"
+BEARER_TOKEN = "f3c9a1e07b6d4c2a9e8f1b3d5c7a9e0f2d4b6c8a"
+STAFF_NOTE = "Staff discount code for the assistant only: ACME-STAFF-4471."
+LEAKED = {
+    "hunter2",
+    UPSTREAM_KEY,
+    "Zq8vN3kL0pR5",
+    BEARER_TOKEN,
+    "ACME-STAFF-4471",
+    "Jane Roe",
+    "Maple Street",
+}
+
+
+def leaky_upstream() -> FastAPI:
+    """An OpenAI-compatible server that fails every request before a token, its error saying what failed
+    and then quoting its key, URL and token and the messages it was sent: as a stream's error event, or
+    as an HTTP error status (500: its fault, 400: it refuses the request) with an OpenAI error body."""
+    upstream = FastAPI()
+
+    @upstream.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": UPSTREAM_MODEL, "object": "model"}]}
+
+    @upstream.post("/v1/chat/completions")
+    async def chat(request: Request) -> Response:
+        messages = (await request.json())["messages"]
+        question = messages[-1]["content"]
+        failure = "refused" if question.endswith("(400)") else "EngineCore died"
+        leaked = (
+            f"{failure} (key {UPSTREAM_KEY} at {UPSTREAM_URL}, Authorization: Bearer {BEARER_TOKEN}) "
+            f"serving {json.dumps(messages)}"
+        )
+        error = {"error": {"message": leaked, "type": "InternalServerError", "code": 500}}
+        if question.endswith("(event)"):
+            return Response(f"data: {json.dumps(error)}\n\ndata: [DONE]\n\n", media_type="text/event-stream")
+        return JSONResponse(error, status_code=400 if question.endswith("(400)") else 500)
+
+    return upstream
+
+
+def test_an_engine_failure_before_a_token_says_what_failed_without_secrets_or_the_prompt(
+    service_loop: LoopThread,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    """An upstream's failure before the first token was answered with the service's generic words ("The
+    assistant is temporarily unavailable"), its message only on the span: neither a client nor an
+    operator reading the reply could tell an engine's error from an outage. The reply is a 503
+    ``engine_error`` saying what failed in the engine's words, cut short, with its credentials and any
+    text of the prompt (the system prompt's and the client's) masked; a 400 the upstream answers is masked
+    alike, and so are the engine's words once a token went out."""
+    question = "My name is Jane Roe of 12 Maple Street: where is my parcel?"
+    with openai_service(
+        service_loop,
+        leaky_upstream(),
+        service_data_dir,
+        tiny_model_path,
+        tracer_provider,
+        system_prompt=STAFF_NOTE,
+        breaker_min_calls=1000,  # these requests fail on purpose: the engine breaker must not answer for them
+    ) as (client, _):
+        answers = {case: ask(client, f"{question} ({case})") for case in ("event", "500", "400")}
+        streamed_body = {
+            **CHAT,
+            "stream": True,
+            "messages": [{"role": "user", "content": f"{question} (event)"}],
+        }
+        with client.stream("POST", "/v1/chat/completions", json=streamed_body) as streamed:
+            streamed.read()
+    assert {case: answer.status_code for case, answer in answers.items()} == {
+        "event": 503,
+        "500": 503,
+        "400": 400,
+    }, {case: answer.text for case, answer in answers.items()}
+    assert streamed.status_code == 503, streamed.text
+    for answer in [*answers.values(), streamed]:
+        error = answer.json()["error"]
+        message = error["message"]
+        assert "temporarily unavailable" not in message, message
+        assert ("refused" if answer is answers["400"] else "EngineCore died") in message, message
+        assert "InternalServerError" in message or answer is not answers["event"], message
+        assert "[REDACTED]" in message and "[PROMPT]" in message, message
+        assert not [leak for leak in LEAKED if leak in message], message
+        assert len(message) <= 600, message
+        if answer is not answers["400"]:
+            assert error["code"] == "engine_error", error
+    # the span keeps what the engine said, as before
+    recorded = [
+        str(event.attributes["exception.message"])
+        for span in span_exporter.get_finished_spans()
+        for event in span.events
+        if event.name == "exception" and event.attributes
+    ]
+    assert any("EngineCore died" in message for message in recorded), recorded
+
+
+def test_an_engine_server_gone_is_a_503_saying_it_could_not_be_reached(
+    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path, tracer_provider: TracerProvider
+) -> None:
+    """The OpenAI engine's server went away after the service was ready: the connection error escaped the
+    engine as no engine error, and the client was told the service's generic words."""
+    with ExitStack() as upstream_serving:
+        upstream = upstream_serving.enter_context(serving(service_loop, scripted_upstream({})))
+        engine = OpenAIEngine(OpenAIOptions(base_url=f"{upstream}/v1", model=UPSTREAM_MODEL))
+        settings = make_settings(service_data_dir, tiny_model_path, engine="openai", retrieval_enabled=False)
+        app = create_app(settings, engine=engine, tracer_provider=tracer_provider)
+        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+            upstream_serving.close()  # the engine's server goes away
+            answer = client.post("/v1/chat/completions", json=CHAT)
+        service_loop.run(engine.close())
+    assert answer.status_code == 503, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "engine_error", error
+    assert "could not be reached" in error["message"] and "ConnectError" in error["message"], error
+    assert "temporarily unavailable" not in error["message"]
 
 
 class AdapterBug(Exception):

@@ -20,6 +20,7 @@ from evallens.service.chat.protocol import ChatCompletionRequest, ChunkChoice, D
 from evallens.service.chat.responses import ChunkEvents
 from evallens.service.chat.serving import sources_of
 from evallens.service.engines import vllm_engine, vllm_options
+from evallens.service.engines.excerpts import safe_excerpt
 from evallens.service.engines.vllm_engine import MAX_SOCKET_PATH_BYTES, choose_dtype, rpc_directory
 from evallens.service.errors import BudgetExceeded, ContextLengthExceeded, Overloaded
 from evallens.service.rag import RetrievalResult, RetrievedChunk
@@ -206,3 +207,21 @@ def test_engine_sockets_stay_within_the_kernel_s_path_limit(tmp_path: Path) -> N
     chosen = rpc_directory(deep)
     assert chosen.is_dir() and stat.S_IMODE(chosen.stat().st_mode) == 0o700
     assert len(os.fsencode(chosen / str(uuid.uuid4()))) <= MAX_SOCKET_PATH_BYTES
+
+
+def test_an_engine_excerpt_masks_the_prompt_however_quoted_and_keeps_the_engine_s_own_words() -> None:
+    """The prompt's text is found on its letters and digits (JSON escapes, quotes and case between them do
+    not hide it), masked before the cut (no cut leaves a piece of it); counts and the engine's own words,
+    and prompt words too short to tell apart from them, stay."""
+    prompt = ["Internal: refunds over $500 need Dana's approval.", 'Is my order "A-77" from\nMay 3 late?']
+    quoted = json.dumps({"messages": prompt, "usage": {"prompt_tokens": 9}})
+    excerpt = safe_excerpt(f"Template error (code 500) rendering {quoted}", prompt, 400)
+    # both messages one masked run: nothing but punctuation stands between them
+    assert (
+        excerpt
+        == 'Template error (code 500) rendering {"messages": ["[PROMPT]?"], "usage": {"prompt_tokens": 9}}'
+    )
+    long_prompt = ["word " * 400]
+    cut = safe_excerpt(f"failed on {long_prompt[0].upper()}", long_prompt, 30)
+    assert cut == "failed on [PROMPT] ", cut  # its last space is no letter
+    assert safe_excerpt("refunds over limit", prompt, 400) == "refunds over limit"

@@ -3,11 +3,12 @@ that no request decides how much the service tokenizes: its own messages must fi
 
 from dataclasses import dataclass
 
+from evallens.service.chat.engine_errors import engine_refusal
 from evallens.service.chat.prompt import PromptContext, build_messages
 from evallens.service.chat.protocol import ChatCompletionRequest
 from evallens.service.engines.base import Engine, EngineRejected, Message, Prompt, SamplingOptions
 from evallens.service.engines.routing import EngineRouter
-from evallens.service.errors import BadRequest, ContextLengthExceeded, MessagesTooLong, TooManyMessages
+from evallens.service.errors import ContextLengthExceeded, MessagesTooLong, TooManyMessages
 
 # No tokenizer of a chat model packs more characters into one token on average; messages longer than
 # this many characters per token of the context window cannot fit, whatever they say.
@@ -44,7 +45,7 @@ def check_context(
     try:
         prompt = engine.prepare(built.messages)
     except EngineRejected as error:
-        raise BadRequest(str(error)) from error
+        raise engine_refusal(error, built.messages) from error
     if prompt.num_tokens is not None and prompt.num_tokens + sampling.max_tokens > max_model_len:
         raise ContextLengthExceeded(prompt.num_tokens, sampling.max_tokens, max_model_len)
     return BarePrompt(built.messages, engine, prompt)

@@ -15,6 +15,7 @@ from opentelemetry.trace import Tracer
 from evallens.service.budgets import Admission, Deadline, in_flight_slot, within
 from evallens.service.chat.answers import AnswerCache, CannedAnswer, Sources
 from evallens.service.chat.context_length import check_context
+from evallens.service.chat.engine_errors import engine_failure, engine_refusal
 from evallens.service.chat.fingerprint import answer_config, fingerprint
 from evallens.service.chat.preflight import Preflight, PreflightState, span_attributes
 from evallens.service.chat.prompt import BuiltPrompt, PromptContext, build_messages
@@ -23,8 +24,6 @@ from evallens.service.chat.recording import CLIENT_CLOSED, RequestRecording
 from evallens.service.engines.base import (
     Engine,
     EngineError,
-    EngineFailed,
-    EngineMalformedReply,
     EngineRejected,
     GenerationChunk,
     Prompt,
@@ -34,7 +33,6 @@ from evallens.service.engines.routing import EngineRouter
 from evallens.service.errors import (
     BadRequest,
     ContextLengthExceeded,
-    EngineBadReply,
     EngineUnavailable,
     InternalError,
     ServiceError,
@@ -181,7 +179,7 @@ class ChatServing:
             same = bare is not None and bare.messages == built.messages and bare.engine is route.engine
             prompt = bare.prompt if same and bare is not None else route.engine.prepare(built.messages)
         except EngineRejected as error:
-            raise BadRequest(str(error)) from error
+            raise engine_refusal(error, built.messages) from error
         recording.set_prompt([message.content for message in built.messages], prompt.num_tokens)
         max_model_len = route.engine.max_model_len
         num_tokens = prompt.num_tokens
@@ -267,7 +265,8 @@ class ChatServing:
         self, call: ChatCall, chunks: AsyncGenerator[GenerationChunk, None]
     ) -> GenerationChunk | CannedAnswer | None:
         """The engine's first chunk, behind the engine breaker; when the engine fails or misses its
-        first-token budget, a semantic-cache stand-in (degraded), else the error (503, or the 504)."""
+        first-token budget, a semantic-cache stand-in (degraded), else the error: the engine's, saying what
+        failed (a 503 ``engine_error``, a 502 for a reply its protocol does not allow), or the 504."""
 
         deadline = call.deadline
         rejected: list[EngineRejected] = []
@@ -285,7 +284,7 @@ class ChatServing:
                 rejected.append(error)
                 return None
             except EngineError as error:
-                raise _engine_failure(error) from error
+                raise engine_failure(error, call.prompt.messages) from error
 
         state = call.preflight
 
@@ -304,8 +303,10 @@ class ChatServing:
                 outcome = await self.engine_guard.generate(draw, fallback=stand_in)
         except ServiceUnavailable as error:
             cause = error.__cause__
-            if isinstance(cause, ServiceError) and not isinstance(cause, EngineUnavailable):
-                raise cause from None  # a missed budget stays a 504
+            if isinstance(cause, ServiceError):
+                # a missed budget stays a 504; an engine's error says what failed, which the guard's
+                # generic words (for an open breaker, or an error no engine error names) cannot
+                raise cause from cause.__cause__
             raise EngineUnavailable(str(error), code=error.reason) from error
         if rejected:
             raise rejected[0]
@@ -323,7 +324,7 @@ class ChatServing:
             try:
                 first = await self._first_chunk(call, chunks)
             except EngineRejected as error:
-                raise BadRequest(str(error)) from error
+                raise engine_refusal(error, call.prompt.messages) from error
             if isinstance(first, CannedAnswer):
                 await call.engine.abort(recording.request_id)
                 yield self._replay(call, first)
@@ -367,9 +368,9 @@ class ChatServing:
         except StopAsyncIteration:
             return None
         except EngineRejected as error:
-            raise BadRequest(str(error)) from error
+            raise engine_refusal(error, call.prompt.messages) from error
         except EngineError as error:
-            raise _engine_failure(error) from error
+            raise engine_failure(error, call.prompt.messages) from error
 
     def finish(self, call: ChatCall, status: int) -> None:
         """Record a successful request; remember a complete engine answer in the caches."""
@@ -410,14 +411,6 @@ class ChatServing:
     def _update_gauges(self) -> None:
         self.metrics.in_flight.set(self.admission.num_in_flight)
         self.metrics.queued.set(self.admission.num_queued)
-
-
-def _engine_failure(error: EngineError) -> ServiceError:
-    """What the client is told of an engine error: a reply its protocol does not allow is a 502; the
-    engine failing (``engine_error`` when it said so, as vLLM's finish reason "error" is) a 503."""
-    if isinstance(error, EngineMalformedReply):
-        return EngineBadReply(str(error), code="engine_bad_reply")
-    return EngineUnavailable(str(error), code="engine_error" if isinstance(error, EngineFailed) else None)
 
 
 def _current(recording: RequestRecording) -> "contextlib.AbstractContextManager[object]":

@@ -6,15 +6,22 @@ number, content that is a list or a token count that is text was passed on, and 
 engine's fault, an ``EngineMalformedReply`` naming the field.
 
 An upstream that fails a request after its stream began says so in an error event, and ends the stream
-as usual: that event is ``EngineFailed``, never skipped (the answer before it is cut, not complete).
+as usual: that event is ``EngineFailed``, never skipped (the answer before it is cut, not complete). Its
+message is quoted as a client may read it (``excerpts``: no credentials, no text of the prompt).
+
+The service asks for one choice (it never sends ``n``): an event of several choices, or of a choice whose
+``index`` is not 0 (OpenAI streams ``n`` > 1 as one choice an event, each with its index), is malformed,
+never merged into the one answer.
 """
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evallens.service.engines.base import EngineFailed, EngineMalformedReply
+from evallens.service.engines.excerpts import safe_excerpt
 
 __all__ = ["StreamEvent", "read_event"]
 
@@ -36,9 +43,10 @@ class StreamEvent:
     num_output_tokens: int | None = None
 
 
-def read_event(line: str, data: str) -> StreamEvent:
+def read_event(line: str, data: str, prompt: Sequence[str] = ()) -> StreamEvent:
     """The event whose JSON is ``data`` (of the SSE ``line``); ``EngineFailed`` when it is the upstream's
-    error, ``EngineMalformedReply`` saying what is wrong when it is not an OpenAI chat completion chunk."""
+    error (its message with ``prompt``, the messages' contents, masked), ``EngineMalformedReply`` saying
+    what is wrong when it is not an OpenAI chat completion chunk."""
     try:
         event = json.loads(data)
     except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
@@ -46,12 +54,18 @@ def read_event(line: str, data: str) -> StreamEvent:
     if not isinstance(event, dict):
         raise _malformed(line, "not a JSON object")
     if event.get("error") is not None or event.get("object") == "error":
-        raise _failed(event)
+        raise _failed(event, prompt)
     choices = _typed(line, event, "choices", list, [])
+    if len(choices) > 1:
+        raise _malformed(line, f"it holds {len(choices)} choices; the service asks for one")
     deltas = []
     for index, choice in enumerate(choices):
         if not isinstance(choice, dict):
             raise _malformed(line, f"choices[{index}] is {_json_type(choice)}, not an object")
+        number = choice.get("index")  # absent: the one choice, as some servers send it
+        if number is not None and (type(number) is not int or number != 0):
+            shown = json.dumps(number)[:MAX_SHOWN_VALUE_CHARS]
+            raise _malformed(line, f"choices[{index}].index is {shown}, not 0: the service asks for one")
         delta = _typed(line, choice, "delta", dict, {}, f"choices[{index}].")
         content = _text(line, _typed(line, delta, "content", str, "", f"choices[{index}].delta."))
         finish_reason = _typed(line, choice, "finish_reason", str, "", f"choices[{index}].")
@@ -66,7 +80,7 @@ def read_event(line: str, data: str) -> StreamEvent:
     )
 
 
-def _failed(event: dict[str, Any]) -> EngineFailed:
+def _failed(event: dict[str, Any], prompt: Sequence[str]) -> EngineFailed:
     """The upstream's error event as an engine failure naming it: OpenAI's and vLLM's ``{"error": {"message",
     "type", "code"}}``, older vLLM's ``{"object": "error", "message", ...}`` or a bare ``{"error": "..."}``.
     vLLM sends any failure in a stream as a "BadRequestError" of code 400: its type says nothing of whose
@@ -75,9 +89,9 @@ def _failed(event: dict[str, Any]) -> EngineFailed:
     if not isinstance(error, dict):
         error = {"message": error}
     message = error.get("message")
-    text = message if isinstance(message, str) else json.dumps(message)
-    if len(text) > MAX_SHOWN_ERROR_CHARS:
-        text = text[:MAX_SHOWN_ERROR_CHARS] + "..."
+    text = safe_excerpt(
+        message if isinstance(message, str) else json.dumps(message), prompt, MAX_SHOWN_ERROR_CHARS
+    )
     said = [
         f"{key} {json.dumps(error[key])[:MAX_SHOWN_VALUE_CHARS]}"
         for key in ("type", "code")

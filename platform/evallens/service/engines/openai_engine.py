@@ -16,9 +16,11 @@ from evallens.service.engines.base import (
     Prompt,
     SamplingOptions,
 )
+from evallens.service.engines.excerpts import MAX_MASKED_CHARS, safe_excerpt
 
 SSE_DATA = "data: "
 SSE_DONE = "[DONE]"
+MAX_SHOWN_BODY_CHARS = 500  # of an error status's body
 
 
 @dataclass(frozen=True)
@@ -93,24 +95,29 @@ class OpenAIEngine:
         }
         if sampling.ignore_eos or sampling.min_tokens:  # vLLM's extensions: sent only when asked for
             body.update(ignore_eos=sampling.ignore_eos, min_tokens=sampling.min_tokens)
+        prompt_texts = [message.content for message in prompt.messages]  # no upstream's error may quote
         num_prompt_tokens = num_output_tokens = 0
         finish_reason: str | None = None
         ended = False  # the upstream said the stream is over ([DONE])
         request = self._client.build_request(
             "POST", "/chat/completions", json=body, headers={"X-Request-Id": request_id}
         )
-        response = await self._client.send(request, stream=True)
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.HTTPError as error:  # escaped as no engine error: the chat path could not name it
+            raise EngineError(f"The engine's server could not be reached: {_said(error)}.") from error
         self._open[request_id] = response
         try:
             if response.status_code >= 400:
-                detail = (await response.aread()).decode(errors="replace")[:500]
+                error_body = (await _read_at_most(response, MAX_MASKED_CHARS)).decode(errors="replace")
+                detail = safe_excerpt(error_body, prompt_texts, MAX_SHOWN_BODY_CHARS)
                 error_class = EngineRejected if response.status_code < 500 else EngineError
-                raise error_class(f"server answered {response.status_code}: {detail}")
+                raise error_class(f"The engine's server answered {response.status_code}: {detail}")
             async for line in response.aiter_lines():
                 ended = ended or line == SSE_DATA + SSE_DONE
                 if not line.startswith(SSE_DATA) or line == SSE_DATA + SSE_DONE:
                     continue
-                event = read_event(line, line[len(SSE_DATA) :])
+                event = read_event(line, line[len(SSE_DATA) :], prompt_texts)
                 if event.num_prompt_tokens is not None:
                     num_prompt_tokens = event.num_prompt_tokens
                 if event.num_output_tokens is not None:
@@ -126,7 +133,7 @@ class OpenAIEngine:
                 )
             yield GenerationChunk("", num_prompt_tokens, num_output_tokens, finish_reason or "stop")
         except httpx.HTTPError as error:
-            raise EngineError(f"OpenAI-compatible server failed: {error}") from error
+            raise EngineError(f"The engine's server failed while answering: {_said(error)}.") from error
         finally:
             self._open.pop(request_id, None)
             await response.aclose()
@@ -143,3 +150,18 @@ class OpenAIEngine:
     def config(self) -> dict[str, JSONValue]:
         """The server and model this engine asks (the server's own settings are not visible)."""
         return {"provider": self.provider, "model": self.model_name, "base_url": self.options.base_url}
+
+
+def _said(error: httpx.HTTPError) -> str:
+    """An HTTP client error by its class and words (some, a timeout's, have none)."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+async def _read_at_most(response: httpx.Response, num_bytes: int) -> bytes:
+    """The first ``num_bytes`` of the response's body (an error page is read no further)."""
+    body = b""
+    async for part in response.aiter_bytes():
+        body += part
+        if len(body) >= num_bytes:
+            break
+    return body[:num_bytes]

@@ -44,7 +44,9 @@ class Retriever(Protocol):
 
 
 class ServiceUnavailable(Exception):
-    """The engine failed and no cached answer can stand in: answer 503 with this message."""
+    """The engine failed and no cached answer can stand in: a 503. Its message is the service's generic
+    words, for an open breaker or an error that says nothing a client may read; the caller answers with
+    the engine's own error (its ``__cause__``) where that says what failed."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(ENGINE_UNAVAILABLE_MESSAGE)
