@@ -122,10 +122,28 @@ def _replay_and_store(
     with phase(progress, f"waiting for the spans of {len(traces)} traces"):
         await_spans(session_factory, options.run_id, project, traces, settings.eval_span_wait_s)
     with session_factory.begin() as session:
+        _lock_running_run(session, run_id)
         cache = cache_counts(replayed, options.no_cache)
         summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended, cache)
         session.get_one(EvalRun, run_id).scoring = scored_as
     return summary
+
+
+def _lock_running_run(session: Session, run_id: uuid.UUID) -> EvalRun:
+    """The run, its row locked until the transaction ends; ``RunFailed`` unless it is still 'running'.
+
+    Another process may have stored it as failed meanwhile (``fail_abandoned_runs``, when a pooler in
+    transaction mode made its lock look free): its end is never written over that.
+    """
+    run = session.get_one(EvalRun, run_id, with_for_update=True, populate_existing=True)
+    if run.status != "running":
+        raise RunFailed(
+            str(run_id),
+            f"another process marked it {run.status} while it ran ('{run.error or 'no reason given'}'), so "
+            "its answers were not stored; behind a pooler in transaction mode a live run looks abandoned "
+            "(use session mode)",
+        )
+    return run
 
 
 def cache_counts(replayed: list[ReplayedCase], bypassed: bool) -> CacheCounts:
@@ -295,7 +313,9 @@ def _texts_to_embed(replayed: list[ReplayedCase]) -> list[str]:
 
 def _fail_run(session_factory: sessionmaker[Session], run_id: uuid.UUID, error: BaseException) -> None:
     with session_factory.begin() as session:
-        run = session.get_one(EvalRun, run_id)
+        run = session.get_one(EvalRun, run_id, with_for_update=True, populate_existing=True)
+        if run.status != "running":  # stored as failed by another process: its reason stays
+            return
         run.status = "failed"
         run.error = failure_reason(error)
         run.finished_at = datetime.now(UTC)
