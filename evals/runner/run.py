@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import httpx
+from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalResult, EvalRun, EvalSet
@@ -312,13 +313,13 @@ def _texts_to_embed(replayed: list[ReplayedCase]) -> list[str]:
 
 
 def _fail_run(session_factory: sessionmaker[Session], run_id: uuid.UUID, error: BaseException) -> None:
+    # only a 'running' run: one another process stored as failed meanwhile keeps its reason
     with session_factory.begin() as session:
-        run = session.get_one(EvalRun, run_id, with_for_update=True, populate_existing=True)
-        if run.status != "running":  # stored as failed by another process: its reason stays
-            return
-        run.status = "failed"
-        run.error = failure_reason(error)
-        run.finished_at = datetime.now(UTC)
+        session.execute(
+            update(EvalRun)
+            .where(EvalRun.id == run_id, EvalRun.status == "running")
+            .values(status="failed", error=failure_reason(error), finished_at=datetime.now(UTC))
+        )
 
 
 def failure_reason(error: BaseException) -> str:
