@@ -91,7 +91,8 @@ def gate_command(
     no_cache: bool = False,
     progress: ProgressReporter = NO_PROGRESS,
 ) -> GateOutcome:
-    """Gate a stored candidate run, or a run made now against ``endpoint``; print and write reports."""
+    """Gate a stored candidate run, or a run made now against ``endpoint``; print and write reports (written
+    before the verdict is stored: a failed write stores none)."""
     settings, project = EvalSettings(), configured_project()
     if report_dir is not None:  # before a replay that a folder for no reports would waste
         check_report_dir(report_dir)
@@ -100,15 +101,14 @@ def gate_command(
             scoring = build_scoring_context(settings)
             outcome = gate_endpoint(
                 sessions, baseline, endpoint, settings, scoring, no_cache=no_cache, progress=progress,
-                project=project,
+                project=project, report_dir=report_dir,
             )  # fmt: skip
         else:
             outcome = run_gate(
-                sessions, baseline, candidate or "", options_from_settings(settings), project=project
-            )
+                sessions, baseline, candidate or "", options_from_settings(settings), project=project,
+                report_dir=report_dir,
+            )  # fmt: skip
     print_report(outcome.body, console)
-    if report_dir is not None:
-        write_reports(outcome.body, report_dir)
     return outcome
 
 

@@ -2,6 +2,7 @@
 
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -15,6 +16,7 @@ from evals.compare import ComparisonOptions, compare_runs, require_same_scoring
 from evals.errors import ScoredDifferently
 from evals.metrics.context import describe_scoring, require_judge_model
 from evals.metrics.result import ScoringContext
+from evals.render import write_reports
 from evals.runner.run import run_eval
 
 EXIT_PASS = 0
@@ -52,8 +54,13 @@ def run_gate(
     options: ComparisonOptions,
     *,
     project: str = DEFAULT_PROJECT,
+    report_dir: Path | None = None,
 ) -> GateOutcome:
-    """Compare two stored runs of ``project`` and store a ``gate_reports`` row with the full report."""
+    """Compare two stored runs of ``project`` and store a ``gate_reports`` row with the full report.
+
+    With ``report_dir``, the report files are written there before the verdict commits: a write that
+    fails (a full disk, a folder gone read-only) stores no verdict, so no stored verdict lacks its files.
+    """
     with session_factory.begin() as session:
         body = compare_runs(session, baseline, candidate, options, project=project)
         row = GateReport(
@@ -66,6 +73,8 @@ def run_gate(
         )
         session.add(row)
         session.flush()
+        if report_dir is not None:
+            write_reports(body, report_dir)  # raises, and the verdict rolls back with the transaction
         return GateOutcome(body=body, gate_report_id=row.id)
 
 
@@ -79,9 +88,10 @@ def gate_endpoint(
     progress: ProgressReporter = NO_PROGRESS,
     no_cache: bool = False,
     project: str = DEFAULT_PROJECT,
+    report_dir: Path | None = None,
 ) -> GateOutcome:
     """Replay the baseline's exact set version (of ``project``) against ``endpoint`` now, then gate
-    that run."""
+    that run (``run_gate``: reports written into ``report_dir`` before the verdict commits)."""
     with session_factory() as session:
         ref = resolve_run(session, baseline, project=project)
         eval_set_id = ref.run.eval_set_id
@@ -97,5 +107,6 @@ def gate_endpoint(
         label="gate candidate", progress=progress, no_cache=no_cache,
     )  # fmt: skip
     return run_gate(
-        session_factory, str(ref.run.id), str(report.run_id), options_from_settings(settings), project=project
-    )
+        session_factory, str(ref.run.id), str(report.run_id), options_from_settings(settings),
+        project=project, report_dir=report_dir,
+    )  # fmt: skip

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import httpx
+from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalResult, EvalRun, EvalSet
@@ -122,10 +123,28 @@ def _replay_and_store(
     with phase(progress, f"waiting for the spans of {len(traces)} traces"):
         await_spans(session_factory, options.run_id, project, traces, settings.eval_span_wait_s)
     with session_factory.begin() as session:
+        _lock_running_run(session, run_id)
         cache = cache_counts(replayed, options.no_cache)
         summary = _store(session, run_id, replayed, results, case_ids, settings, replay_ended, cache)
         session.get_one(EvalRun, run_id).scoring = scored_as
     return summary
+
+
+def _lock_running_run(session: Session, run_id: uuid.UUID) -> EvalRun:
+    """The run, its row locked until the transaction ends; ``RunFailed`` unless it is still 'running'.
+
+    Another process may have stored it as failed meanwhile (``fail_abandoned_runs``, when a pooler in
+    transaction mode made its lock look free): its end is never written over that.
+    """
+    run = session.get_one(EvalRun, run_id, with_for_update=True, populate_existing=True)
+    if run.status != "running":
+        raise RunFailed(
+            str(run_id),
+            f"another process marked it {run.status} while it ran ('{run.error or 'no reason given'}'), so "
+            "its answers were not stored; behind a pooler in transaction mode a live run looks abandoned "
+            "(use session mode)",
+        )
+    return run
 
 
 def cache_counts(replayed: list[ReplayedCase], bypassed: bool) -> CacheCounts:
@@ -294,11 +313,13 @@ def _texts_to_embed(replayed: list[ReplayedCase]) -> list[str]:
 
 
 def _fail_run(session_factory: sessionmaker[Session], run_id: uuid.UUID, error: BaseException) -> None:
+    # only a 'running' run: one another process stored as failed meanwhile keeps its reason
     with session_factory.begin() as session:
-        run = session.get_one(EvalRun, run_id)
-        run.status = "failed"
-        run.error = failure_reason(error)
-        run.finished_at = datetime.now(UTC)
+        session.execute(
+            update(EvalRun)
+            .where(EvalRun.id == run_id, EvalRun.status == "running")
+            .values(status="failed", error=failure_reason(error), finished_at=datetime.now(UTC))
+        )
 
 
 def failure_reason(error: BaseException) -> str:

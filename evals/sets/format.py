@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from evallens.errors import BLANK
 from evallens.telemetry.messages import last_user_message
 
 Expected = Literal["answer", "decline", "refuse"]
@@ -42,26 +43,34 @@ def _kind(item: object) -> str:
 Fact = Annotated[FactItem | list[FactItem], BeforeValidator(_fact_shape)]
 
 
-BLANK_QUESTION = "cannot be empty or only whitespace"
-
-
 def nonblank_question(question: str) -> str:
     """``question``, or ``ValueError`` when it holds no text: no answer can be scored against it."""
     if not question.strip():
-        raise ValueError(BLANK_QUESTION)
+        raise ValueError(BLANK)
     return question
 
 
 def blank_field(case: "CaseSpec") -> str | None:
     """Which of ``case``'s texts is blank where text is needed (``nonblank_question``), or None: the
-    question, or the reference answer of a case expected to answer. Set files are checked as they are
-    read, not by the model: a set version stored before the rule still loads to be run."""
+    question, the reference answer of a case expected to answer, a required fact (no answer states an
+    empty one: every answer would miss it) or a reference context id (no document has an empty id).
+    Set files are checked as they are read, not by the model: a set version stored before the rule
+    still loads to be run."""
     if not case.prompt_text().strip():
         if case.question is not None:
-            return f"question: {BLANK_QUESTION}"
-        return f"messages: the last user message (the question) {BLANK_QUESTION}"
+            return f"question: {BLANK}"
+        return f"messages: the last user message (the question) {BLANK}"
     if case.expected == "answer" and not (case.reference_answer or "").strip():
-        return f"reference_answer: {BLANK_QUESTION} in a case with expected 'answer'"
+        return f"reference_answer: {BLANK} in a case with expected 'answer'"
+    for index, fact in enumerate(case.required_facts):
+        if any(
+            isinstance(item, str) and not item.strip()
+            for item in (fact if isinstance(fact, list) else [fact])
+        ):
+            return f"required_facts.{index}: {BLANK}"
+    for index, context_id in enumerate(case.reference_context_ids):
+        if not context_id.strip():
+            return f"reference_context_ids.{index}: {BLANK}"
     return None
 
 

@@ -25,7 +25,7 @@ from evals.errors import EndpointUnreachable, NothingCompared, ScoredDifferently
 from evals.gate import GateOutcome, options_from_settings, run_gate
 from evals.metrics.context import describe_scoring, require_judge_model
 from evals.metrics.result import ScoringContext
-from evals.render import check_report_dir, write_reports
+from evals.render import check_report_dir
 from evals.runner.run import RunReport, run_eval
 from evals.sets.store import find_set_version
 from evals.target import check_url, fetch_target_config
@@ -249,10 +249,13 @@ def _gate(
     outcome: WatchOutcome,
     emit: Emit,
 ) -> None:
+    report_dir = None
+    if options.report_dir is not None:
+        report_dir = options.report_dir / f"{folder_name(eval_set_name)}-{str(run_id)[:8]}"
     try:
         gated = run_gate(
             session_factory, options.baseline, str(run_id), options_from_settings(settings),
-            project=options.project,
+            project=options.project, report_dir=report_dir,
         )  # fmt: skip
     except RunNotFound as error:
         emit(
@@ -265,10 +268,6 @@ def _gate(
         return
     outcome.gates.append(gated)
     body = gated.body
-    report_dir = None
-    if options.report_dir is not None:
-        report_dir = options.report_dir / f"{folder_name(body.eval_set_name)}-{str(run_id)[:8]}"
-        write_reports(body, report_dir)
     for line in verdict_lines(body, options.baseline):
         emit(line)
     if report_dir is not None:

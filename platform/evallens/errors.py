@@ -14,7 +14,7 @@ class BlankText(EvallensError):
     or only whitespace."""
 
 
-# the words the set loaders use for the same mistake (``evals.sets.format.BLANK_QUESTION``)
+# the words for it here and in the set loaders (``evals.sets.format.blank_field``)
 BLANK = "cannot be empty or only whitespace"
 
 

@@ -84,6 +84,16 @@ WITHOUT_DATABASE = {
         {"EVALLENS_EVAL_TEMPERATURE": "inf"},
         ["EVALLENS_EVAL_TEMPERATURE", "finite number"],
     ),
+    "eval max tokens past any model": (
+        ["eval", "run", "--set", "x"],
+        {"EVALLENS_EVAL_MAX_TOKENS": "1000000000000"},
+        ["EVALLENS_EVAL_MAX_TOKENS: Input should be less than or equal to 1000000", "(got '1000000000000')"],
+    ),
+    "judge max tokens past any model": (
+        ["gate", "--baseline", "main", "--candidate", "x"],
+        {"EVALLENS_EVAL_JUDGE_MAX_TOKENS": "1000000000000"},
+        ["EVALLENS_EVAL_JUDGE_MAX_TOKENS: Input should be less than or equal to 1000000"],
+    ),
     "eval runs --limit past a bigint": (
         ["eval", "runs", "--limit", "100000000000000000000"],
         {},

@@ -5,8 +5,14 @@ alive stays running."""
 import json
 import subprocess
 import time
+import uuid
 
-from evallens.runs import ABANDONED
+from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db.models import EvalResult, EvalRun
+from evallens.runs import ABANDONED, fail_abandoned_runs
+from evallens.runs.liveness import RUN_LOCKS
 from evallens.telemetry.attributes import HEADER_EVAL_RUN_ID
 from tests.evals.conftest import SETS, ScriptedTarget, run_cli, start_replay
 
@@ -69,3 +75,46 @@ def test_a_killed_run_is_listed_as_failed_and_a_live_one_as_running(
     listed = _listed(database_url)
     assert listed[second]["status"] == "completed"
     assert (listed[first]["status"], listed[first]["error"]) == ("failed", ABANDONED)
+
+
+def test_a_run_marked_failed_while_it_ran_stays_failed_and_its_process_says_so(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    """The lock's server session ended under a live run (a pooler recycling it, an idle-session killer, a
+    server restart), so the next reader stored the run as failed; the run then finished and stored
+    'completed' over that, and reported success."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.holding = True
+    process = _start_run(database_url, scripted_target)
+    try:
+        (run_id,) = _replaying_runs(scripted_target, [process])
+        with sessions.begin() as session:  # a second session: end the one that holds the run's lock
+            holder = session.execute(
+                text(
+                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted "
+                    "AND classid = CAST(:space AS oid) AND objid = hashtext(:run_id)::oid"
+                ),
+                {"space": RUN_LOCKS, "run_id": run_id},
+            ).scalar_one()
+            session.execute(text("SELECT pg_terminate_backend(:pid, 10000)"), {"pid": holder})
+        assert fail_abandoned_runs(sessions.kw["bind"], project="default") == [uuid.UUID(run_id)]
+        scripted_target.holding = False
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        scripted_target.holding = False
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 2, stderr
+    assert stderr.strip().splitlines() == [
+        f"evallens: error: run {run_id} failed: another process marked it failed while it ran "
+        f"('{ABANDONED}'), so its answers were not stored; behind a pooler in transaction mode a live run "
+        "looks abandoned (use session mode)"
+    ]
+    with sessions() as session:
+        run = session.get_one(EvalRun, uuid.UUID(run_id))
+        assert (run.status, run.error) == ("failed", ABANDONED)
+        assert (
+            session.scalar(select(func.count()).select_from(EvalResult).where(EvalResult.run_id == run.id))
+            == 0
+        )

@@ -460,6 +460,26 @@ def test_a_report_dir_that_cannot_be_made_stops_before_the_work(
         assert session.scalars(select(GateReport)).first() is None
 
 
+def test_a_report_that_cannot_be_written_stores_no_verdict(
+    database_url: str, sessions: sessionmaker[Session], runs: dict[str, uuid.UUID], tmp_path: Path
+) -> None:
+    """The folder passed the check before the work and a report still failed to write (a folder holds
+    its name here; a full disk or a folder gone read-only alike): the verdict was stored all the same,
+    exit 2 beside a verdict whose reports never came. Now neither is."""
+    folder = tmp_path / "reports"
+    (folder / "gate.json").mkdir(parents=True)
+    refused = run_cli(
+        "gate", "--baseline", "main", "--candidate", str(runs["cached"]), "--report-dir", str(folder),
+        database_url=database_url,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stdout
+    assert refused.stderr.strip().splitlines() == [
+        f"evallens: error: cannot write reports into {folder / 'gate.json'}: Is a directory"
+    ]
+    with sessions() as session:
+        assert session.scalars(select(GateReport)).first() is None
+
+
 def test_a_command_stopped_before_its_report_leaves_no_report_dir(database_url: str, tmp_path: Path) -> None:
     """--report-dir was created before the runs were looked up: an unknown one left an empty folder."""
     folder = tmp_path / "out" / "reports"

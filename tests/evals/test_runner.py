@@ -484,6 +484,15 @@ def test_cli_run_then_tag(
     assert tagged.returncode == 0 and run_id in tagged.stdout
     with sessions() as session:
         assert session.scalars(select(EvalRun.status)).all() == ["completed"]
+    # --json, as every other command with JSON output takes it (and --format json, as before)
+    listed = [
+        run_cli("eval", "runs", *flags, database_url=database_url)
+        for flags in (["--json"], ["--format", "json"])
+    ]
+    assert [item.returncode for item in listed] == [0, 0], listed[0].stderr
+    assert listed[0].stdout == listed[1].stdout
+    [row] = json.loads(listed[0].stdout)
+    assert (row["run_id"], row["tags"], row["status"]) == (run_id, ["main"], "completed")
 
 
 @pytest.mark.parametrize(

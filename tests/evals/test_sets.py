@@ -72,6 +72,22 @@ def test_yaml_and_jsonl_files_form_one_set() -> None:
             "case 'a1': reference_answer: cannot be empty or only whitespace in a case with expected "
             "'answer'",
         ),
+        # a blank fact was stored, and missed by every answer; a blank context id matched no document
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: decline\n"
+            '    required_facts: [30 days, "  "]\n',
+            "case 'a1': required_facts.1: cannot be empty or only whitespace",
+        ),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: decline\n"
+            '    required_facts: [[a month, ""]]\n',
+            "case 'a1': required_facts.0: cannot be empty or only whitespace",
+        ),
+        (
+            "set: x\nscenario: s\ncases:\n  - id: a1\n    question: q\n    expected: decline\n"
+            '    reference_context_ids: [returns-policy, ""]\n',
+            "case 'a1': reference_context_ids.1: cannot be empty or only whitespace",
+        ),
         # a union's refusal named only its first option ("required_facts.0.str: Input should be a valid
         # string"), and YAML's yes (true) and unquoted dates were stored as the fact 1, or refused so
         (
@@ -226,6 +242,21 @@ def test_malformed_file_is_one_line_and_exit_2(database_url: str, tmp_path: Path
     assert result.stderr.strip().splitlines() == [
         f"evallens: error: {tmp_path / 'bad.jsonl'}: line 1: not valid JSON: Expecting ',' delimiter"
     ]
+
+
+def test_a_blank_fact_is_one_line_exit_2_and_stores_no_set(
+    database_url: str, sessions: sessionmaker[Session], tmp_path: Path
+) -> None:
+    path = tmp_path / "blank.jsonl"
+    path.write_text('{"set": "x", "id": "a", "scenario": "s", "question": "q", "expected": "decline", '
+                    '"required_facts": ["30 days", " "]}\n')  # fmt: skip
+    result = run_cli("eval", "sets", "sync", str(path), database_url=database_url)
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.strip().splitlines() == [
+        f"evallens: error: {path}: case 'a': required_facts.1: cannot be empty or only whitespace"
+    ]
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalSet)) == 0
 
 
 def test_unknown_document_ids_are_one_line_and_exit_2(database_url: str, tmp_path: Path) -> None:

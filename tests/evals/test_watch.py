@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from evallens.db.models import EvalRun, GateReport
 from evallens.runs import tag_run
 from evallens.settings import EvalSettings
-from evals.errors import EvalSetError
+from evals.errors import EvalSetError, ReportNotWritten
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.context import build_scoring_context
 from evals.metrics.result import ScoringContext
@@ -157,6 +157,35 @@ def test_watch_exits_on_regression_and_runs_the_command(
     report_dir = tmp_path / "reports" / f"{SET_NAME}-{str(outcome.runs[1].run_id)[:8]}"
     assert {p.name for p in report_dir.iterdir()} == {"gate.md", "gate.xml", "gate.json"}
     assert any(e.startswith("on-regression command exited 0") for e in events)
+
+
+def test_a_report_that_cannot_be_written_stores_no_verdict(
+    sessions: sessionmaker[Session],
+    scripted_target: ScriptedTarget,
+    similarity: MiniLmSimilarity,
+    tmp_path: Path,
+) -> None:
+    """The report folder, checked when the watch started, became a file before the first gate: the
+    watch stops with that error, and stores no verdict without its reports."""
+    _sync_recall_set(sessions, scripted_target)
+    reports = tmp_path / "reports"
+
+    def between_polls(poll: int) -> None:
+        if poll == 1:
+            with sessions.begin() as session:
+                tag_run(session, str(session.scalars(select(EvalRun.id)).one()), "main")
+            scripted_target.config = {"fingerprint": "cfg-2", "model": "scripted"}
+            reports.write_text("")
+
+    options = WatchOptions(
+        endpoint=scripted_target.url, set_selectors=(SET_NAME,), interval_s=0.01, settle_s=0.0, max_polls=2,
+        report_dir=reports,
+    )  # fmt: skip
+    with pytest.raises(ReportNotWritten, match=f"cannot write reports into {reports}/{SET_NAME}-"):
+        _run_watch(sessions, similarity, options, between_polls)
+    with sessions() as session:
+        assert session.scalars(select(GateReport)).first() is None
+        assert len(session.scalars(select(EvalRun)).all()) == 2  # the candidate run was made
 
 
 def test_reports_stay_in_the_report_dir_whatever_the_set_is_named(

@@ -69,8 +69,12 @@ def review_cases(
             "scenario": review.scenario,
         }
     )
-    # blanks are never what a reviewer meant
+    # blanks are never what a reviewer meant (no answer states an empty fact: every answer misses it)
     refuse_blank({"question": review.question, "scenario": review.scenario})
+    for fact in review.required_facts:
+        refuse_blank({"required fact": fact})
+    for context_id in review.reference_context_ids:
+        refuse_blank({"reference context id": context_id})
     _refuse_rejecting_with_changes(review)
     lock_set_versions(session, eval_set_name, project)
     source = latest_eval_set(session, eval_set_name, project)

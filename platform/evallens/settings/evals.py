@@ -16,6 +16,9 @@ MAX_WAIT_S = 7 * 86_400.0
 # them at once); the resamplers go in batches now, and these bounds keep a run to minutes, not days.
 MAX_BOOTSTRAP_RESAMPLES = 1_000_000
 MAX_PERMUTATION_RESAMPLES = 100_000_000
+# Most max_tokens a request asks for: past any model's context window, so a larger value (10**12 for
+# 10**3) is a typo that every target would refuse on every request, a run of failures.
+MAX_TOKENS = 1_000_000
 
 
 class EvalSettings(BaseSettings):
@@ -47,7 +50,9 @@ class EvalSettings(BaseSettings):
         allow_inf_nan=False,  # JSON has no infinity: every request body would fail to encode
         description="Sampling temperature sent to the target.",
     )
-    eval_max_tokens: int = Field(default=256, ge=1, description="max_tokens sent with each request.")
+    eval_max_tokens: int = Field(
+        default=256, ge=1, le=MAX_TOKENS, description="max_tokens sent with each request (at most 1,000,000)."
+    )
     eval_recall_k: int = Field(
         default=5, ge=1, description="Recall@k: how many of the cited ids (in order) count as retrieved."
     )
@@ -138,7 +143,9 @@ class EvalSettings(BaseSettings):
         le=MAX_WAIT_S,  # the judge's client sets it on its socket, which refuses more (and infinity)
         description="Seconds one judge request may take (at most 7 days).",
     )
-    eval_judge_max_tokens: int = Field(default=200, ge=16, description="max_tokens of each judge reply.")
+    eval_judge_max_tokens: int = Field(
+        default=200, ge=16, le=MAX_TOKENS, description="max_tokens of each judge reply (at most 1,000,000)."
+    )
     eval_min_effect: float = Field(
         default=0.03, ge=0, le=1, description="Smallest worsening (rate units) that counts as a regression."
     )

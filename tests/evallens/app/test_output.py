@@ -1,11 +1,15 @@
 """Tables never cut cell text: folded on a terminal, whole on one line when piped."""
 
 import io
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
+import typer
 from rich.console import Console
 
-from evallens.app.cli._output import PIPED_WIDTH, print_table
+from evallens.app.cli._output import PIPED_WIDTH, OutputFormat, print_table
+from evallens.app.cli.app import create_cli
 from evallens.app.cli.cases import print_candidates
 from evallens.cases.mining import Candidate, MiningReport
 
@@ -44,3 +48,27 @@ def test_a_narrow_terminal_folds_long_cells_instead_of_cutting_them() -> None:
     assert "…" not in text
     joined = "".join(line.strip("│ ┃") for line in text.splitlines())
     assert "self-hosted" in joined and "SmolLM2-135M-Instruct" in joined
+
+
+def _commands(command: Any, path: str = "evallens") -> Iterator[tuple[str, Any]]:
+    """Every command under ``command`` (typer's own click), by its full name."""
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, f"{path} {name}")
+    if not hasattr(command, "commands"):
+        yield path, command
+
+
+def test_every_command_that_prints_json_takes_json() -> None:
+    """``eval runs`` and ``keys list`` took ``--format json`` but not the ``--json`` of every other
+    command with JSON output."""
+    commands = dict(_commands(typer.main.get_command(create_cli())))
+    with_format = {
+        path for path, command in commands.items()
+        for option in command.params if isinstance(option.default, OutputFormat)
+    }  # fmt: skip
+    assert {"evallens eval runs", "evallens keys list", "evallens prices list"} <= with_format
+    without_json = [
+        path for path in sorted(with_format)
+        if not any("--json" in option.opts for option in commands[path].params)
+    ]  # fmt: skip
+    assert without_json == []

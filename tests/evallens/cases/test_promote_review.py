@@ -288,3 +288,46 @@ def test_a_blank_question_or_scenario_in_a_review_is_refused(
     with pytest.raises(EvallensError, match=message), sessions.begin() as session:
         cases.review_cases(session, [key], decision, eval_set_name=SET_NAME)
     assert counts(sessions) == before
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--fact", "14 days", "--fact", ""], "the required fact cannot be empty or only whitespace"),
+        (["--fact", " \t"], "the required fact cannot be empty or only whitespace"),
+        (["--context-id", ""], "the reference context id cannot be empty or only whitespace"),
+        (
+            ["--context-id", "pricing", "--context-id", "  "],
+            "the reference context id cannot be empty or only whitespace",
+        ),
+    ],
+)
+def test_a_blank_fact_or_context_id_in_a_review_is_one_line_and_stores_nothing(
+    database_url: str, sessions: sessionmaker[Session], traffic: Traffic, flags: list[str], message: str
+) -> None:
+    """`cases review --fact ""` stored an active case whose answers all missed an empty fact, and
+    `--context-id ""` one that no retrieved document could ever match."""
+    promoted = run_cli(
+        "cases",
+        "promote",
+        traffic.slow,
+        "--set",
+        SET_NAME,
+        "--scenario",
+        "pricing",
+        database_url=database_url,
+    )
+    assert promoted.returncode == 0, promoted.stderr
+    before = counts(sessions)
+    key = cases.case_key_for(traffic.slow)
+    reviewed = run_cli(
+        "cases", "review", key, "--set", SET_NAME, "--reference", "We match prices within 14 days.", *flags,
+        database_url=database_url,
+    )  # fmt: skip
+    assert reviewed.returncode == 2, reviewed.stdout
+    assert reviewed.stderr.strip().splitlines() == [f"evallens: error: {message}"]
+    assert counts(sessions) == before
+    with sessions() as session:
+        assert session.scalars(select(EvalCase.status).where(EvalCase.case_key == key)).all() == [
+            "needs_review"
+        ]

@@ -8,8 +8,10 @@ from rich.console import Console
 
 from evallens.app.cli._output import (
     FormatOption,
+    JsonOption,
     OutputFormat,
     cell,
+    chosen_format,
     output_console,
     print_json,
     print_table,
@@ -173,6 +175,7 @@ def runs(
     eval_set: Annotated[str | None, typer.Option("--set", help="Only runs of this set.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=MAX_LIMIT, help="Most runs listed, newest first.")] = 20,
     fmt: FormatOption = OutputFormat.TABLE,
+    as_json: JsonOption = False,
 ) -> None:
     """List the newest stored runs with their set, tags and status."""
     from evallens.db.sessions import open_sessions
@@ -181,7 +184,7 @@ def runs(
 
     with open_sessions() as sessions, sessions() as session:
         listed = list_runs(session, project=configured_project(), eval_set_name=eval_set, limit=limit)
-    if fmt is OutputFormat.JSON:
+    if chosen_format(fmt, as_json) is OutputFormat.JSON:
         print_json([item.model_dump(mode="json") for item in listed])
         return
     headers = ["run", "set", "label", "tags", "status", "started (UTC)", "cases", "failed", "endpoint"]

@@ -11,7 +11,9 @@ from sqlalchemy.orm import Session
 
 from evallens.app.cli._output import (
     FormatOption,
+    JsonOption,
     OutputFormat,
+    chosen_format,
     output_console,
     print_json,
     print_table,
@@ -51,11 +53,12 @@ def create(
 def list_command(
     project: str | None = typer.Option(None, "--project", help="Only this project."),
     fmt: FormatOption = OutputFormat.TABLE,
+    as_json: JsonOption = False,
 ) -> None:
     """List keys by prefix, scope and last use."""
     with _transaction() as session:
         keys = list_keys(session, project)
-    if fmt is OutputFormat.JSON:
+    if chosen_format(fmt, as_json) is OutputFormat.JSON:
         print_json([
             {"prefix": key.prefix, "project": key.project, "scope": str(key.scope),
              "created_at": key.created_at, "last_used_at": key.last_used_at, "revoked_at": key.revoked_at}
