@@ -73,5 +73,9 @@ def test_a_lock_held_by_another_server_session_keeps_the_run_running(
         assert fail_abandoned_runs(engine, project="default") == []
         with sessions() as session:
             assert resolve_run(session, str(run_id)).run.status == "running"
+        pid = other.info.backend_pid
+    # closing returns before the backend has exited and let go of its locks: wait for it to be gone
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s, 10000)", [pid])
     assert fail_abandoned_runs(engine, project="default") == [run_id]
     assert fail_abandoned_runs(engine, project="default") == []  # marked once
