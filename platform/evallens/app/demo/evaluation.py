@@ -122,11 +122,9 @@ def gate(
 ) -> GateReportBody:
     """Compare the candidate with the baseline, store the gate report and write its files."""
     from evals.gate import options_from_settings, run_gate
-    from evals.render import write_reports
 
-    outcome = run_gate(sessions, str(baseline), str(candidate), options_from_settings(EvalSettings()))
-    write_reports(outcome.body, report_dir)
-    return outcome.body
+    options = options_from_settings(EvalSettings())  # the files are written before the verdict commits
+    return run_gate(sessions, str(baseline), str(candidate), options, report_dir=report_dir).body
 
 
 def print_gate(body: GateReportBody, console: Console) -> None:
