@@ -4,7 +4,13 @@ request's span keeps the engine's error as the cause of the one the client gets.
 
 from collections.abc import Sequence
 
-from evallens.service.engines.base import EngineError, EngineMalformedReply, EngineRejected, Message
+from evallens.service.engines.base import (
+    EngineError,
+    EngineMalformedReply,
+    EngineOverloaded,
+    EngineRejected,
+    Message,
+)
 from evallens.service.engines.excerpts import safe_excerpt
 from evallens.service.errors import BadRequest, EngineBadReply, EngineUnavailable, ServiceError
 
@@ -15,10 +21,14 @@ MAX_MESSAGE_CHARS = 600
 
 def engine_failure(error: EngineError, messages: Sequence[Message]) -> ServiceError:
     """The engine's error as the client gets it: a reply its protocol does not allow is a 502
-    ``engine_bad_reply``; any other failure of the engine a 503 ``engine_error``, saying what failed."""
+    ``engine_bad_reply``; an engine at capacity a 503 ``engine_overloaded`` (with its Retry-After, when it
+    gave one); any other failure of the engine a 503 ``engine_error``, saying what failed."""
     message = _safe(error, messages)
     if isinstance(error, EngineMalformedReply):
         return EngineBadReply(message, code="engine_bad_reply")
+    if isinstance(error, EngineOverloaded):
+        retry_after = {} if error.retry_after_s is None else {"Retry-After": str(error.retry_after_s)}
+        return EngineUnavailable(message, code="engine_overloaded", headers=retry_after)
     return EngineUnavailable(message, code="engine_error")
 
 

@@ -23,6 +23,14 @@ class EngineFailed(EngineError):
     """The engine said it failed the request (an error event in its stream): the answer is cut, retryable."""
 
 
+class EngineOverloaded(EngineError):
+    """The engine is at capacity (an upstream's 429): retryable, after ``retry_after_s`` when it said."""
+
+    def __init__(self, message: str, retry_after_s: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class EngineRejected(EvallensError):
     """The engine refused a request as invalid (the caller's fault: maps to HTTP 400)."""
 

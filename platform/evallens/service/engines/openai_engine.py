@@ -1,7 +1,11 @@
 """Any OpenAI-compatible server (a user's own `vllm serve`, or anything else) as an engine."""
 
+import math
+import re
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import httpx
 
@@ -9,6 +13,7 @@ from evallens.service.engines._openai_events import read_event
 from evallens.service.engines.base import (
     EngineError,
     EngineFailed,
+    EngineOverloaded,
     EngineRejected,
     GenerationChunk,
     JSONValue,
@@ -21,6 +26,14 @@ from evallens.service.engines.excerpts import MAX_MASKED_CHARS, safe_excerpt
 SSE_DATA = "data: "
 SSE_DONE = "[DONE]"
 MAX_SHOWN_BODY_CHARS = 500  # of an error status's body
+# An upstream's statuses that refuse the request itself (the client's fault: a 400 to the client). Every
+# other error status is the engine's or the service's: its credentials (401, 403), the model it asks for
+# (404), the upstream at capacity (429) or failing (5xx)
+REQUEST_REFUSED = frozenset({400, 413, 422})
+CREDENTIALS_REFUSED = frozenset({401, 403})
+TOO_MANY_REQUESTS = 429
+MAX_RETRY_AFTER_S = 3600  # an upstream's Retry-After passed on is at most an hour
+_DELAY_SECONDS = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -57,9 +70,10 @@ class OpenAIEngine:
             response = await self._client.get("/models")
             response.raise_for_status()
         except httpx.HTTPError as error:
-            raise EngineError(
-                f"OpenAI-compatible server at {self.options.base_url} unreachable: {error}"
-            ) from error
+            # from None: the HTTP client's error names the URL as set, with any user and password in it,
+            # and the log shows the error a start error is raised from; its words are here, masked
+            said = f"OpenAI-compatible server at {self.options.base_url} unreachable: {_said(error)}"
+            raise EngineError(safe_excerpt(said, [], MAX_MASKED_CHARS)) from None
         self._ready = True
 
     async def close(self) -> None:
@@ -111,8 +125,7 @@ class OpenAIEngine:
             if response.status_code >= 400:
                 error_body = (await _read_at_most(response, MAX_MASKED_CHARS)).decode(errors="replace")
                 detail = safe_excerpt(error_body, prompt_texts, MAX_SHOWN_BODY_CHARS)
-                error_class = EngineRejected if response.status_code < 500 else EngineError
-                raise error_class(f"The engine's server answered {response.status_code}: {detail}")
+                raise _status_error(response, detail)
             async for line in response.aiter_lines():
                 ended = ended or line == SSE_DATA + SSE_DONE
                 if not line.startswith(SSE_DATA) or line == SSE_DATA + SSE_DONE:
@@ -150,6 +163,41 @@ class OpenAIEngine:
     def config(self) -> dict[str, JSONValue]:
         """The server and model this engine asks (the server's own settings are not visible)."""
         return {"provider": self.provider, "model": self.model_name, "base_url": self.options.base_url}
+
+
+def _status_error(response: httpx.Response, detail: str) -> EngineError | EngineRejected:
+    """The engine error an upstream's error status is: the client's only when it refuses the request."""
+    status = response.status_code
+    said = f"The engine's server answered {status}: {detail}"
+    if status in REQUEST_REFUSED:
+        return EngineRejected(said)
+    if status in CREDENTIALS_REFUSED:
+        return EngineError(
+            f"The engine's server refused the service's credentials (EVALLENS_OPENAI_API_KEY, or a user "
+            f"and password in EVALLENS_OPENAI_BASE_URL): it answered {status}: {detail}"
+        )
+    if status == TOO_MANY_REQUESTS:
+        return EngineOverloaded(said, _retry_after_s(response.headers.get("retry-after")))
+    return EngineError(said)
+
+
+def _retry_after_s(value: str | None) -> int | None:
+    """A ``Retry-After`` header's delay in whole seconds (RFC 9110 §10.2.3: seconds, or an HTTP date),
+    at most ``MAX_RETRY_AFTER_S``; None when there is none or it says neither."""
+    if value is None:
+        return None
+    value = value.strip()
+    if _DELAY_SECONDS.fullmatch(value):
+        digits = value.lstrip("0") or "0"  # past 4 digits, over the hour (and int() reads at most 4300)
+        return MAX_RETRY_AFTER_S if len(digits) > 4 else min(int(digits), MAX_RETRY_AFTER_S)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, OverflowError):  # not a date, or none a datetime holds
+        return None
+    if when.tzinfo is None:  # "-0000": UTC, as HTTP dates always are
+        when = when.replace(tzinfo=UTC)
+    delay_s = math.ceil((when - datetime.now(UTC)).total_seconds())
+    return min(max(delay_s, 0), MAX_RETRY_AFTER_S)
 
 
 def _said(error: httpx.HTTPError) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from evallens.service.engines.base import (
     EngineError,
+    EngineOverloaded,
     EngineRejected,
     GenerationChunk,
     JSONValue,
@@ -190,24 +191,25 @@ class VllmEngine:
     ) -> AsyncGenerator[GenerationChunk, None]:
         """Stream deltas from vLLM; leaving the loop early (cancel, close) aborts the engine request."""
         from vllm import SamplingParams
+        from vllm.exceptions import VLLMError
         from vllm.inputs.engine import tokens_input
         from vllm.sampling_params import RequestOutputKind
 
         if self._llm is None or prompt.token_ids is None:
             raise EngineError("the vLLM engine is not started")
-        params = SamplingParams(
-            max_tokens=sampling.max_tokens,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            seed=sampling.seed,
-            stop=list(sampling.stop) or None,
-            min_tokens=sampling.min_tokens,
-            ignore_eos=sampling.ignore_eos,
-            output_kind=RequestOutputKind.DELTA,
-        )
         num_output_tokens = 0
         finished = False
         try:
+            params = SamplingParams(
+                max_tokens=sampling.max_tokens,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                seed=sampling.seed,
+                stop=list(sampling.stop) or None,
+                min_tokens=sampling.min_tokens,
+                ignore_eos=sampling.ignore_eos,
+                output_kind=RequestOutputKind.DELTA,
+            )
             async for output in self._llm.generate(tokens_input(list(prompt.token_ids)), params, request_id):
                 completion = output.outputs[0]
                 num_output_tokens += len(completion.token_ids)
@@ -219,6 +221,8 @@ class VllmEngine:
                     finish_reason=completion.finish_reason if output.finished else None,
                     engine_queue_s=_queue_time_s(output.metrics),
                 )
+        except VLLMError as error:  # a bug's error (no vLLM error) is raised as it is
+            raise engine_error(error) from error
         finally:
             if not finished:
                 await self.abort(request_id)
@@ -248,6 +252,30 @@ class VllmEngine:
             "enable_prefix_caching": self.options.enable_prefix_caching,
             "vllm_version": str(vllm_version),
         }
+
+
+def engine_error(error: Exception) -> EngineError | EngineRejected:
+    """vLLM's error as the engine's: a refusal of the request (``VLLMClientError``: a prompt longer than the
+    context window, sampling parameters out of range) the client's fault; the engine at capacity
+    (``GracefulHTTPError``: its request queue full) an overload; any other (a dead engine core, a request
+    that failed) the engine's failure, in words a client may read."""
+    from vllm.exceptions import GracefulHTTPError, VLLMClientError
+    from vllm.v1.engine.exceptions import EngineDeadError, EngineGenerateError
+
+    if isinstance(error, VLLMClientError):
+        return EngineRejected(f"vLLM refused the request: {error}")
+    if isinstance(error, GracefulHTTPError):
+        return EngineOverloaded(f"vLLM is at capacity: {error}")
+    if isinstance(error, EngineDeadError):  # its own words point to a stack trace only the log has
+        return EngineError("The vLLM engine died (EngineDeadError): it answers nothing until a restart.")
+    if isinstance(error, EngineGenerateError) and error.__cause__ is not None:  # it has no words of its own
+        return EngineError(f"The vLLM engine failed the request: {_said(error.__cause__)}")
+    return EngineError(f"The vLLM engine failed the request: {_said(error)}")
+
+
+def _said(error: BaseException) -> str:
+    """An error by its class and words (some have none)."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 def _queue_time_s(metrics: Any) -> float | None:
