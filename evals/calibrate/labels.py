@@ -6,11 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evallens.errors import BLANK
 from evals._jsonl import numbered_lines
 from evals._text import SURROGATE_PROBLEM, number_too_long, surrogate_path
 from evals.errors import CalibrationError
 from evals.metrics.result import Answer
-from evals.sets.format import CaseSpec, Fact, nonblank_question, writable_facts
+from evals.sets.format import CaseSpec, Fact, blank_fact, nonblank_question, writable_facts
 
 CalibratedMetric = Literal["accuracy", "irrelevance", "harmfulness"]
 APPLIES_TO = {
@@ -113,6 +114,9 @@ def _parse(path: Path, number: int, line: str) -> LabelRow:
         where = ".".join(str(part) for part in problem["loc"]) or "row"
         message = problem["msg"].removeprefix("Value error, ")  # as the set loader words it
         raise CalibrationError(f"{path}:{number}: {where}: {message}") from None
+    blank = blank_fact(row.required_facts)  # no answer states an empty fact: every answer would miss it
+    if blank is not None:
+        raise CalibrationError(f"{path}:{number}: required_facts.{blank}: {BLANK}")
     if row.expected not in APPLIES_TO[row.metric]:
         raise CalibrationError(
             f"{path}:{number}: metric '{row.metric}' does not apply to expected '{row.expected}'"

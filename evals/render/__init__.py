@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 from evallens.reports import GateReportBody
+from evals._files import write_text_whole
 from evals.errors import ReportNotWritten
 from evals.render.junit import render_junit
 from evals.render.markdown import render_markdown
@@ -30,8 +31,8 @@ def check_report_dir(report_dir: Path) -> Path:
 
 
 def write_report_files(report_dir: Path, contents: dict[str, str]) -> list[Path]:
-    """Write each ``{file name: text}`` into ``report_dir`` (made, with its parents, if missing); any
-    failure is one ``ReportNotWritten``."""
+    """Write each ``{file name: text}`` into ``report_dir`` (made, with its parents, if missing), each
+    file whole (a reader never sees the first part of one); any failure is one ``ReportNotWritten``."""
     try:
         report_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -40,7 +41,7 @@ def write_report_files(report_dir: Path, contents: dict[str, str]) -> list[Path]
     for name, text in contents.items():
         path = report_dir / name
         try:
-            path.write_text(text, encoding="utf-8")
+            write_text_whole(path, text)
         except OSError as error:
             raise _not_written(path, error) from None
         paths.append(path)

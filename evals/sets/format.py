@@ -62,15 +62,23 @@ def blank_field(case: "CaseSpec") -> str | None:
         return f"messages: the last user message (the question) {BLANK}"
     if case.expected == "answer" and not (case.reference_answer or "").strip():
         return f"reference_answer: {BLANK} in a case with expected 'answer'"
-    for index, fact in enumerate(case.required_facts):
+    index = blank_fact(case.required_facts)
+    if index is not None:
+        return f"required_facts.{index}: {BLANK}"
+    for index, context_id in enumerate(case.reference_context_ids):
+        if not context_id.strip():
+            return f"reference_context_ids.{index}: {BLANK}"
+    return None
+
+
+def blank_fact(facts: list[Fact]) -> int | None:
+    """The index of the first of ``facts`` that is blank, or holds a blank alternative, or None."""
+    for index, fact in enumerate(facts):
         if any(
             isinstance(item, str) and not item.strip()
             for item in (fact if isinstance(fact, list) else [fact])
         ):
-            return f"required_facts.{index}: {BLANK}"
-    for index, context_id in enumerate(case.reference_context_ids):
-        if not context_id.strip():
-            return f"reference_context_ids.{index}: {BLANK}"
+            return index
     return None
 
 

@@ -94,6 +94,16 @@ WITHOUT_DATABASE = {
         {"EVALLENS_EVAL_JUDGE_MAX_TOKENS": "1000000000000"},
         ["EVALLENS_EVAL_JUDGE_MAX_TOKENS: Input should be less than or equal to 1000000"],
     ),
+    # a bad candidate change too: it stops the demo at once, so without the bound the demo stops there,
+    # having started nothing, rather than after starting every component
+    "demo max tokens past any model": (
+        ["demo", "--smoke", "--exit", "--no-dashboard"],
+        {"EVALLENS_DEMO_EVAL_MAX_TOKENS": "1000000000000", "EVALLENS_DEMO_CANDIDATE_CHANGE": "bad"},
+        [
+            "EVALLENS_DEMO_EVAL_MAX_TOKENS: Input should be less than or equal to 1000000",
+            "(got '1000000000000')",
+        ],
+    ),
     "eval runs --limit past a bigint": (
         ["eval", "runs", "--limit", "100000000000000000000"],
         {},

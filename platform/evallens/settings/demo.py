@@ -4,6 +4,7 @@ from pydantic import Field
 
 from evallens.settings._base import settings_config
 from evallens.settings.database import DatabaseSettings
+from evallens.settings.evals import MAX_TOKENS
 
 
 class DemoSettings(DatabaseSettings):
@@ -19,7 +20,10 @@ class DemoSettings(DatabaseSettings):
         ),
     )
     demo_eval_max_tokens: int = Field(
-        default=96, ge=8, description="max_tokens of each eval request in the demo (keeps CPU runs short)."
+        default=96,
+        ge=8,
+        le=MAX_TOKENS,
+        description="max_tokens of each eval request in the demo (keeps CPU runs short; at most 1,000,000).",
     )
     demo_eval_concurrency: int = Field(default=8, ge=1, description="Eval requests in flight at once.")
     demo_smoke_cases_per_scenario: int = Field(

@@ -152,6 +152,12 @@ def test_table_json_and_report_files(tmp_path: Path) -> None:
         ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": [[1,true]]}',
          "required_facts.0: a fact is a string or a number, or a list of them as alternatives (any one "
          "satisfies it), not the boolean true (quote it to keep it as text)"),
+        # a blank fact (or a blank alternative of an any-of fact) was read, which every answer misses,
+        # while the set loaders refuse it
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": ["a", " "]}',
+         "required_facts.1: cannot be empty or only whitespace"),
+        ('{"metric": "accuracy", "question": "q", "response": "r", "label": 1, "required_facts": [["", 1]]}',
+         "required_facts.0: cannot be empty or only whitespace"),
     ],
 )  # fmt: skip
 def test_a_bad_row_is_one_error_naming_its_line(tmp_path: Path, line: str, expected: str) -> None:
@@ -183,6 +189,12 @@ def test_the_cli_reports_a_bad_row_in_one_line_with_exit_2(tmp_path: Path) -> No
     result = cli(str(path), tmp_path=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"evallens: error: {path}:2: question: Field required"]
+    write_labels(path, [ROWS[0], {**ROWS[1], "required_facts": [3, ["14 days", "\u3000"]]}])
+    blank_fact = cli(str(path), tmp_path=tmp_path)
+    assert blank_fact.returncode == 2
+    assert blank_fact.stderr.strip().splitlines() == [
+        f"evallens: error: {path}:2: required_facts.1: cannot be empty or only whitespace"
+    ]
     missing = cli(str(tmp_path / "nope.jsonl"), tmp_path=tmp_path)
     assert missing.returncode == 2 and "cannot read the label file" in missing.stderr
     write_labels(path, ROWS[:1])
