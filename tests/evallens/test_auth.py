@@ -164,9 +164,20 @@ def test_keys_cli_refuses_a_project_without_a_name(database_url: str, project: s
     """A key was created for a project named '' (or blanks): a tenant no report could name."""
     refused = evallens(database_url, "keys", "create", "--project", project)
     assert refused.returncode == 2 and refused.stdout == "", refused.stdout
-    assert refused.stderr.strip() == "evallens: error: a key needs a project name, not an empty or blank one"
+    assert refused.stderr.strip() == "evallens: error: a project needs a name, not an empty or blank one"
     listed = evallens(database_url, "keys", "list", "--project", project, "--format", "json")
     assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed.stdout
+
+
+def test_keys_cli_refuses_a_project_name_padded_with_whitespace(database_url: str) -> None:
+    """'alpha ' was a project beside 'alpha': its key wrote traces no viewer of 'alpha' would see."""
+    refused = evallens(database_url, "keys", "create", "--project", "alpha ")
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+    assert refused.stderr.strip() == (
+        "evallens: error: project name 'alpha ' starts or ends with whitespace; did you mean 'alpha'?"
+    )
+    listed = evallens(database_url, "keys", "list", "--json")
+    assert listed.returncode == 0 and "alpha" not in listed.stdout, listed.stdout
 
 
 def statements_sent(engine: Engine) -> list[str]:

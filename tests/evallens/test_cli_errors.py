@@ -42,6 +42,17 @@ def assert_one_line(result: subprocess.CompletedProcess[str], *expected: str) ->
 WITHOUT_DATABASE = {
     "unknown command": (["nosuch"], {}, ["No such command 'nosuch'", "--help"]),
     "unknown option": (["eval", "run", "--sett", "x"], {}, ["No such option: --sett"]),
+    # 'alpha ' or a blank name was silently another project, beside the one meant, with nothing in it
+    "project padded with whitespace": (
+        ["eval", "runs"],
+        {"EVALLENS_CASES_PROJECT": "alpha "},
+        ["EVALLENS_CASES_PROJECT", "starts or ends with whitespace", "did you mean 'alpha'?"],
+    ),
+    "blank dashboard project": (
+        ["dashboard"],
+        {"EVALLENS_DASHBOARD_PROJECT": " "},
+        ["EVALLENS_DASHBOARD_PROJECT", "a project needs a name"],
+    ),
     "--since overflow": (["cases", "mine", "--since", "99999999999d"], {}, ["--since", "at most 36600 days"]),
     "--older-than overflow": (
         ["collector", "prune", "--older-than", "99999999999d"],

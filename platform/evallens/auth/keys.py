@@ -27,6 +27,7 @@ from evallens.auth._errors import (
     WrongKey,
 )
 from evallens.db.models.auth import ApiKey, Project
+from evallens.settings import project_name_problem
 
 KEY_MARKER = "evk"
 PREFIX_CHARS = 8
@@ -97,8 +98,9 @@ def ensure_project(session: Session, name: str) -> int:
 
 def create_key(session: Session, project: str, scope: Scope = Scope.INGEST) -> CreatedKey:
     """A new key for ``project`` (created when missing); the caller commits."""
-    if not project.strip():  # a project of no name, which the dashboard and reports would show as nothing
-        raise InvalidProjectName("a key needs a project name, not an empty or blank one")
+    problem = project_name_problem(project)  # no name, or one that would silently be another project
+    if problem is not None:
+        raise InvalidProjectName(problem)
     project_id = ensure_project(session, project)
     prefix = secrets.token_hex(PREFIX_CHARS // 2)
     secret = secrets.token_urlsafe(SECRET_BYTES)

@@ -3,6 +3,7 @@
 from evallens.settings._base import (
     ENV_PREFIX,
     child_environment,
+    project_name_problem,
     read_environment,
     set_process_environment,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "ServiceAddressSettings",
     "ServiceSettings",
     "child_environment",
+    "project_name_problem",
     "read_environment",
     "set_process_environment",
 ]

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BeforeValidator
+from pydantic import AfterValidator, BeforeValidator
 from pydantic_settings import SettingsConfigDict
 
 ENV_PREFIX = "EVALLENS_"
@@ -27,6 +27,27 @@ def _named_directory(value: object) -> object:
 
 # A data directory setting: an empty value is refused rather than read as the current directory.
 DataDir = Annotated[Path, BeforeValidator(_named_directory)]
+
+
+def project_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a project (None: it can): blank, or with whitespace at either end, which
+    would silently be another project beside the one meant ("alpha " is not "alpha")."""
+    if not name.strip():
+        return "a project needs a name, not an empty or blank one"
+    if name != name.strip():
+        return f"project name {name!r} starts or ends with whitespace; did you mean {name.strip()!r}?"
+    return None
+
+
+def _project_name(value: str) -> str:
+    problem = project_name_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# A setting naming a project: refused when blank or padded with whitespace.
+ProjectName = Annotated[str, AfterValidator(_project_name)]
 
 
 def settings_config(**overrides: object) -> SettingsConfigDict:

@@ -3,7 +3,7 @@
 from pydantic import Field
 from pydantic_settings import BaseSettings
 
-from evallens.settings._base import settings_config
+from evallens.settings._base import ProjectName, settings_config
 
 
 class CasesSettings(BaseSettings):
@@ -33,7 +33,7 @@ class CasesSettings(BaseSettings):
         description="Most distinct questions, of the worst traces first, embedded to merge near-duplicates"
         " (the Cases page lists 200 candidates); traces asking others merge only with the same question.",
     )
-    cases_project: str = Field(
+    cases_project: ProjectName = Field(
         default="default",
         description="Project whose traces are mined and whose eval sets, runs, tags and gates every"
         " `evallens cases`, `evallens eval` and `evallens gate` command reads and writes.",

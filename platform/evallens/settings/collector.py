@@ -6,7 +6,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
-from evallens.settings._base import settings_config
+from evallens.settings._base import ProjectName, settings_config
 from evallens.settings.auth import AuthSettings
 from evallens.settings.database import DatabaseSettings
 
@@ -211,7 +211,7 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=15.0, gt=0, description="Seconds between two scrapes of every target."
     )
     collector_scrape_timeout_s: float = Field(default=5.0, gt=0, description="Timeout of one scrape.")
-    collector_scrape_project: str = Field(
+    collector_scrape_project: ProjectName = Field(
         default="default",
         min_length=1,
         description="Project the scraped samples belong to (the project whose service the targets are).",

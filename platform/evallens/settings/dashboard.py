@@ -2,7 +2,7 @@
 
 from pydantic import Field, SecretStr
 
-from evallens.settings._base import settings_config
+from evallens.settings._base import ProjectName, settings_config
 from evallens.settings.auth import AuthSettings
 
 
@@ -17,7 +17,7 @@ class DashboardSettings(AuthSettings):
         default=None,
         description="When set, the dashboard asks for this password before showing any page.",
     )
-    dashboard_project: str = Field(
+    dashboard_project: ProjectName = Field(
         default="default", description="Project whose traces, runs and metrics the dashboard shows."
     )
     dashboard_max_rows: int = Field(
