@@ -177,7 +177,8 @@ def run_cli(live: StackUnderTest, *args: str) -> subprocess.CompletedProcess[str
 def test_bad_production_cases_are_mined_promoted_reviewed_and_replayed(live: StackUnderTest) -> None:
     sent = send_traffic(live.stack.service_url, len(QUESTIONS), max_tokens=16)
     assert sent.num_errors == 0 and sent.num_negative == 5
-    wait_for_rows(live.engine, "SELECT count(*) FROM spans WHERE attributes ? :v", attr.FEEDBACK_SCORE, 9)
+    feedback = "SELECT count(*) FROM spans WHERE attributes ? :v"
+    wait_for_rows(live.engine, feedback, {"v": attr.FEEDBACK_SCORE}, 9)
     wait_for_questions(live.engine, sent.trace_ids)  # mining reads the request spans too
 
     mined = run_cli(live, "cases", "mine", "--since", "1h", "--json")

@@ -4,7 +4,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -258,11 +258,11 @@ class Demo:
                 stack.service_url, self.settings.demo_traffic_requests, self.settings.demo_eval_max_tokens,
                 self.progress,
             )  # fmt: skip
-            feedback = "SELECT count(*) FROM spans WHERE attributes ? :v"
+            # this run's ratings only: a database kept from an earlier demo holds ratings already
+            feedback = "SELECT count(*) FROM spans WHERE attributes ->> :target = ANY(:ids)"
+            rated = {"target": attr.FEEDBACK_TARGET_TRACE_ID, "ids": sent.trace_ids}
             with phase(self.progress, "waiting for the collector to store the traces"):
-                wait_for_rows(
-                    self.engine, feedback, "evallens.feedback.score", sent.num_negative + sent.num_positive
-                )
+                wait_for_rows(self.engine, feedback, rated, sent.num_negative + sent.num_positive)
                 wait_for_questions(self.engine, sent.trace_ids)
             with self.sessions() as session:
                 # the demo's service runs without API keys, so its traces (like its sets and runs) are the
@@ -328,11 +328,13 @@ def wait_for_questions(engine: Engine, trace_ids: list[str], timeout_s: float = 
         time.sleep(1.0)
 
 
-def wait_for_rows(engine: Engine, query: str, value: str, expected: int, timeout_s: float = 60.0) -> None:
+def wait_for_rows(
+    engine: Engine, query: str, parameters: Mapping[str, object], expected: int, timeout_s: float = 60.0
+) -> None:
     """Poll ``query`` until it counts ``expected`` rows: span export to the collector is batched."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with engine.connect() as connection:
-            if connection.execute(text(query), {"v": value}).scalar_one() >= expected:
+            if connection.execute(text(query), dict(parameters)).scalar_one() >= expected:
                 return
         time.sleep(1.0)
