@@ -159,7 +159,9 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=60.0, gt=0, description="Seconds between reloads of the model price table."
     )
     collector_span_max_age_days: int = Field(
-        default=365, ge=1, description="Spans that started longer ago than this are rejected."
+        default=365,
+        ge=1,
+        description="Spans that started (log records whose time is) longer ago than this are rejected.",
     )
     collector_max_new_days_per_flush: int = Field(
         default=8,
@@ -172,7 +174,9 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         ),
     )
     collector_span_max_future_s: int = Field(
-        default=86_400, ge=0, description="Spans that start this far in the future are rejected."
+        default=86_400,
+        ge=0,
+        description="Spans that start (log records whose time is) this far in the future are rejected.",
     )
     collector_span_max_duration_s: int = Field(
         default=7 * 86_400, ge=1, description="Spans that last longer than this are rejected."
