@@ -168,7 +168,8 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         ge=1,
         description=(
             "Most daily span partitions one flush creates (each locks the spans table while it is "
-            "made; the days nearest today come first). Spans of further new days go to the quarantine "
+            "made): yesterday, today and tomorrow first, then the flush's projects take turns, each "
+            "getting its nearest new day. Spans of further new days go to the quarantine "
             "(`evallens collector quarantine retry` stores them); a spooled batch is written over "
             "several replays instead."
         ),
