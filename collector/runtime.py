@@ -143,6 +143,8 @@ class Collector:
                     self.settings.collector_grpc_connection_grace_s,
                 ),
                 lookups=self.key_lookups,
+                project_share=self.settings.collector_project_share,
+                retry_after_s=self.settings.collector_retry_after_s,
             )
             self._grpc.start()
         self.scraper.start()

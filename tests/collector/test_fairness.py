@@ -4,12 +4,14 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import grpc
 import httpx
 import psycopg
 import pytest
+from google.rpc.error_details_pb2 import RetryInfo
 
 from collector.copy_rows import copy_rows
 from collector.runtime import Collector
@@ -18,6 +20,7 @@ from tests.collector.conftest import OwnPostgres, fetch_spans, make_request, mak
 from tests.collector.test_auth import new_key
 from tests.collector.test_copy_rows import record
 from tests.collector.test_durability import SPANS_PER_BATCH, batch_body, wait_for
+from tests.collector.test_transports import send_grpc
 
 SPANS_PER_REQUEST = 100
 
@@ -148,6 +151,47 @@ def test_a_project_holding_the_request_slots_leaves_room_for_another(
     finally:
         for upload in uploads:
             upload.close()
+
+
+EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def test_a_project_holding_the_grpc_workers_leaves_room_for_another(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """gRPC calls were served first come, first served, counted before their key was checked and
+    without a share per project: one project's calls that never send their message (slow uploads)
+    held every worker thread until their connection was closed, and every other project's export
+    waited in vain meanwhile."""
+    collector = make_collector(database_url, auth_enabled=True, collector_grpc_workers=4)
+    flood, quiet = new_key(database_url, "flood"), new_key(database_url, "quiet")
+    never = threading.Event()
+
+    def no_message() -> Iterator[bytes]:
+        never.wait()
+        yield from ()
+
+    with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+        silent = channel.stream_unary(EXPORT_METHOD)
+        calls = [silent.future(no_message(), metadata=(("x-evallens-key", flood),)) for _ in range(4)]
+        try:
+            wait_until(lambda: sum(call.done() for call in calls) == 2, timeout_s=30)
+            for call in [call for call in calls if call.done()]:
+                refusal = call.exception()
+                assert isinstance(refusal, grpc.RpcError)
+                assert refusal.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, refusal
+                assert "project 'flood' already has 2 requests being served" in str(refusal.details())
+                trailers = dict(refusal.trailing_metadata() or ())
+                assert RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"]).retry_delay.seconds >= 1
+            answer = send_grpc(
+                collector, make_request([make_span(i) for i in range(10)]), {"x-evallens-key": quiet}
+            )
+            assert answer.ok, answer
+            assert len(fetch_spans(database_url, "project = 'quiet'")) == 10
+        finally:
+            never.set()
+            for call in calls:
+                call.cancel()
 
 
 @pytest.mark.integration

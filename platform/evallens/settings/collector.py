@@ -71,9 +71,9 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=64,
         ge=1,
         description=(
-            "Export requests served at once, over HTTP (counted once their API key is accepted: idle "
-            "and refused connections hold none) and over gRPC; more are answered 503 (gRPC: "
-            "RESOURCE_EXHAUSTED)."
+            "Export requests served at once, over HTTP and over gRPC (there at most "
+            "collector_grpc_workers), each counted once its API key is accepted: idle and refused "
+            "connections hold none; more are answered 503 (gRPC: UNAVAILABLE), with a retry delay."
         ),
     )
     collector_key_attempts_per_minute: int = Field(
@@ -102,8 +102,8 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         le=1,
         description=(
             "Part of the queue (spans and bytes), of collector_max_inflight_bytes, of "
-            "collector_max_concurrent_requests (HTTP) and of collector_spool_max_bytes one API key's "
-            "project may take; beyond it that project gets 429 "
+            "collector_max_concurrent_requests (HTTP; gRPC: of the calls being served) and of "
+            "collector_spool_max_bytes one API key's project may take; beyond it that project gets 429 "
             "(503 for the spool, while PostgreSQL is unreachable) while others still get in (a "
             "project's one request always may). With auth off every request counts as one project's."
         ),
