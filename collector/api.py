@@ -230,7 +230,7 @@ async def export_logs(
             batch = await receiver.pool.decode_logs(
                 log_receiver.job(body, body_format, encoding == "gzip", project)
             )
-            return await asyncio.to_thread(log_receiver.store, batch)
+            return await asyncio.wrap_future(log_receiver.submit(batch))
     except (BodyTooLarge, TooManyRecords) as error:
         raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
     except (BadEncoding, MalformedRequest) as error:

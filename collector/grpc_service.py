@@ -95,7 +95,7 @@ class LogsService:
         try:
             with pool.reserve(len(body), project):
                 batch = pool.decode_logs_blocking(self._log_receiver.job(body, "protobuf", False, project))
-                answer = self._log_receiver.store(batch)
+                answer = self._log_receiver.submit(batch).result()
         except (MalformedRequest, BadEncoding, BodyTooLarge, TooManyRecords) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
         except DecoderBusy as error:

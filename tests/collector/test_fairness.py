@@ -5,6 +5,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -20,6 +21,7 @@ from tests.collector.conftest import OwnPostgres, fetch_spans, make_request, mak
 from tests.collector.test_auth import new_key
 from tests.collector.test_copy_rows import record
 from tests.collector.test_durability import SPANS_PER_BATCH, batch_body, wait_for
+from tests.collector.test_genai_content import legacy_events, logs_request, stored_content
 from tests.collector.test_transports import send_grpc
 
 SPANS_PER_REQUEST = 100
@@ -192,6 +194,58 @@ def test_a_project_holding_the_grpc_workers_leaves_room_for_another(
             never.set()
             for call in calls:
                 call.cancel()
+
+
+def waiting_on(database_url: str, table: str) -> int:
+    """Statements PostgreSQL holds waiting for a lock on ``table``."""
+    with psycopg.connect(database_url) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM pg_locks WHERE relation = %s::regclass AND NOT granted", (table,)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_logs_waiting_on_postgres_do_not_keep_another_project_s_key_from_being_checked(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """Logs were stored in the default executor's threads with the connections key lookups use: 32
+    logs posts of one project waiting on PostgreSQL (here on a lock held on ``genai_content``) took
+    every thread, and another project's span export, its key not yet checked, waited behind them for
+    as long as the lock was held."""
+    collector = make_collector(database_url, auth_enabled=True)
+    chatty, quiet = new_key(database_url, "chatty"), new_key(database_url, "quiet")
+    logs_url = f"http://127.0.0.1:{collector.http_port}/v1/logs"
+    headers = {"content-type": "application/x-protobuf", "authorization": f"Bearer {chatty}"}
+
+    def logs_body(number: int) -> bytes:
+        return logs_request(
+            legacy_events((number + 1).to_bytes(16, "big"), (1).to_bytes(8, "big"))
+        ).SerializeToString()
+
+    first = httpx.post(logs_url, content=logs_body(0), headers=headers)
+    assert first.status_code == 200, first.text  # the gate knows chatty's key now
+    num_posts, body_bytes = 32, len(logs_body(1))
+    with psycopg.connect(database_url) as lock_holder, ThreadPoolExecutor(num_posts) as clients:
+        # writes to it wait; reads (span summaries look for content events) still go on
+        lock_holder.execute("LOCK TABLE genai_content IN SHARE MODE")
+        posts = [
+            clients.submit(httpx.post, logs_url, content=logs_body(n), headers=headers, timeout=60)
+            for n in range(1, num_posts + 1)
+        ]
+        # every post read (its bytes are held until its rows are stored), some waiting on the lock
+        wait_until(lambda: collector.pool.bytes_in_flight == num_posts * body_bytes)
+        wait_until(lambda: waiting_on(database_url, "genai_content") >= 2)
+        answer = httpx.post(
+            f"http://127.0.0.1:{collector.http_port}/v1/traces",
+            content=make_request([make_span(index) for index in range(10)]).SerializeToString(),
+            headers={"content-type": "application/x-protobuf", "authorization": f"Bearer {quiet}"},
+            timeout=15,
+        )
+        assert answer.status_code == 200, answer.text
+        lock_holder.rollback()
+        assert [post.result().status_code for post in posts] == [200] * num_posts
+    assert len(fetch_spans(database_url, "project = 'quiet'")) == 10
+    assert len(stored_content(database_url)) == 3 * (1 + num_posts)
 
 
 @pytest.mark.integration
