@@ -1,9 +1,7 @@
 """OTLP/HTTP: content types, gzip, size caps and status codes; everything else is ``receive``'s job."""
 
 import asyncio
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +18,7 @@ from collector.log_store import DatabaseUnavailable, LogReceiver
 from collector.otlp_json import MalformedRequest, message_to_json
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
+from collector.slots import RequestSlots, SlotsTaken
 from collector.validate import TooManyRecords
 from collector.workers import BodyFormat, DecoderBusy, WorkerLost
 from evallens.auth import AuthError, AuthGate, KeyLookups, Scope
@@ -61,48 +60,6 @@ class HttpLimits:
     project_share: float = 0.5
 
 
-class RequestSlots:
-    """How many posts are served at once, each slot taken once its API key is accepted, and how many of
-    them one API key's project may hold (``project_share``; its one post always may).
-
-    uvicorn's ``limit_concurrency`` counts every open connection, so clients with no key or a wrong
-    one, each answered 401 in a moment and kept alive, could hold every slot from the key holders; and
-    one project's slow uploads, each held up to the body timeout, could hold them from every other
-    project. Touched on the event loop only.
-    """
-
-    def __init__(self, limit: int | None, retry_after_s: int, project_share: float = 1.0) -> None:
-        self.limit, self.retry_after_s, self.project_share = limit, retry_after_s, project_share
-        self.num_taken = 0
-        self._project_slots: Counter[str] = Counter()
-
-    @contextmanager
-    def take(self, project: str | None = None) -> Iterator[None]:
-        """Hold one slot while the block runs (``project``: the API key's, None with auth off); an
-        ``HttpError`` when none is free (503) or the project holds its share (429)."""
-        if self.limit is not None and self.num_taken >= self.limit:
-            message = f"the collector is serving {self.limit} requests already"
-            raise HttpError(503, code_pb2.UNAVAILABLE, message, self.retry_after_s)
-        held = self._project_slots[project] if project is not None else 0
-        if self.limit is not None and held and held + 1 > self.limit * self.project_share:
-            message = (
-                f"project {project!r} already has {held} requests being served, its share of the "
-                f"collector's {self.limit}"
-            )
-            raise HttpError(429, code_pb2.RESOURCE_EXHAUSTED, message, self.retry_after_s)
-        self.num_taken += 1
-        if project is not None:
-            self._project_slots[project] += 1
-        try:
-            yield
-        finally:
-            self.num_taken -= 1
-            if project is not None:
-                self._project_slots[project] -= 1
-                if not self._project_slots[project]:  # a key per project being served, no more
-                    del self._project_slots[project]
-
-
 def create_app(
     receiver: TraceReceiver,
     limits: HttpLimits,
@@ -127,6 +84,8 @@ def create_app(
             project = await admit(gate, lookups, request)
             with slots.take(project):
                 answer = await export(request, receiver, limits, content_type, project)
+        except SlotsTaken as error:
+            return error_response(slots_refusal(error), content_type)
         except HttpError as error:
             return error_response(error, content_type)
         return encode(answer, content_type, 200)
@@ -139,6 +98,8 @@ def create_app(
             project = await admit(gate, lookups, request)
             with slots.take(project):
                 answer = await export_logs(request, log_receiver, receiver, limits, content_type, project)
+        except SlotsTaken as error:
+            return error_response(slots_refusal(error), content_type)
         except HttpError as error:
             return error_response(error, content_type)
         return encode(answer, content_type, 200)
@@ -158,6 +119,13 @@ def create_app(
             Route("/healthz", healthz, methods=["GET"]),
         ]
     )
+
+
+def slots_refusal(error: SlotsTaken) -> HttpError:
+    """A post no request slot is free for: 429 when its project holds its share, else 503."""
+    if error.share_taken:
+        return HttpError(429, code_pb2.RESOURCE_EXHAUSTED, str(error), error.retry_after_s)
+    return HttpError(503, code_pb2.UNAVAILABLE, str(error), error.retry_after_s)
 
 
 async def admit(gate: AuthGate | None, lookups: KeyLookups, request: Request) -> str | None:
@@ -262,7 +230,7 @@ async def export_logs(
             batch = await receiver.pool.decode_logs(
                 log_receiver.job(body, body_format, encoding == "gzip", project)
             )
-            return await asyncio.to_thread(log_receiver.store, batch)
+            return await asyncio.wrap_future(log_receiver.submit(batch))
     except (BodyTooLarge, TooManyRecords) as error:
         raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
     except (BadEncoding, MalformedRequest) as error:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from collector.records import EPOCH, SpanRecord
+from collector.records import EPOCH, SPAN_COLUMNS, SpanRecord
 
 NULL = "\\N"
 US_PER_DAY = 86_400 * 1_000_000
@@ -26,6 +26,7 @@ _UNESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 _needs_escape = re.compile(r"[\\\t\n\r\x00]").search
 _escaped = re.compile(r"\\(.)")
 _EPOCH_DATE = date(1970, 1, 1)
+_PROJECT_FIELD = SPAN_COLUMNS.index("project")
 
 
 class BadRow(ValueError):
@@ -51,6 +52,13 @@ class CopyRows:
     def partition_days(self) -> list[date]:
         """The days as dates: the partitions the rows need."""
         return [_EPOCH_DATE + timedelta(days=day) for day in self.days]
+
+    def days_by_project(self) -> dict[bytes, set[date]]:
+        """The days each project's rows start on (projects as COPY text: told apart, not read)."""
+        days: dict[bytes, set[date]] = {}
+        for line in self.lines():
+            days.setdefault(line.split(b"\t", _PROJECT_FIELD + 1)[_PROJECT_FIELD], set()).add(line_day(line))
+        return days
 
     def without_days(self, days: set[date]) -> tuple["CopyRows", list[int], list[tuple[int, bytes]]]:
         """These rows less those that start on ``days``; the kept rows' places in ``self``, and the

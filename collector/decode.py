@@ -11,13 +11,12 @@ from collector._genai import GenAIFields, add_content_attributes, resource_defau
 from collector._wire import ResourceGroup
 from collector.otlp_json import NOT_HEX, not_hex_reason
 from collector.records import DecodedBatch, SpanRecord
-from collector.validate import InvalidSpan, SpanLimits, check_times, free_text
+from collector.validate import InvalidSpan, SpanLimits, check_times, free_text, time_window
 from evallens.telemetry import attributes as names
 from evallens.telemetry.messages import clean_text
 
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
-NS_PER_S = 1_000_000_000
 MAX_SPAN_KIND = 5
 MAX_STATUS_CODE = 2
 MAX_MESSAGES = 5
@@ -75,8 +74,7 @@ def iter_spans(
 ) -> Iterator[SpanRecord]:
     """The valid spans of a request (``message_groups`` or ``_wire.resource_groups``) one by one; each
     invalid one is added to ``rejections``."""
-    now_ns = time.time_ns() if now_ns is None else now_ns
-    window = (now_ns - int(limits.max_age_s * NS_PER_S), now_ns + int(limits.max_future_s * NS_PER_S))
+    window = time_window(limits, time.time_ns() if now_ns is None else now_ns)
     for resource_message, scopes in groups:
         resource = key_values(resource_message.attributes)
         service_name = resource.get(names.SERVICE_NAME)

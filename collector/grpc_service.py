@@ -8,7 +8,7 @@ in. Refusals carry a ``retry-after`` and a ``google.rpc.retryinfo-bin`` trailer,
 exporters honour.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 from urllib.parse import unquote
@@ -22,6 +22,7 @@ from collector.log_store import DatabaseUnavailable, LogReceiver
 from collector.otlp_json import MalformedRequest
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
+from collector.slots import RequestSlots, SlotsTaken
 from collector.validate import TooManyRecords
 from collector.workers import DecoderBusy, WorkerLost
 from evallens.auth import AuthError, AuthGate, KeyLookups, Scope, metadata_headers
@@ -42,12 +43,17 @@ RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 class TraceService:
     """``Export`` answers once the spans are durable; retryable codes (with a delay) when they cannot be."""
 
-    def __init__(self, receiver: TraceReceiver, gate: AuthGate | None, lookups: KeyLookups) -> None:
-        self._receiver, self._gate, self._lookups = receiver, gate, lookups
+    def __init__(
+        self, receiver: TraceReceiver, gate: AuthGate | None, lookups: KeyLookups, slots: RequestSlots
+    ) -> None:
+        self._receiver, self._gate, self._lookups, self._slots = receiver, gate, lookups, slots
 
     def export(self, messages: Iterator[bytes], context: Any) -> bytes:
         """Store the spans of one serialized export request (in its API key's project when auth is on)."""
-        project = self._admit(context)
+        project = admit(self._gate, self._lookups, context)
+        return in_slot(self._slots, project, context, lambda: self._export(messages, context, project))
+
+    def _export(self, messages: Iterator[bytes], context: Any, project: str | None) -> bytes:
         body = only_message(messages, context)
         receiver = self._receiver
         try:
@@ -63,9 +69,6 @@ class TraceService:
             abort_with_retry(context, code, str(error), error.retry_after_s)
         return bytes(export_response(decoded, durable).SerializeToString())
 
-    def _admit(self, context: Any) -> str | None:
-        return admit(self._gate, self._lookups, context)
-
 
 class LogsService:
     """``Export`` of logs: stores the GenAI content events, answering once they are committed."""
@@ -76,19 +79,23 @@ class LogsService:
         log_receiver: LogReceiver,
         gate: AuthGate | None,
         lookups: KeyLookups,
+        slots: RequestSlots,
     ) -> None:
         self._receiver, self._log_receiver = receiver, log_receiver
-        self._gate, self._lookups = gate, lookups
+        self._gate, self._lookups, self._slots = gate, lookups, slots
 
     def export(self, messages: Iterator[bytes], context: Any) -> bytes:
         """Store the content events of one serialized logs request (in its API key's project)."""
         project = admit(self._gate, self._lookups, context)
+        return in_slot(self._slots, project, context, lambda: self._export(messages, context, project))
+
+    def _export(self, messages: Iterator[bytes], context: Any, project: str | None) -> bytes:
         body = only_message(messages, context)
         pool = self._receiver.pool
         try:
             with pool.reserve(len(body), project):
                 batch = pool.decode_logs_blocking(self._log_receiver.job(body, "protobuf", False, project))
-                answer = self._log_receiver.store(batch)
+                answer = self._log_receiver.submit(batch).result()
         except (MalformedRequest, BadEncoding, BodyTooLarge, TooManyRecords) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
         except DecoderBusy as error:
@@ -117,6 +124,17 @@ def admit(gate: AuthGate | None, lookups: KeyLookups, context: Any) -> str | Non
             abort_with_retry(context, AUTH_STATUS[error.status], str(error), retry_after_s)
         context.abort(AUTH_STATUS[error.status], str(error))
     return principal.project if principal is not None else None
+
+
+def in_slot(slots: RequestSlots, project: str | None, context: Any, serve: Callable[[], bytes]) -> bytes:
+    """``serve()`` holding one of ``slots`` (taken once the call's key is accepted), or the call aborted
+    saying when to retry: RESOURCE_EXHAUSTED when its project holds its share, else UNAVAILABLE."""
+    try:
+        with slots.take(project):
+            return serve()
+    except SlotsTaken as error:
+        code = grpc.StatusCode.RESOURCE_EXHAUSTED if error.share_taken else grpc.StatusCode.UNAVAILABLE
+        abort_with_retry(context, code, str(error), error.retry_after_s)
 
 
 def peer_address(peer: str) -> str:
@@ -158,10 +176,17 @@ def create_grpc_server(
     connection_age_s: tuple[float, float] = (60.0, 30.0),
     *,
     lookups: KeyLookups,
+    project_share: float = 1.0,
+    retry_after_s: int = 2,
 ) -> tuple[Any, int]:
     """A started-able gRPC server bound to ``address`` (port 0 picks one) and the port it got.
 
-    Beyond ``max_concurrent_rpcs`` calls at once, gRPC itself answers RESOURCE_EXHAUSTED. Messages
+    A call takes one of ``max_concurrent_rpcs`` slots, and of ``workers`` (a call is served in a
+    worker thread), once its key is accepted; one project holds at most ``project_share`` of them.
+    Beyond, the call is answered UNAVAILABLE, or RESOURCE_EXHAUSTED for a project holding its share,
+    each with a retry delay. Calls waiting for a worker are not counted (gRPC's own limit counted
+    them, keyless ones too, and refused with no retry delay); each holds no more of its message than
+    its stream's window (BDP probing off), as a waiting HTTP connection holds its read buffer. Messages
     not yet counted in the decode budget are those of the ``workers`` calls being read. A call whose
     key is accepted waits for its message in a worker thread, with no deadline of its own: connections
     are asked to close after ``connection_age_s[0]`` and closed ``connection_age_s[1]`` later, so a call
@@ -169,6 +194,8 @@ def create_grpc_server(
     likes.
     """
     max_age_s, grace_s = connection_age_s
+    limit = workers if max_concurrent_rpcs is None else min(max_concurrent_rpcs, workers)
+    slots = RequestSlots(limit, retry_after_s, project_share)
     server = grpc.server(
         ThreadPoolExecutor(max_workers=workers, thread_name_prefix="collector-grpc"),
         options=[
@@ -181,13 +208,14 @@ def create_grpc_server(
             # budget (128 waiting 16 MiB exports took the collector from 116 MiB to 1.5 GiB)
             ("grpc.http2.bdp_probe", 0),
         ],
-        maximum_concurrent_rpcs=max_concurrent_rpcs,
     )
-    service = TraceService(receiver, gate, lookups)
+    service = TraceService(receiver, gate, lookups, slots)
     export = grpc.stream_unary_rpc_method_handler(service.export)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": export}),))
     if log_receiver is not None:
-        logs = grpc.stream_unary_rpc_method_handler(LogsService(receiver, log_receiver, gate, lookups).export)
+        logs = grpc.stream_unary_rpc_method_handler(
+            LogsService(receiver, log_receiver, gate, lookups, slots).export
+        )
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": logs}),)
         )

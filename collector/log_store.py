@@ -5,8 +5,14 @@ while PostgreSQL is away the request is refused as retryable (503 / UNAVAILABLE 
 OTLP exporters send it again. A retry stores nothing twice (``uq_genai_content_event``): the rows are
 COPYed, as the workers encoded them, into a temporary table and moved over with
 ``INSERT ... ON CONFLICT DO NOTHING``.
+
+Stores run a few at a time in threads of their own (``max_stores_at_once``), the rest waiting for
+one: in the default executor, with as many connections as they liked, logs waiting on a slow or locked
+PostgreSQL took every thread and connection that API keys are looked up with, and another project's
+export, its key not yet checked, waited behind them.
 """
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import psycopg
@@ -46,20 +52,36 @@ class DatabaseUnavailable(Exception):
 class LogReceiver:
     """Stores the GenAI content of a decoded logs request before answering."""
 
-    def __init__(self, engine: Engine, limits: SpanLimits, max_body_bytes: int, retry_after_s: int) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        limits: SpanLimits,
+        max_body_bytes: int,
+        retry_after_s: int,
+        max_stores_at_once: int = 2,
+    ) -> None:
         self.engine, self.limits = engine, limits
         self.max_body_bytes, self.retry_after_s = max_body_bytes, retry_after_s
+        self._stores = ThreadPoolExecutor(max_stores_at_once, thread_name_prefix="collector-logs")
 
     def job(self, body: bytes, body_format: str, gzip: bool, project: str | None) -> LogsJob:
         """The decode job of one logs request (``project`` from its API key overrides what records claim)."""
         return LogsJob(body, body_format, gzip, self.max_body_bytes, self.limits, project)
 
+    def submit(self, batch: LogBatch) -> "Future[ExportLogsServiceResponse]":
+        """``store`` the batch in one of the receiver's threads, once one is free."""
+        return self._stores.submit(self.store, batch)
+
     def store(self, batch: LogBatch) -> ExportLogsServiceResponse:
         """Commit the rows of one decoded request and answer; raises ``DatabaseUnavailable``.
-        Runs in a thread (it blocks on PostgreSQL)."""
+        Blocks on PostgreSQL: servers call ``submit`` instead."""
         if batch.lines:
             self._store(batch)
         return logs_response(batch)
+
+    def close(self) -> None:
+        """Finish the stores submitted; take no more."""
+        self._stores.shutdown()
 
     def _store(self, batch: LogBatch) -> None:
         try:

@@ -39,7 +39,7 @@ from collector.otlp_json import (
     parse_readable,
     rewrite_ids,
 )
-from collector.validate import InvalidSpan, SpanLimits, check_record_count, key_text
+from collector.validate import InvalidSpan, SpanLimits, check_record_count, check_time, key_text, time_window
 from evallens.telemetry import attributes as names
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 
@@ -180,6 +180,7 @@ def decode_logs(
     """The GenAI content rows of ``request``; ``project`` (from the API key) overrides what records claim."""
     batch = LogBatch()
     now_ns = time.time_ns() if now_ns is None else now_ns
+    window = time_window(limits, now_ns)
     for resource_logs in request.resource_logs:
         resource = key_values(resource_logs.resource.attributes)
         for scope_logs in resource_logs.scope_logs:
@@ -201,7 +202,13 @@ def decode_logs(
                 if problem:
                     batch.reject(f"{name}{problem}")
                     continue
+                # the OTLP spec: the observed time stands in for a time of 0 (unknown)
                 time_ns = record.time_unix_nano or record.observed_time_unix_nano or now_ns
+                try:
+                    check_time("time", time_ns, window)
+                except InvalidSpan as error:
+                    batch.reject(f"{name}: {error}")
+                    continue
                 for direction, messages in found:
                     row = ContentRow(
                         owner, trace_id.hex(), span_id.hex(), time_ns, str(name), direction, messages

@@ -38,6 +38,9 @@ logger = logging.getLogger(__name__)
 # below the default executor's threads (5 on one core), where HTTP looks keys up, the engine's pool of
 # 5 connections and the 8 gRPC workers: keys being looked up never hold all of any of them
 MAX_KEY_LOOKUPS_AT_ONCE = 4
+# in threads of their own, holding at most as many of the engine's connections (of 5, and 10 more
+# beyond): logs waiting on PostgreSQL leave the lookups theirs
+MAX_LOG_STORES_AT_ONCE = 2
 
 
 class SchemaMissing(EvallensError):
@@ -88,6 +91,7 @@ class Collector:
             span_limits(settings),
             settings.collector_max_request_bytes,
             settings.collector_retry_after_s,
+            MAX_LOG_STORES_AT_ONCE,
         )
         self.app = create_app(
             self.receiver,
@@ -143,6 +147,8 @@ class Collector:
                     self.settings.collector_grpc_connection_grace_s,
                 ),
                 lookups=self.key_lookups,
+                project_share=self.settings.collector_project_share,
+                retry_after_s=self.settings.collector_retry_after_s,
             )
             self._grpc.start()
         self.scraper.start()
@@ -190,6 +196,7 @@ class Collector:
                 thread.join()
         self._threads.clear()
         self.scraper.stop()
+        self.log_receiver.close()
         self.ingestor.stop()
         self.pool.close()
         if self._socket is not None:

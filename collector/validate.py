@@ -10,7 +10,7 @@
   when written as JSON writes one (counts: ASCII digits, no leading zero).
 - A span starts within [now - ``max_age_s``, now + ``max_future_s``], ends no earlier than it starts
   and lasts at most ``max_duration_s``; otherwise it is rejected (never clamped: a wrong time would
-  put it in the wrong day and distort latency).
+  put it in the wrong day and distort latency). A log record's time is held to the same window.
 """
 
 import contextlib
@@ -22,6 +22,7 @@ from typing import Any
 from evallens.settings.collector import DEFAULT_MAX_KEY_CHARS
 
 TRUNCATED = "…"
+NS_PER_S = 1_000_000_000
 # Span rollups are keyed by (project, day, model, tenant, feature, eval): a btree takes 2,704 bytes
 # a row, about 33 of them overhead. Keys of four-byte characters at ``max_key_chars`` overflow it.
 MAX_ROLLUP_KEY_BYTES = 2560
@@ -134,12 +135,22 @@ def amount(name: str, value: Any, maximum: float) -> float | None:
     return number + 0.0
 
 
+def time_window(limits: SpanLimits, now_ns: int) -> tuple[int, int]:
+    """The times accepted at ``now_ns``: [now - ``max_age_s``, now + ``max_future_s``], in ns."""
+    return now_ns - int(limits.max_age_s * NS_PER_S), now_ns + int(limits.max_future_s * NS_PER_S)
+
+
+def check_time(what: str, time_ns: int, window: tuple[int, int]) -> None:
+    """``InvalidSpan`` unless ``time_ns`` (``what``: "span ...: start time", "time") is in ``window``."""
+    if not window[0] <= time_ns <= window[1]:
+        raise InvalidSpan(f"{what} {time_ns} ns is outside the accepted window")
+
+
 def check_times(
     span_id: str, start_ns: int, end_ns: int, window: tuple[int, int], limits: SpanLimits
 ) -> None:
     """``InvalidSpan`` unless the span starts inside ``window`` and ends within ``max_duration_s``."""
-    if not window[0] <= start_ns <= window[1]:
-        raise InvalidSpan(f"span {span_id}: start time {start_ns} ns is outside the accepted window")
+    check_time(f"span {span_id}: start time", start_ns, window)
     if end_ns < start_ns:
         raise InvalidSpan(f"span {span_id}: end time is before start time")
     if end_ns - start_ns > limits.max_duration_s * 1e9:

@@ -10,15 +10,18 @@ after one, since retries come in bursts) and for spool replays.
 Every failure is classified by SQLSTATE (``collector._sqlstate``): ``DatabaseDown`` when PostgreSQL
 is unavailable, ``RowsRefused`` when it refused the rows themselves.
 
-The daily partitions a batch needs are created first, at most ``max_new_days`` of them in one go (the
-days nearest today first): each ``CREATE TABLE ... PARTITION OF`` locks the whole ``spans`` table
-until the transaction ends, and one client sending spans spread over a year made one flush create
-some 366 of them while every other client's spans waited.
+The daily partitions a batch needs are created first, at most ``max_new_days`` of them in one go:
+each ``CREATE TABLE ... PARTITION OF`` locks the whole ``spans`` table until the transaction ends, and
+one client sending spans spread over a year made one flush create some 366 of them while every other
+client's spans waited. When a batch needs more, yesterday's, today's and tomorrow's come first, and the
+rest are shared out among its projects, each in turn getting its nearest day to today, so one
+project's spread of days never takes another's share.
 """
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -43,6 +46,7 @@ FLUSHES_CAREFUL_AFTER_CONFLICT = 20
 MOVE_STAGED = (
     f"INSERT INTO spans ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM {STAGING_TABLE} ON CONFLICT DO NOTHING"
 )
+ONE_DAY = timedelta(days=1)
 # Columns of the quarantine row are for finding it again; the full values are in its ``span`` JSON.
 QUARANTINE_KEY_CHARS = 200
 
@@ -176,19 +180,22 @@ class SpanWriter:
         try:
             with self._engine.begin() as connection:
                 existing = {name[-8:] for name in list_span_partitions(connection)}
-                missing = sorted(
-                    (day for day in days if f"{day:%Y%m%d}" not in existing),
-                    key=lambda day: (abs(day - today), day),
-                )
-                limit = len(missing) if self.max_new_days is None else self.max_new_days
-                create_span_partitions(connection, missing[:limit])
+                missing = {day for day in days if f"{day:%Y%m%d}" not in existing}
+                made = missing
+                if self.max_new_days is not None and len(missing) > self.max_new_days:
+                    by_project = {
+                        project: project_days & missing
+                        for project, project_days in rows.days_by_project().items()
+                    }
+                    made = set(share_out(by_project, self.max_new_days, today))
+                create_span_partitions(connection, sorted(made, key=lambda day: (abs(day - today), day)))
                 self._partition_days = {name[-8:] for name in list_span_partitions(connection)}
         except Exception as error:  # SQLAlchemy wraps psycopg's errors; unwrap to classify them
             original = getattr(error, "orig", None)
             if isinstance(original, psycopg.Error):
                 raise original from error
             raise
-        return set(missing[limit:])
+        return missing - made
 
     def close(self) -> None:
         """Drop the connection (the next write reconnects)."""
@@ -199,3 +206,29 @@ class SpanWriter:
             self._engine.dispose()
             self._engine = None
         self._partition_days = set()
+
+
+def share_out(days_of: Mapping[bytes, set[date]], limit: int, today: date) -> list[date]:
+    """At most ``limit`` of the days of ``days_of`` (per project): yesterday, today and tomorrow first,
+    whoever's they are (live spans need them); then each project in turn gets its nearest day to today
+    not yet taken (the project with the nearest day first). A day two projects share counts once."""
+
+    def nearness(day: date) -> tuple[timedelta, date]:
+        return abs(day - today), day
+
+    live = sorted(
+        {day for days in days_of.values() for day in days if abs(day - today) <= ONE_DAY}, key=nearness
+    )
+    taken = dict.fromkeys(live[:limit])  # a dict keeps the order taken
+    queues = sorted(
+        (deque(sorted(days, key=nearness)) for days in days_of.values() if days),
+        key=lambda queue: nearness(queue[0]),
+    )
+    while queues and len(taken) < limit:
+        for queue in queues:
+            while queue and queue[0] in taken:
+                queue.popleft()
+            if queue and len(taken) < limit:
+                taken[queue.popleft()] = None
+        queues = [queue for queue in queues if queue]
+    return list(taken)

@@ -4,12 +4,15 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import grpc
 import httpx
 import psycopg
 import pytest
+from google.rpc.error_details_pb2 import RetryInfo
 
 from collector.copy_rows import copy_rows
 from collector.runtime import Collector
@@ -18,6 +21,8 @@ from tests.collector.conftest import OwnPostgres, fetch_spans, make_request, mak
 from tests.collector.test_auth import new_key
 from tests.collector.test_copy_rows import record
 from tests.collector.test_durability import SPANS_PER_BATCH, batch_body, wait_for
+from tests.collector.test_genai_content import legacy_events, logs_request, stored_content
+from tests.collector.test_transports import send_grpc
 
 SPANS_PER_REQUEST = 100
 
@@ -148,6 +153,99 @@ def test_a_project_holding_the_request_slots_leaves_room_for_another(
     finally:
         for upload in uploads:
             upload.close()
+
+
+EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def test_a_project_holding_the_grpc_workers_leaves_room_for_another(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """gRPC calls were served first come, first served, counted before their key was checked and
+    without a share per project: one project's calls that never send their message (slow uploads)
+    held every worker thread until their connection was closed, and every other project's export
+    waited in vain meanwhile."""
+    collector = make_collector(database_url, auth_enabled=True, collector_grpc_workers=4)
+    flood, quiet = new_key(database_url, "flood"), new_key(database_url, "quiet")
+    never = threading.Event()
+
+    def no_message() -> Iterator[bytes]:
+        never.wait()
+        yield from ()
+
+    with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+        silent = channel.stream_unary(EXPORT_METHOD)
+        calls = [silent.future(no_message(), metadata=(("x-evallens-key", flood),)) for _ in range(4)]
+        try:
+            wait_until(lambda: sum(call.done() for call in calls) == 2, timeout_s=30)
+            for call in [call for call in calls if call.done()]:
+                refusal = call.exception()
+                assert isinstance(refusal, grpc.RpcError)
+                assert refusal.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, refusal
+                assert "project 'flood' already has 2 requests being served" in str(refusal.details())
+                trailers = dict(refusal.trailing_metadata() or ())
+                assert RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"]).retry_delay.seconds >= 1
+            answer = send_grpc(
+                collector, make_request([make_span(i) for i in range(10)]), {"x-evallens-key": quiet}
+            )
+            assert answer.ok, answer
+            assert len(fetch_spans(database_url, "project = 'quiet'")) == 10
+        finally:
+            never.set()
+            for call in calls:
+                call.cancel()
+
+
+def waiting_on(database_url: str, table: str) -> int:
+    """Statements PostgreSQL holds waiting for a lock on ``table``."""
+    with psycopg.connect(database_url) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM pg_locks WHERE relation = %s::regclass AND NOT granted", (table,)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_logs_waiting_on_postgres_do_not_keep_another_project_s_key_from_being_checked(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """Logs were stored in the default executor's threads with the connections key lookups use: 32
+    logs posts of one project waiting on PostgreSQL (here on a lock held on ``genai_content``) took
+    every thread, and another project's span export, its key not yet checked, waited behind them for
+    as long as the lock was held."""
+    collector = make_collector(database_url, auth_enabled=True)
+    chatty, quiet = new_key(database_url, "chatty"), new_key(database_url, "quiet")
+    logs_url = f"http://127.0.0.1:{collector.http_port}/v1/logs"
+    headers = {"content-type": "application/x-protobuf", "authorization": f"Bearer {chatty}"}
+
+    def logs_body(number: int) -> bytes:
+        return logs_request(
+            legacy_events((number + 1).to_bytes(16, "big"), (1).to_bytes(8, "big"))
+        ).SerializeToString()
+
+    first = httpx.post(logs_url, content=logs_body(0), headers=headers)
+    assert first.status_code == 200, first.text  # the gate knows chatty's key now
+    num_posts, body_bytes = 32, len(logs_body(1))
+    with psycopg.connect(database_url) as lock_holder, ThreadPoolExecutor(num_posts) as clients:
+        # writes to it wait; reads (span summaries look for content events) still go on
+        lock_holder.execute("LOCK TABLE genai_content IN SHARE MODE")
+        posts = [
+            clients.submit(httpx.post, logs_url, content=logs_body(n), headers=headers, timeout=60)
+            for n in range(1, num_posts + 1)
+        ]
+        # every post read (its bytes are held until its rows are stored), some waiting on the lock
+        wait_until(lambda: collector.pool.bytes_in_flight == num_posts * body_bytes)
+        wait_until(lambda: waiting_on(database_url, "genai_content") >= 2)
+        answer = httpx.post(
+            f"http://127.0.0.1:{collector.http_port}/v1/traces",
+            content=make_request([make_span(index) for index in range(10)]).SerializeToString(),
+            headers={"content-type": "application/x-protobuf", "authorization": f"Bearer {quiet}"},
+            timeout=15,
+        )
+        assert answer.status_code == 200, answer.text
+        lock_holder.rollback()
+        assert [post.result().status_code for post in posts] == [200] * num_posts
+    assert len(fetch_spans(database_url, "project = 'quiet'")) == 10
+    assert len(stored_content(database_url)) == 3 * (1 + num_posts)
 
 
 @pytest.mark.integration

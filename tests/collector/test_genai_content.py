@@ -337,3 +337,39 @@ def test_a_decode_worker_lost_under_a_logs_request_is_a_retryable_refusal(
     spans = make_request([make_span(index) for index in range(5)]).SerializeToString()
     traces = httpx.post(f"http://127.0.0.1:{collector.http_port}/v1/traces", content=spans, headers=PROTOBUF)
     assert traces.status_code == 200 and count_spans(database_url) == 5
+
+
+def test_log_record_times_outside_the_accepted_window_are_rejected(
+    running_collector: Collector, database_url: str
+) -> None:
+    """A log record's time was stored as sent: ``timeUnixNano`` 2**64-1 was an event of the year 2554,
+    and one of 1970 an event older than any span kept. Its time (its observed time when it has none,
+    as the OTLP spec says) is checked as a span's start is."""
+    now = time.time_ns()
+    trace_id = (13).to_bytes(16, "big")
+    times = {
+        "now": (now, 0),
+        "observed only": (0, now - 86_400 * 10**9),
+        "2**64-1": (2**64 - 1, now),
+        "observed 2**64-1": (0, 2**64 - 1),
+        "400 days ago": (now - 400 * 86_400 * 10**9, now),
+        "2 days ahead": (now + 2 * 86_400 * 10**9, now),
+    }
+    records = []
+    for index, (label, (time_ns, observed_ns)) in enumerate(times.items()):
+        record = log_record(
+            "gen_ai.user.message", {"content": label}, trace_id, (index + 1).to_bytes(8, "big")
+        )
+        record.time_unix_nano, record.observed_time_unix_nano = time_ns, observed_ns
+        records.append(record)
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+    answer = httpx.post(url, content=logs_request(records).SerializeToString(), headers=PROTOBUF)
+    assert answer.status_code == 200, answer.text
+    partial = ExportLogsServiceResponse.FromString(answer.content).partial_success
+    assert partial.rejected_log_records == 4, partial.error_message
+    assert f"gen_ai.user.message: time {2**64 - 1} ns is outside the accepted window" in partial.error_message
+    with psycopg.connect(database_url) as connection:
+        stored = connection.execute(
+            "SELECT messages->0->>'content', (extract(epoch FROM time) * 1e6)::bigint FROM genai_content"
+        ).fetchall()
+    assert sorted(stored) == [("now", now // 1000), ("observed only", (now - 86_400 * 10**9) // 1000)]

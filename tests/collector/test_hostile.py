@@ -50,7 +50,7 @@ from tests.collector.test_genai_content import (
     to_otlp_json,
 )
 from tests.collector.test_poison import quarantined
-from tests.collector.test_transports import TRANSPORTS, otlp_json
+from tests.collector.test_transports import TRANSPORTS, otlp_json, send_grpc
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 # Deeper than Python's recursion limit: ``json.loads`` raises RecursionError, not ValueError.
@@ -592,6 +592,39 @@ def test_posts_beyond_the_concurrency_limit_are_a_503_with_retry_after(
         for client in stalled:
             client.close()
     assert post_until_stored(collector, body).status_code == 200
+    assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
+
+
+def test_grpc_calls_beyond_the_concurrency_limit_are_told_when_to_retry(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """gRPC itself refused a call beyond collector_max_concurrent_requests with RESOURCE_EXHAUSTED and
+    no RetryInfo, which OTLP exporters take as final: they dropped its spans. It is UNAVAILABLE with a
+    delay now, as HTTP's 503 is."""
+    collector = make_collector(database_url, collector_max_concurrent_requests=2)
+    never = threading.Event()
+
+    def no_message() -> Iterator[bytes]:
+        never.wait()
+        yield from ()
+
+    request = make_request([make_span(0)])
+    with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+        silent = channel.stream_unary(EXPORT_METHOD)
+        stalled = [silent.future(no_message()) for _ in range(2)]
+        try:
+            deadline, answer = time.monotonic() + 30, send_grpc(collector, request, {})
+            while answer.ok and time.monotonic() < deadline:  # until both calls are being served
+                time.sleep(0.1)
+                answer = send_grpc(collector, request, {})
+            assert answer.status == "UNAVAILABLE", answer
+            assert answer.retry_after_s is not None and answer.retry_after_s >= 1
+            assert answer.message.endswith("requests already")
+        finally:
+            never.set()
+            for call in stalled:
+                call.cancel()
+    assert send_grpc(collector, request, {}).ok
     assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
 
 

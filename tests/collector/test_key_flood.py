@@ -14,6 +14,7 @@ from collector.runtime import MAX_KEY_LOOKUPS_AT_ONCE, Collector
 from evallens.auth import KeyLookups, RateLimited, WrongKey
 from tests.collector.conftest import fetch_spans, make_request, make_span
 from tests.collector.test_auth import new_key
+from tests.collector.test_transports import send_grpc
 from tests.key_flood import done, lookups_in_postgres, made_up, wait_until
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
@@ -135,6 +136,31 @@ def test_grpc_calls_with_made_up_keys_are_refused_before_postgres_is_asked(
     assert export("127.0.0.1", made_up(101)) == exhausted
     assert export("[::1]", key) == grpc.StatusCode.OK  # another client, a key seen for the first time
     assert [span["project"] for span in fetch_spans(database_url)] == ["alpha"]
+
+
+def test_grpc_calls_whose_keys_are_being_looked_up_hold_no_request_slot(
+    database_url: str, make_collector: Callable[..., Collector]
+) -> None:
+    """gRPC counted a call against collector_max_concurrent_requests from its start: two calls with
+    made-up keys waiting on their lookup held both slots, and a key holder's export was refused with
+    RESOURCE_EXHAUSTED and no RetryInfo, which OTLP exporters take as final (the spans were dropped)."""
+    collector = make_collector(
+        database_url, auth_enabled=True, auth_cache_ttl_s=3600, collector_max_concurrent_requests=2
+    )
+    headers = {"x-evallens-key": new_key(database_url, "alpha")}
+    assert send_grpc(collector, make_request([make_span(0)]), headers).ok  # the gate knows the key now
+    with psycopg.connect(database_url) as lock_holder, ThreadPoolExecutor(2) as clients:
+        lock_holder.execute("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE")
+        looked_up = [
+            clients.submit(send_grpc, collector, EXPORT_REQUEST, {"x-evallens-key": made_up(i)})
+            for i in range(2)
+        ]
+        wait_until(lambda: lookups_in_postgres(database_url) == 2)
+        answer = send_grpc(collector, make_request([make_span(1)]), headers)
+        assert answer.ok, answer
+        lock_holder.rollback()
+    assert [refusal.result().status for refusal in looked_up] == ["UNAUTHENTICATED"] * 2
+    assert sorted(span["name"] for span in fetch_spans(database_url)) == ["span-0", "span-1"]
 
 
 @pytest.mark.parametrize(

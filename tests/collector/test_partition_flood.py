@@ -3,7 +3,8 @@
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -16,12 +17,12 @@ from collector.copy_rows import copy_rows
 from collector.quarantine import isolate
 from collector.runtime import Collector
 from collector.spool import Spool
-from collector.write import SpanWriter
+from collector.write import SpanWriter, share_out
 from evallens.app.cli import create_cli
 from evallens.db import create_db_engine
 from evallens.db.partitions import list_span_partitions, partition_name
 from evallens.telemetry import attributes as names
-from tests.collector.conftest import collector_settings, count_spans, make_request, make_span
+from tests.collector.conftest import collector_settings, count_spans, fetch_spans, make_request, make_span
 from tests.collector.test_poison import _record, quarantined, wait_for
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
@@ -102,6 +103,47 @@ def test_other_spans_of_the_flush_are_stored_and_new_days_nearest_today_come_fir
     batch = [*flood[:15], *other, *flood[15:], yesterday]
     assert all(batch[refusal.index].span_id == refusal.span.span_id for refusal in refusals)
     assert {refusal.span.span_id for refusal in refusals} == {span.span_id for span in flood[1:]}
+
+
+def test_a_flush_s_new_days_are_shared_out_among_its_projects(database_url: str) -> None:
+    """The new days of a flush went to the nearest days, whoever's spans they held: one project's spans
+    over 30 days sent beside another project's spans of distant days pushed the other project's into
+    the quarantine. Now each project in turn gets its nearest new day (a day two share counts for
+    both), so a flood takes its share of the partitions, not every one."""
+    now = time.time_ns()
+    noon = now - now % NS_PER_DAY + NS_PER_DAY // 2
+    flood = [replace(_record(i, noon - (10 + i) * NS_PER_DAY, {}), project="flood") for i in range(30)]
+    quiet = [
+        replace(_record(100 + i, noon - days * NS_PER_DAY, {}), project="quiet")
+        for i, days in enumerate((60, 50, 12))
+    ]
+    writer = SpanWriter(database_url, max_new_days=4)
+    try:
+        refusals = isolate(writer, copy_rows([*flood[:10], *quiet, *flood[10:]]))
+    finally:
+        writer.close()
+
+    # flood's 10 and quiet's 12 (flood's too), then flood's 11 and quiet's 50; quiet's 60 waits
+    assert partitions(database_url) == sorted(days_ago(n) for n in (10, 11, 12, 50))
+    assert {row["span_id"] for row in fetch_spans(database_url, "project = 'quiet'")} == {
+        span.span_id for span in quiet[1:]
+    }
+    assert count_spans(database_url) == 3 + 2
+    assert len(refusals) == 28 and all(refusal.partition_missing for refusal in refusals)
+    assert [refusal.span.project for refusal in refusals].count("quiet") == 1
+
+
+def test_yesterday_today_and_tomorrow_come_before_any_project_s_turn() -> None:
+    """Shared out by project alone, nine projects' distant days would take a cap of 8 in the first
+    turn, and a tenth project's spans of today and yesterday would wait in the quarantine."""
+    today = date(2026, 6, 15)
+    days_of = {f"p{n}".encode(): {today - timedelta(days=100 + n)} for n in range(9)}
+    days_of[b"live"] = {today, today - timedelta(days=1), today - timedelta(days=300)}
+    shared = share_out(days_of, 8, today)
+    assert shared[:2] == [today, today - timedelta(days=1)]
+    # then a turn each, the project with the nearest day first: its own next, 300 days ago
+    assert shared[2:] == [today - timedelta(days=n) for n in (300, 100, 101, 102, 103, 104)]
+    assert share_out(days_of, 1, today) == [today]
 
 
 def test_a_spooled_batch_over_many_days_is_replayed_over_several_flushes(

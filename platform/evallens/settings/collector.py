@@ -71,9 +71,9 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=64,
         ge=1,
         description=(
-            "Export requests served at once, over HTTP (counted once their API key is accepted: idle "
-            "and refused connections hold none) and over gRPC; more are answered 503 (gRPC: "
-            "RESOURCE_EXHAUSTED)."
+            "Export requests served at once, over HTTP and over gRPC (there at most "
+            "collector_grpc_workers), each counted once its API key is accepted: idle and refused "
+            "connections hold none; more are answered 503 (gRPC: UNAVAILABLE), with a retry delay."
         ),
     )
     collector_key_attempts_per_minute: int = Field(
@@ -102,8 +102,8 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         le=1,
         description=(
             "Part of the queue (spans and bytes), of collector_max_inflight_bytes, of "
-            "collector_max_concurrent_requests (HTTP) and of collector_spool_max_bytes one API key's "
-            "project may take; beyond it that project gets 429 "
+            "collector_max_concurrent_requests (HTTP; gRPC: of the calls being served) and of "
+            "collector_spool_max_bytes one API key's project may take; beyond it that project gets 429 "
             "(503 for the spool, while PostgreSQL is unreachable) while others still get in (a "
             "project's one request always may). With auth off every request counts as one project's."
         ),
@@ -159,20 +159,25 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=60.0, gt=0, description="Seconds between reloads of the model price table."
     )
     collector_span_max_age_days: int = Field(
-        default=365, ge=1, description="Spans that started longer ago than this are rejected."
+        default=365,
+        ge=1,
+        description="Spans that started (log records whose time is) longer ago than this are rejected.",
     )
     collector_max_new_days_per_flush: int = Field(
         default=8,
         ge=1,
         description=(
             "Most daily span partitions one flush creates (each locks the spans table while it is "
-            "made; the days nearest today come first). Spans of further new days go to the quarantine "
+            "made): yesterday, today and tomorrow first, then the flush's projects take turns, each "
+            "getting its nearest new day. Spans of further new days go to the quarantine "
             "(`evallens collector quarantine retry` stores them); a spooled batch is written over "
             "several replays instead."
         ),
     )
     collector_span_max_future_s: int = Field(
-        default=86_400, ge=0, description="Spans that start this far in the future are rejected."
+        default=86_400,
+        ge=0,
+        description="Spans that start (log records whose time is) this far in the future are rejected.",
     )
     collector_span_max_duration_s: int = Field(
         default=7 * 86_400, ge=1, description="Spans that last longer than this are rejected."
