@@ -21,7 +21,7 @@ from evallens.service.engines.base import (
     Prompt,
     SamplingOptions,
 )
-from evallens.service.engines.excerpts import MAX_MASKED_CHARS, safe_excerpt
+from evallens.service.engines.excerpts import MAX_MASKED_CHARS, masked_url, safe_excerpt
 
 SSE_DATA = "data: "
 SSE_DONE = "[DONE]"
@@ -161,8 +161,14 @@ class OpenAIEngine:
         return len(self._open)
 
     def config(self) -> dict[str, JSONValue]:
-        """The server and model this engine asks (the server's own settings are not visible)."""
-        return {"provider": self.provider, "model": self.model_name, "base_url": self.options.base_url}
+        """The server and model this engine asks (the server's own settings are not visible). The URL's
+        credentials are masked: ``/v1/config`` needs no key, eval runs store it, and other credentials for
+        the same server change no answer, so neither does the fingerprint."""
+        return {
+            "provider": self.provider,
+            "model": self.model_name,
+            "base_url": masked_url(self.options.base_url),
+        }
 
 
 def _status_error(response: httpx.Response, detail: str) -> EngineError | EngineRejected:
