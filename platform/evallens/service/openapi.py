@@ -27,10 +27,13 @@ ERROR_DESCRIPTIONS = {
     "limit. Retry after Retry-After seconds.",
     500: "An error the service did not expect (PostgreSQL refusing a command, a bug): the error object says "
     "only that, the service's log holds the rest.",
-    503: "Not now: the engine is not ready, failed or is at capacity (chat; at capacity with Retry-After "
-    "when the engine's server gave one), or PostgreSQL cannot be reached, dropped the connection or did "
-    "not answer in time, so the API key cannot be checked (auth enabled) or the knowledge base read or "
-    "written (documents); those two come with Retry-After.",
+    502: "The engine answered something that is no reply its protocol allows (`engine_bad_reply`): the "
+    "engine's fault, not the request's.",
+    503: "Not now: the engine is not ready (`engine_not_ready`), failed (`engine_error`, saying what failed; "
+    "`engine_breaker_open` while its breaker is open) or is at capacity (`engine_overloaded`, with "
+    "Retry-After when the engine's server gave one) (chat); or PostgreSQL cannot be reached, dropped the "
+    "connection or did not answer in time, so the API key cannot be checked (auth enabled) or the "
+    "knowledge base read or written (documents); those two come with Retry-After.",
     504: "The request missed its time budget (to first token, or in all).",
 }
 # what a GET, HEAD or DELETE sent with a body is answered, whatever the route

@@ -9,6 +9,7 @@ Anything else is the engine's or the service's: a 503 that says what failed, cou
 import copy
 import json
 import logging
+import socket
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing, contextmanager
 from pathlib import Path
@@ -23,7 +24,7 @@ from vllm.exceptions import QueueOverflowError
 from vllm.v1.engine.exceptions import EngineDeadError, EngineGenerateError
 
 from evallens.service import create_app
-from evallens.service.engines import EngineRejected, OpenAIEngine, OpenAIOptions, VllmEngine
+from evallens.service.engines import EngineError, EngineRejected, OpenAIEngine, OpenAIOptions, VllmEngine
 from evallens.service.engines.base import Message, Prompt, SamplingOptions
 from tests.evallens.service.conftest import (
     TEST_MAX_MODEL_LEN,
@@ -366,4 +367,49 @@ def test_an_openai_engine_that_cannot_start_logs_its_url_without_credentials(
     logged = caplog.text  # each record with its traceback, as the service's log has it
     assert "failed to start" in logged, logged
     assert "401" in logged and "[REDACTED]@127.0.0.1" in logged, logged
+    assert "refused the service's credentials (EVALLENS_OPENAI_API_KEY" in logged, logged
+    assert "unreachable" not in logged, logged
     assert PASSWORD not in logged, logged
+
+
+@pytest.mark.parametrize(
+    ("status", "says"),
+    [
+        (401, "refused the service's credentials (EVALLENS_OPENAI_API_KEY, or a user and password in "),
+        (403, "refused the service's credentials (EVALLENS_OPENAI_API_KEY, or a user and password in "),
+        (404, "answered 404 to GET /models: "),
+        (503, "answered 503 to GET /models: "),
+    ],
+)
+def test_an_openai_engine_whose_server_answers_an_error_at_start_says_what_it_answered(
+    service_loop: LoopThread, status: int, says: str
+) -> None:
+    """A server that answered ``GET /models`` with an error status (its refusal of the API key, most
+    often) was said to be "unreachable": the operator went looking for a network fault."""
+    answering = FastAPI()
+
+    @answering.get("/v1/models")
+    async def models() -> JSONResponse:
+        body = {"error": {"message": f"Incorrect API key provided: {UPSTREAM_KEY}. Or the model is away."}}
+        return JSONResponse(body, status_code=status)
+
+    with serving(service_loop, answering) as upstream:
+        engine = OpenAIEngine(OpenAIOptions(base_url=f"{upstream}/v1", model=UPSTREAM_MODEL, api_key="sk-x"))
+        with pytest.raises(EngineError) as failed:
+            service_loop.run(engine.start())
+        service_loop.run(engine.close())
+    said = str(failed.value)
+    assert said.startswith(f"OpenAI-compatible server at {upstream}/v1 "), said
+    assert says in said and "Or the model is away" in said, said
+    assert "unreachable" not in said and UPSTREAM_KEY not in said, said
+    assert not engine.is_ready()
+
+
+def test_an_openai_engine_whose_server_cannot_be_reached_says_so(service_loop: LoopThread) -> None:
+    with socket.socket() as bound:  # a port bound, never listened on: connecting to it is refused
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        engine = OpenAIEngine(OpenAIOptions(base_url=f"http://127.0.0.1:{port}/v1", model=UPSTREAM_MODEL))
+        with pytest.raises(EngineError, match=f"at http://127.0.0.1:{port}/v1 unreachable: ConnectError"):
+            service_loop.run(engine.start())
+        service_loop.run(engine.close())

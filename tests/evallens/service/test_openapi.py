@@ -7,9 +7,14 @@ service answers those as 400s and never sends a 422), no error body on most stat
 (408, 413, 415, 403, ...), neither the documents' 201 nor their 404, and ``/metrics`` and streamed chat
 as JSON (found by fuzzing the service with schemathesis)."""
 
+import ast
 import gzip
+import importlib
+import inspect
 import json
+import pkgutil
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import httpx
@@ -17,6 +22,10 @@ import jsonschema  # type: ignore[import-untyped]
 import psycopg
 import pytest
 
+from evallens.service import budgets
+from evallens.service import chat as chat_package
+from evallens.service import errors as service_errors
+from evallens.service.errors import ServiceError
 from evallens.settings.collector import DEFAULT_MAX_KEY_CHARS
 from evallens.telemetry import attributes as attr
 from tests.evallens.service.conftest import ingest_and_read_keys
@@ -74,6 +83,44 @@ def test_the_schema_documents_every_error_as_the_error_body_and_no_422(serve, da
     failing = [("post", "/v1/chat/completions"), ("get", "/v1/documents"), ("post", "/v1/documents")]
     for method, path in [*failing, ("delete", one_document)]:  # the engine or PostgreSQL failing under them
         assert "500" in spec["paths"][path][method]["responses"], (method, path)
+
+
+def errors_constructed(modules: list[ModuleType]) -> dict[str, int]:
+    """Each ``ServiceError`` class that the source of ``modules`` constructs or raises by name, with the
+    status it answers."""
+    classes = {
+        name: value
+        for name, value in vars(service_errors).items()
+        if isinstance(value, type) and issubclass(value, ServiceError) and value is not ServiceError
+    }
+    named: dict[str, int] = {}
+    for module in modules:
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            raised = (
+                node.func if isinstance(node, ast.Call) else node.exc if isinstance(node, ast.Raise) else None
+            )
+            if isinstance(raised, ast.Name) and raised.id in classes:
+                named[raised.id] = classes[raised.id].status_code
+    return named
+
+
+def test_the_chat_route_documents_every_status_its_code_answers(serve) -> None:
+    """Chat's 502 (``engine_bad_reply``: an engine reply its protocol does not allow) was documented
+    nowhere, and its 503 (the engine not ready, failed or at capacity) only as the API key's. Every error
+    the chat path's own code makes (the chat package, and the admission and budgets it runs under) has its
+    status documented for the route; what the API key, the tags and the body limit answer comes from
+    ``KEY_ERRORS`` and ``BODY_ERRORS``, which the bad requests below check against what is answered."""
+    chat_modules = [
+        importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(chat_package.__path__, f"{chat_package.__name__}.")
+    ]
+    constructed = errors_constructed([*chat_modules, budgets])
+    assert {"EngineBadReply", "EngineUnavailable", "BudgetExceeded", "Overloaded"} <= constructed.keys()
+    with serve(retrieval_enabled=False) as client:
+        spec = client.get("/openapi.json").json()
+    documented = documented_errors(spec["paths"]["/v1/chat/completions"]["post"])
+    missing = {name: status for name, status in constructed.items() if str(status) not in documented}
+    assert not missing, (missing, sorted(documented))
 
 
 class Bad(NamedTuple):

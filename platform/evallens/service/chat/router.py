@@ -38,7 +38,7 @@ CLIENT_GONE = (
             "content": {"text/event-stream": {"schema": STREAM_SCHEMA}},
         },
         CLIENT_CLOSED: {"description": CLIENT_GONE},
-        **error_responses(*BODY_ERRORS, *KEY_ERRORS, 500, 504),
+        **error_responses(*BODY_ERRORS, *KEY_ERRORS, 500, 502, 503, 504),  # 503: the engine's too
     },
 )
 async def create_chat_completion(

@@ -8,12 +8,16 @@ tokens) and ``[PROMPT]`` for any run of the prompt's text of at least ``MIN_PROM
 digits (compared on letters and digits alone, so that JSON escapes or quotes around a quoted prompt do not
 hide it). Masked first (the first ``MAX_MASKED_CHARS`` characters), cut after: a prompt quoted whole is
 not cut into a shorter run that escapes the mask.
+
+``masked_url`` masks an engine's URL alone (as ``/v1/config`` shows it): its user info and the values of
+its credential query parameters, and nothing else, so that what tells one server from another is kept.
 """
 
 import re
 from collections.abc import Callable, Sequence
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-__all__ = ["MAX_MASKED_CHARS", "safe_excerpt"]
+__all__ = ["MAX_MASKED_CHARS", "masked_url", "safe_excerpt"]
 
 MAX_MASKED_CHARS = 8192  # of an engine's words read for an excerpt (a traceback, at worst)
 MIN_PROMPT_CHARS = 20  # about four words: shorter runs are the engine's own words as often as the prompt's
@@ -67,6 +71,31 @@ def safe_excerpt(text: str, prompt: Sequence[str], max_chars: int) -> str:
     for pattern, replacement in _CREDENTIALS:
         text = pattern.sub(replacement, text)
     return text if len(text) <= max_chars else text[:max_chars] + "..."
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its user info and the values of its credential query parameters (``api_key``,
+    ``token``, ``sig``...) as ``[REDACTED]``; a URL without either, unchanged to the character. The same
+    server with other credentials masks alike; another scheme, host, port, path or other parameter does
+    not."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket: no parts to tell apart, masked as any text is
+        return safe_excerpt(url, (), MAX_MASKED_CHARS)
+    if not parts.netloc:  # no scheme://: no part is surely the host, so all before the last "@" goes
+        _, at, rest = url.rpartition("@")
+        return f"{REDACTED}@{rest}" if at else url
+    _, at, host = parts.netloc.rpartition("@")  # a password may hold "@": the host follows the last one
+    netloc = f"{REDACTED}@{host}" if at else parts.netloc
+    query = "&".join(_masked_query_parameter(parameter) for parameter in parts.query.split("&"))
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def _masked_query_parameter(parameter: str) -> str:
+    name, equals, _ = parameter.partition("=")
+    return f"{name}={REDACTED}" if equals and _QUERY_CREDENTIAL_NAME.search(unquote_plus(name)) else parameter
 
 
 def _mask_prompt(text: str, contents: Sequence[str]) -> str:

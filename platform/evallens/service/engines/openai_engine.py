@@ -21,7 +21,7 @@ from evallens.service.engines.base import (
     Prompt,
     SamplingOptions,
 )
-from evallens.service.engines.excerpts import MAX_MASKED_CHARS, safe_excerpt
+from evallens.service.engines.excerpts import MAX_MASKED_CHARS, masked_url, safe_excerpt
 
 SSE_DATA = "data: "
 SSE_DONE = "[DONE]"
@@ -31,6 +31,10 @@ MAX_SHOWN_BODY_CHARS = 500  # of an error status's body
 # (404), the upstream at capacity (429) or failing (5xx)
 REQUEST_REFUSED = frozenset({400, 413, 422})
 CREDENTIALS_REFUSED = frozenset({401, 403})
+REFUSED_CREDENTIALS = (
+    "refused the service's credentials (EVALLENS_OPENAI_API_KEY, or a user and password in "
+    "EVALLENS_OPENAI_BASE_URL)"
+)
 TOO_MANY_REQUESTS = 429
 MAX_RETRY_AFTER_S = 3600  # an upstream's Retry-After passed on is at most an hour
 _DELAY_SECONDS = re.compile(r"[0-9]+")
@@ -66,14 +70,20 @@ class OpenAIEngine:
             self._client = httpx.AsyncClient(
                 base_url=self.options.base_url.rstrip("/"), headers=headers, timeout=self.options.timeout_s
             )
+        server = f"OpenAI-compatible server at {masked_url(self.options.base_url)}"
         try:
             response = await self._client.get("/models")
-            response.raise_for_status()
         except httpx.HTTPError as error:
             # from None: the HTTP client's error names the URL as set, with any user and password in it,
             # and the log shows the error a start error is raised from; its words are here, masked
-            said = f"OpenAI-compatible server at {self.options.base_url} unreachable: {_said(error)}"
+            said = f"{server} unreachable: {_said(error)}"
             raise EngineError(safe_excerpt(said, [], MAX_MASKED_CHARS)) from None
+        if not response.is_success:  # it answered: say what, not that it could not be reached
+            detail = safe_excerpt(response.text, [], MAX_SHOWN_BODY_CHARS)
+            status = response.status_code
+            if status in CREDENTIALS_REFUSED:
+                raise EngineError(f"{server} {REFUSED_CREDENTIALS}: GET /models answered {status}: {detail}")
+            raise EngineError(f"{server} answered {status} to GET /models: {detail}")
         self._ready = True
 
     async def close(self) -> None:
@@ -161,8 +171,14 @@ class OpenAIEngine:
         return len(self._open)
 
     def config(self) -> dict[str, JSONValue]:
-        """The server and model this engine asks (the server's own settings are not visible)."""
-        return {"provider": self.provider, "model": self.model_name, "base_url": self.options.base_url}
+        """The server and model this engine asks (the server's own settings are not visible). The URL's
+        credentials are masked: ``/v1/config`` needs no key, eval runs store it, and other credentials for
+        the same server change no answer, so neither does the fingerprint."""
+        return {
+            "provider": self.provider,
+            "model": self.model_name,
+            "base_url": masked_url(self.options.base_url),
+        }
 
 
 def _status_error(response: httpx.Response, detail: str) -> EngineError | EngineRejected:
@@ -172,10 +188,7 @@ def _status_error(response: httpx.Response, detail: str) -> EngineError | Engine
     if status in REQUEST_REFUSED:
         return EngineRejected(said)
     if status in CREDENTIALS_REFUSED:
-        return EngineError(
-            f"The engine's server refused the service's credentials (EVALLENS_OPENAI_API_KEY, or a user "
-            f"and password in EVALLENS_OPENAI_BASE_URL): it answered {status}: {detail}"
-        )
+        return EngineError(f"The engine's server {REFUSED_CREDENTIALS}: it answered {status}: {detail}")
     if status == TOO_MANY_REQUESTS:
         return EngineOverloaded(said, _retry_after_s(response.headers.get("retry-after")))
     return EngineError(said)
