@@ -1,0 +1,81 @@
+"""Infra figures of a window from scraped samples written into the real test database."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.db.models import MetricSample
+from evals.infra.samples import counter_delta, gauge_stats, histogram_mean
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+END = T0 + timedelta(seconds=60)  # samples count up to 15 s past it (the scrape grace)
+NAME = "evallens_test_total"
+
+
+def _sample(offset_s: float, value: float, *, target: str = "svc", name: str = NAME) -> dict[str, object]:
+    return {
+        "project": "default",
+        "time": T0 + timedelta(seconds=offset_s),
+        "name": name,
+        "labels": {"model_name": "m"},
+        "value": value,
+        "target": target,
+    }
+
+
+def _store(sessions: sessionmaker[Session], samples: list[dict[str, object]]) -> None:
+    with sessions.begin() as session:
+        session.execute(insert(MetricSample), samples)
+
+
+def test_the_same_series_of_two_targets_are_two_series(sessions: sessionmaker[Session]) -> None:
+    # The service and vLLM (or two replicas) expose the same counter with the same labels, scraped in turn.
+    _store(
+        sessions,
+        [
+            _sample(-10, 1000, target="vllm-a"),
+            _sample(-5, 5, target="vllm-b"),
+            _sample(10, 1010, target="vllm-a"),
+            _sample(15, 7, target="vllm-b"),
+            _sample(30, 1020, target="vllm-a"),
+            _sample(35, 9, target="vllm-b"),
+        ],
+    )
+    with sessions.begin() as session:
+        assert counter_delta(session, "default", NAME, T0, END) == pytest.approx(20 + 4)
+
+
+def test_histogram_mean_pools_the_observations_of_every_target(sessions: sessionmaker[Session]) -> None:
+    # vllm-a observed 4 requests queued 1 s each, vllm-b 5 queued 0.1 s each: 4.5 s over 9 requests.
+    series = {"vllm-a": ((10, 14), (100, 104)), "vllm-b": ((2, 2.5), (50, 55))}
+    samples = []
+    for offset_s, target in ((-10, "vllm-a"), (-5, "vllm-b")):
+        (sum_before, sum_after), (count_before, count_after) = series[target]
+        samples += [
+            _sample(offset_s, sum_before, target=target, name="q_seconds_sum"),
+            _sample(offset_s, count_before, target=target, name="q_seconds_count"),
+            _sample(offset_s + 40, sum_after, target=target, name="q_seconds_sum"),
+            _sample(offset_s + 40, count_after, target=target, name="q_seconds_count"),
+        ]
+    _store(sessions, samples)
+    with sessions.begin() as session:
+        assert histogram_mean(session, "default", "q_seconds", T0, END) == pytest.approx(4.5 / 9)
+
+
+def test_gauge_pools_the_samples_of_every_target(sessions: sessionmaker[Session]) -> None:
+    # KV-cache usage of two engines: the mean over the fleet's samples, the fullest any engine got.
+    _store(
+        sessions,
+        [
+            _sample(-10, 0.9, target="vllm-a", name="kv"),  # before the window
+            _sample(10, 0.2, target="vllm-a", name="kv"),
+            _sample(15, 0.6, target="vllm-b", name="kv"),
+            _sample(30, 0.4, target="vllm-a", name="kv"),
+            _sample(35, 0.8, target="vllm-b", name="kv"),
+        ],
+    )
+    with sessions.begin() as session:
+        mean, highest = gauge_stats(session, "default", "kv", T0, END)
+    assert mean == pytest.approx(0.5) and highest == pytest.approx(0.8)
