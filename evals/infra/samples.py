@@ -2,12 +2,13 @@
 
 A series is one (target, labels) of a metric: the service and vLLM, or two replicas, can expose the
 same counter with the same labels, and each counts on its own. Gauges are averaged and maximised
-over every series' samples inside the window; counters are deltas between the last sample at or
-before the window start and the last sample up to a short grace after its end, per series.
+over every series' samples inside the window; a counter's figure is its increase over the window,
+summed over its series, as Prometheus's ``increase()`` computes it (without extrapolation).
 """
 
 from collections import defaultdict
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -40,7 +41,7 @@ def gauge_stats(
 
 def counter_delta(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
     """How much a counter of ``project`` grew over the window, summed over its series (None without
-    samples)."""
+    samples inside the window)."""
     for candidate in dict.fromkeys((name, f"{name}_total", name.removesuffix("_total"))):
         delta = _delta(session, project, candidate, start, end)
         if delta is not None:
@@ -48,7 +49,15 @@ def counter_delta(session: Session, project: str, name: str, start: datetime, en
     return None
 
 
+def _increase(values: list[float]) -> float:
+    """The growth of one series' consecutive values: the sum of the rises between neighbours, a drop
+    being a restart whose new value counted from zero."""
+    return sum(later - earlier if later >= earlier else later for earlier, later in pairwise(values))
+
+
 def _delta(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
+    """The summed increase of the series of ``name`` from their last sample at or before ``start``
+    through their samples up to a grace after ``end``."""
     query = (
         select(MetricSample.target, MetricSample.labels, MetricSample.time, MetricSample.value)
         .where(
@@ -58,24 +67,24 @@ def _delta(session: Session, project: str, name: str, start: datetime, end: date
         )
         .order_by(MetricSample.time)
     )
-    series: dict[tuple[str, str], list[tuple[datetime, float]]] = defaultdict(list)
+    baselines: dict[tuple[str, str], float] = {}
+    inside: dict[tuple[str, str], list[float]] = defaultdict(list)
     for target, labels, time, value in session.execute(query):
-        series[(target, repr(sorted((labels or {}).items())))].append((time, value))
-    total, found = 0.0, False
-    for points in series.values():
-        before = [value for time, value in points if time <= start]
-        inside = [value for time, value in points if time > start]
-        if not inside:
-            continue
-        first = before[-1] if before else inside[0]
-        last = inside[-1]
-        total += last - first if last >= first else last  # a restart reset the counter
-        found = True
-    return total if found else None
+        series = (target, repr(sorted((labels or {}).items())))
+        if time <= start:
+            baselines[series] = value
+        else:
+            inside[series].append(value)
+    if not inside:
+        return None
+    return sum(
+        _increase([baselines[series], *values] if series in baselines else values)
+        for series, values in inside.items()
+    )
 
 
 def histogram_mean(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
-    """Mean observation of a histogram of ``project`` over the window: delta(_sum) / delta(_count),
+    """Mean observation of a histogram of ``project`` over the window: increase(_sum) / increase(_count),
     each summed over the histogram's series."""
     total = counter_delta(session, project, f"{name}_sum", start, end)
     count = counter_delta(session, project, f"{name}_count", start, end)

@@ -30,6 +30,49 @@ def _store(sessions: sessionmaker[Session], samples: list[dict[str, object]]) ->
         session.execute(insert(MetricSample), samples)
 
 
+# (offset from the window start in seconds, value) of one series, and its increase worked by hand.
+INCREASES = {
+    "steady growth from the last sample at or before the start": (
+        [(-40, 3), (-10, 10), (10, 15), (30, 20), (50, 30)],
+        30 - 10,
+    ),
+    "a sample at the start itself is the baseline": ([(0, 10), (20, 12), (40, 17)], 7),
+    "no sample before the window: the first one inside is the baseline": ([(5, 5), (25, 8), (45, 12)], 7),
+    "a restart climbed back above the first value": (
+        [(-10, 100), (10, 120), (30, 10), (50, 130)],
+        (120 - 100) + 10 + (130 - 10),
+    ),
+    "a restart that stayed below the first value": (
+        [(-10, 100), (10, 120), (30, 5), (50, 40)],
+        (120 - 100) + 5 + (40 - 5),
+    ),
+    "a restart before the first sample inside": ([(-10, 100), (10, 3), (30, 9)], 3 + 6),
+    "two restarts": (
+        [(-10, 50), (10, 70), (20, 2), (30, 10), (40, 1), (50, 4)],
+        (70 - 50) + 2 + (10 - 2) + 1 + (4 - 1),
+    ),
+    "a sample within the grace after the end counts, one after it does not": (
+        [(-10, 0), (30, 10), (70, 20), (90, 100)],
+        20,
+    ),
+}
+
+
+@pytest.mark.parametrize(("points", "expected"), INCREASES.values(), ids=INCREASES.keys())
+def test_counter_increase_sums_the_rises_and_counts_a_drop_as_a_restart(
+    sessions: sessionmaker[Session], points: list[tuple[float, float]], expected: float
+) -> None:
+    _store(sessions, [_sample(offset_s, value) for offset_s, value in points])
+    with sessions.begin() as session:
+        assert counter_delta(session, "default", NAME, T0, END) == pytest.approx(expected)
+
+
+def test_counter_without_samples_in_the_window_has_no_increase(sessions: sessionmaker[Session]) -> None:
+    _store(sessions, [_sample(-30, 5), _sample(-10, 8), _sample(120, 20)])
+    with sessions.begin() as session:
+        assert counter_delta(session, "default", NAME, T0, END) is None
+
+
 def test_the_same_series_of_two_targets_are_two_series(sessions: sessionmaker[Session]) -> None:
     # The service and vLLM (or two replicas) expose the same counter with the same labels, scraped in turn.
     _store(
