@@ -17,6 +17,10 @@ from evallens.db.models import MetricSample
 
 # Scrapes are periodic: a sample taken shortly after the run still describes it.
 SCRAPE_GRACE = timedelta(seconds=15)
+# How far before the window a counter's last sample is looked for (Prometheus's default lookback):
+# the cost of a run's figures follows its window, not the history kept. A series silent longer (its
+# target or the scraper was down) starts from its first sample inside the window.
+LOOKBACK = timedelta(minutes=5)
 
 
 def gauge_stats(
@@ -56,13 +60,14 @@ def _increase(values: list[float]) -> float:
 
 
 def _delta(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
-    """The summed increase of the series of ``name`` from their last sample at or before ``start``
-    through their samples up to a grace after ``end``."""
+    """The summed increase of the series of ``name`` from their last sample at or before ``start`` (up
+    to ``LOOKBACK`` before it) through their samples up to a grace after ``end``."""
     query = (
         select(MetricSample.target, MetricSample.labels, MetricSample.time, MetricSample.value)
         .where(
             MetricSample.project == project,
             MetricSample.name == name,
+            MetricSample.time >= start - LOOKBACK,
             MetricSample.time <= end + SCRAPE_GRACE,
         )
         .order_by(MetricSample.time)

@@ -3,11 +3,11 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import insert, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import MetricSample
-from evals.infra.samples import counter_delta, gauge_stats, histogram_mean
+from evals.infra.samples import LOOKBACK, counter_delta, gauge_stats, histogram_mean
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 END = T0 + timedelta(seconds=60)  # samples count up to 15 s past it (the scrape grace)
@@ -54,6 +54,10 @@ INCREASES = {
     "a sample within the grace after the end counts, one after it does not": (
         [(-10, 0), (30, 10), (70, 20), (90, 100)],
         20,
+    ),
+    "a baseline older than the lookback is no baseline": (
+        [(-LOOKBACK.total_seconds() - 30, 1), (10, 40), (30, 45)],
+        5,
     ),
 }
 
@@ -122,3 +126,26 @@ def test_gauge_pools_the_samples_of_every_target(sessions: sessionmaker[Session]
     with sessions.begin() as session:
         mean, highest = gauge_stats(session, "default", "kv", T0, END)
     assert mean == pytest.approx(0.5) and highest == pytest.approx(0.8)
+
+
+def test_figures_of_a_window_read_no_samples_from_long_before_it(sessions: sessionmaker[Session]) -> None:
+    # A day of history scraped every 15 s (5760 samples per name) before the window, then the window.
+    num_old = 5760
+    samples = []
+    for name in ("q_seconds_sum", "q_seconds_count", "kv"):
+        samples += [_sample(-86400 + 15 * i, i, name=name) for i in range(num_old)]
+        samples += [_sample(15 * i, num_old + i, name=name) for i in range(5)]
+    _store(sessions, samples)
+    with sessions.begin() as session:
+        session.execute(text("ANALYZE metric_samples"))
+    with sessions.begin() as session:
+        assert histogram_mean(session, "default", "q_seconds", T0, END) == pytest.approx(1.0)
+        assert gauge_stats(session, "default", "kv", T0, END) == (num_old + 2, num_old + 4)
+        # this transaction's reads of the table, whatever plan answered them
+        seq_read, index_fetched = session.execute(
+            text(
+                "SELECT seq_tup_read, idx_tup_fetch FROM pg_stat_xact_user_tables"
+                " WHERE relname = 'metric_samples'"
+            )
+        ).one()
+    assert seq_read + index_fetched < num_old
