@@ -1,11 +1,14 @@
 """Engine and service figures of a time window from scraped Prometheus samples.
 
-Gauges are averaged and maximised over the window; counters are deltas between the last sample at
-or before the window start and the last sample up to a short grace after its end, per label set.
+A series is one (target, labels) of a metric: the service and vLLM, or two replicas, can expose the
+same counter with the same labels, and each counts on its own. Gauges are averaged and maximised
+over every series' samples inside the window; a counter's figure is its increase over the window,
+summed over its series, as Prometheus's ``increase()`` computes it (without extrapolation).
 """
 
 from collections import defaultdict
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -14,12 +17,20 @@ from evallens.db.models import MetricSample
 
 # Scrapes are periodic: a sample taken shortly after the run still describes it.
 SCRAPE_GRACE = timedelta(seconds=15)
+# How far before the window a counter's last sample is looked for (Prometheus's default lookback):
+# the cost of a run's figures follows its window, not the history kept. A series silent longer (its
+# target or the scraper was down) starts from its first sample inside the window.
+LOOKBACK = timedelta(minutes=5)
 
 
 def gauge_stats(
     session: Session, project: str, name: str, start: datetime, end: datetime
 ) -> tuple[float | None, float | None]:
-    """Mean and max of a gauge's samples of ``project`` inside the window (None, None without samples)."""
+    """Mean and max of a gauge's samples of ``project`` inside the window (None, None without samples).
+
+    The samples of every series count together: every target is scraped as often, so the mean is the
+    fleet's mean level (e.g. KV-cache usage) and the max the highest any one engine reached.
+    """
     query = select(MetricSample.value).where(
         MetricSample.project == project,
         MetricSample.name == name,
@@ -33,8 +44,8 @@ def gauge_stats(
 
 
 def counter_delta(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
-    """How much a counter of ``project`` grew over the window, summed over label sets (None without
-    samples)."""
+    """How much a counter of ``project`` grew over the window, summed over its series (None without
+    samples inside the window)."""
     for candidate in dict.fromkeys((name, f"{name}_total", name.removesuffix("_total"))):
         delta = _delta(session, project, candidate, start, end)
         if delta is not None:
@@ -42,34 +53,44 @@ def counter_delta(session: Session, project: str, name: str, start: datetime, en
     return None
 
 
+def _increase(values: list[float]) -> float:
+    """The growth of one series' consecutive values: the sum of the rises between neighbours, a drop
+    being a restart whose new value counted from zero."""
+    return sum(later - earlier if later >= earlier else later for earlier, later in pairwise(values))
+
+
 def _delta(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
+    """The summed increase of the series of ``name`` from their last sample at or before ``start`` (up
+    to ``LOOKBACK`` before it) through their samples up to a grace after ``end``."""
     query = (
-        select(MetricSample.time, MetricSample.labels, MetricSample.value)
+        select(MetricSample.target, MetricSample.labels, MetricSample.time, MetricSample.value)
         .where(
             MetricSample.project == project,
             MetricSample.name == name,
+            MetricSample.time >= start - LOOKBACK,
             MetricSample.time <= end + SCRAPE_GRACE,
         )
         .order_by(MetricSample.time)
     )
-    series: dict[str, list[tuple[datetime, float]]] = defaultdict(list)
-    for time, labels, value in session.execute(query):
-        series[repr(sorted((labels or {}).items()))].append((time, value))
-    total, found = 0.0, False
-    for points in series.values():
-        before = [value for time, value in points if time <= start]
-        inside = [value for time, value in points if time > start]
-        if not inside:
-            continue
-        first = before[-1] if before else inside[0]
-        last = inside[-1]
-        total += last - first if last >= first else last  # a restart reset the counter
-        found = True
-    return total if found else None
+    baselines: dict[tuple[str, str], float] = {}
+    inside: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for target, labels, time, value in session.execute(query):
+        series = (target, repr(sorted((labels or {}).items())))
+        if time <= start:
+            baselines[series] = value
+        else:
+            inside[series].append(value)
+    if not inside:
+        return None
+    return sum(
+        _increase([baselines[series], *values] if series in baselines else values)
+        for series, values in inside.items()
+    )
 
 
 def histogram_mean(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
-    """Mean observation of a histogram of ``project`` over the window: delta(_sum) / delta(_count)."""
+    """Mean observation of a histogram of ``project`` over the window: increase(_sum) / increase(_count),
+    each summed over the histogram's series."""
     total = counter_delta(session, project, f"{name}_sum", start, end)
     count = counter_delta(session, project, f"{name}_count", start, end)
     if total is None or not count:
