@@ -6,9 +6,10 @@ draws points, whatever the window; only buckets under a minute (windows of an ho
 samples. Buckets start at whole multiples of their width since 2000-01-01 UTC, so a chart's bucket
 holds whole rollup buckets and gives what bucketing the samples themselves gives.
 
-A rollup bucket keeps a counter's highest value, not its last: a restart inside one bucket whose
-counter climbs back past the bucket's earlier highest value shows no reset, so the growth before the
-restart is left out of the increase on windows read from rollups. Raw samples see every reset.
+A rollup bucket keeps a counter's highest value, not its last, and a chart bucket of raw samples
+takes the same: a restart inside one bucket whose counter climbs back past the bucket's earlier
+highest value shows no reset, so the growth before the restart is left out of the increase. Raw
+buckets (under a minute) hold a scrape or two; rollup buckets hold a minute or an hour of them.
 """
 
 import pandas as pd
@@ -122,8 +123,8 @@ def counter_increases(
 ) -> pd.DataFrame:
     """Increase of each counter series of ``project`` per time bucket: its last value minus the
     previous bucket's, the first bucket's minus the last value before the window (``LOOKBACK_S``; a
-    series without one starts from its first value), and a reset counts from zero. From rollups, a
-    bucket's last value is its highest, so a reset inside one bucket can go unseen (see the module)."""
+    series without one starts from its first value), and a reset counts from zero. A bucket's last
+    value is its highest, so a reset inside one bucket can go unseen (see the module)."""
     table, time_column, _, _, highest, width_s = _source(bucket_s)
     return frame(
         url,
