@@ -5,6 +5,11 @@ and maxima kept by a trigger, migration 0007), so a chart reads about as many ro
 draws points, whatever the window; only buckets under a minute (windows of an hour or so) read raw
 samples. Buckets start at whole multiples of their width since 2000-01-01 UTC, so a chart's bucket
 holds whole rollup buckets and gives what bucketing the samples themselves gives.
+
+A rollup bucket keeps a counter's highest value, not its last, and a chart bucket of raw samples
+takes the same: a restart inside one bucket whose counter climbs back past the bucket's earlier
+highest value shows no reset, so the growth before the restart is left out of the increase. Raw
+buckets (under a minute) hold a scrape or two; rollup buckets hold a minute or an hour of them.
 """
 
 import pandas as pd
@@ -24,6 +29,10 @@ COUNTERS = (
     f"{metrics.VLLM_REQUEST_QUEUE_TIME}_count",
 )
 MIN_BUCKET_S = 10
+# How far before the window a counter's last value is looked for (Prometheus's default lookback; for
+# hour rollups, the hour before): the first bucket grows from it. A series silent longer starts from
+# its first sample in the window.
+LOOKBACK_S = 300
 POINTS_PER_CHART = 150
 ORIGIN = "TIMESTAMPTZ '2000-01-01 00:00:00+00'"  # the rollups' origin (migration 0007)
 # Per source: the table, its time column, a bucket's sample count, sum and maximum.
@@ -50,12 +59,32 @@ def _source(bucket_s: int) -> tuple[str, str, str, str, str, int]:
     return (*_RAW, 0)
 
 
-def _window_filter(time_column: str, width_s: int) -> str:
+def _window_start(width_s: int) -> str:
     # a rollup bucket is in the window when the window holds any of it
-    first = f"date_bin(make_interval(secs => {width_s}), CAST(:start AS timestamptz), {ORIGIN})"
+    if not width_s:
+        return "CAST(:start AS timestamptz)"
+    return f"date_bin(make_interval(secs => {width_s}), CAST(:start AS timestamptz), {ORIGIN})"
+
+
+def _window_filter(time_column: str, width_s: int) -> str:
     widths = f" AND width_s = {width_s}" if width_s else ""
-    lower = first if width_s else ":start"
+    lower = _window_start(width_s)
     return f"project = :p AND name = ANY(:names){widths} AND {time_column} BETWEEN {lower} AND :end"
+
+
+def _series_baseline(table: str, time_column: str, highest: str, width_s: int) -> str:
+    """The value the first bucket of series ``s`` (first read at ``s.since``) grows from: its last value
+    within the lookback before the window, else its first sample in the window."""
+    series = "project = :p AND name = s.name AND target = s.target AND labels = s.labels"
+    widths = f" AND width_s = {width_s}" if width_s else ""
+    start = _window_start(width_s)
+    lookback = f"make_interval(secs => {max(LOOKBACK_S, width_s)})"
+    # COALESCE evaluates the second look-up only for a series the first finds nothing for
+    return f"""coalesce(
+      (SELECT {highest} FROM {table} WHERE {series}{widths}
+         AND {time_column} >= {start} - {lookback} AND {time_column} < {start}
+       ORDER BY {time_column} DESC LIMIT 1),
+      (SELECT value FROM metric_samples WHERE {series} AND time >= s.since ORDER BY time LIMIT 1))"""
 
 
 @cached
@@ -92,21 +121,28 @@ def gauge_series(
 def counter_increases(
     url: str, project: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int
 ) -> pd.DataFrame:
-    """Increase of each counter series of ``project`` per time bucket: last value minus the previous
-    bucket's (a reset counts from zero)."""
+    """Increase of each counter series of ``project`` per time bucket: its last value minus the
+    previous bucket's, the first bucket's minus the last value before the window (``LOOKBACK_S``; a
+    series without one starts from its first value), and a reset counts from zero. A bucket's last
+    value is its highest, so a reset inside one bucket can go unseen (see the module)."""
     table, time_column, _, _, highest, width_s = _source(bucket_s)
     return frame(
         url,
         f"""
         WITH b AS (
           SELECT date_bin(make_interval(secs => :bucket), {time_column}, {ORIGIN}) AS time, name, labels,
-                 target, max({highest}) AS last_value
+                 target, max({highest}) AS last_value, min({time_column}) AS since
           FROM {table} WHERE {_window_filter(time_column, width_s)}
           GROUP BY 1, 2, 3, 4),
+        baseline AS (
+          SELECT CAST('-infinity' AS timestamptz) AS time, name, labels, target,
+                 {_series_baseline(table, time_column, highest, width_s)} AS last_value
+          FROM (SELECT name, labels, target, min(since) AS since FROM b GROUP BY 1, 2, 3) AS s),
         s AS (
           SELECT time, name, labels, last_value,
                  last_value - lag(last_value) OVER (PARTITION BY name, labels, target ORDER BY time) AS step
-          FROM b)
+          FROM (SELECT time, name, labels, target, last_value FROM b
+                UNION ALL SELECT * FROM baseline) AS series)
         SELECT time, name, labels->>'cache' AS cache, labels->>'result' AS result,
                sum(CASE WHEN step < 0 THEN last_value ELSE step END) AS increase
         FROM s WHERE step IS NOT NULL GROUP BY 1, 2, 3, 4 ORDER BY 1

@@ -41,17 +41,44 @@ def scrapes(rng: random.Random, project: str, hours: int) -> list[tuple[Any, ...
 Sample = tuple[pd.Timestamp, str, str, str, float]  # bucket, name, labels, target, value
 
 
-def bucketed(rows: list[tuple[Any, ...]], start: pd.Timestamp, bucket_s: int) -> list[Sample]:
-    """The samples a chart from ``start`` holds, with the bucket each falls in: a rollup bucket is read
-    whole, so the window starts at the start of the rollup bucket holding ``start``."""
+def rollup_start(start: pd.Timestamp, bucket_s: int) -> tuple[pd.Timestamp, int]:
+    """Where a chart from ``start`` starts reading, and the rollup width it reads: a rollup bucket is
+    read whole, so the window starts at the start of the rollup bucket holding ``start``."""
     rollup_s = 3600 if bucket_s % 3600 == 0 else 60
-    first = start.floor(f"{rollup_s}s")
+    return start.floor(f"{rollup_s}s"), rollup_s
+
+
+def bucketed(rows: list[tuple[Any, ...]], start: pd.Timestamp, bucket_s: int) -> list[Sample]:
+    """The samples a chart from ``start`` holds, with the bucket each falls in."""
+    first, _ = rollup_start(start, bucket_s)
     width = pd.Timedelta(seconds=bucket_s)
     return [
         (ORIGIN + (pd.Timestamp(moment) - ORIGIN) // width * width, name, labels, target, value)
         for _, moment, name, labels, value, target in rows
         if pd.Timestamp(moment) >= first
     ]
+
+
+def baselines(
+    rows: list[tuple[Any, ...]], start: pd.Timestamp, bucket_s: int
+) -> dict[tuple[str, ...], float]:
+    """Per counter series, the value its first bucket grows from: the highest value of its last rollup
+    bucket within the lookback (5 minutes, or the hour before) before the window, else its first
+    value in the window."""
+    first, rollup_s = rollup_start(start, bucket_s)
+    lookback = pd.Timedelta(seconds=max(300, rollup_s))
+    before: dict[tuple[str, ...], dict[pd.Timestamp, float]] = defaultdict(dict)
+    found: dict[tuple[str, ...], float] = {}
+    for _, moment, name, labels, value, target in sorted(rows, key=lambda row: row[1]):
+        if name == metrics.VLLM_KV_CACHE_USAGE:
+            continue
+        if first - lookback <= moment < first:
+            highest = before[name, labels, target]
+            bucket = pd.Timestamp(moment).floor(f"{rollup_s}s")
+            highest[bucket] = max(value, highest.get(bucket, value))
+        elif moment >= first:
+            found.setdefault((name, labels, target), value)
+    return {key: before[key][max(before[key])] if before.get(key) else value for key, value in found.items()}
 
 
 def expected_gauges(samples: list[Sample]) -> dict[tuple[Any, ...], float]:
@@ -62,16 +89,19 @@ def expected_gauges(samples: list[Sample]) -> dict[tuple[Any, ...], float]:
     return {key: sum(found) / len(found) for key, found in values.items()}
 
 
-def expected_increases(samples: list[Sample]) -> dict[tuple[Any, ...], float]:
-    series: dict[tuple[str, str, str], dict[pd.Timestamp, float]] = defaultdict(dict)
+def expected_increases(
+    samples: list[Sample], baseline: dict[tuple[str, ...], float]
+) -> dict[tuple[Any, ...], float]:
+    series: dict[tuple[str, ...], dict[pd.Timestamp, float]] = defaultdict(dict)
     for bucket, name, labels, target, value in samples:  # per series and bucket: the highest value
         if name != metrics.VLLM_KV_CACHE_USAGE:
             highest = series[name, labels, target]
             highest[bucket] = max(value, highest.get(bucket, value))
     increases: dict[tuple[Any, ...], float] = defaultdict(float)
-    for (name, _, _), highest in series.items():
-        buckets = sorted(highest)
-        for previous, bucket in itertools.pairwise(buckets):
+    for key, highest in series.items():
+        name = key[0]
+        highest[pd.Timestamp.min.tz_localize(UTC)] = baseline[key]  # before every bucket
+        for previous, bucket in itertools.pairwise(sorted(highest)):
             step = highest[bucket] - highest[previous]
             increases[bucket, name] += highest[bucket] if step < 0 else step  # a reset counts from zero
     return dict(increases)
@@ -95,7 +125,7 @@ def test_rollup_buckets_equal_buckets_of_the_samples(database_url: str, hours: i
 
     increases = data.serving.counter_increases(database_url, "acme", start, end, bucket_s)
     found = {(row.time, row.name): row.increase for row in increases.itertuples()}
-    assert found == pytest.approx(expected_increases(samples))
+    assert found == pytest.approx(expected_increases(samples, baselines(ours, start, bucket_s)))
     assert set(increases["cache"].dropna()) == {"semantic"}
 
 
@@ -106,3 +136,74 @@ def test_bucket_widths_are_whole_rollup_buckets_once_a_minute_or_more() -> None:
     assert data.serving.bucket_width_s(24, 150) == 600
     assert data.serving.bucket_width_s(24 * 7, 150) == 3600  # hours
     assert data.serving.bucket_width_s(24 * 30, 150) == 5 * 3600
+
+
+HOUR = datetime(2026, 11, 5, 8, tzinfo=UTC)  # the window's start, a whole hour: every source starts there
+TTFT_COUNT, QUEUE_COUNT = (
+    f"{metrics.VLLM_TIME_TO_FIRST_TOKEN}_count",
+    f"{metrics.VLLM_REQUEST_QUEUE_TIME}_count",
+)
+# One series per counter: (seconds from the window's start, value) of its samples.
+SERIES = {
+    metrics.VLLM_PREFIX_CACHE_HITS: [(-120, 50), (-30, 60), (10, 64), (70, 70), (3700, 90)],
+    metrics.VLLM_PREFIX_CACHE_QUERIES: [(10, 5), (70, 8), (3700, 12)],  # no value before the window
+    TTFT_COUNT: [(-30, 200), (10, 3), (70, 9)],  # restarted just as the window starts
+    QUEUE_COUNT: [(-4000, 40), (10, 45), (70, 47)],  # silent longer than any lookback before it
+}
+# Worked by hand, per bucket width: (bucket's seconds from the window's start, counter) -> increase.
+# The first bucket grows from the last value before the window: the last sample (raw samples, 5 min
+# lookback) or the highest of the last rollup bucket (minute buckets 5 min back, the hour before);
+# without one, from the series' first value in the window, which itself is no growth.
+WIDER = {
+    (0, metrics.VLLM_PREFIX_CACHE_HITS): 70 - 60,
+    (3600, metrics.VLLM_PREFIX_CACHE_HITS): 90 - 70,
+    (0, metrics.VLLM_PREFIX_CACHE_QUERIES): 8 - 5,
+    (3600, metrics.VLLM_PREFIX_CACHE_QUERIES): 12 - 8,
+    (0, TTFT_COUNT): 9,  # a reset counts from zero
+    (0, QUEUE_COUNT): 47 - 45,
+}
+INCREASES = {
+    30: {  # raw samples
+        (0, metrics.VLLM_PREFIX_CACHE_HITS): 64 - 60,
+        (60, metrics.VLLM_PREFIX_CACHE_HITS): 70 - 64,
+        (3690, metrics.VLLM_PREFIX_CACHE_HITS): 90 - 70,
+        (0, metrics.VLLM_PREFIX_CACHE_QUERIES): 0,
+        (60, metrics.VLLM_PREFIX_CACHE_QUERIES): 8 - 5,
+        (3690, metrics.VLLM_PREFIX_CACHE_QUERIES): 12 - 8,
+        (0, TTFT_COUNT): 3,
+        (60, TTFT_COUNT): 9 - 3,
+        (0, QUEUE_COUNT): 0,
+        (60, QUEUE_COUNT): 47 - 45,
+    },
+    120: WIDER,  # minute rollups
+    3600: WIDER,  # hour rollups
+}
+
+
+@pytest.mark.parametrize("bucket_s", sorted(INCREASES))
+def test_first_bucket_grows_from_the_last_value_before_the_window(database_url: str, bucket_s: int) -> None:
+    rows = [
+        ("acme", HOUR + timedelta(seconds=offset), name, "{}", value, f"http://{name}/metrics")
+        for name, samples in SERIES.items()
+        for offset, value in samples
+    ]
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.cursor().executemany(INSERT, rows)
+    start, end = pd.Timestamp(HOUR), pd.Timestamp(HOUR + timedelta(hours=2))
+
+    increases = data.serving.counter_increases(database_url, "acme", start, end, bucket_s)
+    found = {(row.time, row.name): row.increase for row in increases.itertuples()}
+    expected = {
+        (start + pd.Timedelta(seconds=s), name): step for (s, name), step in INCREASES[bucket_s].items()
+    }
+    assert found == pytest.approx(expected)
+    # whatever the source, the window's total is each counter's growth since the value before it
+    totals = increases.groupby("name")["increase"].sum().to_dict()
+    assert totals == pytest.approx(
+        {
+            metrics.VLLM_PREFIX_CACHE_HITS: 30,
+            metrics.VLLM_PREFIX_CACHE_QUERIES: 7,
+            TTFT_COUNT: 9,
+            QUEUE_COUNT: 2,
+        }
+    )
