@@ -58,7 +58,8 @@ def migrate_if_reachable(server: DatabaseServer, settings: DatabaseSettings) -> 
 
 
 def prune(settings: DatabaseSettings, older_than: str) -> PruneReport:
-    """Drop span partitions, metric samples and their rollups older than ``older_than`` (``30d``, ``4w``)."""
+    """Drop span partitions, metric samples, their rollups and GenAI content older than ``older_than``
+    (``30d``, ``4w``)."""
     age = parse_age(older_than)
     with open_engine(settings) as engine:
         return prune_spans(engine, age)

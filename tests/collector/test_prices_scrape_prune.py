@@ -21,7 +21,7 @@ from collector.prices import (
     span_cost,
 )
 from collector.records import SpanRecord
-from collector.retention import parse_age
+from collector.retention import delete_content_before, parse_age
 from collector.runtime import Collector
 from collector.scrape import Scraper
 from collector.stats import CollectorStats
@@ -232,6 +232,103 @@ def test_prune_drops_old_partitions_samples_and_rollups_only(
     assert parse_age("2w") == timedelta(days=14)
     with pytest.raises(InvalidDuration):
         parse_age("30 minutes")
+
+
+def insert_content(database_url: str, rows: list[tuple[str, str, datetime]], options: str = "") -> None:
+    """GenAI content events as (project, trace id, time), each a question of its own."""
+    with psycopg.connect(database_url, options=options) as connection:
+        connection.cursor().executemany(
+            "INSERT INTO genai_content (project, trace_id, span_id, time, event_name, direction, messages,"
+            " digest) VALUES (%s, %s, %s, %s, 'gen_ai.user.message', 'input', '[]', %s)",
+            [(project, trace, "1" * 16, moment, f"d{i}") for i, (project, trace, moment) in enumerate(rows)],
+        )
+
+
+def content_rows(database_url: str) -> list[tuple[str, datetime]]:
+    with psycopg.connect(database_url) as connection:
+        return connection.execute("SELECT project, time FROM genai_content ORDER BY project, time").fetchall()
+
+
+def test_prune_deletes_genai_content_before_the_cutoff_only(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    today = datetime.now(UTC).date()
+    cutoff = datetime.combine(today - timedelta(days=30), datetime.min.time(), UTC)
+    engine = create_db_engine(database_url)
+    with engine.begin() as connection:
+        create_span_partitions(connection, [today])
+    engine.dispose()
+    moments = (cutoff - timedelta(days=10), cutoff - timedelta(seconds=1), cutoff, cutoff + timedelta(days=9))
+    insert_content(database_url, [(p, p[0] * 32, m) for p in ("acme", "beta") for m in moments])
+    now = datetime.now(UTC)
+    with psycopg.connect(database_url) as connection:  # today's trace, its question kept
+        connection.execute(
+            "INSERT INTO spans (project, trace_id, span_id, start_time, end_time, duration_ms, name, kind,"
+            " status_code, attributes, resource, events)"
+            " VALUES ('acme', %s, %s, %s, %s, 1, 'chat', 1, 0, '{}', '{}', '[]')",
+            ("a" * 32, "2" * 16, now, now),
+        )
+        connection.execute(
+            "INSERT INTO metric_samples (time, name, labels, value, target) VALUES (%s, 'up', '{}', 1, 't')",
+            (cutoff,),
+        )
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    result = CliRunner().invoke(create_cli(), ["collector", "prune", "--older-than", "30d"])
+    assert result.exit_code == 0, result.output
+    assert f"deleted 4 GenAI content events before {cutoff.date()}" in result.output
+    assert "deleted 0 metric samples" in result.output
+    assert content_rows(database_url) == [(p, m) for p in ("acme", "beta") for m in moments[2:]]
+    with psycopg.connect(database_url) as connection:
+        assert connection.execute("SELECT count(*) FROM spans").fetchone() == (1,)
+        assert connection.execute("SELECT count(*) FROM metric_samples").fetchone() == (1,)
+        summaries = connection.execute("SELECT project, trace_id, asked FROM trace_summaries").fetchall()
+    assert summaries == [("acme", "a" * 32, True)]
+
+
+def test_content_deleted_a_batch_a_transaction_never_locking_the_table(database_url: str) -> None:
+    """Rows of one time spanning batches all go; a batch waiting on a locked row has committed the
+    batches before it, and holds no lock that keeps the log receiver from inserting."""
+    cutoff = datetime(2026, 1, 1, tzinfo=UTC)
+    old = cutoff - timedelta(days=3)
+    insert_content(
+        database_url,
+        [("acme", "a" * 32, old)] * 5  # one time, over three batches of two
+        + [("beta", "b" * 32, old + timedelta(hours=hour)) for hour in range(3)]
+        + [("acme", "c" * 32, cutoff), ("beta", "d" * 32, cutoff + timedelta(days=1))],
+    )
+    engine = create_db_engine(database_url)
+    deleted: list[int] = []
+    with psycopg.connect(database_url) as holder, psycopg.connect(database_url, autocommit=True) as watcher:
+        holder.execute("SELECT 1 FROM genai_content WHERE project = 'beta' AND time = %s FOR UPDATE", (old,))
+        pruning = threading.Thread(target=lambda: deleted.append(delete_content_before(engine, cutoff, 2)))
+        pruning.start()
+        waiting = None
+        for _ in range(600):  # until the batch that reached the locked row waits on it
+            waiting = watcher.execute(
+                "SELECT pid FROM pg_stat_activity"
+                " WHERE wait_event_type = 'Lock' AND query LIKE 'WITH doomed%%'"
+            ).fetchone()
+            if waiting is not None:
+                break
+            threading.Event().wait(0.05)
+        assert waiting is not None
+        assert watcher.execute("SELECT count(*) FROM genai_content WHERE project = 'acme'").fetchone() == (1,)
+        table_locks = watcher.execute(
+            "SELECT mode FROM pg_locks WHERE pid = %s AND locktype = 'relation'"
+            " AND relation = 'genai_content'::regclass ORDER BY 1",
+            waiting,
+        ).fetchall()
+        assert table_locks == [("AccessShareLock",), ("RowExclusiveLock",)]  # what any DELETE takes
+        insert_content(database_url, [("beta", "e" * 32, old - timedelta(days=1))], "-c lock_timeout=10s")
+        holder.commit()
+        pruning.join()
+    engine.dispose()
+    assert deleted == [8]  # the row inserted meanwhile came after its project's batches had passed its time
+    assert content_rows(database_url) == [
+        ("acme", cutoff),
+        ("beta", old - timedelta(days=1)),
+        ("beta", cutoff + timedelta(days=1)),
+    ]
 
 
 def test_price_book_matches_names_as_clients_write_them() -> None:

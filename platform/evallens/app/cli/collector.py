@@ -43,13 +43,15 @@ def run(
 def prune(
     older_than: str = typer.Option(..., "--older-than", help="Age of partitions to drop: 30d, 4w."),
 ) -> None:
-    """Drop whole daily span partitions, and the metric samples of those days, older than --older-than."""
+    """Drop whole daily span partitions, and the metric samples and GenAI content (prompts and answers)
+    of those days, older than --older-than."""
     from collector.commands import prune as prune_partitions
 
     report = prune_partitions(CollectorSettings(), older_than)
     names = ", ".join(report.dropped) or "none"
     Console().print(f"dropped {len(report.dropped)} span partitions before {report.cutoff}: {names}")
     Console().print(f"deleted {report.num_samples_deleted} metric samples before {report.cutoff}")
+    Console().print(f"deleted {report.num_content_deleted} GenAI content events before {report.cutoff}")
 
 
 @quarantine_app.command("list")
