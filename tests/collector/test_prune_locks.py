@@ -1,13 +1,14 @@
 """Retention against live writers: a transaction for each partition's drop, so ingestion waits for one
 drop at most; a prune that cannot get the lock on spans gives up rather than queueing every writer."""
 
+import threading
 from datetime import UTC, date, datetime, timedelta
 
 import psycopg
 import pytest
 from sqlalchemy import Connection, event
 
-from collector.retention import prune_spans
+from collector.retention import PruneReport, prune_spans
 from evallens.db import create_db_engine, partitions
 from evallens.db.partitions import PartitionLocked, create_span_partitions, list_span_partitions
 
@@ -93,3 +94,36 @@ def test_a_prune_that_cannot_lock_gives_up_and_keeps_what_it_dropped(
     assert "\n" not in message
     assert remaining == [f"spans_p{day:%Y%m%d}" for day in [*OLD_DAYS[1:], TODAY]]
     assert traces(database_url) == ["late", "t02", "t03", "t10"]
+
+
+def test_a_writer_is_not_kept_waiting_while_the_prune_waits_for_a_partitions_reader(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader holds the second old partition: the prune waits for it without holding spans, so a
+    span of today goes in meanwhile; once the reader is done, the prune drops every old partition."""
+    seed(database_url)
+    monkeypatch.setattr(partitions, "LOCK_TIMEOUT_MS", 120_000, raising=False)  # longer than this test
+    engine = create_db_engine(database_url)
+    held = f"spans_p{OLD_DAYS[1]:%Y%m%d}"
+    reports: list[PruneReport] = []
+    with (
+        psycopg.connect(database_url, options="-c idle_in_transaction_session_timeout=60s") as reader,
+        psycopg.connect(database_url, autocommit=True, options="-c lock_timeout=20s") as writer,
+    ):
+        reader.execute(f"SELECT count(*) FROM {held}")
+        pruning = threading.Thread(target=lambda: reports.append(prune_spans(engine, KEEP, today=TODAY)))
+        pruning.start()
+        waiting = None
+        while waiting is None and pruning.is_alive():  # until the prune waits for the reader
+            waiting = writer.execute(
+                "SELECT mode FROM pg_locks WHERE NOT granted AND relation = %s::regclass", (held,)
+            ).fetchone()
+            threading.Event().wait(0.05)
+        assert waiting is not None
+        now = datetime.combine(TODAY, datetime.min.time(), UTC) + timedelta(hours=13)
+        writer.execute(INSERT_SPAN, ("late", now, now))
+        reader.rollback()
+        pruning.join()
+    engine.dispose()
+    assert [report.dropped for report in reports] == [[f"spans_p{day:%Y%m%d}" for day in OLD_DAYS]]
+    assert traces(database_url) == ["late", "t10"]

@@ -27,7 +27,9 @@ _PARTITION_NAME = re.compile(rf"^{PARTITION_PREFIX}(\d{{8}})$")
 LOCK_TIMEOUT_MS = 2000
 LOCK_ATTEMPTS = 5
 LOCK_RETRY_PAUSE_S = 1.0
-LOCK_NOT_AVAILABLE = "55P03"
+# lock_not_available (the lock timeout); deadlock_detected (a late span of the day being dropped, its
+# insert holding spans and waiting for the partition this holds)
+RETRIED_SQLSTATES = ("55P03", "40P01")
 
 
 class PartitionLocked(EvallensError):
@@ -111,10 +113,13 @@ def drop_span_partitions_before(engine: Engine, cutoff: date) -> list[str]:
 
 def drop_span_partition(connection: Connection, name: str, day: date) -> None:
     """Drop the partition ``name`` of ``day`` and the summaries of the traces that start that day, in the
-    caller's transaction. The DROP comes first: once it holds the lock, no late span of that day can
-    add a summary that would outlive its partition."""
-    connection.execute(text(f"DROP TABLE {name}"))
+    caller's transaction, holding the lock on the whole ``spans`` table only for the DROP itself."""
+    # no late span of that day can add a summary now, and writes of other days and reads go on
+    connection.execute(text(f"LOCK TABLE {name} IN SHARE MODE"))
     _delete_summaries(connection, day, day + timedelta(days=1))
+    # wait for the partition's readers before the DROP locks spans: the DROP then waits for nobody long
+    connection.execute(text(f"LOCK TABLE {name} IN ACCESS EXCLUSIVE MODE"))
+    connection.execute(text(f"DROP TABLE {name}"))
 
 
 def partition_day(name: str) -> date:
@@ -135,7 +140,7 @@ def _delete_summaries(connection: Connection, start: date | None, end: date) -> 
 
 def _with_lock_timeout(engine: Engine, step: Callable[[Connection], None], what: str) -> None:
     """Run ``step`` in a transaction of its own whose lock waits give up after ``LOCK_TIMEOUT_MS``
-    (SQLSTATE 55P03, the transaction rolled back whole), ``LOCK_ATTEMPTS`` tries in all."""
+    (the transaction rolled back whole, as on a deadlock), ``LOCK_ATTEMPTS`` tries in all."""
     timeout_ms, num_attempts = int(LOCK_TIMEOUT_MS), LOCK_ATTEMPTS
     for attempt in range(1, num_attempts + 1):
         try:
@@ -144,7 +149,7 @@ def _with_lock_timeout(engine: Engine, step: Callable[[Connection], None], what:
                 step(connection)
             return
         except OperationalError as error:
-            if getattr(driver_error(error), "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            if getattr(driver_error(error), "sqlstate", None) not in RETRIED_SQLSTATES:
                 raise
             if attempt < num_attempts:
                 time.sleep(LOCK_RETRY_PAUSE_S)
