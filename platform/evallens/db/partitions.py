@@ -117,7 +117,8 @@ def drop_span_partition(connection: Connection, name: str, day: date) -> None:
     # no late span of that day can add a summary now, and writes of other days and reads go on
     connection.execute(text(f"LOCK TABLE {name} IN SHARE MODE"))
     _delete_summaries(connection, day, day + timedelta(days=1))
-    # wait for the partition's readers before the DROP locks spans: the DROP then waits for nobody long
+    # wait for the partition's readers before the DROP locks spans: the DROP then waits only for those
+    # holding spans itself (under the lock timeout too)
     connection.execute(text(f"LOCK TABLE {name} IN ACCESS EXCLUSIVE MODE"))
     connection.execute(text(f"DROP TABLE {name}"))
 
