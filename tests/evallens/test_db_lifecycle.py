@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from evallens.db.migrate import MIGRATION_LOCK, head_revision
+from evallens.db.migrate import MIGRATION_LOCK, SchemaTooNew, head_revision, upgrade
 from evallens.settings import child_environment
 
 FUTURE = "0099_from_a_newer_evallens"
@@ -69,6 +69,16 @@ def test_a_schema_newer_than_this_evallens_is_refused_in_one_line(
     assert schema_of(database_url) == before
 
 
+def test_upgrade_refuses_a_newer_schema_for_every_caller(database_url: str) -> None:
+    """``upgrade`` itself (the demo and the tests call it directly) words it, before Alembic is asked."""
+    with psycopg.connect(database_url) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = %s", (FUTURE,))
+    before = schema_of(database_url)
+    with pytest.raises(SchemaTooNew, match=FUTURE):
+        upgrade(database_url)
+    assert schema_of(database_url) == before
+
+
 @pytest.mark.parametrize("command", NEEDS_SCHEMA)
 def test_a_database_never_migrated_says_to_run_db_upgrade(
     command: list[str], empty_database_url: str, tmp_path: Path
@@ -97,7 +107,7 @@ def test_two_upgrades_at_once_on_an_empty_database(empty_database_url: str, tmp_
             for _ in range(2)
         ]
         num_waiting = 0
-        while num_waiting < 2 and all(upgrade.poll() is None for upgrade in upgrades):
+        while num_waiting < 2 and all(process.poll() is None for process in upgrades):
             num_waiting = holder.execute(
                 "SELECT count(*) FROM pg_locks JOIN pg_database d ON d.oid = pg_locks.database"
                 " WHERE locktype = 'advisory' AND NOT granted AND objid::bigint = %s"
@@ -106,10 +116,10 @@ def test_two_upgrades_at_once_on_an_empty_database(empty_database_url: str, tmp_
             ).fetchone()[0]  # type: ignore[index]
             time.sleep(0.05)  # between looks at pg_locks; how long does not matter
         holder.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
-    results = [upgrade.communicate(timeout=180) for upgrade in upgrades]
+    results = [process.communicate(timeout=180) for process in upgrades]
     assert num_waiting == 2, results
-    for upgrade, (stdout, stderr) in zip(upgrades, results, strict=True):
-        assert upgrade.returncode == 0, stderr
+    for process, (stdout, stderr) in zip(upgrades, results, strict=True):
+        assert process.returncode == 0, stderr
         assert f"database at revision {head_revision()}" in stdout
     tables, versions, _ = schema_of(empty_database_url)
     assert versions == [(head_revision(),)] and "spans" in tables

@@ -9,7 +9,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, NullPool, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from evallens.db.engine import sqlalchemy_url
@@ -37,7 +37,13 @@ def alembic_config(url: str, script_location: Path = MIGRATIONS_DIR) -> Config:
 
 
 def upgrade(url: str, revision: str = "head", script_location: Path = MIGRATIONS_DIR) -> None:
-    """Migrate the database at ``url`` up to ``revision`` in one transaction."""
+    """Migrate the database at ``url`` up to ``revision`` in one transaction; ``SchemaTooNew``, before
+    any change, when a newer evallens migrated it."""
+    engine = create_engine(sqlalchemy_url(url), poolclass=NullPool)
+    try:
+        known_revision(engine, script_location)
+    finally:
+        engine.dispose()
     _run(command.upgrade, alembic_config(url, script_location), revision)
 
 

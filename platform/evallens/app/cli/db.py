@@ -20,7 +20,6 @@ def upgrade_command(revision: str = typer.Argument("head", help="Alembic revisio
         engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
         ping(engine)
         with migration_lock(engine):  # a second upgrade at once waits, then finds nothing to do
-            known_revision(engine)
             upgrade(server.url, revision)
             with engine.begin() as connection:
                 created = create_partitions_ahead(connection, settings.partition_days_ahead)
