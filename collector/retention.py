@@ -47,8 +47,9 @@ def prune_spans(engine: Engine, older_than: timedelta, today: date | None = None
     the metric samples, rollups and GenAI content of those days."""
     cutoff = (today or datetime.now(UTC).date()) - older_than
     start_of_cutoff = datetime.combine(cutoff, time(), UTC)
+    # a transaction for each partition (each DROP locks spans whole), then one for the samples
+    dropped = drop_span_partitions_before(engine, cutoff)
     with engine.begin() as connection:
-        dropped = drop_span_partitions_before(connection, cutoff)
         num_samples = delete_samples_before(connection, start_of_cutoff)
     num_content = delete_content_before(engine, start_of_cutoff)
     return PruneReport(

@@ -1,9 +1,16 @@
 """Daily partitions of the spans table: created ahead by the app, dropped whole for retention."""
 
+import functools
 import re
+import time
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import OperationalError
+
+from evallens.db.errors import driver_error
+from evallens.errors import EvallensError
 
 PARTITION_PREFIX = "spans_p"
 # What the spans trigger folds spans into (migration 0006), and the column each is dated by.
@@ -14,6 +21,19 @@ SUMMARIES_BY_START = {
     "span_dimensions": "day",
 }
 _PARTITION_NAME = re.compile(rf"^{PARTITION_PREFIX}(\d{{8}})$")
+# Retention waits this long for a partition's locks before it gives up and lets the writers queued
+# behind it through (a waiting ACCESS EXCLUSIVE request blocks every later request on spans), then
+# tries again after a pause, this many times in all.
+LOCK_TIMEOUT_MS = 2000
+LOCK_ATTEMPTS = 5
+LOCK_RETRY_PAUSE_S = 1.0
+# lock_not_available (the lock timeout); deadlock_detected (a late span of the day being dropped, its
+# insert holding spans and waiting for the partition this holds)
+RETRIED_SQLSTATES = ("55P03", "40P01")
+
+
+class PartitionLocked(EvallensError):
+    """Retention gave up waiting for the lock on spans; what it dropped before stays dropped."""
 
 
 def partition_name(day: date) -> str:
@@ -66,17 +86,75 @@ def list_span_partitions(connection: Connection) -> list[str]:
     return sorted(name for name in rows if is_partition_name(name))
 
 
-def drop_span_partitions_before(connection: Connection, cutoff: date) -> list[str]:
+def drop_span_partitions_before(engine: Engine, cutoff: date) -> list[str]:
     """Drop every daily partition whose day is entirely before ``cutoff``, and the summaries of what
-    they held (traces that start, days before ``cutoff``); return the names dropped."""
-    dropped = []
-    for table, column in SUMMARIES_BY_START.items():
-        connection.execute(text(f"DELETE FROM {table} WHERE {column} < :cutoff"), {"cutoff": cutoff})
-    for name in list_span_partitions(connection):
-        match = _PARTITION_NAME.match(name)
-        assert match is not None
-        day = datetime.strptime(match.group(1), "%Y%m%d").date()
-        if day < cutoff:
-            connection.execute(text(f"DROP TABLE {name}"))
-            dropped.append(name)
+    they held (traces that start, days before ``cutoff``); return the names dropped.
+
+    One transaction a partition, oldest first: each DROP locks the whole ``spans`` table, so writers
+    wait for one partition's drop at most, and a partition goes together with its summaries or not at
+    all. A lock not granted within ``LOCK_TIMEOUT_MS`` is given up (a waiting DROP would queue every
+    writer behind it) and tried again, ``LOCK_ATTEMPTS`` times in all, then ``PartitionLocked``.
+    """
+    with engine.connect() as connection:
+        names = list_span_partitions(connection)
+    dropped: list[str] = []
+    for name in names:
+        day = partition_day(name)
+        if day >= cutoff:
+            break
+        step = functools.partial(drop_span_partition, name=name, day=day)
+        _with_lock_timeout(engine, step, f"drop {name} ({len(dropped)} partitions dropped before it)")
+        dropped.append(name)
+    # summaries of days without a partition (a gap, or before the oldest): no spans to keep them company
+    with engine.begin() as connection:
+        _delete_summaries(connection, None, cutoff)
     return dropped
+
+
+def drop_span_partition(connection: Connection, name: str, day: date) -> None:
+    """Drop the partition ``name`` of ``day`` and the summaries of the traces that start that day, in the
+    caller's transaction, holding the lock on the whole ``spans`` table only for the DROP itself."""
+    # no late span of that day can add a summary now, and writes of other days and reads go on
+    connection.execute(text(f"LOCK TABLE {name} IN SHARE MODE"))
+    _delete_summaries(connection, day, day + timedelta(days=1))
+    # wait for the partition's readers before the DROP locks spans: the DROP then waits only for those
+    # holding spans itself (under the lock timeout too)
+    connection.execute(text(f"LOCK TABLE {name} IN ACCESS EXCLUSIVE MODE"))
+    connection.execute(text(f"DROP TABLE {name}"))
+
+
+def partition_day(name: str) -> date:
+    """The day of the daily partition ``name``."""
+    match = _PARTITION_NAME.match(name)
+    if match is None:
+        raise ValueError(f"not a span partition: {name}")
+    return datetime.strptime(match.group(1), "%Y%m%d").date()
+
+
+def _delete_summaries(connection: Connection, start: date | None, end: date) -> None:
+    for table, column in SUMMARIES_BY_START.items():
+        since = "" if start is None else f" AND {column} >= :start"
+        connection.execute(
+            text(f"DELETE FROM {table} WHERE {column} < :end{since}"), {"start": start, "end": end}
+        )
+
+
+def _with_lock_timeout(engine: Engine, step: Callable[[Connection], None], what: str) -> None:
+    """Run ``step`` in a transaction of its own whose lock waits give up after ``LOCK_TIMEOUT_MS``
+    (the transaction rolled back whole, as on a deadlock), ``LOCK_ATTEMPTS`` tries in all."""
+    timeout_ms, num_attempts = int(LOCK_TIMEOUT_MS), LOCK_ATTEMPTS
+    for attempt in range(1, num_attempts + 1):
+        try:
+            with engine.begin() as connection:
+                connection.execute(text(f"SET LOCAL lock_timeout = {timeout_ms}"))
+                step(connection)
+            return
+        except OperationalError as error:
+            if getattr(driver_error(error), "sqlstate", None) not in RETRIED_SQLSTATES:
+                raise
+            if attempt < num_attempts:
+                time.sleep(LOCK_RETRY_PAUSE_S)
+    raise PartitionLocked(
+        f"could not {what}: other transactions kept the spans table locked ({num_attempts} tries of "
+        f"{timeout_ms} ms); nothing of it changed, run the prune again once they are done"
+    )

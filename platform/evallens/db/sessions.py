@@ -4,25 +4,24 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db import create_db_engine, create_session_factory, ping
-from evallens.db.migrate import current_revision, head_revision, upgrade
+from evallens.db.migrate import head_revision, known_revision, migration_lock, upgrade
 from evallens.db.partitions import create_partitions_ahead
 from evallens.db.server import DatabaseServer, database
 from evallens.errors import DatabaseUnavailable
 from evallens.settings import DatabaseSettings
-
-MIGRATION_LOCK = 0x65766C6E  # pg_advisory_lock key: one process migrates, the others wait for it
 
 logger = logging.getLogger(__name__)
 
 
 def ensure_schema(server: DatabaseServer, engine: Engine, settings: DatabaseSettings) -> bool:
     """Bring the schema to head: always on the embedded default (it is ours), on an external server
-    only with ``database_migrate``; otherwise one clear line. Returns whether it migrated."""
-    current, head = current_revision(engine), head_revision()
+    only with ``database_migrate``; otherwise one clear line (a schema newer than this code's is
+    ``SchemaTooNew``, never touched). Returns whether it migrated."""
+    current, head = known_revision(engine), head_revision()
     if current == head:
         return False
     if server.embedded is None and not settings.database_migrate:
@@ -31,17 +30,12 @@ def ensure_schema(server: DatabaseServer, engine: Engine, settings: DatabaseSett
             f"the database schema is {state}: run `evallens db upgrade` "
             "(or set EVALLENS_DATABASE_MIGRATE=true to migrate on start)"
         )
-    with engine.connect() as connection:
-        connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
-        try:
-            if current_revision(engine) != head:  # another process may have migrated while we waited
-                logger.info("migrating the database schema from %s to %s", current, head)
-                upgrade(server.url)
-            with engine.begin() as partitions:
-                create_partitions_ahead(partitions, settings.partition_days_ahead)
-        finally:
-            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
-            connection.commit()
+    with migration_lock(engine):
+        if known_revision(engine) != head:  # another process may have migrated while we waited
+            logger.info("migrating the database schema from %s to %s", current, head)
+            upgrade(server.url)
+        with engine.begin() as partitions:
+            create_partitions_ahead(partitions, settings.partition_days_ahead)
     return True
 
 

@@ -113,8 +113,8 @@ def test_limits_from_histograms_equal_percentile_cont(database_url: str, seed: i
     assert exact["num_traces"] > 200 and exact["cost_p95"] > 0  # the windows held something to check
 
     engine = create_db_engine(database_url)
-    with engine.begin() as connection:
-        drop_span_partitions_before(connection, NOW.date() - timedelta(days=1))
+    drop_span_partitions_before(engine, NOW.date() - timedelta(days=1))
+    with engine.connect() as connection:
         left = connection.execute(
             text("SELECT min(hour) FROM production_histograms WHERE num_traces > 0")
         ).scalar_one()

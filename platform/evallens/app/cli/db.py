@@ -4,7 +4,7 @@ import typer
 from rich.console import Console
 
 from evallens.db import create_db_engine, ping
-from evallens.db.migrate import current_revision, head_revision, upgrade
+from evallens.db.migrate import current_revision, head_revision, known_revision, migration_lock, upgrade
 from evallens.db.partitions import create_partitions_ahead
 from evallens.db.server import database
 from evallens.settings import DatabaseSettings
@@ -19,9 +19,10 @@ def upgrade_command(revision: str = typer.Argument("head", help="Alembic revisio
     with database(settings) as server:
         engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
         ping(engine)
-        upgrade(server.url, revision)
-        with engine.begin() as connection:
-            created = create_partitions_ahead(connection, settings.partition_days_ahead)
+        with migration_lock(engine):  # a second upgrade at once waits, then finds nothing to do
+            upgrade(server.url, revision)
+            with engine.begin() as connection:
+                created = create_partitions_ahead(connection, settings.partition_days_ahead)
         Console().print(
             f"database at revision {current_revision(engine)}; {len(created)} span partitions created"
         )
@@ -35,7 +36,7 @@ def status_command() -> None:
     with database(settings) as server:
         engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
         version = ping(engine)
-        current, head = current_revision(engine), head_revision()
+        current, head = known_revision(engine), head_revision()
         state = "up to date" if current == head else f"behind (head is {head}): run `evallens db upgrade`"
         where = "embedded" if server.embedded is not None else "external"
         Console().print(f"PostgreSQL {version} ({where}); schema revision {current}: {state}")
