@@ -130,6 +130,7 @@ def test_sources_are_the_prompt_s_chunks_a_cached_answer_s_own_or_none_for_a_gua
         deterministic=True,
         tenant="t",
         project="t",
+        retrieval=True,
         generation=0,
         single_turn=True,
         question="Refund?",
