@@ -32,12 +32,14 @@ MISS = {"exact": False, "semantic": False}
 
 def hits_counted(client: httpx.Client) -> float:
     """Answer-cache hits (both caches) in the service's ``/metrics``."""
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(client.get("/metrics").text)
-        if family.name == metrics.CACHE_LOOKUPS
-        for sample in family.samples
-        if sample.name == f"{metrics.CACHE_LOOKUPS}_total" and sample.labels["result"] == "hit"
+    return float(
+        sum(
+            sample.value
+            for family in text_string_to_metric_families(client.get("/metrics").text)
+            if family.name == metrics.CACHE_LOOKUPS
+            for sample in family.samples
+            if sample.name == f"{metrics.CACHE_LOOKUPS}_total" and sample.labels["result"] == "hit"
+        )
     )
 
 
