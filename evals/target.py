@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 import httpx
 
+from evallens.credentials import masked_url
 from evallens.telemetry.messages import clean_text
 from evals.errors import EndpointUnreachable, EvalConfigError
 
@@ -18,7 +19,7 @@ def check_url(url: str, what: str) -> str:
     try:
         httpx.URL(url)
     except httpx.InvalidURL as error:
-        raise EvalConfigError(f"{what} {url!r} is not a valid URL: {error}") from None
+        raise EvalConfigError(f"{what} {masked_url(url)!r} is not a valid URL: {error}") from None
     return url
 
 
@@ -65,14 +66,19 @@ def fetch_target_config(
                 return TargetConfig(config=config, fingerprint=fingerprint)
             models = client.get(api_url(endpoint, "/models"))
     except httpx.HTTPError as error:
-        raise EndpointUnreachable(f"cannot reach the target at {endpoint}: {_reason(error)}") from None
+        raise EndpointUnreachable(
+            f"cannot reach the target at {masked_url(endpoint)}: {_reason(error)}"
+        ) from None
     if models.status_code != 200:
         raise EndpointUnreachable(
-            f"{endpoint} is not an OpenAI-compatible endpoint: GET /v1/config gave {response.status_code}, "
+            f"{masked_url(endpoint)} is not an OpenAI-compatible endpoint: GET /v1/config gave "
+            f"{response.status_code}, "
             f"GET /v1/models gave {models.status_code}"
         )
     listing = _json_object(models, endpoint)
-    config = {"endpoint": base_url(endpoint), "models": listing.get("data", [])}
+    # stored, shown in reports and fingerprinted: never its credentials (the same server with other
+    # credentials is the same target)
+    config = {"endpoint": masked_url(base_url(endpoint)), "models": listing.get("data", [])}
     return TargetConfig(config=config, fingerprint=fingerprint_of(config))
 
 
@@ -95,7 +101,9 @@ def _json_object(response: httpx.Response, endpoint: str) -> dict[str, Any]:
     except (ValueError, RecursionError):
         body = None
     if not isinstance(body, dict):
-        raise EndpointUnreachable(f"{response.request.url} did not return a JSON object ({endpoint})")
+        raise EndpointUnreachable(
+            f"{masked_url(str(response.request.url))} did not return a JSON object ({masked_url(endpoint)})"
+        )
     return body
 
 

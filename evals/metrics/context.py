@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.credentials import masked_url
 from evallens.settings import EvalSettings, ServiceSettings
 from evals.errors import EndpointUnreachable, EvalConfigError
 from evals.metrics._embedding import MiniLmSimilarity
@@ -94,7 +95,10 @@ def describe_scoring(context: ScoringContext) -> dict[str, object]:
         "metrics_code": metrics_code_digest(),
         "similarity": getattr(context.similarity, "name", type(context.similarity).__name__),
         "settings": parameters,
-        "judge": None if judge is None else {"endpoint": judge.base_url, "model": _judge_model(judge)},
+        # stored with the run and shown: the judge's URL without its credentials
+        "judge": (
+            None if judge is None else {"endpoint": masked_url(judge.base_url), "model": _judge_model(judge)}
+        ),
         "harm_classifier": harm,
     }
 

@@ -11,6 +11,7 @@ import httpx
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.credentials import masked_url
 from evallens.db.models import EvalResult, EvalRun, EvalSet
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.reports import CacheCounts, MetricName, RunSummary
@@ -36,7 +37,7 @@ class RunReport:
     run_id: uuid.UUID
     eval_set_name: str
     eval_set_version: int
-    endpoint: str
+    endpoint: str  # as stored and shown: its credentials masked
     config_fingerprint: str
     summary: RunSummary
 
@@ -96,7 +97,9 @@ def run_eval(
             with signals_held():  # a second Ctrl-C must not leave the run 'running' forever
                 _fail_run(session_factory, run_id, error)
             raise
-    return RunReport(run_id, eval_set.name, eval_set.version, target_url, target.fingerprint, summary)
+    return RunReport(
+        run_id, eval_set.name, eval_set.version, masked_url(target_url), target.fingerprint, summary
+    )
 
 
 def _replay_and_store(
@@ -114,7 +117,9 @@ def _replay_and_store(
     replayed = _replay_with_progress(cases, options, progress)
     replay_ended = datetime.now(UTC)
     if all(item.completion.connection_failed for item in replayed):
-        raise EndpointUnreachable(f"the target at {options.endpoint} stopped answering during the run")
+        raise EndpointUnreachable(
+            f"the target at {masked_url(options.endpoint)} stopped answering during the run"
+        )
     _check_error_rate(run_id, replayed, settings.eval_max_error_rate)
     with phase(progress, f"scoring {len(replayed)} answers"):
         results = _score(replayed, scoring)  # embeddings and judge calls, outside any transaction
@@ -179,7 +184,7 @@ def resolve_model(endpoint: str, settings: EvalSettings) -> str:
         return str(models[0]["id"])
     except (httpx.HTTPError, ValueError, LookupError, AttributeError, TypeError):
         raise EndpointUnreachable(
-            f"{endpoint} lists no model under /v1/models; set EVALLENS_EVAL_MODEL"
+            f"{masked_url(endpoint)} lists no model under /v1/models; set EVALLENS_EVAL_MODEL"
         ) from None
 
 
@@ -199,7 +204,7 @@ def _start_run(
         project=eval_set.project,
         eval_set_id=eval_set.id,
         label=label,
-        endpoint=endpoint,
+        endpoint=masked_url(endpoint),  # shown by `eval runs`, reports and the dashboard; sent nowhere
         config=target.config,
         config_fingerprint=target.fingerprint,
         git_sha=settings.eval_git_sha or current_git_sha(),

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from evallens.credentials import masked_url
 from evallens.db.models.traces import DEFAULT_PROJECT
 from evals.sets.documents import check_reference_ids, document_ids_in_folder, document_ids_of_target
 from evals.sets.load import load_sets
@@ -54,7 +55,7 @@ def _known_document_ids(
     if endpoint is not None:
         ids = document_ids_of_target(check_url(endpoint, "--endpoint"), api_key=api_key)
         if ids is not None:
-            return ids, f"knowledge base of {endpoint}"
+            return ids, f"knowledge base of {masked_url(endpoint)}"
     return None, "nothing (no docs folder given and no knowledge base reachable): ids not checked"
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.credentials import masked_url
 from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.errors import EvallensError
 from evallens.reports import GateReportBody
@@ -202,7 +203,7 @@ def _evaluate_sets(
                     # a run made without the watch (`eval run`) may never have been gated
                     _gate(session_factory, settings, options, earlier.id, eval_set.name, outcome, emit)
                 continue
-            emit(f"{eval_set.name} v{eval_set.version}: replaying against {options.endpoint}")
+            emit(f"{eval_set.name} v{eval_set.version}: replaying against {masked_url(options.endpoint)}")
             report = run_eval(
                 session_factory, eval_set.id, settings, scoring, endpoint=options.endpoint,
                 repeats=options.repeats, label=f"watch {target_fingerprint}",

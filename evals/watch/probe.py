@@ -6,6 +6,7 @@ from pathlib import Path
 
 import httpx
 
+from evallens.credentials import masked_url
 from evals.errors import EndpointUnreachable, EvalSetError
 from evals.target import api_url, base_url, fetch_target_config
 
@@ -33,8 +34,8 @@ def check_ready(endpoint: str, ready_url: str | None, api_key: str | None = None
                 models = client.get(api_url(endpoint, "/models"))
                 return models.status_code == 200, f"GET /v1/models answered {models.status_code}"
     except httpx.HTTPError as error:
-        return False, f"{url} unreachable ({type(error).__name__})"
-    return 200 <= response.status_code < 300, f"{url} answered {response.status_code}"
+        return False, f"{masked_url(url)} unreachable ({type(error).__name__})"
+    return 200 <= response.status_code < 300, f"{masked_url(url)} answered {response.status_code}"
 
 
 def watched_fingerprint(endpoint: str, config_file: Path | None, api_key: str | None = None) -> str:

@@ -70,6 +70,7 @@ class ScriptedTarget:
     hooks: list[dict[str, Any]] = field(default_factory=list)
     raw_chunks: dict[str, list[str]] = field(default_factory=dict)  # question -> `data:` payloads as sent
     raw_config: str | None = None  # the /v1/config body as sent, instead of ``config``
+    no_config: bool = False  # /v1/config answers 404, as any OpenAI-compatible server but evallens's
     raw_documents: str | None = None  # the /v1/documents body as sent, instead of ``documents``
     answer_delay_s: float = 0.0  # how long each chat request waits before it answers
     holding: bool = False  # while True, chat requests wait unanswered (a run stays mid-replay)
@@ -80,9 +81,15 @@ def _scripted_app(target: ScriptedTarget) -> FastAPI:
 
     @app.get("/v1/config")
     async def config() -> Response:
+        if target.no_config:
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
         if target.raw_config is not None:
             return Response(target.raw_config, media_type="application/json")
         return JSONResponse(target.config)
+
+    @app.get("/v1/models")
+    async def models() -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [{"id": "scripted"}]})
 
     @app.get("/readyz")
     async def readyz() -> JSONResponse:

@@ -4,6 +4,7 @@ from typing import Any
 
 import httpx
 
+from evallens.credentials import masked_url
 from evals.metrics.judge.prompts import VERDICT_SCHEMA
 
 
@@ -35,7 +36,7 @@ class JudgeClient:
             try:
                 self.model = str(body["data"][0]["id"])
             except (KeyError, IndexError, TypeError):
-                raise JudgeUnavailable(f"{self.base_url}/models lists no model") from None
+                raise JudgeUnavailable(f"{masked_url(self.base_url)}/models lists no model") from None
         return self.model
 
     def complete(self, http: httpx.Client, messages: list[dict[str, str]]) -> tuple[str, str | None]:
@@ -78,7 +79,7 @@ class JudgeClient:
             response = send()
         except httpx.HTTPError as error:
             raise JudgeUnavailable(
-                f"judge endpoint unreachable at {self.base_url}: {_first_line(error)}"
+                f"judge endpoint unreachable at {masked_url(self.base_url)}: {_first_line(error)}"
             ) from None
         if response.status_code != 200:
             raise JudgeUnavailable(

@@ -164,7 +164,8 @@ def test_a_failed_engine_embeds_the_question_only_to_find_a_stand_in(
         assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout_s=120)
         stored = CannedAnswer("Refunds take 5 to 10 business days.", num_output_tokens=9)
         vector = embedder.embed_one(QUESTION)
-        app.state.chat.answers.semantic.store(cache_scope(DEFAULT_TENANT, None), QUESTION, vector, stored)
+        scope = cache_scope(DEFAULT_PROJECT, DEFAULT_TENANT, None)
+        app.state.chat.answers.semantic.store(scope, QUESTION, vector, stored)
         embedder.embedded.clear()
 
         sampled = ask(client, "How long do card refunds take", temperature=0.8).json()

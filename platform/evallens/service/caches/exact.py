@@ -1,4 +1,5 @@
-"""Exact answer cache: a normalized request maps to its response, per tenant, with TTL and LRU bound."""
+"""Exact answer cache: a normalized request maps to its response, per project and tenant, with TTL and
+LRU bound."""
 
 import hashlib
 import json
@@ -28,10 +29,15 @@ def normalize_text(text: str) -> str:
 
 
 def request_key(
-    request: Mapping[str, Any], *, tenant: str, config_fingerprint: str = "", knowledge_base: str = ""
+    request: Mapping[str, Any],
+    *,
+    project: str,
+    tenant: str,
+    config_fingerprint: str = "",
+    knowledge_base: str = "",
 ) -> str:
-    """Hash of the answer-relevant part of a chat request, its tenant, the service config and the state
-    of the knowledge base the answer reads (empty for an answer without retrieval)."""
+    """Hash of the answer-relevant part of a chat request, the project that asked, its tenant, the
+    service config and the state of the knowledge base the answer reads (empty without retrieval)."""
     messages = [
         {"role": message.get("role"), "content": normalize_text(str(message.get("content") or ""))}
         for message in request.get("messages", [])
@@ -39,6 +45,7 @@ def request_key(
     fields = {name: request.get(name) for name in ANSWER_FIELDS if request.get(name) is not None}
     payload = json.dumps(
         {
+            "project": project,
             "tenant": tenant,
             "config": config_fingerprint,
             "knowledge_base": knowledge_base,

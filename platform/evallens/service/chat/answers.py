@@ -8,9 +8,11 @@ reads nor fills the caches. An answer computed with retrieval is keyed by the ge
 knowledge base it read (``KnowledgeBaseGenerations``): once the project's documents change, it is no
 longer served, by either cache or as a stand-in. Its entries are left to age out (TTL, LRU) rather than
 cleared: exact keys are hashes, so one project's entries cannot be told from another's without an index
-of their own. The semantic cache compares questions by meaning but everything else of the request
-exactly (``answer_variant``): a close question asked for another length, model, sampling or system
-prompt is not served an answer made for different ones (only a failed engine's stand-in is, degraded).
+of their own. Every answer, with retrieval or without, is keyed by the project that asked (the API
+key's): one project never reads another's answers, nor sees hits its traffic caused. The semantic
+cache compares questions by meaning but everything else of the request exactly (``answer_variant``): a
+close question asked for another length, model, sampling or system prompt is not served an answer made
+for different ones (only a failed engine's stand-in is, degraded).
 """
 
 import hashlib
@@ -54,7 +56,8 @@ class CacheKey:
     use: bool  # False for Cache-Control: no-cache
     deterministic: bool  # same request, same answer: only then is an answer stored
     tenant: str
-    project: str | None  # whose knowledge base the answer reads; None for an answer without retrieval
+    project: str  # who asked (the API key's project): whose answers these are, and whose knowledge base
+    retrieval: bool  # the answer reads the project's knowledge base
     generation: int  # that knowledge base's generation when the request began (0 without retrieval)
     single_turn: bool  # only a lone question is compared by meaning
     question: str | None
@@ -65,23 +68,24 @@ class CacheKey:
     @property
     def knowledge_base(self) -> str | None:
         """The state of the knowledge base the answer reads (project and generation), or None."""
-        return knowledge_base_state(self.project, self.generation)
+        return knowledge_base_state(self.project, self.generation) if self.retrieval else None
 
     @property
     def scope(self) -> str:
         """Where the question's semantic entries live (``cache_scope``)."""
-        return cache_scope(self.tenant, self.knowledge_base)
+        return cache_scope(self.project, self.tenant, self.knowledge_base)
 
 
-def knowledge_base_state(project: str | None, generation: int) -> str | None:
-    """``project``'s knowledge base at ``generation`` as one name; None without a project (no retrieval)."""
-    return None if project is None else f"{project}@{generation}"
+def knowledge_base_state(project: str, generation: int) -> str:
+    """``project``'s knowledge base at ``generation`` as one name."""
+    return f"{project}@{generation}"
 
 
-def cache_scope(tenant: str, knowledge_base: str | None) -> str:
-    """Where a question's semantic entries live: per tenant and per mode, and with retrieval per state of
-    the knowledge base read (``knowledge_base_state``; None: without retrieval)."""
-    return f"{tenant}\x1fplain" if knowledge_base is None else f"{tenant}\x1frag\x1f{knowledge_base}"
+def cache_scope(project: str, tenant: str, knowledge_base: str | None) -> str:
+    """Where a question's semantic entries live: per project, per tenant and per mode, and with retrieval
+    per state of the knowledge base read (``knowledge_base_state``; None: without retrieval)."""
+    # JSON: a project name may hold any separator, and "a|b" + "c" must not be "a" + "b|c"
+    return json.dumps([project, tenant, "plain" if knowledge_base is None else "rag", knowledge_base])
 
 
 def _answer_fields(request: ChatCompletionRequest) -> dict[str, object]:
@@ -149,25 +153,32 @@ class AnswerCache:
         use: bool,
         deterministic: bool,
         tenant: str,
-        project: str | None,
+        project: str,
+        retrieval: bool,
         single_turn: bool,
         question: str | None,
         variant: str = "",
     ) -> CacheKey:
-        """A request's cache key, tied to ``project``'s knowledge base as it is now (None: no retrieval).
-        Taken before retrieval: an answer stored under generation N read the documents of N or later,
-        so a change made while it is computed can hide a fresh answer but never show a stale one."""
-        generation = 0 if project is None else self.generations.current(project)
-        return CacheKey(use, deterministic, tenant, project, generation, single_turn, question, variant)
+        """A request's cache key in ``project``'s caches; with ``retrieval``, tied to its knowledge base as
+        it is now. Taken before retrieval: an answer stored under generation N read the documents of N or
+        later, so a change made while it is computed can hide a fresh answer but never show a stale one."""
+        generation = self.generations.current(project) if retrieval else 0
+        return CacheKey(
+            use, deterministic, tenant, project, retrieval, generation, single_turn, question, variant
+        )
 
     @staticmethod
     def exact_key(request: ChatCompletionRequest, key: CacheKey, *, fingerprint: str) -> str:
-        """The exact-cache key: the answer-relevant request fields, the tenant, the mode, the state of
-        the knowledge base read and the config."""
+        """The exact-cache key: the answer-relevant request fields, the project, the tenant, the mode,
+        the state of the knowledge base read and the config."""
         body = _answer_fields(request) | request.model_dump(include={"messages"})
-        body["retrieval"] = key.project is not None
+        body["retrieval"] = key.retrieval
         return request_key(
-            body, tenant=key.tenant, config_fingerprint=fingerprint, knowledge_base=key.knowledge_base or ""
+            body,
+            project=key.project,
+            tenant=key.tenant,
+            config_fingerprint=fingerprint,
+            knowledge_base=key.knowledge_base or "",
         )
 
     def get_exact(self, key: CacheKey) -> CannedAnswer | None:
@@ -191,7 +202,7 @@ class AnswerCache:
         base as it is now (it may have changed since the request began), made with any parameters."""
         if key.embedding is None or not self.wants_fallback(key):
             return None
-        now = key if key.project is None else replace(key, generation=self.generations.current(key.project))
+        now = replace(key, generation=self.generations.current(key.project)) if key.retrieval else key
         hit = self.semantic.lookup(now.scope, key.embedding, threshold=self.semantic.fallback_threshold)
         return None if hit is None else hit.value
 

@@ -159,7 +159,8 @@ class Preflight:
                 use=use_caches,
                 deterministic=deterministic(request, sampling),
                 tenant=tenant or DEFAULT_TENANT,
-                project=project if retrieval else None,  # an answer without retrieval reads no documents
+                project=project,  # whose caches, with retrieval or without: never another project's
+                retrieval=retrieval,
                 single_turn=roles.count("user") == 1 and "assistant" not in roles,
                 question=last_user_message(request.messages),
                 variant=answer_variant(request),
@@ -226,7 +227,7 @@ def span_attributes(state: PreflightState) -> dict[str, AttributeValue]:
         attr.CACHE_SEMANTIC_HIT: state.semantic_hit,
         attr.DEGRADED: state.degraded,
     }
-    if state.cache.project is not None:
+    if state.cache.retrieval:
         values[attr.KB_GENERATION] = state.cache.generation
     if state.degraded_reason is not None:
         values[attr.DEGRADED_REASON] = state.degraded_reason

@@ -9,6 +9,7 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
+from evallens.credentials import masked_url
 from evallens.service.engines._openai_events import read_event
 from evallens.service.engines.base import (
     EngineError,
@@ -21,7 +22,7 @@ from evallens.service.engines.base import (
     Prompt,
     SamplingOptions,
 )
-from evallens.service.engines.excerpts import MAX_MASKED_CHARS, masked_url, safe_excerpt
+from evallens.service.engines.excerpts import MAX_MASKED_CHARS, safe_excerpt
 
 SSE_DATA = "data: "
 SSE_DONE = "[DONE]"

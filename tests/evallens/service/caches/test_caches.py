@@ -40,17 +40,18 @@ REQUEST = {"model": "m", "messages": [{"role": "user", "content": "Where is  my 
 
 def test_exact_cache_hits_on_the_normalized_request_only(registry, tracer, span_exporter) -> None:
     cache: ExactCache[str] = ExactCache(CacheSettings(), metrics=CacheMetrics.create(registry), tracer=tracer)
-    key = request_key(REQUEST, tenant="acme")
+    key = request_key(REQUEST, project="shop", tenant="acme")
     assert cache.get(key) is None
     cache.put(key, "It ships today.")
     spacing = {**REQUEST, "messages": [{"role": "user", "content": " Where is my order? "}], "stream": True}
-    assert cache.get(request_key(spacing, tenant="acme")) == "It ships today."
-    assert cache.get(request_key({**REQUEST, "temperature": 0.7}, tenant="acme")) is None
-    assert cache.get(request_key(REQUEST, tenant="other")) is None
-    assert cache.get(request_key(REQUEST, tenant="acme", config_fingerprint="new")) is None
-    assert (lookups(registry, "exact", "hit"), lookups(registry, "exact", "miss")) == (1, 4)
+    assert cache.get(request_key(spacing, project="shop", tenant="acme")) == "It ships today."
+    assert cache.get(request_key({**REQUEST, "temperature": 0.7}, project="shop", tenant="acme")) is None
+    assert cache.get(request_key(REQUEST, project="shop", tenant="other")) is None
+    assert cache.get(request_key(REQUEST, project="shop", tenant="acme", config_fingerprint="new")) is None
+    assert cache.get(request_key(REQUEST, project="other", tenant="acme")) is None
+    assert (lookups(registry, "exact", "hit"), lookups(registry, "exact", "miss")) == (1, 5)
     hits = [span.attributes[attr.CACHE_EXACT_HIT] for span in span_exporter.get_finished_spans()]
-    assert hits == [False, True, False, False, False]
+    assert hits == [False, True, False, False, False, False]
     assert {span.name for span in span_exporter.get_finished_spans()} == {attr.SPAN_CACHE_EXACT}
 
 

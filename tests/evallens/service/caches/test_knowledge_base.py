@@ -202,7 +202,13 @@ def test_an_answer_computed_across_a_change_is_never_served_after_it(
 
     def key() -> CacheKey:
         made = answers.key(
-            use=True, deterministic=True, tenant="t", project="shop-a", single_turn=True, question=QUESTION
+            use=True,
+            deterministic=True,
+            tenant="t",
+            project="shop-a",
+            retrieval=True,
+            single_turn=True,
+            question=QUESTION,
         )
         made.exact = answers.exact_key(request, made, fingerprint="config")
         made.embedding = embedding

@@ -1,0 +1,83 @@
+"""A target's or a judge's URL with credentials in it: the requests use them, and nothing the eval engine
+stores or prints holds them (``eval run``, ``gate`` and its reports, ``eval runs``)."""
+
+import base64
+from pathlib import Path
+
+import psycopg
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from evallens.credentials import masked_url
+from evallens.db.models import EvalRun
+from tests.evals.conftest import SETS, ScriptedTarget, run_cli
+from tests.evals.metrics.judge_server import faulty_judge
+
+TARGET_PASSWORD = "target-s3cret"
+JUDGE_PASSWORD = "judge-s3cret"
+
+
+def with_user(url: str, user: str, password: str) -> str:
+    return url.replace("http://", f"http://{user}:{password}@", 1)
+
+
+def stored_text(database_url: str) -> str:
+    """Every row of every table in the database, as text."""
+    with psycopg.connect(database_url) as connection:
+        tables = connection.execute(
+            "SELECT quote_ident(table_name) FROM information_schema.tables"
+            " WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
+        ).fetchall()
+        rows = [
+            str(row[0])
+            for (table,) in tables
+            for row in connection.execute(f"SELECT t::text FROM {table} t").fetchall()
+        ]
+    return "\n".join(rows)
+
+
+def test_a_run_against_urls_with_passwords_stores_and_prints_none(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget, tmp_path: Path
+) -> None:
+    """Before: the target URL was stored as the run's endpoint and printed by ``eval run`` and ``eval
+    runs``; a target without ``/v1/config`` had it in its stored config (quoted by the gate's hints);
+    the judge's was stored in the run's scoring."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.no_config = True  # its config is what the eval engine makes of the URL
+    target = with_user(scripted_target.url, "evaluser", TARGET_PASSWORD)
+    reports = tmp_path / "reports"
+    with faulty_judge() as judge:
+        judge_url = with_user(judge.url, "judge", JUDGE_PASSWORD)
+        env = {"EVALLENS_EVAL_JUDGE_ENDPOINT": judge_url, "EVALLENS_EVAL_JUDGE_MODE": "judge"}
+        run = run_cli(
+            "eval", "run", "--set", "mini-support", "--endpoint", target, "--tag", "main",
+            database_url=database_url, extra_env=env,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        gate = run_cli(
+            "gate", "--baseline", "main", "--candidate-endpoint", target, "--report-dir", str(reports),
+            database_url=database_url, extra_env=env,
+        )  # fmt: skip
+        assert gate.returncode == 0, gate.stderr  # the same masked scoring: the two runs compare
+    assert judge.requests  # the judge was asked, at its real URL
+    listed = [run_cli("eval", "runs", *flags, database_url=database_url) for flags in ([], ["--json"])]
+    assert [item.returncode for item in listed] == [0, 0], listed[0].stderr
+
+    # the requests used the credentials: httpx sends a URL's user info as Basic auth
+    basic = "Basic " + base64.b64encode(f"evaluser:{TARGET_PASSWORD}".encode()).decode()
+    assert {headers.get("authorization") for headers in scripted_target.headers_seen} == {basic}
+    shown = [run.stdout, run.stderr, gate.stdout, gate.stderr, *(item.stdout for item in listed)]
+    shown += [path.read_text() for path in sorted(reports.iterdir())]
+    assert len(shown) == 9  # gate.md, gate.xml and gate.json among them
+    for text in [*shown, stored_text(database_url)]:
+        assert TARGET_PASSWORD not in text
+        assert JUDGE_PASSWORD not in text
+    with sessions() as session:
+        runs = session.scalars(select(EvalRun)).all()
+    assert len(runs) == 2
+    for stored in runs:
+        assert stored.endpoint == masked_url(target) == f"http://[REDACTED]@{scripted_target.url[7:]}"
+        assert stored.config["endpoint"] == masked_url(target)
+        assert stored.scoring is not None
+        assert stored.scoring["judge"]["endpoint"] == f"http://[REDACTED]@{judge.url[7:]}/v1"
+    assert masked_url(target) in listed[0].stdout  # the server is still named
