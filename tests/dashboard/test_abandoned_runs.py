@@ -42,6 +42,10 @@ def test_the_run_lists_show_a_dead_run_failed_and_a_live_one_running(
         assert sorted(bands["status"]) == sorted(["completed", "completed", "running", "failed"])
         error = writer.execute("SELECT error FROM eval_runs WHERE id = %s", [dead]).fetchone()
         assert error == (ABANDONED,)
+        pid = live_process.info.backend_pid
+    # closing returns before the backend has exited and let go of its locks: wait for it to be gone
+    with psycopg.connect(app_database, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s, 10000)", [pid])
     st.cache_data.clear()
     runs = data.runs.runs(app_database, "default").set_index("run_id")
     assert runs.loc[live, "status"] == "failed"  # its process's connection ended: it is gone too
