@@ -142,19 +142,18 @@ def _delete_summaries(connection: Connection, start: date | None, end: date) -> 
 def _with_lock_timeout(engine: Engine, step: Callable[[Connection], None], what: str) -> None:
     """Run ``step`` in a transaction of its own whose lock waits give up after ``LOCK_TIMEOUT_MS``
     (the transaction rolled back whole, as on a deadlock), ``LOCK_ATTEMPTS`` tries in all."""
-    timeout_ms, num_attempts = int(LOCK_TIMEOUT_MS), LOCK_ATTEMPTS
-    for attempt in range(1, num_attempts + 1):
+    for attempt in range(1, LOCK_ATTEMPTS + 1):
         try:
             with engine.begin() as connection:
-                connection.execute(text(f"SET LOCAL lock_timeout = {timeout_ms}"))
+                connection.execute(text(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}"))
                 step(connection)
             return
         except OperationalError as error:
             if getattr(driver_error(error), "sqlstate", None) not in RETRIED_SQLSTATES:
                 raise
-            if attempt < num_attempts:
+            if attempt < LOCK_ATTEMPTS:
                 time.sleep(LOCK_RETRY_PAUSE_S)
     raise PartitionLocked(
-        f"could not {what}: other transactions kept the spans table locked ({num_attempts} tries of "
-        f"{timeout_ms} ms); nothing of it changed, run the prune again once they are done"
+        f"could not {what}: other transactions kept the spans table locked ({LOCK_ATTEMPTS} tries of "
+        f"{LOCK_TIMEOUT_MS} ms); nothing of it changed, run the prune again once they are done"
     )

@@ -24,8 +24,8 @@ from evallens.service import create_app
 from evallens.service.engines.base import JSONValue
 from evallens.service.server import describe_service
 from tests.evallens.service.conftest import LoopThread, make_settings, serving, span_attributes, wait_until
-from tests.evallens.service.test_engine_errors import CHAT, UPSTREAM_KEY, status_upstream
-from tests.evallens.service.test_internal_errors import UPSTREAM_MODEL
+from tests.evallens.service.test_engine_errors import UPSTREAM_KEY, status_upstream
+from tests.evallens.service.test_internal_errors import CHAT, UPSTREAM_MODEL
 
 pytestmark = pytest.mark.slow
 

@@ -35,11 +35,10 @@ from tests.evallens.service.conftest import (
     serving,
     wait_until,
 )
-from tests.evallens.service.test_internal_errors import UPSTREAM_MODEL, chunk, openai_service
+from tests.evallens.service.test_internal_errors import CHAT, UPSTREAM_MODEL, ask, chunk, openai_service
 
 pytestmark = pytest.mark.slow
 
-CHAT = {"messages": [{"role": "user", "content": "How long do card refunds take?"}], "max_tokens": 4}
 # what the breaker is set to in these tests: two failures in a row open it, for longer than a test runs
 BREAKER: dict[str, Any] = {"breaker_min_calls": 2, "breaker_error_rate": 0.5, "breaker_open_s": 600.0}
 UPSTREAM_KEY = "sk-proj-Zq8vN3kL0pR5tW2yB7xC4mA9"
@@ -86,12 +85,6 @@ def status_upstream() -> FastAPI:
         return JSONResponse(error, status_code=status, headers=headers)
 
     return upstream
-
-
-def ask(client: httpx.Client, question: str, **body: Any) -> httpx.Response:
-    return client.post(
-        "/v1/chat/completions", json={**CHAT, "messages": [{"role": "user", "content": question}], **body}
-    )
 
 
 def test_an_upstream_status_is_the_clients_fault_only_when_it_refuses_the_request(
