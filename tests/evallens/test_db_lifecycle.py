@@ -4,12 +4,16 @@ upgrades at once; each mistake one line and exit 2, nothing changed."""
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from evallens.db import create_db_engine
 from evallens.db.migrate import MIGRATION_LOCK, SchemaTooNew, head_revision, upgrade
+from evallens.db.sessions import migrate_to_head
 from evallens.settings import child_environment
 
 FUTURE = "0099_from_a_newer_evallens"
@@ -95,6 +99,20 @@ def test_upgrading_to_a_revision_there_is_not_is_one_line(database_url: str, tmp
     assert "cannot migrate to nosuch" in said
 
 
+def wait_for_lock_waiters(holder: psycopg.Connection, wanted: int, all_alive: Callable[[], bool]) -> int:
+    """How many sessions wait for the migration lock, looked at until ``wanted`` do or a waiter ended."""
+    num_waiting = 0
+    while num_waiting < wanted and all_alive():
+        num_waiting = holder.execute(
+            "SELECT count(*) FROM pg_locks JOIN pg_database d ON d.oid = pg_locks.database"
+            " WHERE locktype = 'advisory' AND NOT granted AND objid::bigint = %s"
+            " AND d.datname = current_database()",
+            (MIGRATION_LOCK,),
+        ).fetchone()[0]  # type: ignore[index]
+        time.sleep(0.05)  # between looks at pg_locks; how long does not matter
+    return num_waiting
+
+
 def test_two_upgrades_at_once_on_an_empty_database(empty_database_url: str, tmp_path: Path) -> None:
     """Both start while this test holds the migration lock, so they are sure to run together; each waits
     for it (Alembic takes none), then one migrates and the other finds nothing to do."""
@@ -106,20 +124,31 @@ def test_two_upgrades_at_once_on_an_empty_database(empty_database_url: str, tmp_
             subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(2)
         ]
-        num_waiting = 0
-        while num_waiting < 2 and all(process.poll() is None for process in upgrades):
-            num_waiting = holder.execute(
-                "SELECT count(*) FROM pg_locks JOIN pg_database d ON d.oid = pg_locks.database"
-                " WHERE locktype = 'advisory' AND NOT granted AND objid::bigint = %s"
-                " AND d.datname = current_database()",
-                (MIGRATION_LOCK,),
-            ).fetchone()[0]  # type: ignore[index]
-            time.sleep(0.05)  # between looks at pg_locks; how long does not matter
+        num_waiting = wait_for_lock_waiters(holder, 2, lambda: all(p.poll() is None for p in upgrades))
         holder.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
     results = [process.communicate(timeout=180) for process in upgrades]
     assert num_waiting == 2, results
     for process, (stdout, stderr) in zip(upgrades, results, strict=True):
         assert process.returncode == 0, stderr
         assert f"database at revision {head_revision()}" in stdout
+    tables, versions, _ = schema_of(empty_database_url)
+    assert versions == [(head_revision(),)] and "spans" in tables
+
+
+def test_the_demos_migration_waits_for_the_migration_lock(empty_database_url: str) -> None:
+    """The demo migrates through ``migrate_to_head`` (on EVALLENS_DATABASE_URL too, where another evallens
+    may be migrating the same database): it waits for the lock, then migrates and creates partitions."""
+    engine = create_db_engine(empty_database_url)
+    try:
+        with ThreadPoolExecutor(1) as pool, psycopg.connect(empty_database_url, autocommit=True) as holder:
+            holder.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            migrating = pool.submit(migrate_to_head, engine, empty_database_url, 1)
+            num_waiting = wait_for_lock_waiters(holder, 1, lambda: not migrating.done())
+            tables_meanwhile = schema_of(empty_database_url)[0]
+            holder.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+            migrating.result(timeout=180)
+    finally:
+        engine.dispose()
+    assert num_waiting == 1 and tables_meanwhile == []
     tables, versions, _ = schema_of(empty_database_url)
     assert versions == [(head_revision(),)] and "spans" in tables

@@ -30,13 +30,20 @@ def ensure_schema(server: DatabaseServer, engine: Engine, settings: DatabaseSett
             f"the database schema is {state}: run `evallens db upgrade` "
             "(or set EVALLENS_DATABASE_MIGRATE=true to migrate on start)"
         )
-    with migration_lock(engine):
-        if known_revision(engine) != head:  # another process may have migrated while we waited
-            logger.info("migrating the database schema from %s to %s", current, head)
-            upgrade(server.url)
-        with engine.begin() as partitions:
-            create_partitions_ahead(partitions, settings.partition_days_ahead)
+    migrate_to_head(engine, server.url, settings.partition_days_ahead)
     return True
+
+
+def migrate_to_head(engine: Engine, url: str, partition_days_ahead: int) -> None:
+    """Migrate to head and create the span partitions ahead, holding the migration lock: a second
+    process doing the same waits for it, then finds nothing to do."""
+    with migration_lock(engine):
+        current = known_revision(engine)
+        if current != head_revision():  # another process may have migrated while we waited
+            logger.info("migrating the database schema from %s to %s", current, head_revision())
+            upgrade(url)
+        with engine.begin() as partitions:
+            create_partitions_ahead(partitions, partition_days_ahead)
 
 
 @contextlib.contextmanager

@@ -19,8 +19,7 @@ from evallens.app.demo.stack import Stack
 from evallens.app.demo.steps import StepLog
 from evallens.app.progress import progress_for
 from evallens.db import create_db_engine, create_session_factory
-from evallens.db.migrate import upgrade
-from evallens.db.partitions import create_partitions_ahead
+from evallens.db.sessions import migrate_to_head
 from evallens.errors import EvallensError
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
 from evallens.settings import CasesSettings, DemoSettings, EvalSettings, ServiceSettings
@@ -144,10 +143,8 @@ class Demo:
             note(model_note)
             self.stack = Stack(self.settings, model_path, max_model_len)
             url = self.stack.open_database()
-            upgrade(url)
             self.engine = create_db_engine(url)
-            with self.engine.begin() as connection:
-                create_partitions_ahead(connection, self.settings.partition_days_ahead)
+            migrate_to_head(self.engine, url, self.settings.partition_days_ahead)
             self.sessions = create_session_factory(self.engine)
             embedded = self.stack.database is not None and self.stack.database.embedded is not None
             note("embedded PostgreSQL" if embedded else "PostgreSQL from EVALLENS_DATABASE_URL")
