@@ -9,9 +9,7 @@ st.title("Serving metrics")
 st.caption(
     "KV-cache usage, prefix-cache and response-cache hit rates, TTFT, queue time and requests, from the "
     "collector's scrapes. Shaded bands are eval runs; the window ends at the newest sample. Counts grow "
-    "from each series' last value before the window. A bucket keeps a counter's highest value only, and "
-    "windows of a few hours or more read per-minute or per-hour buckets: a restart whose counter climbs "
-    "back past that value within one bucket is under-counted."
+    "from each series' last value before the window; a fall is a restart, counted from zero."
 )
 if not data.status.data_present(ctx.url, ctx.project)["samples"]:
     _ui.empty_state("samples")

@@ -6,11 +6,14 @@ draws points, whatever the window; only buckets under a minute (windows of an ho
 samples. Buckets start at whole multiples of their width since 2000-01-01 UTC, so a chart's bucket
 holds whole rollup buckets and gives what bucketing the samples themselves gives.
 
-A rollup bucket keeps a counter's highest value, not its last, and a chart bucket of raw samples
-takes the same: a restart inside one bucket whose counter climbs back past the bucket's earlier
-highest value shows no reset, so the growth before the restart is left out of the increase. Raw
-buckets (under a minute) hold a scrape or two; rollup buckets hold a minute or an hour of them.
+A counter's increase is Prometheus's ``increase`` without extrapolation: the growth from each sample
+to the next, a fall counting as a reset from zero. A rollup bucket keeps its growth between its own
+samples (migration 0013) and its first and last value, so a restart inside a bucket counts the growth
+before it and after it; the chart adds the step from each rollup bucket's last value to the next one's
+first.
 """
+
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -35,9 +38,25 @@ MIN_BUCKET_S = 10
 LOOKBACK_S = 300
 POINTS_PER_CHART = 150
 ORIGIN = "TIMESTAMPTZ '2000-01-01 00:00:00+00'"  # the rollups' origin (migration 0007)
-# Per source: the table, its time column, a bucket's sample count, sum and maximum.
-_RAW = ("metric_samples", "time", "1", "value", "value")
-_ROLLUP = ("metric_rollups", "bucket_start", "num_samples", "value_sum", "value_max")
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where buckets are read from: the table, its time column, each row's sample count and sum (for
+    gauges), its first and last value and the counter's growth between them, and the rollup width (0
+    for raw samples)."""
+
+    table: str
+    time_column: str
+    count: str
+    total: str
+    first: str
+    last: str
+    growth: str
+    width_s: int = 0
+
+
+_RAW = _Source("metric_samples", "time", "1", "value", "value", "value", "0")
 
 
 def bucket_width_s(hours: float, points: int) -> int:
@@ -50,13 +69,21 @@ def bucket_width_s(hours: float, points: int) -> int:
     return width
 
 
-def _source(bucket_s: int) -> tuple[str, str, str, str, str, int]:
-    """Where buckets of ``bucket_s`` are read from: the coarsest rollup that divides it, else samples;
-    and that source's width (0 for samples)."""
+def _source(bucket_s: int) -> _Source:
+    """Where buckets of ``bucket_s`` are read from: the coarsest rollup that divides it, else samples."""
     for rollup_s in sorted(ROLLUP_WIDTHS_S, reverse=True):
         if bucket_s % rollup_s == 0:
-            return (*_ROLLUP, rollup_s)
-    return (*_RAW, 0)
+            return _Source(
+                "metric_rollups",
+                "bucket_start",
+                "num_samples",
+                "value_sum",
+                "first_value",
+                "last_value",
+                "value_increase",
+                rollup_s,
+            )
+    return _RAW
 
 
 def _window_start(width_s: int) -> str:
@@ -72,19 +99,16 @@ def _window_filter(time_column: str, width_s: int) -> str:
     return f"project = :p AND name = ANY(:names){widths} AND {time_column} BETWEEN {lower} AND :end"
 
 
-def _series_baseline(table: str, time_column: str, highest: str, width_s: int) -> str:
-    """The value the first bucket of series ``s`` (first read at ``s.since``) grows from: its last value
-    within the lookback before the window, else its first sample in the window."""
+def _series_baseline(source: _Source) -> str:
+    """The value the first row of series ``s`` grows from: its last value within the lookback before
+    the window; none (no growth into the first row) when it has none."""
     series = "project = :p AND name = s.name AND target = s.target AND labels = s.labels"
-    widths = f" AND width_s = {width_s}" if width_s else ""
-    start = _window_start(width_s)
-    lookback = f"make_interval(secs => {max(LOOKBACK_S, width_s)})"
-    # COALESCE evaluates the second look-up only for a series the first finds nothing for
-    return f"""coalesce(
-      (SELECT {highest} FROM {table} WHERE {series}{widths}
-         AND {time_column} >= {start} - {lookback} AND {time_column} < {start}
-       ORDER BY {time_column} DESC LIMIT 1),
-      (SELECT value FROM metric_samples WHERE {series} AND time >= s.since ORDER BY time LIMIT 1))"""
+    widths = f" AND width_s = {source.width_s}" if source.width_s else ""
+    start = _window_start(source.width_s)
+    lookback = f"make_interval(secs => {max(LOOKBACK_S, source.width_s)})"
+    return f"""(SELECT {source.last} FROM {source.table} WHERE {series}{widths}
+         AND {source.time_column} >= {start} - {lookback} AND {source.time_column} < {start}
+       ORDER BY {source.time_column} DESC LIMIT 1)"""
 
 
 @cached
@@ -100,13 +124,13 @@ def gauge_series(
     url: str, project: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int
 ) -> pd.DataFrame:
     """Mean of each gauge of ``project`` per time bucket."""
-    table, time_column, count, total, _, width_s = _source(bucket_s)
+    source = _source(bucket_s)
     return frame(
         url,
         f"""
-        SELECT date_bin(make_interval(secs => :bucket), {time_column}, {ORIGIN}) AS time, name,
-               sum({total}) / sum({count}) AS value
-        FROM {table} WHERE {_window_filter(time_column, width_s)}
+        SELECT date_bin(make_interval(secs => :bucket), {source.time_column}, {ORIGIN}) AS time, name,
+               sum({source.total}) / sum({source.count}) AS value
+        FROM {source.table} WHERE {_window_filter(source.time_column, source.width_s)}
         GROUP BY 1, 2 ORDER BY 1
         """,
         p=project,
@@ -121,31 +145,32 @@ def gauge_series(
 def counter_increases(
     url: str, project: str, start: pd.Timestamp, end: pd.Timestamp, bucket_s: int
 ) -> pd.DataFrame:
-    """Increase of each counter series of ``project`` per time bucket: its last value minus the
-    previous bucket's, the first bucket's minus the last value before the window (``LOOKBACK_S``; a
-    series without one starts from its first value), and a reset counts from zero. A bucket's last
-    value is its highest, so a reset inside one bucket can go unseen (see the module)."""
-    table, time_column, _, _, highest, width_s = _source(bucket_s)
+    """Increase of each counter series of ``project`` per time bucket: the growth inside each row read
+    (a rollup bucket's own, none for a raw sample) plus the step from the series' previous row's last
+    value to this row's first, a fall counting as a reset from zero. The first row steps from the
+    series' last value before the window (``LOOKBACK_S``); a series without one starts from its first
+    value."""
+    source = _source(bucket_s)
+    step = "CASE WHEN first_value < previous THEN first_value ELSE first_value - previous END"
     return frame(
         url,
         f"""
-        WITH b AS (
-          SELECT date_bin(make_interval(secs => :bucket), {time_column}, {ORIGIN}) AS time, name, labels,
-                 target, max({highest}) AS last_value, min({time_column}) AS since
-          FROM {table} WHERE {_window_filter(time_column, width_s)}
-          GROUP BY 1, 2, 3, 4),
+        WITH points AS (
+          SELECT {source.time_column} AS time, name, labels, target, {source.first} AS first_value,
+                 {source.last} AS last_value, {source.growth} AS growth
+          FROM {source.table} WHERE {_window_filter(source.time_column, source.width_s)}),
         baseline AS (
-          SELECT CAST('-infinity' AS timestamptz) AS time, name, labels, target,
-                 {_series_baseline(table, time_column, highest, width_s)} AS last_value
-          FROM (SELECT name, labels, target, min(since) AS since FROM b GROUP BY 1, 2, 3) AS s),
-        s AS (
-          SELECT time, name, labels, last_value,
-                 last_value - lag(last_value) OVER (PARTITION BY name, labels, target ORDER BY time) AS step
-          FROM (SELECT time, name, labels, target, last_value FROM b
-                UNION ALL SELECT * FROM baseline) AS series)
-        SELECT time, name, labels->>'cache' AS cache, labels->>'result' AS result,
-               sum(CASE WHEN step < 0 THEN last_value ELSE step END) AS increase
-        FROM s WHERE step IS NOT NULL GROUP BY 1, 2, 3, 4 ORDER BY 1
+          SELECT s.name, s.labels, s.target, {_series_baseline(source)} AS before_window
+          FROM (SELECT DISTINCT name, labels, target FROM points) AS s),
+        stepped AS (
+          SELECT points.*, coalesce(
+                   lag(last_value) OVER (PARTITION BY name, labels, target ORDER BY time),
+                   before_window) AS previous
+          FROM points JOIN baseline USING (name, labels, target))
+        SELECT date_bin(make_interval(secs => :bucket), time, {ORIGIN}) AS time, name,
+               labels->>'cache' AS cache, labels->>'result' AS result,
+               sum(growth + coalesce({step}, 0)) AS increase
+        FROM stepped GROUP BY 1, 2, 3, 4 ORDER BY 1
         """,
         p=project,
         names=list(COUNTERS),

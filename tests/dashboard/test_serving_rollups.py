@@ -1,7 +1,6 @@
 """The Serving metrics queries: charts read from the rollups (buckets of whole minutes or hours) give
 what bucketing the raw samples gives, for the viewer's project only."""
 
-import itertools
 import json
 import random
 from collections import defaultdict
@@ -61,24 +60,20 @@ def bucketed(rows: list[tuple[Any, ...]], start: pd.Timestamp, bucket_s: int) ->
 
 def baselines(
     rows: list[tuple[Any, ...]], start: pd.Timestamp, bucket_s: int
-) -> dict[tuple[str, ...], float]:
-    """Per counter series, the value its first bucket grows from: the highest value of its last rollup
-    bucket within the lookback (5 minutes, or the hour before) before the window, else its first
-    value in the window."""
+) -> dict[tuple[str, ...], float | None]:
+    """Per counter series, the value its first sample grows from: its last value in the rollup buckets
+    within the lookback (5 minutes, or the hour before) before the window, else none."""
     first, rollup_s = rollup_start(start, bucket_s)
     lookback = pd.Timedelta(seconds=max(300, rollup_s))
-    before: dict[tuple[str, ...], dict[pd.Timestamp, float]] = defaultdict(dict)
-    found: dict[tuple[str, ...], float] = {}
+    found: dict[tuple[str, ...], float | None] = {}
     for _, moment, name, labels, value, target in sorted(rows, key=lambda row: row[1]):
         if name == metrics.VLLM_KV_CACHE_USAGE:
             continue
         if first - lookback <= moment < first:
-            highest = before[name, labels, target]
-            bucket = pd.Timestamp(moment).floor(f"{rollup_s}s")
-            highest[bucket] = max(value, highest.get(bucket, value))
+            found[name, labels, target] = value
         elif moment >= first:
-            found.setdefault((name, labels, target), value)
-    return {key: before[key][max(before[key])] if before.get(key) else value for key, value in found.items()}
+            found.setdefault((name, labels, target), None)
+    return found
 
 
 def expected_gauges(samples: list[Sample]) -> dict[tuple[Any, ...], float]:
@@ -90,20 +85,18 @@ def expected_gauges(samples: list[Sample]) -> dict[tuple[Any, ...], float]:
 
 
 def expected_increases(
-    samples: list[Sample], baseline: dict[tuple[str, ...], float]
+    samples: list[Sample], baseline: dict[tuple[str, ...], float | None]
 ) -> dict[tuple[Any, ...], float]:
-    series: dict[tuple[str, ...], dict[pd.Timestamp, float]] = defaultdict(dict)
-    for bucket, name, labels, target, value in samples:  # per series and bucket: the highest value
-        if name != metrics.VLLM_KV_CACHE_USAGE:
-            highest = series[name, labels, target]
-            highest[bucket] = max(value, highest.get(bucket, value))
+    """Per bucket, the growth from each sample to the next (Prometheus's ``increase``, not
+    extrapolated), a reset counting from zero; the first sample grows from the baseline, if any."""
+    previous = dict(baseline)
     increases: dict[tuple[Any, ...], float] = defaultdict(float)
-    for key, highest in series.items():
-        name = key[0]
-        highest[pd.Timestamp.min.tz_localize(UTC)] = baseline[key]  # before every bucket
-        for previous, bucket in itertools.pairwise(sorted(highest)):
-            step = highest[bucket] - highest[previous]
-            increases[bucket, name] += highest[bucket] if step < 0 else step  # a reset counts from zero
+    for bucket, name, labels, target, value in samples:  # in time order
+        if name == metrics.VLLM_KV_CACHE_USAGE:
+            continue
+        before = previous[name, labels, target]
+        increases[bucket, name] += 0 if before is None else value if value < before else value - before
+        previous[name, labels, target] = value
     return dict(increases)
 
 
@@ -139,9 +132,10 @@ def test_bucket_widths_are_whole_rollup_buckets_once_a_minute_or_more() -> None:
 
 
 HOUR = datetime(2026, 11, 5, 8, tzinfo=UTC)  # the window's start, a whole hour: every source starts there
-TTFT_COUNT, QUEUE_COUNT = (
+TTFT_COUNT, QUEUE_COUNT, QUEUE_SUM = (
     f"{metrics.VLLM_TIME_TO_FIRST_TOKEN}_count",
     f"{metrics.VLLM_REQUEST_QUEUE_TIME}_count",
+    f"{metrics.VLLM_REQUEST_QUEUE_TIME}_sum",
 )
 # One series per counter: (seconds from the window's start, value) of its samples.
 SERIES = {
@@ -149,11 +143,13 @@ SERIES = {
     metrics.VLLM_PREFIX_CACHE_QUERIES: [(10, 5), (70, 8), (3700, 12)],  # no value before the window
     TTFT_COUNT: [(-30, 200), (10, 3), (70, 9)],  # restarted just as the window starts
     QUEUE_COUNT: [(-4000, 40), (10, 45), (70, 47)],  # silent longer than any lookback before it
+    QUEUE_SUM: [(10, 100), (1800, 400), (1900, 20), (2500, 450)],  # restarted, then past its old value
 }
 # Worked by hand, per bucket width: (bucket's seconds from the window's start, counter) -> increase.
 # The first bucket grows from the last value before the window: the last sample (raw samples, 5 min
-# lookback) or the highest of the last rollup bucket (minute buckets 5 min back, the hour before);
-# without one, from the series' first value in the window, which itself is no growth.
+# lookback) or the last value of the last rollup bucket (minute buckets 5 min back, the hour before);
+# without one, from the series' first value in the window, which itself is no growth. A restart inside
+# a bucket counts the growth before it and after it.
 WIDER = {
     (0, metrics.VLLM_PREFIX_CACHE_HITS): 70 - 60,
     (3600, metrics.VLLM_PREFIX_CACHE_HITS): 90 - 70,
@@ -174,9 +170,18 @@ INCREASES = {
         (60, TTFT_COUNT): 9 - 3,
         (0, QUEUE_COUNT): 0,
         (60, QUEUE_COUNT): 47 - 45,
+        (0, QUEUE_SUM): 0,
+        (1800, QUEUE_SUM): 400 - 100,
+        (1890, QUEUE_SUM): 20,
+        (2490, QUEUE_SUM): 450 - 20,
     },
-    120: WIDER,  # minute rollups
-    3600: WIDER,  # hour rollups
+    120: {  # minute rollups
+        **WIDER,
+        (0, QUEUE_SUM): 0,
+        (1800, QUEUE_SUM): (400 - 100) + 20,
+        (2400, QUEUE_SUM): 450 - 20,
+    },
+    3600: {**WIDER, (0, QUEUE_SUM): (400 - 100) + 20 + (450 - 20)},  # hour rollups
 }
 
 
@@ -205,5 +210,6 @@ def test_first_bucket_grows_from_the_last_value_before_the_window(database_url: 
             metrics.VLLM_PREFIX_CACHE_QUERIES: 7,
             TTFT_COUNT: 9,
             QUEUE_COUNT: 2,
+            QUEUE_SUM: 750,
         }
     )

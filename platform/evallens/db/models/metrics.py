@@ -41,7 +41,9 @@ class MetricSample(Base):
 
 class MetricRollup(Base):
     """The samples of one series (project, name, target, labels) in one bucket of ``width_s`` seconds:
-    their count, sum and maximum, which merge by adding and by ``greatest`` in any order."""
+    their count, sum and maximum, which merge by adding and by ``greatest`` in any order; the first and
+    last sample; and a counter's growth between them, a reset counting from zero, exact when the
+    series' samples are stored in time order (migration 0013 says what a late sample adds)."""
 
     __tablename__ = "metric_rollups"
 
@@ -53,4 +55,20 @@ class MetricRollup(Base):
     labels: Mapped[dict[str, Any]] = mapped_column(primary_key=True)
     num_samples: Mapped[int] = mapped_column(BigInteger)
     value_sum: Mapped[float] = mapped_column(DOUBLE_PRECISION)
-    value_max: Mapped[float] = mapped_column(DOUBLE_PRECISION, comment="a counter's last value, unless reset")
+    value_max: Mapped[float] = mapped_column(DOUBLE_PRECISION, comment="the highest value in the bucket")
+    first_time: Mapped[datetime] = mapped_column(
+        TIMESTAMP(timezone=True), comment="the bucket's earliest sample"
+    )
+    first_value: Mapped[float] = mapped_column(
+        DOUBLE_PRECISION, comment="the value of the bucket's earliest sample"
+    )
+    last_time: Mapped[datetime] = mapped_column(
+        TIMESTAMP(timezone=True), comment="the bucket's latest sample"
+    )
+    last_value: Mapped[float] = mapped_column(
+        DOUBLE_PRECISION, comment="the value of the bucket's latest sample"
+    )
+    value_increase: Mapped[float] = mapped_column(
+        DOUBLE_PRECISION,
+        comment="a counter's growth between the bucket's samples, a reset counting from zero",
+    )
