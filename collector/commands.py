@@ -101,15 +101,17 @@ def quarantine_list(settings: CollectorSettings, project: str | None, limit: int
 
 
 def quarantine_retry(
-    settings: DatabaseSettings, ids: Sequence[int], every: bool, project: str | None
+    settings: CollectorSettings, ids: Sequence[int], every: bool, project: str | None
 ) -> RetryReport:
-    """Write quarantined spans into ``spans`` again; those stored leave the quarantine."""
+    """Write quarantined spans into ``spans`` again, making their days' partitions as many at a time as
+    a flush does; those stored leave the quarantine."""
     with database(settings) as server:
         engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
         try:
             ping(engine)
             ensure_schema(server, engine, settings)
-            return retry_quarantine(engine, server.url, ids, every, project)
+            max_new_days = settings.collector_max_new_days_per_flush
+            return retry_quarantine(engine, server.url, ids, every, project, max_new_days)
         finally:
             engine.dispose()
 

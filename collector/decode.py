@@ -70,10 +70,16 @@ def decode_request(
 
 
 def iter_spans(
-    groups: Iterable[ResourceGroup], limits: SpanLimits, rejections: Rejections, now_ns: int | None = None
+    groups: Iterable[ResourceGroup],
+    limits: SpanLimits,
+    rejections: Rejections,
+    now_ns: int | None = None,
+    *,
+    hex_ids: bool = False,
 ) -> Iterator[SpanRecord]:
     """The valid spans of a request (``message_groups`` or ``_wire.resource_groups``) one by one; each
-    invalid one is added to ``rejections``."""
+    invalid one is added to ``rejections``. ``hex_ids``: the request was OTLP/JSON, whose ids that
+    were not hex ``rewrite_ids`` marked ``NOT_HEX``."""
     window = time_window(limits, time.time_ns() if now_ns is None else now_ns)
     for resource_message, scopes in groups:
         resource = key_values(resource_message.attributes)
@@ -93,7 +99,8 @@ def iter_spans(
             )
             for span in spans:
                 try:
-                    yield decode_span(span, resource, (service_name, *scope), defaults, window, limits)
+                    origin = (service_name, *scope)
+                    yield decode_span(span, resource, origin, defaults, window, limits, hex_ids=hex_ids)
                 except InvalidSpan as error:
                     rejections.add(error)
 
@@ -105,12 +112,14 @@ def decode_span(
     defaults: tuple[str | None, ...],
     window: tuple[int, int],
     limits: SpanLimits,
+    *,
+    hex_ids: bool = False,
 ) -> SpanRecord:
     """One OTLP ``Span`` as a record, or ``InvalidSpan`` saying what is wrong with it.
 
     ``origin`` is (service name, scope name, scope version); ``defaults`` come from the resource.
     """
-    trace_id, span_id, parent_span_id = span_ids(span)
+    trace_id, span_id, parent_span_id = span_ids(span, hex_ids=hex_ids)
     start_ns, end_ns = span.start_time_unix_nano, span.end_time_unix_nano
     check_times(span_id, start_ns, end_ns, window, limits)
     attributes = key_values(span.attributes)
@@ -152,25 +161,39 @@ def decode_span(
     )
 
 
-def span_ids(span: Any) -> tuple[str, str, str | None]:
-    """Hex trace, span and parent ids, checked for length and for the all-zero invalid id."""
+def span_ids(span: Any, *, hex_ids: bool = False) -> tuple[str, str, str | None]:
+    """Hex trace, span and parent ids, checked for length and for the all-zero invalid id.
+
+    ``hex_ids``: the span came from OTLP/JSON, where ``NOT_HEX`` marks an id that was not hex; a
+    protobuf id of those three bytes is only an id of the wrong length.
+    """
     trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
     for which, value, size in (
         ("trace id", trace_id, TRACE_ID_BYTES),
         ("span id", span_id, SPAN_ID_BYTES),
         ("parent span id", parent, SPAN_ID_BYTES),
     ):
-        if value == NOT_HEX:
+        if hex_ids and value == NOT_HEX:
             raise InvalidSpan(not_hex_reason(which, size))
     if len(trace_id) != TRACE_ID_BYTES or not any(trace_id):
-        raise InvalidSpan(f"invalid trace id {trace_id.hex()!r} (need 16 non-zero bytes)")
+        wrong = _length(trace_id, TRACE_ID_BYTES)
+        raise InvalidSpan(f"invalid trace id {trace_id.hex()!r}{wrong} (need 16 non-zero bytes)")
     if len(span_id) != SPAN_ID_BYTES or not any(span_id):
+        wrong = _length(span_id, SPAN_ID_BYTES)
         raise InvalidSpan(
-            f"invalid span id {span_id.hex()!r} in trace {trace_id.hex()} (need 8 non-zero bytes)"
+            f"invalid span id {span_id.hex()!r}{wrong} in trace {trace_id.hex()} (need 8 non-zero bytes)"
         )
     if parent and len(parent) != SPAN_ID_BYTES:
-        raise InvalidSpan(f"invalid parent span id {parent.hex()!r} for span {span_id.hex()}")
+        wrong = _length(parent, SPAN_ID_BYTES)
+        raise InvalidSpan(
+            f"invalid parent span id {parent.hex()!r}{wrong} for span {span_id.hex()} (need 8 bytes)"
+        )
     return trace_id.hex(), span_id.hex(), (parent.hex() if any(parent) else None)
+
+
+def _length(value: bytes, size: int) -> str:
+    """How long an id of the wrong length is (nothing for one of the right length: all zeros)."""
+    return "" if len(value) == size else f" of {len(value)} bytes"
 
 
 def decode_event(event: Any) -> dict[str, Any]:

@@ -124,7 +124,7 @@ def decode_logs_body(job: LogsJob) -> LogBatch:
     """
     body = gunzip_capped(job.body, job.max_body_bytes) if job.gzip else job.body
     request, unreadable = parse_logs(body, job.body_format, job.limits)
-    batch = decode_logs(request, job.project, job.limits)
+    batch = decode_logs(request, job.project, job.limits, hex_ids=job.body_format == "json")
     for reason in unreadable:
         batch.reject(reason)
     return batch
@@ -175,9 +175,15 @@ def parse_logs(
 
 
 def decode_logs(
-    request: ExportLogsServiceRequest, project: str | None, limits: SpanLimits, now_ns: int | None = None
+    request: ExportLogsServiceRequest,
+    project: str | None,
+    limits: SpanLimits,
+    now_ns: int | None = None,
+    *,
+    hex_ids: bool = False,
 ) -> LogBatch:
-    """The GenAI content rows of ``request``; ``project`` (from the API key) overrides what records claim."""
+    """The GenAI content rows of ``request``; ``project`` (from the API key) overrides what records claim.
+    ``hex_ids``: ``request`` came from OTLP/JSON."""
     batch = LogBatch()
     now_ns = time.time_ns() if now_ns is None else now_ns
     window = time_window(limits, now_ns)
@@ -198,7 +204,7 @@ def decode_logs(
                     batch.reject(f"{name}: {error}")
                     continue
                 trace_id, span_id = record.trace_id, record.span_id
-                problem = _id_problem(trace_id, span_id)
+                problem = _id_problem(trace_id, span_id, hex_ids)
                 if problem:
                     batch.reject(f"{name}{problem}")
                     continue
@@ -217,10 +223,11 @@ def decode_logs(
     return batch
 
 
-def _id_problem(trace_id: bytes, span_id: bytes) -> str | None:
-    """What keeps a log record's ids from joining it to its span (after its event name), None if nothing."""
+def _id_problem(trace_id: bytes, span_id: bytes, hex_ids: bool) -> str | None:
+    """What keeps a log record's ids from joining it to its span (after its event name), None if nothing;
+    ``hex_ids``: the record came from OTLP/JSON (``NOT_HEX`` marks an id that was not hex there)."""
     for which, value, size in (("trace id", trace_id, TRACE_ID_BYTES), ("span id", span_id, SPAN_ID_BYTES)):
-        if value == NOT_HEX:
+        if hex_ids and value == NOT_HEX:
             return f": {not_hex_reason(which, size)}"
     if len(trace_id) != TRACE_ID_BYTES or not any(trace_id) or len(span_id) != SPAN_ID_BYTES:
         return " has no trace and span id to join it to its span"

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from collector._files import remove_durably, write_atomically
-from collector.copy_rows import CopyRows, decode_line, line_day
+from collector.copy_rows import CopyRows, decode_line
 from collector.records import record_from_dict, record_to_dict
 from collector.stats import CollectorStats
 from collector.write import DatabaseDown, Refusal, RowsRefused, SpanWriter
@@ -28,39 +28,44 @@ class QuarantineFailed(Exception):
     """Refused spans could be kept neither in PostgreSQL nor on disk; they were not acknowledged."""
 
 
-def isolate(writer: SpanWriter, rows: CopyRows, expect_duplicates: bool = False) -> list[Refusal]:
+def isolate(
+    writer: SpanWriter, rows: CopyRows, expect_duplicates: bool = False, *, replace_gone: bool = True
+) -> list[Refusal]:
     """Store ``rows``; when PostgreSQL refuses rows, bisect until every good span is stored.
 
-    Returns the spans refused on their own, with their rows' places in ``rows``, and those left out
+    Returns the spans refused on their own, with their rows' places in ``rows``, those left out
     because their day has no partition and the writer made its share of them in this call
-    (``partition_missing``). ``DatabaseDown`` propagates: what was committed before stays committed,
-    and a replay of the whole batch skips it.
+    (``partition_missing``), and those of days pruned (before the prune cutoff). ``DatabaseDown``
+    propagates: what was committed before stays committed, and a replay of the whole batch skips it.
+    ``replace_gone``: rows refused because a partition the writer knew was dropped meanwhile are placed
+    again (once), so that those of a pruned day get their reason.
     """
     try:
         unplaced = writer.place(rows)
     except RowsRefused:
         unplaced = set()  # ``write`` meets the same refusal, and the bisection below keeps the rows
     if not unplaced:
-        return _isolate_placed(writer, rows, expect_duplicates)
+        return _isolate_placed(writer, rows, expect_duplicates, replace_gone)
     placed, placed_at, left_out = rows.without_days(unplaced)
-    refusals = [
-        Refusal(decode_line(line), writer.unplaced_reason(line_day(line)), index, partition_missing=True)
-        for index, line in left_out
-    ]
+    refusals = [writer.left_out(line, index) for index, line in left_out]
     if placed.num_rows:
         refusals += [
             replace(refusal, index=placed_at[refusal.index])
-            for refusal in _isolate_placed(writer, placed, expect_duplicates)
+            for refusal in _isolate_placed(writer, placed, expect_duplicates, replace_gone)
         ]
     return refusals
 
 
-def _isolate_placed(writer: SpanWriter, rows: CopyRows, expect_duplicates: bool) -> list[Refusal]:
+def _isolate_placed(
+    writer: SpanWriter, rows: CopyRows, expect_duplicates: bool, replace_gone: bool
+) -> list[Refusal]:
     """``isolate`` of rows whose days all have a partition."""
     try:
         writer.write(rows, expect_duplicates)
         return []
     except RowsRefused as error:
+        if error.partition_gone and replace_gone:
+            return isolate(writer, rows, expect_duplicates, replace_gone=False)
         if rows.num_rows == 1:
             return [Refusal(decode_line(rows.lines()[0]), str(error))]
     return _bisect(writer, rows.lines(), 0, rows.days, expect_duplicates)

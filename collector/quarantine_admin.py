@@ -97,26 +97,44 @@ def drop_quarantine(session: Session, ids: Sequence[int], every: bool, project: 
 
 
 def retry_quarantine(
-    engine: Engine, database_url: str, ids: Sequence[int], every: bool, project: str | None
+    engine: Engine,
+    database_url: str,
+    ids: Sequence[int],
+    every: bool,
+    project: str | None,
+    max_new_days: int,
 ) -> RetryReport:
     """Write quarantined spans into ``spans`` again (after the cause was fixed); those PostgreSQL now
-    takes leave the quarantine, the others stay with their new reason. Resent spans are stored once."""
+    takes leave the quarantine, the others stay with their new reason. Resent spans are stored once.
+
+    In rounds, as ingestion does: each makes at most ``max_new_days`` of the partitions the spans need
+    (each locks ``spans`` until its transaction ends; a retry of spans over a year made some 366 in
+    one, while every collector's flush waited) and writes the spans those days hold.
+    """
     with Session(engine) as session:
         rows = list(session.scalars(select(QuarantinedSpan).where(*_selected(ids, every, project))))
-    writer = SpanWriter(database_url)
+    spans = [record_from_dict(row.span) for row in rows]
+    reasons: dict[int, str] = {}  # by place in ``rows``
+    waiting = list(range(len(rows)))
+    writer = SpanWriter(database_url, max_new_days=max_new_days)
     try:
-        spans = [record_from_dict(row.span) for row in rows]
-        refusals = isolate(writer, copy_rows(spans), expect_duplicates=True) if spans else []
+        while waiting:
+            refusals = isolate(writer, copy_rows([spans[at] for at in waiting]), expect_duplicates=True)
+            for at in waiting:
+                reasons.pop(at, None)
+            reasons.update({waiting[refusal.index]: refusal.reason for refusal in refusals})
+            missing = [waiting[refusal.index] for refusal in refusals if refusal.partition_missing]
+            if len(missing) == len(waiting):  # no day got its partition: kept with that reason
+                break
+            waiting = missing
     except DatabaseDown as error:
         raise DatabaseUnavailable(f"PostgreSQL became unreachable: {error}") from None
     finally:
         writer.close()
-    reasons = {refusal.index: refusal.reason for refusal in refusals}
-    stored = [row.id for index, row in enumerate(rows) if index not in reasons]
+    stored = [row.id for at, row in enumerate(rows) if at not in reasons]
     with Session(engine) as session, session.begin():
         if stored:
             session.execute(delete(QuarantinedSpan).where(QuarantinedSpan.id.in_(stored)))
-        for index, row in enumerate(rows):
-            if index in reasons:
-                session.get_one(QuarantinedSpan, row.id).reason = reasons[index]
-    return RetryReport(len(stored), len(refusals))
+        for at, reason in reasons.items():
+            session.get_one(QuarantinedSpan, rows[at].id).reason = reason
+    return RetryReport(len(stored), len(reasons))

@@ -1,6 +1,8 @@
 """Retention: drop whole daily partitions of spans, and delete the scraped metric samples, their
 rollups and the stored GenAI content older than a cutoff."""
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -9,6 +11,11 @@ from sqlalchemy import Connection, Engine, delete, text
 from evallens.db.models import MetricRollup, MetricSample
 from evallens.db.partitions import drop_span_partitions_before
 from evallens.durations import parse_duration
+from evallens.errors import EvallensError
+
+# pg_advisory_lock key: one prune of a database at a time (a second one's DROP of a partition the
+# first dropped meanwhile failed on "does not exist")
+PRUNE_LOCK = 0x65767072
 
 CONTENT_BATCH_ROWS = 1000
 # The oldest rows of one project, by ix_genai_content_project_time, from where the last batch ended
@@ -25,6 +32,10 @@ FIRST_CONTENT_PROJECT = text("SELECT project FROM genai_content ORDER BY project
 NEXT_CONTENT_PROJECT = text(
     "SELECT project FROM genai_content WHERE project > :after ORDER BY project LIMIT 1"
 )
+
+
+class PruneRunning(EvallensError):
+    """Another prune of the same database is running."""
 
 
 @dataclass(frozen=True)
@@ -44,17 +55,39 @@ def parse_age(text: str) -> timedelta:
 
 def prune_spans(engine: Engine, older_than: timedelta, today: date | None = None) -> PruneReport:
     """Drop every span partition whose whole day is older than ``older_than`` before today (UTC), and
-    the metric samples, rollups and GenAI content of those days."""
+    the metric samples, rollups and GenAI content of those days; ``PruneRunning``, before any change,
+    while another prune of the database runs."""
     cutoff = (today or datetime.now(UTC).date()) - older_than
     start_of_cutoff = datetime.combine(cutoff, time(), UTC)
-    # a transaction for each partition (each DROP locks spans whole), then one for the samples
-    dropped = drop_span_partitions_before(engine, cutoff)
-    with engine.begin() as connection:
-        num_samples = delete_samples_before(connection, start_of_cutoff)
-    num_content = delete_content_before(engine, start_of_cutoff)
+    with one_prune(engine):
+        # a transaction for each partition (each DROP locks spans whole), then one for the samples
+        dropped = drop_span_partitions_before(engine, cutoff)
+        with engine.begin() as connection:
+            num_samples = delete_samples_before(connection, start_of_cutoff)
+        num_content = delete_content_before(engine, start_of_cutoff)
     return PruneReport(
         cutoff=cutoff, dropped=dropped, num_samples_deleted=num_samples, num_content_deleted=num_content
     )
+
+
+@contextlib.contextmanager
+def one_prune(engine: Engine) -> Iterator[None]:
+    """Hold the prune lock (a session advisory lock, on a connection of its own) for the block, or raise
+    ``PruneRunning`` at once when another prune holds it. PostgreSQL drops the lock when its holder's
+    connection ends, however it ends, so a lock is never stale."""
+    with engine.connect() as connection:
+        locked = connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": PRUNE_LOCK}).scalar()
+        connection.commit()
+        if not locked:
+            raise PruneRunning(
+                "another `evallens collector prune` of this database is running; nothing was changed, "
+                "run it again once it is done"
+            )
+        try:
+            yield
+        finally:
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": PRUNE_LOCK})
+            connection.commit()
 
 
 def delete_samples_before(connection: Connection, cutoff: datetime) -> int:

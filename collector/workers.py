@@ -100,11 +100,11 @@ def decode_body(job: DecodeJob) -> Decoded:
             request, unreadable = json_request(document)
             for reason in unreadable:
                 rejections.add(InvalidSpan(reason))
-            groups = message_groups(request)
+            groups, hex_ids = message_groups(request), True
         else:
             check_record_count(_wire.count_records(body), job.limits, "spans")
-            groups = _wire.resource_groups(body)
-        spans = iter_spans(groups, job.limits, rejections)
+            groups, hex_ids = _wire.resource_groups(body), False
+        spans = iter_spans(groups, job.limits, rejections, hex_ids=hex_ids)
         if job.project is not None:
             spans = stamped(spans, job.project)
         packed = pack_spans(job.prices.tagged(spans))

@@ -16,6 +16,11 @@ one client sending spans spread over a year made one flush create some 366 of th
 client's spans waited. When a batch needs more, yesterday's, today's and tomorrow's come first, and the
 rest are shared out among its projects, each in turn getting its nearest day to today, so one
 project's spread of days never takes another's share.
+
+No partition is made for a day before the cutoff of the last ``evallens collector prune``
+(``evallens.db.partitions.pruned_before``): a late span of a pruned day came back with its partition,
+and a client sending old spans kept a year of partitions alive. Such spans are left out like those over
+the new-day cap, and go to the quarantine with the reason.
 """
 
 from collections import deque
@@ -30,10 +35,10 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from collector._sqlstate import describe, is_outage
-from collector.copy_rows import CopyRows
+from collector.copy_rows import CopyRows, decode_line, line_day
 from collector.records import SPAN_COLUMNS, SpanRecord, record_to_dict
 from evallens.db.engine import create_db_engine, libpq_url
-from evallens.db.partitions import create_span_partitions, list_span_partitions
+from evallens.db.partitions import create_span_partitions, list_span_partitions, pruned_before
 
 STAGING_TABLE = "spans_staging"
 _COLUMN_LIST = ", ".join(SPAN_COLUMNS)
@@ -56,7 +61,14 @@ class DatabaseDown(Exception):
 
 
 class RowsRefused(Exception):
-    """PostgreSQL refused the rows themselves (a data error); nothing was committed."""
+    """PostgreSQL refused the rows themselves (a data error); nothing was committed.
+
+    ``partition_gone``: a row's day had no partition though the writer had seen one (a prune dropped it
+    since): the writer forgot the partitions it knew, and placing the rows again says why."""
+
+    def __init__(self, message: str, partition_gone: bool = False) -> None:
+        super().__init__(message)
+        self.partition_gone = partition_gone
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,7 @@ class SpanWriter:
         self._connection: psycopg.Connection[Any] | None = None
         self._engine: Engine | None = None
         self._partition_days: set[str] = set()
+        self._pruned_before: date | None = None  # as read with ``_partition_days``
         self._careful_flushes = 0
 
     def write(self, rows: CopyRows, expect_duplicates: bool = False) -> int:
@@ -110,7 +123,8 @@ class SpanWriter:
 
     def place(self, rows: CopyRows) -> set[date]:
         """Create the daily partitions ``rows`` need, at most ``max_new_days`` of them (the days nearest
-        today first); return the days still without one.
+        today first) and none before the prune cutoff; return the days whose spans cannot be written now
+        (``left_out`` says why for each span).
 
         Raises ``DatabaseDown`` or ``RowsRefused`` like ``write``.
         """
@@ -118,6 +132,22 @@ class SpanWriter:
             return self._ensure_partitions(rows)
         except Exception as error:
             raise self._classified(error) from error
+
+    def left_out(self, line: bytes, index: int) -> Refusal:
+        """The refusal of a span (its row ``line``, at ``index`` in the batch) of a day ``place`` returned:
+        its day was pruned, or it waits for a partition (``partition_missing``)."""
+        day = line_day(line)
+        if self._pruned_before is not None and day < self._pruned_before:
+            return Refusal(decode_line(line), self.pruned_reason(day, self._pruned_before), index)
+        return Refusal(decode_line(line), self.unplaced_reason(day), index, partition_missing=True)
+
+    @staticmethod
+    def pruned_reason(day: date, cutoff: date) -> str:
+        """Why a span of ``day``, before the prune cutoff ``cutoff``, was not written."""
+        return (
+            f"its day {day} was pruned: `evallens collector prune` dropped the spans before {cutoff} and "
+            "their partitions are not made again; `evallens collector quarantine drop` deletes it"
+        )
 
     def unplaced_reason(self, day: date) -> str:
         """Why a span of ``day``, left without a partition by ``place``, was not written."""
@@ -146,6 +176,10 @@ class SpanWriter:
         if is_outage(error) or broken or isinstance(error, SQLAlchemyError | OSError):
             self.close()
             return DatabaseDown(describe(error))
+        # spans has no CHECK constraint: 23514 is "no partition of relation spans found for row"
+        if isinstance(error, psycopg.errors.CheckViolation):
+            self._partition_days = set()
+            return RowsRefused(describe(error), partition_gone=True)
         return RowsRefused(describe(error))
 
     @staticmethod
@@ -172,15 +206,21 @@ class SpanWriter:
 
     def _ensure_partitions(self, rows: CopyRows) -> set[date]:
         days = rows.partition_days()
-        if {f"{day:%Y%m%d}" for day in days} <= self._partition_days:
+        cutoff = self._pruned_before
+        fresh = cutoff is None or all(day >= cutoff for day in days)
+        if fresh and {f"{day:%Y%m%d}" for day in days} <= self._partition_days:
             return set()
         if self._engine is None:
             self._engine = create_db_engine(self._url, connect_timeout_s=self._connect_timeout_s, pool_size=1)
         today = datetime.now(UTC).date()
         try:
             with self._engine.begin() as connection:
+                # read under the cutoff's shared lock, held until the partitions below are committed:
+                # a prune raising the cutoff meanwhile waits, and drops what this makes
+                cutoff = pruned_before(connection)
+                pruned = {day for day in days if cutoff is not None and day < cutoff}
                 existing = {name[-8:] for name in list_span_partitions(connection)}
-                missing = {day for day in days if f"{day:%Y%m%d}" not in existing}
+                missing = {day for day in days if day not in pruned and f"{day:%Y%m%d}" not in existing}
                 made = missing
                 if self.max_new_days is not None and len(missing) > self.max_new_days:
                     by_project = {
@@ -190,12 +230,13 @@ class SpanWriter:
                     made = set(share_out(by_project, self.max_new_days, today))
                 create_span_partitions(connection, sorted(made, key=lambda day: (abs(day - today), day)))
                 self._partition_days = {name[-8:] for name in list_span_partitions(connection)}
+                self._pruned_before = cutoff
         except Exception as error:  # SQLAlchemy wraps psycopg's errors; unwrap to classify them
             original = getattr(error, "orig", None)
             if isinstance(original, psycopg.Error):
                 raise original from error
             raise
-        return missing - made
+        return (missing - made) | pruned
 
     def close(self) -> None:
         """Drop the connection (the next write reconnects)."""
@@ -206,6 +247,7 @@ class SpanWriter:
             self._engine.dispose()
             self._engine = None
         self._partition_days = set()
+        self._pruned_before = None
 
 
 def share_out(days_of: Mapping[bytes, set[date]], limit: int, today: date) -> list[date]:

@@ -13,7 +13,7 @@ import httpx
 import orjson
 import pytest
 
-from collector.logs import parse_logs
+from collector.logs import LogsJob, decode_logs_body, parse_logs
 from collector.pricebook import PriceBook
 from collector.runtime import Collector
 from collector.validate import SpanLimits, TooManyRecords
@@ -190,6 +190,29 @@ def test_an_id_with_whitespace_in_its_hex_rejects_its_span(
     rows = {row["name"]: row for row in fetch_spans(database_url)}
     assert sorted(rows) == ["span-0", "span-4"]
     assert rows["span-4"]["parent_span_id"] == spans[0]["spanId"]
+
+
+def test_a_protobuf_id_of_the_json_not_hex_marker_s_bytes_is_of_the_wrong_length_not_hex() -> None:
+    """The JSON decoder marks an id that is not hex as three 0xff bytes; protobuf sent those bytes and
+    was told its id was not hex, and to send hex digits, when its id was three bytes long."""
+    marker = b"\xff\xff\xff"
+    spans = [make_span(0, trace_id=marker), make_span(1), make_span(2, parent=marker)]
+    spans[1].span_id = marker
+    body = make_request(spans).SerializeToString()
+
+    decoded = decode_body(DecodeJob(body, "protobuf", False, 1 << 20, SpanLimits(), None, PriceBook([])))
+
+    assert decoded.num_rejected == 3
+    assert list(decoded.rejection_messages) == [
+        "invalid trace id 'ffffff' of 3 bytes (need 16 non-zero bytes)",
+        f"invalid span id 'ffffff' of 3 bytes in trace {spans[1].trace_id.hex()} (need 8 non-zero bytes)",
+        f"invalid parent span id 'ffffff' of 3 bytes for span {spans[2].span_id.hex()} (need 8 bytes)",
+    ]
+    logs = logs_request([log_record("gen_ai.user.message", {"content": "hi"}, marker, marker)])
+    job = LogsJob(logs.SerializeToString(), "protobuf", False, 1 << 20, SpanLimits(), "p")
+    assert decode_logs_body(job).reasons == [
+        "gen_ai.user.message has no trace and span id to join it to its span"
+    ]
 
 
 def test_a_log_record_with_an_id_that_is_not_hex_is_rejected_saying_so(

@@ -17,7 +17,7 @@ from collector.copy_rows import copy_rows
 from collector.quarantine import isolate
 from collector.runtime import Collector
 from collector.spool import Spool
-from collector.write import SpanWriter, share_out
+from collector.write import Refusal, SpanWriter, share_out
 from evallens.app.cli import create_cli
 from evallens.db import create_db_engine
 from evallens.db.partitions import list_span_partitions, partition_name
@@ -185,3 +185,47 @@ def test_a_partition_made_elsewhere_meanwhile_is_not_made_again(database_url: st
     finally:
         writer.close()
     assert count_spans(database_url) == 3
+
+
+# Logs, for each CREATE TABLE of a span partition, the transaction that made it (a real event trigger).
+LOG_PARTITIONS_MADE = """
+CREATE TABLE partitions_made (txid bigint, name text);
+CREATE FUNCTION log_partitions_made() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO partitions_made SELECT txid_current(), object_identity FROM pg_event_trigger_ddl_commands()
+  WHERE object_type = 'table' AND object_identity LIKE '%spans_p%';
+END $$;
+CREATE EVENT TRIGGER log_partitions_made ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
+  EXECUTE FUNCTION log_partitions_made();
+"""
+
+
+def test_a_quarantine_retry_makes_a_flush_s_share_of_partitions_a_transaction(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`quarantine retry --all` made every partition its spans needed in one transaction (some 366 for
+    a year's spans), holding ``spans`` locked while every flush waited. Now each of its transactions
+    makes at most EVALLENS_COLLECTOR_MAX_NEW_DAYS_PER_FLUSH of them, and one retry still stores all."""
+    now = time.time_ns()
+    noon = now - now % NS_PER_DAY + NS_PER_DAY // 2
+    writer = SpanWriter(database_url)
+    try:
+        writer.quarantine(
+            [Refusal(_record(i, noon - (i + 2) * NS_PER_DAY, {}), "earlier") for i in range(30)]
+        )
+    finally:
+        writer.close()
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(LOG_PARTITIONS_MADE)
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    monkeypatch.setenv("EVALLENS_DATA_DIR", str(tmp_path / "cli"))
+    monkeypatch.setenv("EVALLENS_COLLECTOR_MAX_NEW_DAYS_PER_FLUSH", "4")
+
+    retried = CliRunner().invoke(create_cli(), ["collector", "quarantine", "retry", "--all"])
+
+    assert retried.exit_code == 0 and "30 stored, 0 still refused" in retried.output, retried.output
+    assert count_spans(database_url) == 30 and quarantined(database_url) == []
+    assert partitions(database_url) == sorted(days_ago(n) for n in range(2, 32))
+    with psycopg.connect(database_url) as connection:
+        made = connection.execute("SELECT count(*) FROM partitions_made GROUP BY txid ORDER BY 1").fetchall()
+    assert [row[0] for row in made] == [2] + [4] * 7, made

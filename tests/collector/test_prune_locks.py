@@ -1,6 +1,7 @@
 """Retention against live writers: a transaction for each partition's drop, so ingestion waits for one
 drop at most; a prune that cannot get the lock on spans gives up rather than queueing every writer."""
 
+import subprocess
 import threading
 from datetime import UTC, date, datetime, timedelta
 
@@ -8,9 +9,10 @@ import psycopg
 import pytest
 from sqlalchemy import Connection, event
 
-from collector.retention import PruneReport, prune_spans
+from collector.retention import PruneReport, PruneRunning, one_prune, prune_spans
 from evallens.db import create_db_engine, partitions
 from evallens.db.partitions import PartitionLocked, create_span_partitions, list_span_partitions
+from tests.evallens.test_cli_db import run_cli
 
 TODAY = date(2026, 3, 10)
 KEEP = timedelta(days=5)  # cutoff 2026-03-05: every old day goes
@@ -127,3 +129,47 @@ def test_a_writer_is_not_kept_waiting_while_the_prune_waits_for_a_partitions_rea
     engine.dispose()
     assert [report.dropped for report in reports] == [[f"spans_p{day:%Y%m%d}" for day in OLD_DAYS]]
     assert traces(database_url) == ["late", "t10"]
+
+
+def test_a_second_prune_while_one_runs_exits_2_saying_so_and_changes_nothing(database_url: str) -> None:
+    """Two prunes at once: the second dropped the partitions the first had listed, and the first then
+    failed on a DROP of one that "does not exist". Between the first prune's drops, a second one (the
+    command, on a connection of its own) is refused in one line, and the first finishes."""
+    seed(database_url)
+    engine = create_db_engine(database_url)
+    second: list[subprocess.CompletedProcess[str]] = []
+
+    def prune_again_between_drops(_: Connection) -> None:
+        with psycopg.connect(database_url) as watcher:
+            names = [
+                row[0]
+                for row in watcher.execute("SELECT relname FROM pg_class WHERE relname LIKE 'spans_p%'")
+            ]
+        if f"spans_p{OLD_DAYS[0]:%Y%m%d}" not in names and not second:
+            env = {"EVALLENS_DATABASE_URL": database_url}
+            second.append(run_cli("collector", "prune", "--older-than", "1d", env=env))
+
+    event.listen(engine, "begin", prune_again_between_drops)
+    report = prune_spans(engine, KEEP, today=TODAY)
+    engine.dispose()
+    (result,) = second
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "evallens: error: another `evallens collector prune` of this database is running; nothing was "
+        "changed, run it again once it is done"
+    ]
+    assert report.dropped == [f"spans_p{day:%Y%m%d}" for day in OLD_DAYS]
+    assert traces(database_url) == ["t10"]
+
+
+def test_prunes_one_after_the_other_both_run(database_url: str) -> None:
+    """The prune lock is given back: a prune after another (or after one that failed) is not refused."""
+    seed(database_url)
+    engine = create_db_engine(database_url)
+    try:
+        assert len(prune_spans(engine, KEEP, today=TODAY).dropped) == 3
+        with pytest.raises(PruneRunning), one_prune(engine), one_prune(engine):
+            pass
+        assert prune_spans(engine, timedelta(0), today=TODAY).dropped == []
+    finally:
+        engine.dispose()

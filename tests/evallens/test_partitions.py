@@ -10,6 +10,7 @@ from evallens.db.partitions import (
     create_span_partitions,
     drop_span_partitions_before,
     list_span_partitions,
+    pruned_before,
 )
 
 
@@ -64,4 +65,26 @@ def test_dropping_partitions_drops_their_summaries(database_url: str) -> None:
         days = connection.execute(text("SELECT DISTINCT day FROM span_rollups")).scalars().all()
         values = connection.execute(text("SELECT DISTINCT day FROM span_dimensions")).scalars().all()
         assert (traces, days, values) == (["new"], [date(2026, 3, 10)], [date(2026, 3, 10)])
+    engine.dispose()
+
+
+def test_a_pruned_day_gets_no_partition_again(database_url: str) -> None:
+    """Partitions are made ahead from yesterday on (at every start): after a prune of yesterday, that
+    day came back; the prune's cutoff is kept, and no partition of an earlier day is made again."""
+    engine = create_db_engine(database_url)
+    with engine.begin() as connection:
+        create_partitions_ahead(connection, days_ahead=1, today=date(2026, 3, 10))
+        assert pruned_before(connection) is None
+    assert drop_span_partitions_before(engine, date(2026, 3, 10)) == ["spans_p20260309"]
+    with engine.begin() as connection:
+        assert create_partitions_ahead(connection, days_ahead=1, today=date(2026, 3, 10)) == []
+        assert create_span_partitions(connection, [date(2026, 3, 1), date(2026, 3, 12)]) == [
+            "spans_p20260312"
+        ]
+        assert pruned_before(connection) == date(2026, 3, 10)
+    # an earlier cutoff later does not move it back: the days between are gone already
+    drop_span_partitions_before(engine, date(2026, 3, 1))
+    with engine.connect() as connection:
+        assert pruned_before(connection) == date(2026, 3, 10)
+        assert list_span_partitions(connection) == ["spans_p20260310", "spans_p20260311", "spans_p20260312"]
     engine.dispose()

@@ -30,6 +30,17 @@ LOCK_RETRY_PAUSE_S = 1.0
 # lock_not_available (the lock timeout); deadlock_detected (a late span of the day being dropped, its
 # insert holding spans and waiting for the partition this holds)
 RETRIED_SQLSTATES = ("55P03", "40P01")
+# pg_advisory_xact_lock key: partitions are made holding it shared, a prune's cutoff is raised holding it
+# exclusive, so no partition of a day before the cutoff is made once the cutoff is committed
+PRUNE_CUTOFF_LOCK = 0x65767063
+_LOCK_CUTOFF_SHARED = text(f"SELECT pg_advisory_xact_lock_shared({PRUNE_CUTOFF_LOCK})")
+_LOCK_CUTOFF = text(f"SELECT pg_advisory_xact_lock({PRUNE_CUTOFF_LOCK})")
+_PRUNED_BEFORE = text("SELECT pruned_before FROM span_retention")
+# a cutoff never moves back: the days between an earlier and a later cutoff are gone already
+_RAISE_CUTOFF = text(
+    "INSERT INTO span_retention (id, pruned_before) VALUES (1, :cutoff) ON CONFLICT (id) DO UPDATE"
+    " SET pruned_before = GREATEST(span_retention.pruned_before, EXCLUDED.pruned_before), pruned_at = now()"
+)
 
 
 class PartitionLocked(EvallensError):
@@ -46,11 +57,22 @@ def is_partition_name(name: str) -> bool:
     return _PARTITION_NAME.match(name) is not None
 
 
+def pruned_before(connection: Connection) -> date | None:
+    """The cutoff of the prunes so far (None before the first): spans of earlier days were dropped, and
+    their partitions are not made again. Holds the cutoff for the caller's transaction (a prune raising
+    it waits for the transaction's end)."""
+    connection.execute(_LOCK_CUTOFF_SHARED)
+    cutoff: date | None = connection.execute(_PRUNED_BEFORE).scalar()
+    return cutoff
+
+
 def create_span_partitions(connection: Connection, days: list[date]) -> list[str]:
-    """Create the daily partitions for ``days`` that do not exist yet; return the names created."""
+    """Create the daily partitions for ``days`` that do not exist yet, except those of days before the
+    prune cutoff (``pruned_before``); return the names created."""
+    cutoff = pruned_before(connection)
     existing = set(list_span_partitions(connection))
     created = []
-    for day in sorted(set(days)):
+    for day in sorted({day for day in days if cutoff is None or day >= cutoff}):
         name = partition_name(day)
         if name in existing:
             continue
@@ -94,7 +116,11 @@ def drop_span_partitions_before(engine: Engine, cutoff: date) -> list[str]:
     wait for one partition's drop at most, and a partition goes together with its summaries or not at
     all. A lock not granted within ``LOCK_TIMEOUT_MS`` is given up (a waiting DROP would queue every
     writer behind it) and tried again, ``LOCK_ATTEMPTS`` times in all, then ``PartitionLocked``.
+
+    ``cutoff`` is recorded first (``pruned_before``), so that no partition of a day before it is made
+    again, by a late span or one spooled meanwhile, once this has dropped it.
     """
+    _with_lock_timeout(engine, functools.partial(_raise_cutoff, cutoff=cutoff), f"record the cutoff {cutoff}")
     with engine.connect() as connection:
         names = list_span_partitions(connection)
     dropped: list[str] = []
@@ -121,6 +147,12 @@ def drop_span_partition(connection: Connection, name: str, day: date) -> None:
     # holding spans itself (under the lock timeout too)
     connection.execute(text(f"LOCK TABLE {name} IN ACCESS EXCLUSIVE MODE"))
     connection.execute(text(f"DROP TABLE {name}"))
+
+
+def _raise_cutoff(connection: Connection, cutoff: date) -> None:
+    # waits for the transactions making partitions under the cutoff read before
+    connection.execute(_LOCK_CUTOFF)
+    connection.execute(_RAISE_CUTOFF, {"cutoff": cutoff})
 
 
 def partition_day(name: str) -> date:

@@ -17,7 +17,7 @@ from evallens.db.models.metrics import MetricRollup, MetricSample
 from evallens.db.models.prices import ModelPrice
 from evallens.db.models.quarantine import QuarantinedSpan
 from evallens.db.models.summaries import ProductionHistogram, SpanDimension, SpanRollup, TraceSummary
-from evallens.db.models.traces import Span
+from evallens.db.models.traces import Span, SpanRetention
 
 __all__ = [
     "ApiKey",
@@ -40,6 +40,7 @@ __all__ = [
     "QuestionEmbedding",
     "Span",
     "SpanDimension",
+    "SpanRetention",
     "SpanRollup",
     "TraceSummary",
 ]

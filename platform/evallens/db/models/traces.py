@@ -1,16 +1,16 @@
 """Spans received by the collector, partitioned by day on ``start_time``."""
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Index, SmallInteger, String, Text, text
+from sqlalchemy import BigInteger, CheckConstraint, Date, Index, SmallInteger, String, Text, func, text
 from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, JSONB, TIMESTAMP
 from sqlalchemy.orm import Mapped, mapped_column
 
 from evallens.db.base import Base
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 
-__all__ = ["DEFAULT_PROJECT", "Span"]
+__all__ = ["DEFAULT_PROJECT", "Span", "SpanRetention"]
 
 
 class Span(Base):
@@ -60,3 +60,17 @@ class Span(Base):
     feature: Mapped[str | None] = mapped_column(Text)
     eval_run_id: Mapped[str | None] = mapped_column(Text)
     eval_case_id: Mapped[str | None] = mapped_column(Text)
+
+
+class SpanRetention(Base):
+    """How far ``evallens collector prune`` has dropped spans: the days before ``pruned_before`` are gone
+    and get no partition again (a late span of one goes to the quarantine). One row, raised by each prune."""
+
+    __tablename__ = "span_retention"
+    __table_args__ = (CheckConstraint("id = 1", name="one_row"),)
+
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    pruned_before: Mapped[date] = mapped_column(
+        Date, comment="the latest prune cutoff: no span partition of an earlier day is made again"
+    )
+    pruned_at: Mapped[datetime] = mapped_column(TIMESTAMP(timezone=True), server_default=func.now())
