@@ -280,8 +280,7 @@ def test_db_upgrade_masks_urls_stored_before_and_drops_cross_project_tags(empty_
     assert fingerprint == "from-the-service"  # the service's own fingerprint, not a hash of the config
     assert error == "the target at http://[REDACTED]@target.example:8000 stopped answering during the run"
     assert stored["tags"] == (("default", "main"),)  # alpha's tag on a default run is gone
-    (hints,) = stored["hints"]
-    assert "http://[REDACTED]@target.example:8000 -> x" in hints[0][0]["message"]
+    assert "endpoint: http://[REDACTED]@target.example:8000 -> x" in str(stored["hints"])
 
     downgrade(empty_database_url, "0012")  # the masking stays; upgrading again changes nothing
     upgrade(empty_database_url)
