@@ -16,7 +16,7 @@ from evals.compare import ComparisonOptions, compare_runs, require_same_scoring
 from evals.errors import ScoredDifferently
 from evals.metrics.context import describe_scoring, require_judge_model
 from evals.metrics.result import ScoringContext
-from evals.render import write_reports
+from evals.render import reports_taken_back_on_error, write_reports
 from evals.runner.run import run_eval
 
 EXIT_PASS = 0
@@ -59,9 +59,11 @@ def run_gate(
     """Compare two stored runs of ``project`` and store a ``gate_reports`` row with the full report.
 
     With ``report_dir``, the report files are written there before the verdict commits: a write that
-    fails (a full disk, a folder gone read-only) stores no verdict, so no stored verdict lacks its files.
+    fails (a full disk, a folder gone read-only) stores no verdict, so no stored verdict lacks its files;
+    a commit that fails (the database refused it or went away) takes the files back, so no file states a
+    verdict that was never stored.
     """
-    with session_factory.begin() as session:
+    with reports_taken_back_on_error(report_dir), session_factory.begin() as session:
         body = compare_runs(session, baseline, candidate, options, project=project)
         row = GateReport(
             project=project,
@@ -75,7 +77,8 @@ def run_gate(
         session.flush()
         if report_dir is not None:
             write_reports(body, report_dir)  # raises, and the verdict rolls back with the transaction
-        return GateOutcome(body=body, gate_report_id=row.id)
+        outcome = GateOutcome(body=body, gate_report_id=row.id)
+    return outcome
 
 
 def gate_endpoint(

@@ -11,7 +11,8 @@ from evallens.runs import RunNotFound, baseline_of, flipped_cases, load_results,
 RUNS_SQL = """
 SELECT r.id::text AS run_id, coalesce(r.label, left(r.id::text, 8)) AS label, s.name AS eval_set_name,
        s.version AS set_version, r.status, r.started_at, r.finished_at, r.config_fingerprint,
-       (SELECT string_agg(t.tag, ', ') FROM eval_tags t WHERE t.run_id = r.id) AS tags
+       (SELECT string_agg(t.tag, ', ') FROM eval_tags t WHERE t.run_id = r.id AND t.project = r.project)
+         AS tags
 FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id
 WHERE r.project = :p AND (CAST(:set_name AS text) IS NULL OR s.name = :set_name)
 ORDER BY r.started_at DESC LIMIT 500
@@ -49,8 +50,8 @@ def latest_gates(url: str, project: str) -> pd.DataFrame:
           coalesce(c.label, left(c.id::text, 8)) AS candidate,
           (SELECT count(*) FROM jsonb_array_elements(g.report->'comparisons') x
              WHERE x->>'regression' = 'true') AS num_regressions
-        FROM gate_reports g JOIN eval_runs b ON b.id = g.baseline_run_id
-        JOIN eval_runs c ON c.id = g.candidate_run_id
+        FROM gate_reports g JOIN eval_runs b ON b.id = g.baseline_run_id AND b.project = g.project
+        JOIN eval_runs c ON c.id = g.candidate_run_id AND c.project = g.project
         WHERE g.project = :p ORDER BY g.eval_set_name, g.created_at DESC
         """,
         p=project,
@@ -79,7 +80,8 @@ def metric_trend(url: str, project: str, eval_set_name: str) -> pd.DataFrame:
         url,
         """
         SELECT r.id::text AS run_id, coalesce(r.label, left(r.id::text, 8)) AS label, r.started_at,
-               (SELECT string_agg(t.tag, ', ' ORDER BY t.tag) FROM eval_tags t WHERE t.run_id = r.id) AS tags,
+               (SELECT string_agg(t.tag, ', ' ORDER BY t.tag) FROM eval_tags t
+                WHERE t.run_id = r.id AND t.project = r.project) AS tags,
                r.scoring, m.key AS metric, (m.value->>'mean')::float AS mean,
                (m.value->>'ci_low')::float AS ci_low, (m.value->>'ci_high')::float AS ci_high
         FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id

@@ -3,7 +3,8 @@
 A series is one (target, labels) of a metric: the service and vLLM, or two replicas, can expose the
 same counter with the same labels, and each counts on its own. Gauges are averaged and maximised
 over every series' samples inside the window; a counter's figure is its increase over the window,
-summed over its series, as Prometheus's ``increase()`` computes it (without extrapolation).
+summed over its series, as Prometheus's ``increase()`` computes it (without extrapolation); a
+counter's series are those of its name with and without ``_total``, each one a series of its own.
 """
 
 from collections import defaultdict
@@ -45,12 +46,10 @@ def gauge_stats(
 
 def counter_delta(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
     """How much a counter of ``project`` grew over the window, summed over its series (None without
-    samples inside the window)."""
-    for candidate in dict.fromkeys((name, f"{name}_total", name.removesuffix("_total"))):
-        delta = _delta(session, project, candidate, start, end)
-        if delta is not None:
-            return delta
-    return None
+    samples inside the window). A counter spelled with and without ``_total`` (one exporter's and
+    another's, or one before an upgrade and after) is the series of both spellings."""
+    spellings = dict.fromkeys((name, f"{name}_total", name.removesuffix("_total")))
+    return _delta(session, project, list(spellings), start, end)
 
 
 def _increase(values: list[float]) -> float:
@@ -59,23 +58,25 @@ def _increase(values: list[float]) -> float:
     return sum(later - earlier if later >= earlier else later for earlier, later in pairwise(values))
 
 
-def _delta(session: Session, project: str, name: str, start: datetime, end: datetime) -> float | None:
-    """The summed increase of the series of ``name`` from their last sample at or before ``start`` (up
+def _delta(session: Session, project: str, names: list[str], start: datetime, end: datetime) -> float | None:
+    """The summed increase of the series of ``names`` from their last sample at or before ``start`` (up
     to ``LOOKBACK`` before it) through their samples up to a grace after ``end``."""
     query = (
-        select(MetricSample.target, MetricSample.labels, MetricSample.time, MetricSample.value)
+        select(
+            MetricSample.name, MetricSample.target, MetricSample.labels, MetricSample.time, MetricSample.value
+        )
         .where(
             MetricSample.project == project,
-            MetricSample.name == name,
+            MetricSample.name.in_(names),
             MetricSample.time >= start - LOOKBACK,
             MetricSample.time <= end + SCRAPE_GRACE,
         )
         .order_by(MetricSample.time)
     )
-    baselines: dict[tuple[str, str], float] = {}
-    inside: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for target, labels, time, value in session.execute(query):
-        series = (target, repr(sorted((labels or {}).items())))
+    baselines: dict[tuple[str, str, str], float] = {}
+    inside: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for name, target, labels, time, value in session.execute(query):
+        series = (name, target, repr(sorted((labels or {}).items())))
         if time <= start:
             baselines[series] = value
         else:

@@ -1,7 +1,9 @@
 """Render a gate or compare report (stored shape: evallens.reports): terminal, Markdown, JUnit XML, JSON."""
 
+import contextlib
 import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from evallens.reports import GateReportBody
@@ -62,11 +64,45 @@ def write_reports(body: GateReportBody, report_dir: Path) -> list[Path]:
     return write_report_files(report_dir, {name: contents[kind] for kind, name in REPORT_FILES.items()})
 
 
+@contextlib.contextmanager
+def reports_taken_back_on_error(report_dir: Path | None) -> Iterator[None]:
+    """Run the block that writes the reports into ``report_dir`` and stores their verdict; when it raises
+    (a report not written, a commit refused), remove the report files it wrote and the folders it made:
+    no file is left claiming a verdict that was never stored. Files it did not replace stay."""
+    if report_dir is None:
+        yield
+        return
+    made = [folder for folder in (report_dir, *report_dir.parents) if not os.path.lexists(folder)]
+    paths = [report_dir / name for name in REPORT_FILES.values()]
+    before = {path: _identity(path) for path in paths}
+    try:
+        yield
+    except BaseException:
+        for path in paths:
+            # a report is written whole through a new file (write_text_whole): a new identity is ours
+            if _identity(path) not in (None, before[path]):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        for folder in made:  # innermost first; one holding anything else stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.lstat()
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
 __all__ = [
     "check_report_dir",
     "print_report",
     "render_junit",
     "render_markdown",
+    "reports_taken_back_on_error",
     "write_report_files",
     "write_reports",
 ]

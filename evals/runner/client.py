@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from evallens.credentials import mask_credentials
 from evallens.telemetry.attributes import (
     CACHE_CONTROL_NO_CACHE,
     HEADER_CACHE_CONTROL,
@@ -96,7 +97,8 @@ async def complete(client: httpx.AsyncClient, url: str, request: ChatRequest) ->
             else:
                 await _read_stream(response, result, started)
     except httpx.HTTPError as error:
-        result.error = f"{type(error).__name__}: {str(error).strip()[:200]}"
+        # httpx quotes what it could not parse (a header line, a URL): it may hold a credential
+        result.error = f"{type(error).__name__}: {mask_credentials(str(error).strip())[:200]}"
         result.connection_failed = isinstance(error, httpx.ConnectError)
     except (ValueError, RecursionError) as error:  # not JSON, or JSON not shaped as a chat completion
         result.error = f"unreadable response: {str(error)[:200]}"

@@ -3,6 +3,7 @@
 import json
 from datetime import timedelta
 
+import psycopg
 import pytest
 from sqlalchemy.orm import Session
 
@@ -275,3 +276,30 @@ def test_a_key_postgres_refuses_to_look_up_stays_signed_in(
     assert not app.text_input  # no sign-in form
     app.run()
     assert any(title.value == "Overview" for title in app.title)  # still signed in, key checked again
+
+
+def test_tags_and_gates_written_past_the_schema_never_show_in_another_project(
+    app_database: str, seeded: Seeded
+) -> None:
+    """A fake for rows no code path writes and the schema refuses (its foreign key triggers off, as a
+    hand-made restore could leave them): alpha's tag on the default baseline and alpha's gate of the
+    default runs. Before, the run list and the trend showed alpha's tag on the default run, and alpha's
+    gate list showed the default runs' labels."""
+    with psycopg.connect(app_database, autocommit=True) as connection:
+        connection.execute("SET session_replication_role = replica")
+        connection.execute(
+            "INSERT INTO eval_tags (project, eval_set_name, tag, run_id) VALUES (%s, %s, 'alpha-main', %s)",
+            [ALPHA, SET_NAME, seeded.baseline_id],
+        )
+        connection.execute(
+            "INSERT INTO gate_reports (project, eval_set_name, baseline_run_id, candidate_run_id, verdict,"
+            " report) VALUES (%s, %s, %s, %s, 'pass', '{}')",
+            [ALPHA, SET_NAME, seeded.baseline_id, seeded.candidate_id],
+        )
+    url = app_database
+    runs = data.runs.runs(url, "default").set_index("run_id")
+    assert runs.loc[seeded.baseline_id, "tags"] == "main"
+    trend = data.runs.metric_trend(url, "default", SET_NAME)
+    assert set(trend.loc[trend["run_id"] == seeded.baseline_id, "tags"]) == {"main"}
+    assert data.runs.latest_gates(url, ALPHA).empty
+    assert len(data.runs.latest_gates(url, "default")) == 1  # the default project's own gate

@@ -1,13 +1,18 @@
 """Migrations: up, down, up again; models and migrations agree; a failing migration changes nothing."""
 
+import json
 import shutil
+import subprocess
+import sys
+import uuid
 from datetime import date
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import inspect, text
+from sqlalchemy import Connection, inspect, text
 
+from evallens.credentials import masked_url
 from evallens.db import create_db_engine
 from evallens.db.migrate import (
     MIGRATIONS_DIR,
@@ -19,6 +24,9 @@ from evallens.db.migrate import (
     upgrade,
 )
 from evallens.db.partitions import create_span_partitions
+from evallens.runs.scoring import scoring_differences
+from evallens.settings import child_environment
+from evals.target import base_url, fingerprint_of
 
 EXPECTED_TABLES = {
     "spans",
@@ -178,3 +186,102 @@ def test_documents_keep_their_chunks_and_become_the_default_projects(empty_datab
         assert connection.execute(text("SELECT id FROM chunks")).scalars().all() == ["c1"]
     engine.dispose()
     upgrade(empty_database_url)
+
+
+TARGET = "http://evaluser:target-s3cret@target.example:8000"
+JUDGE = "http://judge.example:9000/v1?api_key=judge-s3cret&model=j"
+MODELS = [{"id": "scripted"}]
+
+
+def insert_row(connection: Connection, table: str, **values: object) -> None:
+    """Insert one row as the schema of its revision takes it (no model: models follow the head)."""
+    columns = ", ".join(values)
+    marks = ", ".join(
+        f"CAST(:{name} AS jsonb)" if isinstance(value, dict | list) else f":{name}"
+        for name, value in values.items()
+    )
+    connection.execute(
+        text(f"INSERT INTO {table} ({columns}) VALUES ({marks})"),
+        {name: json.dumps(v) if isinstance(v, dict | list) else v for name, v in values.items()},
+    )
+
+
+def seed_0012(url: str) -> dict[str, str]:
+    """At 0012: a run against ``TARGET`` (no /v1/config: its config made from the URL) scored by the judge
+    at ``JUDGE``, a failed run whose error quotes its URL, a gate whose hint quotes ``TARGET``, and a tag
+    of project alpha on a default run."""
+    engine = create_db_engine(url)
+    config = {"endpoint": TARGET, "models": MODELS}
+    runs = {"old": str(uuid.uuid4()), "failed": str(uuid.uuid4())}
+    with engine.begin() as connection:
+        set_id = connection.execute(
+            text("INSERT INTO eval_sets (name, version, content_hash) VALUES ('s', 1, 'h') RETURNING id")
+        ).scalar_one()
+        insert_row(
+            connection, "eval_runs", id=runs["old"], endpoint=TARGET, config=config,
+            config_fingerprint=fingerprint_of(config), eval_set_id=set_id, status="completed",
+            scoring={"metrics_code": "abc", "judge": {"endpoint": JUDGE, "model": "j"}},
+        )  # fmt: skip
+        insert_row(
+            connection, "eval_runs", id=runs["failed"], endpoint="http://target.example/?token=target-s3cret",
+            config={"fingerprint": "from-the-service", "model": "m"}, config_fingerprint="from-the-service",
+            error=f"the target at {TARGET} stopped answering during the run",
+            eval_set_id=set_id, status="failed",
+        )  # fmt: skip
+        insert_row(connection, "eval_tags", eval_set_name="s", tag="main", run_id=runs["old"])
+        insert_row(
+            connection, "eval_tags", project="alpha", eval_set_name="s", tag="main", run_id=runs["old"]
+        )
+        hint = {"message": f"accuracy got worse and the target's config changed: endpoint: {TARGET} -> x"}
+        insert_row(
+            connection, "gate_reports", eval_set_name="s", baseline_run_id=runs["old"],
+            candidate_run_id=runs["old"], verdict="pass", report={"hints": [hint], "comparisons": []},
+        )  # fmt: skip
+    engine.dispose()
+    return runs
+
+
+def stored_runs(url: str) -> dict[str, tuple[object, ...]]:
+    engine = create_db_engine(url)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT id::text, endpoint, config, config_fingerprint, scoring, error FROM eval_runs")
+        ).all()
+        stored = {row[0]: tuple(row[1:]) for row in rows}
+        stored["tags"] = tuple(connection.execute(text("SELECT project, tag FROM eval_tags")).all())
+        stored["hints"] = tuple(connection.execute(text("SELECT report->'hints' FROM gate_reports")).all())
+    engine.dispose()
+    return stored
+
+
+def test_db_upgrade_masks_urls_stored_before_and_drops_cross_project_tags(empty_database_url: str) -> None:
+    """Before 0013, runs stored before the eval engine masked URLs kept their credentials, and an old
+    baseline's judge endpoint differed from a new run's masked one: the gate refused to compare them."""
+    upgrade(empty_database_url, "0012")
+    runs = seed_0012(empty_database_url)
+    result = subprocess.run(
+        [sys.executable, "-m", "evallens", "db", "upgrade"],
+        env=child_environment({"EVALLENS_DATABASE_URL": empty_database_url}),
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    stored = stored_runs(empty_database_url)
+    assert "s3cret" not in str(stored)
+    endpoint, config, fingerprint, scoring, _ = stored[runs["old"]]
+    assert endpoint == masked_url(TARGET) == "http://[REDACTED]@target.example:8000"
+    # what a new run against the same target stores: the same config and fingerprint
+    new_config = {"endpoint": masked_url(base_url(TARGET)), "models": MODELS}
+    assert (config, fingerprint) == (new_config, fingerprint_of(new_config))
+    judge_now = {"endpoint": masked_url(JUDGE), "model": "j"}  # what describe_scoring stores now
+    assert scoring == {"metrics_code": "abc", "judge": judge_now}
+    assert scoring_differences(scoring, {"metrics_code": "abc", "judge": judge_now}) == []  # they compare
+    endpoint, config, fingerprint, _, error = stored[runs["failed"]]
+    assert endpoint == "http://target.example/?token=[REDACTED]"
+    assert fingerprint == "from-the-service"  # the service's own fingerprint, not a hash of the config
+    assert error == "the target at http://[REDACTED]@target.example:8000 stopped answering during the run"
+    assert stored["tags"] == (("default", "main"),)  # alpha's tag on a default run is gone
+    assert "endpoint: http://[REDACTED]@target.example:8000 -> x" in str(stored["hints"])
+
+    downgrade(empty_database_url, "0012")  # the masking stays; upgrading again changes nothing
+    upgrade(empty_database_url)
+    assert stored_runs(empty_database_url) == stored

@@ -4,10 +4,13 @@ and the latest completed run of a configuration (``latest_completed_run``)."""
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalRun, EvalSet, EvalTag, GateReport
-from evallens.runs import baseline_of, latest_completed_run
+from evallens.runs import baseline_of, latest_completed_run, list_runs
 
 SCORING: dict[str, object] = {
     "metrics_code": "abc",
@@ -27,6 +30,7 @@ def add_run(
 ) -> uuid.UUID:
     run = EvalRun(
         id=uuid.uuid4(),
+        project=eval_set.project,
         eval_set_id=eval_set.id,
         label=label,
         endpoint="http://target",
@@ -113,3 +117,54 @@ def test_the_latest_completed_run_of_a_fingerprint_scoring_and_label(sessions: s
         rescored = latest_completed_run(session, eval_set_id, "fp", scoring=moved)
         assert rescored is not None and rescored.id != candidate
         assert latest_completed_run(session, eval_set_id, "fp", scoring={**SCORING, "judge": "x"}) is None
+
+
+def two_projects_runs(session: Session) -> tuple[uuid.UUID, uuid.UUID]:
+    """A completed run of the default project and one of project alpha, in sets of the same name."""
+    default_set = EvalSet(name="support", version=1, content_hash="h")
+    alpha_set = EvalSet(project="alpha", name="support", version=1, content_hash="h")
+    session.add_all([default_set, alpha_set])
+    session.flush()
+    return add_run(session, default_set, 20), add_run(session, alpha_set, 10)
+
+
+def test_a_tag_or_gate_report_cannot_point_at_another_projects_run(sessions: sessionmaker[Session]) -> None:
+    """Before: tags and gate reports referenced a run by id alone; alpha's tag could name a default run."""
+    with sessions.begin() as session:
+        default_run, alpha_run = two_projects_runs(session)
+    crossing = [
+        EvalTag(project="alpha", eval_set_name="support", tag="main", run_id=default_run),
+        GateReport(
+            project="alpha", eval_set_name="support", baseline_run_id=default_run,
+            candidate_run_id=alpha_run, verdict="pass", report={},
+        ),
+        GateReport(
+            project="alpha", eval_set_name="support", baseline_run_id=alpha_run,
+            candidate_run_id=default_run, verdict="pass", report={},
+        ),
+    ]  # fmt: skip
+    for row in crossing:
+        with (
+            pytest.raises(IntegrityError, match="violates foreign key constraint"),
+            sessions.begin() as session,
+        ):
+            session.add(row)
+    with sessions.begin() as session:  # within its project, as before
+        session.add(EvalTag(project="alpha", eval_set_name="support", tag="main", run_id=alpha_run))
+    with sessions() as session:
+        assert [item.tags for item in list_runs(session, project="alpha")] == [["main"]]
+
+
+def test_a_tag_written_past_the_schema_never_lists_in_another_project(
+    sessions: sessionmaker[Session],
+) -> None:
+    """A fake for a row no code path writes and the schema refuses: alpha's tag on a default run, its
+    foreign key triggers off (``session_replication_role``) as a hand-made restore could leave it."""
+    with sessions.begin() as session:
+        default_run, _ = two_projects_runs(session)
+        session.add(EvalTag(eval_set_name="support", tag="main", run_id=default_run))
+    with sessions.begin() as session:
+        session.execute(text("SET LOCAL session_replication_role = replica"))
+        session.add(EvalTag(project="alpha", eval_set_name="support", tag="alpha-only", run_id=default_run))
+    with sessions() as session:
+        assert [item.tags for item in list_runs(session)] == [["main"]]

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 from rich.console import Console
 from sqlalchemy import select
@@ -465,7 +466,8 @@ def test_a_report_that_cannot_be_written_stores_no_verdict(
 ) -> None:
     """The folder passed the check before the work and a report still failed to write (a folder holds
     its name here; a full disk or a folder gone read-only alike): the verdict was stored all the same,
-    exit 2 beside a verdict whose reports never came. Now neither is."""
+    exit 2 beside a verdict whose reports never came. Now neither is, nor the reports written before the
+    one that failed, which stated a verdict never stored."""
     folder = tmp_path / "reports"
     (folder / "gate.json").mkdir(parents=True)
     refused = run_cli(
@@ -476,6 +478,40 @@ def test_a_report_that_cannot_be_written_stores_no_verdict(
     assert refused.stderr.strip().splitlines() == [
         f"evallens: error: cannot write reports into {folder / 'gate.json'}: Is a directory"
     ]
+    assert [path.name for path in folder.iterdir()] == ["gate.json"]  # gate.md and gate.xml taken back
+    with sessions() as session:
+        assert session.scalars(select(GateReport)).first() is None
+
+
+REFUSE_AT_COMMIT = """
+CREATE FUNCTION refuse_verdict() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'verdicts are refused at commit'; END $$;
+CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON gate_reports
+DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_verdict();
+"""
+
+
+def test_a_verdict_whose_commit_fails_leaves_no_report(
+    database_url: str, sessions: sessionmaker[Session], runs: dict[str, uuid.UUID], tmp_path: Path
+) -> None:
+    """The reports are written before the verdict commits; a deferred constraint fails the commit itself.
+    Before, gate.md, gate.xml and gate.json stated a verdict that was never stored, beside exit 2."""
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(REFUSE_AT_COMMIT)
+    kept = tmp_path / "kept"  # a folder that was there, holding a file of its own
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    made = tmp_path / "out" / "reports"  # folders the gate makes
+    for folder in (kept, made):
+        refused = run_cli(
+            "gate", "--baseline", "main", "--candidate", str(runs["cached"]), "--report-dir", str(folder),
+            database_url=database_url,
+        )  # fmt: skip
+        assert refused.returncode == 2, refused.stdout
+        [line] = refused.stderr.strip().splitlines()
+        assert line.startswith("evallens: error: ") and "verdicts are refused at commit" in line
+    assert [path.name for path in kept.iterdir()] == ["notes.txt"]
+    assert not (tmp_path / "out").exists()
     with sessions() as session:
         assert session.scalars(select(GateReport)).first() is None
 

@@ -94,6 +94,26 @@ def test_the_same_series_of_two_targets_are_two_series(sessions: sessionmaker[Se
         assert counter_delta(session, "default", NAME, T0, END) == pytest.approx(20 + 4)
 
 
+def test_both_spellings_of_a_counter_in_the_window_each_count(sessions: sessionmaker[Session]) -> None:
+    """Before: only the first spelling found counted. Here the target was upgraded mid-window and its
+    counter lost ``_total`` (prometheus-client writes it; another exporter may not)."""
+    short = NAME.removesuffix("_total")
+    _store(
+        sessions,
+        [
+            _sample(-10, 100),
+            _sample(10, 110),
+            _sample(20, 130),
+            _sample(30, 2, name=short),  # a new series, from zero: its first sample is its baseline
+            _sample(40, 7, name=short),
+            _sample(50, 3, name=short),  # a restart
+        ],
+    )
+    with sessions.begin() as session:
+        for name in (NAME, short):
+            assert counter_delta(session, "default", name, T0, END) == pytest.approx(30 + 5 + 3)
+
+
 def test_histogram_mean_pools_the_observations_of_every_target(sessions: sessionmaker[Session]) -> None:
     # vllm-a observed 4 requests queued 1 s each, vllm-b 5 queued 0.1 s each: 4.5 s over 9 requests.
     series = {"vllm-a": ((10, 14), (100, 104)), "vllm-b": ((2, 2.5), (50, 55))}

@@ -1,15 +1,20 @@
 """A target's or a judge's URL with credentials in it: the requests use them, and nothing the eval engine
 stores or prints holds them (``eval run``, ``gate`` and its reports, ``eval runs``)."""
 
+import asyncio
 import base64
+import socket
+import threading
 from pathlib import Path
 
+import httpx
 import psycopg
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.credentials import masked_url
+from evallens.credentials import REDACTED, masked_url
 from evallens.db.models import EvalRun
+from evals.runner.client import ChatRequest, complete
 from tests.evals.conftest import SETS, ScriptedTarget, run_cli
 from tests.evals.metrics.judge_server import faulty_judge
 
@@ -81,3 +86,34 @@ def test_a_run_against_urls_with_passwords_stores_and_prints_none(
         assert stored.scoring is not None
         assert stored.scoring["judge"]["endpoint"] == f"http://[REDACTED]@{judge.url[7:]}/v1"
     assert masked_url(target) in listed[0].stdout  # the server is still named
+
+
+def test_an_http_error_quoting_a_credential_is_stored_masked() -> None:
+    """Before: httpx's error text was stored as the case's error as it came; h11 quotes a header line it
+    cannot parse, here one a proxy in front of the target wrote with its upstream's password."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_once() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(
+                f"HTTP/1.1 200 OK\r\nx-upstream http://proxy:{TARGET_PASSWORD}@upstream\r\n\r\n".encode()
+            )
+
+    server = threading.Thread(target=answer_once)
+    server.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/chat/completions"
+
+    async def ask() -> str | None:
+        async with httpx.AsyncClient() as client:
+            request = ChatRequest("scripted", [{"role": "user", "content": "hi"}], "run", "case", 0.0, 8)
+            return (await complete(client, url, request)).error
+
+    with listener:
+        error = asyncio.run(ask())
+        server.join()
+    assert (
+        error
+        == f"RemoteProtocolError: illegal header line: bytearray(b'x-upstream http://{REDACTED}@upstream')"
+    )

@@ -49,7 +49,9 @@ def list_runs(
     tags: dict[uuid.UUID, list[str]] = {}
     ids = [run.id for run, _, _ in rows]
     for run_id, tag in session.execute(
-        select(EvalTag.run_id, EvalTag.tag).where(EvalTag.run_id.in_(ids)).order_by(EvalTag.tag)
+        select(EvalTag.run_id, EvalTag.tag)
+        .where(EvalTag.run_id.in_(ids), EvalTag.project == project)
+        .order_by(EvalTag.tag)
     ):
         tags.setdefault(run_id, []).append(tag)
     return [

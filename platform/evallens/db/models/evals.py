@@ -8,6 +8,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     ForeignKey,
+    ForeignKeyConstraint,
     Identity,
     Index,
     Integer,
@@ -71,6 +72,8 @@ class EvalRun(Base):
     __table_args__ = (
         Index("ix_eval_runs_eval_set_id_started_at", "eval_set_id", "started_at"),
         Index("ix_eval_runs_config_fingerprint", "config_fingerprint"),
+        # what a tag or a gate report points at: a run of its own project (the foreign keys below)
+        UniqueConstraint("id", "project"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
@@ -126,11 +129,17 @@ class EvalTag(Base):
     """A name (``main``, ``release-1.2``) pointing at a run, used as a gate baseline."""
 
     __tablename__ = "eval_tags"
+    # a tag names a run of its own project: one of another project's would list in this one's runs
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["run_id", "project"], ["eval_runs.id", "eval_runs.project"], ondelete="CASCADE"
+        ),
+    )
 
     project: Mapped[str] = mapped_column(Text, primary_key=True, server_default=DEFAULT_PROJECT)
     eval_set_name: Mapped[str] = mapped_column(Text, primary_key=True)
     tag: Mapped[str] = mapped_column(Text, primary_key=True)
-    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("eval_runs.id", ondelete="CASCADE"))
+    run_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[datetime] = mapped_column(TIMESTAMP(timezone=True), server_default=func.now())
 
 
@@ -138,13 +147,22 @@ class GateReport(Base):
     """The verdict of one gate: a baseline run against a candidate run, with the full report."""
 
     __tablename__ = "gate_reports"
-    __table_args__ = (Index("ix_gate_reports_created_at", "created_at"),)
+    __table_args__ = (
+        Index("ix_gate_reports_created_at", "created_at"),
+        # a gate compares two runs of its own project
+        ForeignKeyConstraint(
+            ["baseline_run_id", "project"], ["eval_runs.id", "eval_runs.project"], ondelete="CASCADE"
+        ),
+        ForeignKeyConstraint(
+            ["candidate_run_id", "project"], ["eval_runs.id", "eval_runs.project"], ondelete="CASCADE"
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, Identity(), primary_key=True)
     project: Mapped[str] = mapped_column(Text, server_default=DEFAULT_PROJECT)
     eval_set_name: Mapped[str] = mapped_column(Text)
-    baseline_run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("eval_runs.id", ondelete="CASCADE"))
-    candidate_run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("eval_runs.id", ondelete="CASCADE"))
+    baseline_run_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    candidate_run_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
     verdict: Mapped[str] = mapped_column(Text, comment="pass or regression")
     report: Mapped[dict[str, Any]] = mapped_column()
     created_at: Mapped[datetime] = mapped_column(TIMESTAMP(timezone=True), server_default=func.now())
