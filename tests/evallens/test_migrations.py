@@ -255,7 +255,7 @@ def stored_runs(url: str) -> dict[str, tuple[object, ...]]:
 
 
 def test_db_upgrade_masks_urls_stored_before_and_drops_cross_project_tags(empty_database_url: str) -> None:
-    """Before 0013, runs stored before the eval engine masked URLs kept their credentials, and an old
+    """Before 0015, runs stored before the eval engine masked URLs kept their credentials, and an old
     baseline's judge endpoint differed from a new run's masked one: the gate refused to compare them."""
     upgrade(empty_database_url, "0012")
     runs = seed_0012(empty_database_url)

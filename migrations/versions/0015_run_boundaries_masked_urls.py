@@ -16,8 +16,8 @@ The masked scoring equals a new run's, so an old baseline and a new candidate st
 their judge endpoints differed and the gate refused them as scored differently). Masking cannot be
 undone: the downgrade keeps it.
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-06 19:00:00.000000
 """
 
@@ -33,8 +33,8 @@ from sqlalchemy.dialects import postgresql
 
 from evallens.credentials import masked_url
 
-revision: str = "0013"
-down_revision: str | None = "0012"
+revision: str = "0015"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
