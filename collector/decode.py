@@ -11,12 +11,19 @@ from collector._genai import GenAIFields, add_content_attributes, resource_defau
 from collector._wire import ResourceGroup
 from collector.otlp_json import NOT_HEX, not_hex_reason
 from collector.records import DecodedBatch, SpanRecord
-from collector.validate import InvalidSpan, SpanLimits, check_times, free_text, time_window
+from collector.validate import (
+    SPAN_ID_BYTES,
+    TRACE_ID_BYTES,
+    InvalidSpan,
+    SpanLimits,
+    check_times,
+    free_text,
+    invalid_id_reason,
+    time_window,
+)
 from evallens.telemetry import attributes as names
 from evallens.telemetry.messages import clean_text
 
-TRACE_ID_BYTES = 16
-SPAN_ID_BYTES = 8
 MAX_SPAN_KIND = 5
 MAX_STATUS_CODE = 2
 MAX_MESSAGES = 5
@@ -176,24 +183,16 @@ def span_ids(span: Any, *, hex_ids: bool = False) -> tuple[str, str, str | None]
         if hex_ids and value == NOT_HEX:
             raise InvalidSpan(not_hex_reason(which, size))
     if len(trace_id) != TRACE_ID_BYTES or not any(trace_id):
-        wrong = _length(trace_id, TRACE_ID_BYTES)
-        raise InvalidSpan(f"invalid trace id {trace_id.hex()!r}{wrong} (need 16 non-zero bytes)")
+        raise InvalidSpan(invalid_id_reason("trace id", trace_id, TRACE_ID_BYTES))
     if len(span_id) != SPAN_ID_BYTES or not any(span_id):
-        wrong = _length(span_id, SPAN_ID_BYTES)
-        raise InvalidSpan(
-            f"invalid span id {span_id.hex()!r}{wrong} in trace {trace_id.hex()} (need 8 non-zero bytes)"
-        )
+        where = f" in trace {trace_id.hex()}"
+        raise InvalidSpan(invalid_id_reason("span id", span_id, SPAN_ID_BYTES, where=where))
     if parent and len(parent) != SPAN_ID_BYTES:
-        wrong = _length(parent, SPAN_ID_BYTES)
+        where = f" for span {span_id.hex()}"
         raise InvalidSpan(
-            f"invalid parent span id {parent.hex()!r}{wrong} for span {span_id.hex()} (need 8 bytes)"
+            invalid_id_reason("parent span id", parent, SPAN_ID_BYTES, where=where, non_zero=False)
         )
     return trace_id.hex(), span_id.hex(), (parent.hex() if any(parent) else None)
-
-
-def _length(value: bytes, size: int) -> str:
-    """How long an id of the wrong length is (nothing for one of the right length: all zeros)."""
-    return "" if len(value) == size else f" of {len(value)} bytes"
 
 
 def decode_event(event: Any) -> dict[str, Any]:

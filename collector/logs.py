@@ -39,7 +39,17 @@ from collector.otlp_json import (
     parse_readable,
     rewrite_ids,
 )
-from collector.validate import InvalidSpan, SpanLimits, check_record_count, check_time, key_text, time_window
+from collector.validate import (
+    SPAN_ID_BYTES,
+    TRACE_ID_BYTES,
+    InvalidSpan,
+    SpanLimits,
+    check_record_count,
+    check_time,
+    invalid_id_reason,
+    key_text,
+    time_window,
+)
 from evallens.telemetry import attributes as names
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 
@@ -55,7 +65,6 @@ __all__ = [
 ]
 
 CONTENT_COLUMNS = ("project", "trace_id", "span_id", "time", "event_name", "direction", "messages", "digest")
-TRACE_ID_BYTES, SPAN_ID_BYTES = 16, 8
 MAX_SHOWN_REASONS = 5
 
 
@@ -229,7 +238,12 @@ def _id_problem(trace_id: bytes, span_id: bytes, hex_ids: bool) -> str | None:
     for which, value, size in (("trace id", trace_id, TRACE_ID_BYTES), ("span id", span_id, SPAN_ID_BYTES)):
         if hex_ids and value == NOT_HEX:
             return f": {not_hex_reason(which, size)}"
-    if len(trace_id) != TRACE_ID_BYTES or not any(trace_id) or len(span_id) != SPAN_ID_BYTES:
+    # sent, but of the wrong length: a client told its ids are missing looks for a bug it does not have
+    if trace_id and len(trace_id) != TRACE_ID_BYTES:
+        return f": {invalid_id_reason('trace id', trace_id, TRACE_ID_BYTES)}"
+    if span_id and len(span_id) != SPAN_ID_BYTES:
+        return f": {invalid_id_reason('span id', span_id, SPAN_ID_BYTES, non_zero=False)}"
+    if not any(trace_id) or not span_id:
         return " has no trace and span id to join it to its span"
     return None
 

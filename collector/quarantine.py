@@ -16,7 +16,7 @@ from collector._files import remove_durably, write_atomically
 from collector.copy_rows import CopyRows, decode_line
 from collector.records import record_from_dict, record_to_dict
 from collector.stats import CollectorStats
-from collector.write import DatabaseDown, Refusal, RowsRefused, SpanWriter
+from collector.write import DatabaseDown, PartitionBudget, Refusal, RowsRefused, SpanWriter
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +29,12 @@ class QuarantineFailed(Exception):
 
 
 def isolate(
-    writer: SpanWriter, rows: CopyRows, expect_duplicates: bool = False, *, replace_gone: bool = True
+    writer: SpanWriter,
+    rows: CopyRows,
+    expect_duplicates: bool = False,
+    *,
+    replace_gone: bool = True,
+    budget: PartitionBudget | None = None,
 ) -> list[Refusal]:
     """Store ``rows``; when PostgreSQL refuses rows, bisect until every good span is stored.
 
@@ -38,53 +43,52 @@ def isolate(
     (``partition_missing``), and those of days pruned (before the prune cutoff). ``DatabaseDown``
     propagates: what was committed before stays committed, and a replay of the whole batch skips it.
     ``replace_gone``: rows refused because a partition the writer knew was dropped meanwhile are placed
-    again (once), so that those of a pruned day get their reason.
+    again (once), so that those of a pruned day get their reason. ``budget``: the new partitions this
+    flush may still make (the writer's ``flush_budget`` when None); each half of a bisection is placed
+    from it, so the flush makes no more than one placement would.
     """
+    budget = writer.flush_budget() if budget is None else budget
     try:
-        unplaced = writer.place(rows)
+        unplaced = writer.place(rows, budget)
     except RowsRefused:
         unplaced = set()  # ``write`` meets the same refusal, and the bisection below keeps the rows
     if not unplaced:
-        return _isolate_placed(writer, rows, expect_duplicates, replace_gone)
+        return _isolate_placed(writer, rows, expect_duplicates, replace_gone, budget)
     placed, placed_at, left_out = rows.without_days(unplaced)
     refusals = [writer.left_out(line, index) for index, line in left_out]
     if placed.num_rows:
         refusals += [
             replace(refusal, index=placed_at[refusal.index])
-            for refusal in _isolate_placed(writer, placed, expect_duplicates, replace_gone)
+            for refusal in _isolate_placed(writer, placed, expect_duplicates, replace_gone, budget)
         ]
     return refusals
 
 
 def _isolate_placed(
-    writer: SpanWriter, rows: CopyRows, expect_duplicates: bool, replace_gone: bool
+    writer: SpanWriter, rows: CopyRows, expect_duplicates: bool, replace_gone: bool, budget: PartitionBudget
 ) -> list[Refusal]:
     """``isolate`` of rows whose days all have a partition."""
     try:
-        writer.write(rows, expect_duplicates)
+        writer.write(rows, expect_duplicates, budget)
         return []
     except RowsRefused as error:
         if error.partition_gone and replace_gone:
-            return isolate(writer, rows, expect_duplicates, replace_gone=False)
+            return isolate(writer, rows, expect_duplicates, replace_gone=False, budget=budget)
         if rows.num_rows == 1:
             return [Refusal(decode_line(rows.lines()[0]), str(error))]
-    return _bisect(writer, rows.lines(), 0, rows.days, expect_duplicates)
-
-
-def _bisect(
-    writer: SpanWriter, lines: list[bytes], first: int, days: tuple[int, ...], expect_duplicates: bool
-) -> list[Refusal]:
-    """``isolate`` of the two halves of refused ``lines``, which start at row ``first`` of the batch."""
-    refusals: list[Refusal] = []
+    lines = rows.lines()
     middle = len(lines) // 2
-    for offset, half in ((0, lines[:middle]), (middle, lines[middle:])):
-        try:
-            writer.write(CopyRows.of_lines(half, days), expect_duplicates)
-        except RowsRefused as error:
-            if len(half) == 1:
-                refusals.append(Refusal(decode_line(half[0]), str(error), first + offset))
-            else:
-                refusals += _bisect(writer, half, first + offset, days, expect_duplicates)
+    refusals: list[Refusal] = []
+    for first, half in ((0, lines[:middle]), (middle, lines[middle:])):
+        # placed like the flush: a partition dropped meanwhile is not made beyond the flush's budget
+        half_refusals = isolate(
+            writer,
+            CopyRows.of_lines(half, rows.days),
+            expect_duplicates,
+            replace_gone=replace_gone,
+            budget=budget,
+        )
+        refusals += [replace(refusal, index=first + refusal.index) for refusal in half_refusals]
     return refusals
 
 

@@ -5,15 +5,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import ColumnElement, Engine, delete, func, select
+from sqlalchemy import ColumnElement, Engine, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from collector.copy_rows import copy_rows
 from collector.quarantine import SUFFIX, isolate
-from collector.records import record_from_dict
+from collector.records import SpanRecord, record_from_dict
 from collector.write import DatabaseDown, SpanWriter
 from evallens.db.models import QuarantinedSpan
 from evallens.errors import DatabaseUnavailable, EvallensError
+
+# Quarantined spans one retry reads, writes and settles at a time.
+RETRY_BATCH_SPANS = 1000
 
 
 class NothingSelected(EvallensError):
@@ -103,38 +106,67 @@ def retry_quarantine(
     every: bool,
     project: str | None,
     max_new_days: int,
+    batch_size: int = RETRY_BATCH_SPANS,
 ) -> RetryReport:
     """Write quarantined spans into ``spans`` again (after the cause was fixed); those PostgreSQL now
     takes leave the quarantine, the others stay with their new reason. Resent spans are stored once.
 
-    In rounds, as ingestion does: each makes at most ``max_new_days`` of the partitions the spans need
-    (each locks ``spans`` until its transaction ends; a retry of spans over a year made some 366 in
-    one, while every collector's flush waited) and writes the spans those days hold.
+    ``batch_size`` spans at a time, by id, those quarantined when it started (a quarantine of millions
+    is never held in memory whole): each batch is written, then leaves the quarantine or gets its new
+    reasons in a transaction of its own. In rounds, as ingestion does: each makes at most
+    ``max_new_days`` of the partitions the spans need (each locks ``spans`` until its transaction ends;
+    a retry of spans over a year made some 366 in one, while every collector's flush waited) and writes
+    the spans those days hold.
     """
+    conditions = _selected(ids, every, project)
     with Session(engine) as session:
-        rows = list(session.scalars(select(QuarantinedSpan).where(*_selected(ids, every, project))))
-    spans = [record_from_dict(row.span) for row in rows]
-    reasons: dict[int, str] = {}  # by place in ``rows``
-    waiting = list(range(len(rows)))
+        last_id = session.scalar(select(func.max(QuarantinedSpan.id)).where(*conditions))
+    num_stored = num_still_refused = 0
+    after: int | None = None  # the last id of the batch before
     writer = SpanWriter(database_url, max_new_days=max_new_days)
     try:
-        while waiting:
-            refusals = isolate(writer, copy_rows([spans[at] for at in waiting]), expect_duplicates=True)
-            for at in waiting:
-                reasons.pop(at, None)
-            reasons.update({waiting[refusal.index]: refusal.reason for refusal in refusals})
-            missing = [waiting[refusal.index] for refusal in refusals if refusal.partition_missing]
-            if len(missing) == len(waiting):  # no day got its partition: kept with that reason
+        while last_id is not None and (after is None or after < last_id):
+            query = (
+                select(QuarantinedSpan.id, QuarantinedSpan.span)
+                .where(*conditions, QuarantinedSpan.id <= last_id)
+                .order_by(QuarantinedSpan.id)
+                .limit(batch_size)
+            )
+            if after is not None:
+                query = query.where(QuarantinedSpan.id > after)
+            with Session(engine) as session:
+                batch = session.execute(query).all()
+            if not batch:  # the rest was dropped meanwhile
                 break
-            waiting = missing
+            reasons = _retry_batch(writer, [record_from_dict(span) for _, span in batch])
+            stored = [row_id for at, (row_id, _) in enumerate(batch) if at not in reasons]
+            with Session(engine) as session, session.begin():
+                if stored:
+                    session.execute(delete(QuarantinedSpan).where(QuarantinedSpan.id.in_(stored)))
+                if reasons:
+                    new_reasons = [{"id": batch[at][0], "reason": reason} for at, reason in reasons.items()]
+                    session.execute(update(QuarantinedSpan), new_reasons)
+            num_stored += len(stored)
+            num_still_refused += len(reasons)
+            after = batch[-1][0]
     except DatabaseDown as error:
         raise DatabaseUnavailable(f"PostgreSQL became unreachable: {error}") from None
     finally:
         writer.close()
-    stored = [row.id for at, row in enumerate(rows) if at not in reasons]
-    with Session(engine) as session, session.begin():
-        if stored:
-            session.execute(delete(QuarantinedSpan).where(QuarantinedSpan.id.in_(stored)))
-        for at, reason in reasons.items():
-            session.get_one(QuarantinedSpan, rows[at].id).reason = reason
-    return RetryReport(len(stored), len(reasons))
+    return RetryReport(num_stored, num_still_refused)
+
+
+def _retry_batch(writer: SpanWriter, spans: list[SpanRecord]) -> dict[int, str]:
+    """Write ``spans`` in rounds of a flush's new partitions; the reasons of those still refused, by place."""
+    reasons: dict[int, str] = {}
+    waiting = list(range(len(spans)))
+    while waiting:
+        refusals = isolate(writer, copy_rows([spans[at] for at in waiting]), expect_duplicates=True)
+        for at in waiting:
+            reasons.pop(at, None)
+        reasons.update({waiting[refusal.index]: refusal.reason for refusal in refusals})
+        missing = [waiting[refusal.index] for refusal in refusals if refusal.partition_missing]
+        if len(missing) == len(waiting):  # no day got its partition: kept with that reason
+            break
+        waiting = missing
+    return reasons

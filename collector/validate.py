@@ -31,6 +31,16 @@ MAX_ROLLUP_KEY_BYTES = 2560
 # value is refused as any other unreadable one is, not stored as a number the client never wrote.
 DECIMAL_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _WHOLE_NUMBER_TEXT = re.compile(r"0|[1-9][0-9]*")
+TRACE_ID_BYTES = 16
+SPAN_ID_BYTES = 8
+
+
+def invalid_id_reason(which: str, value: bytes, size: int, *, where: str = "", non_zero: bool = True) -> str:
+    """Why the id ``value`` (``which``: "trace id", ...) is refused: it needs ``size`` bytes, not all zero
+    when ``non_zero``; its length is said when wrong. ``where`` names its span or trace."""
+    wrong = "" if len(value) == size else f" of {len(value)} bytes"
+    need = f"{size} non-zero bytes" if non_zero else f"{size} bytes"
+    return f"invalid {which} {value.hex()!r}{wrong}{where} (need {need})"
 
 
 class InvalidSpan(ValueError):

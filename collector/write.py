@@ -15,7 +15,8 @@ each ``CREATE TABLE ... PARTITION OF`` locks the whole ``spans`` table until the
 one client sending spans spread over a year made one flush create some 366 of them while every other
 client's spans waited. When a batch needs more, yesterday's, today's and tomorrow's come first, and the
 rest are shared out among its projects, each in turn getting its nearest day to today, so one
-project's spread of days never takes another's share.
+project's spread of days never takes another's share. The cap holds for the whole flush (a
+``PartitionBudget``): a refused batch bisected to find its bad rows places each half from what is left.
 
 No partition is made for a day before the cutoff of the last ``evallens collector prune``
 (``evallens.db.partitions.pruned_before``): a late span of a pruned day came back with its partition,
@@ -71,6 +72,18 @@ class RowsRefused(Exception):
         self.partition_gone = partition_gone
 
 
+@dataclass
+class PartitionBudget:
+    """How many new daily partitions one flush may still create (``left`` None: any number)."""
+
+    left: int | None
+
+    def spend(self, num_created: int) -> None:
+        """Count ``num_created`` partitions made."""
+        if self.left is not None:
+            self.left = max(self.left - num_created, 0)
+
+
 @dataclass(frozen=True)
 class Refusal:
     """One span PostgreSQL refused, its reason (SQLSTATE and message) and its row's place in the batch."""
@@ -103,13 +116,20 @@ class SpanWriter:
         self._pruned_before: date | None = None  # as read with ``_partition_days``
         self._careful_flushes = 0
 
-    def write(self, rows: CopyRows, expect_duplicates: bool = False) -> int:
+    def flush_budget(self) -> PartitionBudget:
+        """The new partitions one flush may create: ``max_new_days``."""
+        return PartitionBudget(self.max_new_days)
+
+    def write(
+        self, rows: CopyRows, expect_duplicates: bool = False, budget: PartitionBudget | None = None
+    ) -> int:
         """Store the spans of ``rows`` in one transaction (committed in ``_copy``); return how many were new.
+        Partitions their days lack are made from ``budget`` (a flush's own when None).
 
         Raises ``DatabaseDown`` or ``RowsRefused``; either way nothing was committed.
         """
         try:
-            self._ensure_partitions(rows)
+            self._ensure_partitions(rows, self.flush_budget() if budget is None else budget)
             connection = self._connect()
             if not expect_duplicates and self._careful_flushes == 0:
                 try:
@@ -121,15 +141,15 @@ class SpanWriter:
         except Exception as error:
             raise self._classified(error) from error
 
-    def place(self, rows: CopyRows) -> set[date]:
-        """Create the daily partitions ``rows`` need, at most ``max_new_days`` of them (the days nearest
-        today first) and none before the prune cutoff; return the days whose spans cannot be written now
-        (``left_out`` says why for each span).
+    def place(self, rows: CopyRows, budget: PartitionBudget | None = None) -> set[date]:
+        """Create the daily partitions ``rows`` need, as many as ``budget`` has left (a flush's own when
+        None: ``max_new_days``; the days nearest today first) and none before the prune cutoff; return the
+        days whose spans cannot be written now (``left_out`` says why for each span).
 
         Raises ``DatabaseDown`` or ``RowsRefused`` like ``write``.
         """
         try:
-            return self._ensure_partitions(rows)
+            return self._ensure_partitions(rows, self.flush_budget() if budget is None else budget)
         except Exception as error:
             raise self._classified(error) from error
 
@@ -204,7 +224,7 @@ class SpanWriter:
             self._connection = connection
         return self._connection
 
-    def _ensure_partitions(self, rows: CopyRows) -> set[date]:
+    def _ensure_partitions(self, rows: CopyRows, budget: PartitionBudget) -> set[date]:
         days = rows.partition_days()
         cutoff = self._pruned_before
         fresh = cutoff is None or all(day >= cutoff for day in days)
@@ -222,13 +242,15 @@ class SpanWriter:
                 existing = {name[-8:] for name in list_span_partitions(connection)}
                 missing = {day for day in days if day not in pruned and f"{day:%Y%m%d}" not in existing}
                 made = missing
-                if self.max_new_days is not None and len(missing) > self.max_new_days:
+                if budget.left is not None and len(missing) > budget.left:
                     by_project = {
                         project: project_days & missing
                         for project, project_days in rows.days_by_project().items()
                     }
-                    made = set(share_out(by_project, self.max_new_days, today))
-                create_span_partitions(connection, sorted(made, key=lambda day: (abs(day - today), day)))
+                    made = set(share_out(by_project, budget.left, today))
+                created = create_span_partitions(
+                    connection, sorted(made, key=lambda day: (abs(day - today), day))
+                )
                 self._partition_days = {name[-8:] for name in list_span_partitions(connection)}
                 self._pruned_before = cutoff
         except Exception as error:  # SQLAlchemy wraps psycopg's errors; unwrap to classify them
@@ -236,6 +258,7 @@ class SpanWriter:
             if isinstance(original, psycopg.Error):
                 raise original from error
             raise
+        budget.spend(len(created))
         return (missing - made) | pruned
 
     def close(self) -> None:

@@ -208,10 +208,18 @@ def test_a_protobuf_id_of_the_json_not_hex_marker_s_bytes_is_of_the_wrong_length
         f"invalid span id 'ffffff' of 3 bytes in trace {spans[1].trace_id.hex()} (need 8 non-zero bytes)",
         f"invalid parent span id 'ffffff' of 3 bytes for span {spans[2].span_id.hex()} (need 8 bytes)",
     ]
-    logs = logs_request([log_record("gen_ai.user.message", {"content": "hi"}, marker, marker)])
-    job = LogsJob(logs.SerializeToString(), "protobuf", False, 1 << 20, SpanLimits(), "p")
+    # a log record's too: it was told it had no ids to join it to its span, when it sent them
+    trace_id = (1).to_bytes(16, "big")
+    records = [
+        log_record("gen_ai.user.message", {"content": "hi"}, marker, marker),
+        log_record("gen_ai.user.message", {"content": "hi"}, trace_id, marker),
+        log_record("gen_ai.user.message", {"content": "hi"}, b"", b""),
+    ]
+    job = LogsJob(logs_request(records).SerializeToString(), "protobuf", False, 1 << 20, SpanLimits(), "p")
     assert decode_logs_body(job).reasons == [
-        "gen_ai.user.message has no trace and span id to join it to its span"
+        "gen_ai.user.message: invalid trace id 'ffffff' of 3 bytes (need 16 non-zero bytes)",
+        "gen_ai.user.message: invalid span id 'ffffff' of 3 bytes (need 8 bytes)",
+        "gen_ai.user.message has no trace and span id to join it to its span",
     ]
 
 

@@ -20,10 +20,10 @@ from collector.spool import Spool
 from collector.write import Refusal, SpanWriter, share_out
 from evallens.app.cli import create_cli
 from evallens.db import create_db_engine
-from evallens.db.partitions import list_span_partitions, partition_name
+from evallens.db.partitions import create_span_partitions, list_span_partitions, partition_name
 from evallens.telemetry import attributes as names
 from tests.collector.conftest import collector_settings, count_spans, fetch_spans, make_request, make_span
-from tests.collector.test_poison import _record, quarantined, wait_for
+from tests.collector.test_poison import _record, add_blob_index, poison_attributes, quarantined, wait_for
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 NS_PER_DAY = 86_400 * 10**9
@@ -229,3 +229,42 @@ def test_a_quarantine_retry_makes_a_flush_s_share_of_partitions_a_transaction(
     with psycopg.connect(database_url) as connection:
         made = connection.execute("SELECT count(*) FROM partitions_made GROUP BY txid ORDER BY 1").fetchall()
     assert [row[0] for row in made] == [2] + [4] * 7, made
+
+
+def test_a_bisected_flush_makes_no_more_new_partitions_than_the_cap(database_url: str) -> None:
+    """The writer knew eight partitions an operator dropped by hand since; a flush of spans of those days
+    led by a poison span was bisected, and each half's write made its own share of new partitions (seven
+    in one flush with a cap of two), the first span's day left to PostgreSQL's "no partition" refusal.
+    Now the halves are placed as the flush is, from one budget: two days made, the others' spans left out
+    saying why, as any flush over the cap."""
+    now = time.time_ns()
+    noon = now - now % NS_PER_DAY + NS_PER_DAY // 2
+    dropped = [(datetime.now(UTC) - timedelta(days=n)).date() for n in range(2, 10)]
+    engine = create_db_engine(database_url)
+    with engine.begin() as connection:
+        create_span_partitions(connection, dropped)
+    engine.dispose()
+    add_blob_index(database_url)
+    writer = SpanWriter(database_url, max_new_days=2)
+    try:
+        assert isolate(writer, copy_rows([_record(0, now, {})])) == []  # it reads the partitions there
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            for day in dropped:
+                connection.execute(f"DROP TABLE {partition_name(day)}")
+            connection.execute(LOG_PARTITIONS_MADE)
+        poison = _record(1, now, poison_attributes())
+        spread = [_record(10 + n, noon - n * NS_PER_DAY, {}) for n in range(2, 10)]
+        refusals = isolate(writer, copy_rows([poison, *spread]))
+    finally:
+        writer.close()
+
+    with psycopg.connect(database_url) as connection:
+        made = connection.execute("SELECT name FROM partitions_made ORDER BY name").fetchall()
+    assert [row[0] for row in made] == [f"public.{days_ago(n)}" for n in (3, 2)]
+    assert partitions(database_url) == sorted([days_ago(0), days_ago(2), days_ago(3)])
+    assert count_spans(database_url) == 1 + 2
+    assert refusals[0].index == 0 and refusals[0].reason.startswith("SQLSTATE 54000")
+    left_out = refusals[1:]
+    assert sorted(refusal.index for refusal in left_out) == list(range(3, 9))
+    assert all(refusal.partition_missing for refusal in left_out)
+    assert all("one flush creates at most 2 new daily partitions" in refusal.reason for refusal in left_out)

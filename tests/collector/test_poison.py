@@ -5,22 +5,26 @@ import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
 import psycopg
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from sqlalchemy import event
 from typer.testing import CliRunner
 
 from collector.copy_rows import copy_rows
 from collector.quarantine import DeadLetters, Quarantine, isolate
+from collector.quarantine_admin import RetryReport, retry_quarantine
 from collector.records import SpanRecord
 from collector.runtime import Collector
 from collector.spool import Spool
 from collector.stats import CollectorStats
-from collector.write import DatabaseDown, SpanWriter
+from collector.write import DatabaseDown, Refusal, SpanWriter
 from evallens.app.cli import create_cli
+from evallens.db import create_db_engine
 from evallens.telemetry import attributes as names
 from tests.collector.conftest import OwnPostgres, collector_settings, count_spans, make_request, make_span
 
@@ -222,3 +226,71 @@ def test_quarantine_commands_refuse_numbers_postgres_cannot_hold(
     refused = CliRunner().invoke(create_cli(), ["collector", "quarantine", *args])
     assert refused.exit_code == 2, (refused.output, refused.exception)
     assert "Invalid value" in refused.output
+
+
+# Logs, for each quarantined span a retry settles (stored: deleted; still refused: its reason updated),
+# the transaction that did it (a real trigger).
+LOG_SETTLED = """
+CREATE TABLE settled (txid bigint, op text, quarantine_id bigint);
+CREATE FUNCTION log_settled() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO settled VALUES (txid_current(), TG_OP, OLD.id);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER log_settled AFTER UPDATE OR DELETE ON collector_quarantine
+  FOR EACH ROW EXECUTE FUNCTION log_settled();
+"""
+
+
+def test_a_retry_larger_than_one_batch_reads_and_settles_a_batch_at_a_time(database_url: str) -> None:
+    """A retry read every selected span into memory at once (a quarantine of millions exhausted it) and
+    settled them all at the end. Now it goes ``batch_size`` spans at a time by id, each batch settled in
+    a transaction of its own, and reports and keeps the same as before."""
+    add_blob_index(database_url)
+    now = time.time_ns()
+    poison = {2, 5, 9}  # still refused: in the first, second and last batch
+    writer = SpanWriter(database_url)
+    try:
+        writer.quarantine(
+            [
+                Refusal(_record(i, now, poison_attributes() if i in poison else {}), "earlier")
+                for i in range(10)
+            ]
+        )
+    finally:
+        writer.close()
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(LOG_SETTLED)
+        ids = [row[0] for row in connection.execute("SELECT id FROM collector_quarantine ORDER BY id")]
+    engine = create_db_engine(database_url)
+    rows_read: list[int] = []
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def count_rows_read(_c: Any, cursor: Any, statement: str, _p: Any, _x: Any, _m: bool) -> None:
+        if statement.lstrip().startswith("SELECT") and "collector_quarantine.span" in statement:
+            rows_read.append(cursor.rowcount)
+
+    try:
+        report = retry_quarantine(engine, database_url, [], True, None, max_new_days=8, batch_size=4)
+    finally:
+        engine.dispose()
+
+    assert report == RetryReport(num_stored=7, num_still_refused=3)
+    assert rows_read == [4, 4, 2]
+    assert count_spans(database_url) == 7
+    kept = quarantined(database_url)
+    assert sorted(str(row[3]["name"]) for row in kept) == [f"spooled-{i}" for i in sorted(poison)]
+    assert all(row[2].startswith("SQLSTATE 54000") for row in kept)
+    with psycopg.connect(database_url) as connection:
+        settled = connection.execute(
+            "SELECT txid, op, quarantine_id FROM settled ORDER BY txid, quarantine_id"
+        )
+        by_txid: dict[int, list[tuple[str, int]]] = {}
+        for txid, op, quarantine_id in settled:
+            by_txid.setdefault(txid, []).append((op, quarantine_id))
+    # each batch settled whole in its own transaction; each span once, stored or kept, never both
+    expected = [
+        [("UPDATE" if ids.index(i) in poison else "DELETE", i) for i in ids[first : first + 4]]
+        for first in (0, 4, 8)
+    ]
+    assert [sorted(ops, key=lambda op: op[1]) for ops in by_txid.values()] == expected
