@@ -611,10 +611,13 @@ def test_grpc_calls_beyond_the_concurrency_limit_are_told_when_to_retry(
     request = make_request([make_span(0)])
     with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
         silent = channel.stream_unary(EXPORT_METHOD)
-        stalled = [silent.future(no_message()) for _ in range(2)]
+        # wait_for_ready: a call started before the channel connects waits for it instead of failing
+        # at once (which left no call being served, and the loop below waiting in vain)
+        stalled = [silent.future(no_message(), wait_for_ready=True) for _ in range(2)]
         try:
             deadline, answer = time.monotonic() + 30, send_grpc(collector, request, {})
             while answer.ok and time.monotonic() < deadline:  # until both calls are being served
+                assert not any(call.done() for call in stalled), [call.exception() for call in stalled]
                 time.sleep(0.1)
                 answer = send_grpc(collector, request, {})
             assert answer.status == "UNAVAILABLE", answer
@@ -624,7 +627,11 @@ def test_grpc_calls_beyond_the_concurrency_limit_are_told_when_to_retry(
             never.set()
             for call in stalled:
                 call.cancel()
-    assert send_grpc(collector, request, {}).ok
+    deadline, answer = time.monotonic() + 30, send_grpc(collector, request, {})
+    while answer.status == "UNAVAILABLE" and time.monotonic() < deadline:  # until the server has seen
+        time.sleep(0.1)  # the cancellations and given their slots back, as an exporter retries
+        answer = send_grpc(collector, request, {})
+    assert answer.ok, answer
     assert [span["name"] for span in fetch_spans(database_url)] == ["span-0"]
 
 
