@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
+import numpy as np
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
@@ -125,3 +126,54 @@ def test_the_same_tenant_in_two_projects_shares_no_cached_answer(
         == answers.fallback(mine)
         == CannedAnswer("5 to 10 days")
     )
+
+
+def test_one_projects_flood_never_evicts_another_projects_answers(
+    tracer_provider: TracerProvider, embedder: RecordingEmbedder
+) -> None:
+    """The caches' size bounds were shared by all projects: one project sending many distinct questions
+    (under as many tenant names) evicted every other project's exact and semantic entries, which it could
+    never read anyway. Each project is bounded on its own: the flooder evicts only its own."""
+    settings = CacheSettings(
+        cache_exact_enabled=True,
+        cache_semantic_enabled=True,
+        cache_exact_max_entries=3,
+        cache_semantic_max_entries=2,
+        cache_semantic_max_total_entries=3,
+    )
+    answers = AnswerCache(
+        settings,
+        metrics=CacheMetrics.create(),
+        tracer=tracer_provider.get_tracer("test"),
+        generations=KnowledgeBaseGenerations(),
+    )
+    rng = np.random.default_rng(7)
+
+    def key(project: str, tenant: str, question: str, embedding: Any) -> CacheKey:
+        made = answers.key(
+            use=True,
+            deterministic=True,
+            tenant=tenant,
+            project=project,
+            retrieval=False,
+            single_turn=True,
+            question=question,
+        )
+        request = ChatCompletionRequest(messages=[{"role": "user", "content": question}], temperature=0)
+        made.exact = answers.exact_key(request, made, fingerprint="config")
+        made.embedding = embedding
+        return made
+
+    embedding = embedder.embed_one(QUESTION)
+    kept = key("shop-b", DEFAULT_TENANT, QUESTION, embedding)
+    answers.remember(kept, CannedAnswer("5 to 10 days"))
+    for index in range(20):  # shop-a: distinct questions, each under a tenant name of its own
+        vector = rng.standard_normal(embedding.shape).astype(np.float32)
+        flood = key("shop-a", f"tenant-{index}", f"question {index}", vector / np.linalg.norm(vector))
+        answers.remember(flood, CannedAnswer(f"answer {index}"))
+
+    assert answers.get_exact(kept) == answers.get_similar(kept) == CannedAnswer("5 to 10 days")
+    # the flooder is bounded all the same: its own oldest went
+    assert (answers.exact.size("shop-a"), answers.semantic.num_entries("shop-a")) == (3, 3)
+    assert answers.get_exact(flood) == CannedAnswer("answer 19")
+    assert answers.get_exact(key("shop-a", "tenant-0", "question 0", flood.embedding)) is None
