@@ -105,7 +105,7 @@ class ExactCache(Generic[V]):
                 entry = self._fresh(project, key, now)
             hit = entry is not None
             span.set_attributes({attr.CACHE_NAME: self.name, attr.CACHE_HIT: hit, attr.CACHE_EXACT_HIT: hit})
-            self._metrics.count(self.name, hit)
+            self._metrics.count(self.name, hit, project=project)
             return entry[1] if entry is not None else None
 
     def put(self, key: str, value: V, *, project: str = "") -> None:

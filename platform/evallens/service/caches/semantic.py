@@ -164,7 +164,7 @@ class SemanticCache(Generic[V]):
             )
             if entries:
                 span.set_attribute(attr.CACHE_SEMANTIC_SIMILARITY, similarity)
-            self._metrics.count(self.name, hit)
+            self._metrics.count(self.name, hit, project=project)
             return SemanticHit(best.value, similarity, best.question) if best is not None else None
 
     def store(

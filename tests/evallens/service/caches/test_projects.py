@@ -44,6 +44,17 @@ def hits_counted(client: httpx.Client) -> float:
     )
 
 
+def lookups_counted(client: httpx.Client) -> dict[tuple[str, str, str], float]:
+    """Answer-cache lookups in the service's ``/metrics`` by (project, cache, result)."""
+    return {
+        (sample.labels.get("project", ""), sample.labels["cache"], sample.labels["result"]): sample.value
+        for family in text_string_to_metric_families(client.get("/metrics").text)
+        if family.name == metrics.CACHE_LOOKUPS
+        for sample in family.samples
+        if sample.name == f"{metrics.CACHE_LOOKUPS}_total"
+    }
+
+
 def cache_attributes(span_exporter: InMemorySpanExporter, answer: dict[str, Any]) -> tuple[Any, Any]:
     """What the request span (the trace the project's dashboards count) says of the two caches."""
     values = span_attributes(root_span(span_exporter, answer["evallens"]["trace_id"]))
@@ -177,3 +188,28 @@ def test_one_projects_flood_never_evicts_another_projects_answers(
     assert (answers.exact.size("shop-a"), answers.semantic.num_entries("shop-a")) == (3, 3)
     assert answers.get_exact(flood) == CannedAnswer("answer 19")
     assert answers.get_exact(key("shop-a", "tenant-0", "question 0", flood.embedding)) is None
+
+
+def test_cache_lookups_are_counted_by_project(serve: Serve, database_url: str) -> None:
+    """``evallens_cache_lookups_total`` had no project label: an operator could not tell whose traffic
+    hit the caches. It is labelled with the project whose caches were asked (the API key's, the default
+    project's without auth), never with the free tenant header, so its values stay the projects there are."""
+    shop_a, shop_b = project_keys(database_url, "shop-a", "shop-b")
+    with serve(database_url=database_url, auth_enabled=True, **RETRIEVAL, **CACHES) as client:
+        for _ in range(2):  # a miss, then an exact hit
+            ask(client, headers=shop_a, evallens=NO_RETRIEVAL)
+        ask(client, headers={**shop_b, attr.HEADER_TENANT: "shop-a"}, evallens=NO_RETRIEVAL)
+        with_auth = lookups_counted(client)
+    with serve(database_url=database_url, **RETRIEVAL, **CACHES) as client:
+        for tenant in ("acme", "globex"):
+            ask(client, headers={attr.HEADER_TENANT: tenant}, evallens=NO_RETRIEVAL)
+        without_auth = lookups_counted(client)
+    assert with_auth == {
+        ("shop-a", "exact", "miss"): 1.0,
+        ("shop-a", "semantic", "miss"): 1.0,
+        ("shop-a", "exact", "hit"): 1.0,
+        ("shop-b", "exact", "miss"): 1.0,
+        ("shop-b", "semantic", "miss"): 1.0,
+    }
+    assert {project for project, _, _ in without_auth} == {attr.DEFAULT_PROJECT}
+    assert without_auth[(attr.DEFAULT_PROJECT, "exact", "miss")] == 2.0
