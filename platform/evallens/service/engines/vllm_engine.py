@@ -32,6 +32,7 @@ CPUINFO = Path("/proc/cpuinfo")
 # of a socket path (sizeof(sockaddr_un.sun_path) less its NUL), or binding fails and the engine never loads
 MAX_SOCKET_PATH_BYTES = 107
 SOCKET_NAME_BYTES = len("/") + 36  # a uuid4 in its usual text form
+ENGINE_DEAD = "The vLLM engine died (EngineDeadError): it answers nothing until a restart."
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,10 @@ class VllmEngine:
         """True once the model is loaded and the engine has not died."""
         return self._llm is not None and not self._llm.errored
 
+    def failure(self) -> str | None:
+        """What a dead engine core (killed, or failed) is told as; None while it may answer."""
+        return ENGINE_DEAD if self._llm is not None and self._llm.errored else None
+
     def prepare(self, messages: Sequence[Message]) -> Prompt:
         """Apply the model's chat template and tokenize, so the edge can check the context length."""
         if self._tokenizer is None:
@@ -267,7 +272,7 @@ def engine_error(error: Exception) -> EngineError | EngineRejected:
     if isinstance(error, GracefulHTTPError):
         return EngineOverloaded(f"vLLM is at capacity: {error}")
     if isinstance(error, EngineDeadError):  # its own words point to a stack trace only the log has
-        return EngineError("The vLLM engine died (EngineDeadError): it answers nothing until a restart.")
+        return EngineError(ENGINE_DEAD)
     if isinstance(error, EngineGenerateError) and error.__cause__ is not None:  # it has no words of its own
         return EngineError(f"The vLLM engine failed the request: {_said(error.__cause__)}")
     return EngineError(f"The vLLM engine failed the request: {_said(error)}")
