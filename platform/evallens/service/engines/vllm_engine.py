@@ -151,13 +151,22 @@ class VllmEngine:
         """Load the model (tens of seconds on CPU) without blocking the event loop."""
         async with self._start_lock:
             if self._llm is None:
+                # Two calls: importing vLLM keeps an error it caught (torchcodec missing) with its traceback,
+                # whose frames reach every caller of the import. In the call that returns the engine, they
+                # held the engine past close() until exit, when its __del__ fails on torn-down modules.
+                await asyncio.to_thread(self._prepare)
                 self._llm = await asyncio.to_thread(self._load)
 
-    def _load(self) -> Any:
+    def _prepare(self) -> None:
+        """Check the model is there, set vLLM's environment and import vLLM (which reads it)."""
         if not (self.options.model_path / "config.json").exists():
             raise EngineError(f"no model at {self.options.model_path}: run `evallens model pull`")
         set_process_environment(vllm_environment(self.options.cache_dir))
         (self.options.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        import vllm.engine.arg_utils
+        import vllm.v1.engine.async_llm  # noqa: F401
+
+    def _load(self) -> Any:
         from transformers import AutoTokenizer
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
