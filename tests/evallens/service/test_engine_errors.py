@@ -35,7 +35,9 @@ from evallens.service.engines import (
     VllmEngine,
     vllm_options,
 )
+from evallens.service.engines import vllm_engine as vllm_engine_module
 from evallens.service.engines.base import Message, Prompt, SamplingOptions
+from evallens.service.engines.vllm_engine import VllmOptions, engine_arguments
 from evallens.telemetry.metrics import REQUESTS_IN_FLIGHT
 from tests.evallens.service.conftest import (
     TEST_MAX_MODEL_LEN,
@@ -421,10 +423,16 @@ def test_an_openai_engine_whose_server_cannot_be_reached_says_so(service_loop: L
 
 @pytest.fixture
 def doomed_engine(
-    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path
+    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[VllmEngine]:
     """A vLLM engine of the test's own, for a test that kills its engine core (the session's engine is
-    shared by every other test)."""
+    shared by every other test). Without stats: vLLM's Prometheus metrics are the process's, and a second
+    engine's would unregister the session engine's (``test_telemetry_vllm`` reads them)."""
+
+    def without_stats(options: VllmOptions) -> dict[str, Any]:
+        return {**engine_arguments(options), "disable_log_stats": True}
+
+    monkeypatch.setattr(vllm_engine_module, "engine_arguments", without_stats)
     engine = VllmEngine(vllm_options(make_settings(service_data_dir, tiny_model_path)))
     service_loop.run(engine.start())
     yield engine
@@ -463,7 +471,7 @@ def test_a_client_leaving_as_the_vllm_engine_dies_hangs_nothing_and_gives_its_sl
         assert wait_until(lambda: not doomed_engine.is_ready())
         assert wait_until(lambda: any(s.name.startswith("chat") for s in span_exporter.get_finished_spans()))
         assert wait_until(lambda: in_flight(client) == 0)
-        assert doomed_engine.num_unfinished_requests() == 0
+        assert wait_until(lambda: doomed_engine.num_unfinished_requests() == 0)
         after = ask(client, "How long do card refunds take?")
         readiness = client.get("/readyz")
     assert after.status_code == 503, after.text
