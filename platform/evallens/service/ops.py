@@ -53,6 +53,11 @@ class Readiness:
             else:
                 self.warm.add(name)
 
+    def failed_parts(self) -> list[str]:
+        """The parts whose warm-up failed and the engines that died since: a restart may fix them."""
+        died = {f"engine {engine.model_name}" for engine in self.engines.engines if engine.failure()}
+        return sorted(self.failed | died)
+
     def waiting_for(self) -> list[str]:
         """The parts not ready yet (``engine <model>``, ``embedder``, ``indexes``); empty when ready."""
         engines = [f"engine {engine.model_name}" for engine in self.engines.engines if not engine.is_ready()]
@@ -93,11 +98,11 @@ async def healthz() -> dict[str, str]:
 )
 async def readyz(readiness: ReadinessDep, response: Response) -> ReadinessReport:
     """200 only when every engine answers and the embedder and indexes are warm; else 503 naming what is
-    not (``failed``: a part whose warm-up failed, which a restart may fix)."""
+    not (``failed``: a part whose warm-up failed or an engine that died, which a restart may fix)."""
     if not (waiting := readiness.waiting_for()):
         return ReadinessReport(ready=True)
     response.status_code = 503
-    return ReadinessReport(ready=False, waiting_for=waiting, failed=sorted(readiness.failed))
+    return ReadinessReport(ready=False, waiting_for=waiting, failed=readiness.failed_parts())
 
 
 @router.get("/metrics", response_class=PlainTextResponse)  # documented as text: the Prometheus format

@@ -95,7 +95,15 @@ class CacheSettings(BaseSettings):
 
     cache_exact_enabled: bool = Field(default=True, description="Answer repeated identical requests.")
     cache_exact_ttl_s: float = Field(default=3600.0, gt=0, description="Seconds an exact-cache entry lives.")
-    cache_exact_max_entries: int = Field(default=10_000, ge=1, description="Exact-cache size bound (LRU).")
+    cache_exact_max_entries: int = Field(
+        default=10_000,
+        ge=1,
+        description=(
+            "Exact-cache entries kept per project (its least recently used evicted): one project's "
+            "traffic never evicts another's. The cache holds at most this many times the number of "
+            "projects (the API keys' projects; one without auth)."
+        ),
+    )
     cache_semantic_enabled: bool = Field(
         default=True, description="Answer questions whose embedding is close to an answered one."
     )
@@ -112,14 +120,18 @@ class CacheSettings(BaseSettings):
         default=3600.0, gt=0, description="Seconds a semantic-cache entry lives."
     )
     cache_semantic_max_entries: int = Field(
-        default=1000, ge=1, description="Semantic-cache entries kept per tenant (oldest use evicted)."
+        default=1000,
+        ge=1,
+        description="Semantic-cache entries kept per tenant of a project (oldest use evicted).",
     )
     cache_semantic_max_total_entries: int = Field(
         default=10_000,
         ge=1,
         description=(
-            "Semantic-cache entries kept across all tenants (the oldest stored evicted): tenants are "
-            "named by a request header, so their number is the clients' choice."
+            "Semantic-cache entries kept per project across all its tenants (the project's oldest stored "
+            "evicted): tenants are named by a request header, so their number is the clients' choice, "
+            "and one project's traffic never evicts another's. The cache holds at most this many times "
+            "the number of projects (the API keys' projects; one without auth)."
         ),
     )
 

@@ -13,7 +13,8 @@ OUTPUT_TOKENS_PER_SECOND = "evallens_output_tokens_per_second"  # histogram, per
 REQUESTS_IN_FLIGHT = "evallens_requests_in_flight"  # gauge
 REQUESTS_QUEUED = "evallens_requests_queued"  # gauge
 ERRORS = "evallens_errors"  # counter, labels: kind (timeout|overload|context_length|auth|body_too_large|...)
-CACHE_LOOKUPS = "evallens_cache_lookups"  # counter, labels: cache (exact|semantic), result (hit|miss)
+# counter, labels: cache (exact|semantic), result (hit|miss), project (whose caches: the API key's)
+CACHE_LOOKUPS = "evallens_cache_lookups"
 DEGRADED = "evallens_degraded"  # counter, labels: reason
 BREAKER_STATE = "evallens_breaker_state"  # gauge, labels: breaker; 0 closed, 1 half-open, 2 open
 

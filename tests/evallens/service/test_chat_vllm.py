@@ -330,6 +330,7 @@ def test_an_answer_the_engine_aborted_is_an_error_and_never_cached(
     assert all(c["choices"][0].get("finish_reason") is None for c in map(json.loads, payloads[:-2]))
     assert 'evallens_errors_total{kind="engine"} 1.0' in exposition
     lookups = [line for line in exposition.splitlines() if line.startswith("evallens_cache_lookups_total{")]
-    assert 'evallens_cache_lookups_total{cache="exact",result="miss"} 2.0' in lookups, lookups
+    miss = 'evallens_cache_lookups_total{cache="exact",project="default",result="miss"} 2.0'
+    assert miss in lookups, lookups
     assert not any('result="hit"' in line and not line.endswith(" 0.0") for line in lookups), lookups
     assert wait_until(lambda: vllm_engine.num_unfinished_requests() == 0)

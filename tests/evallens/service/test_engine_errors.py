@@ -9,6 +9,8 @@ Anything else is the engine's or the service's: a 503 that says what failed, cou
 import copy
 import json
 import logging
+import os
+import signal
 import socket
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing, contextmanager
@@ -20,12 +22,23 @@ import pytest
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from vllm.exceptions import QueueOverflowError
 from vllm.v1.engine.exceptions import EngineDeadError, EngineGenerateError
 
 from evallens.service import create_app
-from evallens.service.engines import EngineError, EngineRejected, OpenAIEngine, OpenAIOptions, VllmEngine
+from evallens.service.engines import (
+    EngineError,
+    EngineRejected,
+    OpenAIEngine,
+    OpenAIOptions,
+    VllmEngine,
+    vllm_options,
+)
+from evallens.service.engines import vllm_engine as vllm_engine_module
 from evallens.service.engines.base import Message, Prompt, SamplingOptions
+from evallens.service.engines.vllm_engine import VllmOptions, engine_arguments
+from evallens.telemetry.metrics import REQUESTS_IN_FLIGHT
 from tests.evallens.service.conftest import (
     TEST_MAX_MODEL_LEN,
     LoopThread,
@@ -406,3 +419,64 @@ def test_an_openai_engine_whose_server_cannot_be_reached_says_so(service_loop: L
         with pytest.raises(EngineError, match=f"at http://127.0.0.1:{port}/v1 unreachable: ConnectError"):
             service_loop.run(engine.start())
         service_loop.run(engine.close())
+
+
+@pytest.fixture
+def doomed_engine(
+    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[VllmEngine]:
+    """A vLLM engine of the test's own, for a test that kills its engine core (the session's engine is
+    shared by every other test). Without stats: vLLM's Prometheus metrics are the process's, and a second
+    engine's would unregister the session engine's (``test_telemetry_vllm`` reads them)."""
+
+    def without_stats(options: VllmOptions) -> dict[str, Any]:
+        return {**engine_arguments(options), "disable_log_stats": True}
+
+    monkeypatch.setattr(vllm_engine_module, "engine_arguments", without_stats)
+    engine = VllmEngine(vllm_options(make_settings(service_data_dir, tiny_model_path)))
+    service_loop.run(engine.start())
+    yield engine
+    service_loop.run(engine.close())
+
+
+def in_flight(client: httpx.Client) -> float:
+    """The service's gauge of requests holding an in-flight slot."""
+    return float(client.get("/metrics").text.split(f"\n{REQUESTS_IN_FLIGHT} ")[1].split("\n")[0])
+
+
+def test_a_client_leaving_as_the_vllm_engine_dies_hangs_nothing_and_gives_its_slot_back(
+    service_loop: LoopThread,
+    doomed_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    """A streaming client leaves just as the engine core dies (killed: its process gone, as after the
+    kernel's OOM killer): the abort its leaving causes meets a dead engine. The request must still end,
+    give its only in-flight slot back and leave no request in vLLM, and the next request is told at once
+    that the engine died (a 503), instead of queueing behind a slot nobody gives back. It was told "the
+    engine is not ready yet", as if the engine were still loading, and ``/readyz`` named the dead engine
+    as one to wait for, never as failed (a restart is what brings it back)."""
+    body = {**CHAT, "stream": True, "max_tokens": 8000, "ignore_eos": True}
+    core = doomed_engine._llm.engine_core.resources.engine_manager.processes[0]
+    with vllm_service(
+        service_loop, doomed_engine, service_data_dir, tiny_model_path, tracer_provider, max_in_flight=1
+    ) as client:
+        with client.stream("POST", "/v1/chat/completions", json=body) as streamed:
+            assert next(streamed.iter_lines()).startswith("data: ")
+            assert wait_until(lambda: doomed_engine.num_unfinished_requests() == 1)
+            os.kill(core.pid, signal.SIGKILL)
+        # leaving the block closed the connection mid-answer, as the engine died
+        assert wait_until(lambda: not doomed_engine.is_ready())
+        assert wait_until(lambda: any(s.name.startswith("chat") for s in span_exporter.get_finished_spans()))
+        assert wait_until(lambda: in_flight(client) == 0)
+        assert wait_until(lambda: doomed_engine.num_unfinished_requests() == 0)
+        after = ask(client, "How long do card refunds take?")
+        readiness = client.get("/readyz")
+    assert after.status_code == 503, after.text
+    error = after.json()["error"]
+    # not "the engine is not ready yet" (engine_not_ready): that says to wait for an engine that is gone
+    assert error["code"] == "engine_error" and "The vLLM engine died" in error["message"], error
+    assert readiness.status_code == 503, readiness.text
+    assert readiness.json()["failed"] == [f"engine {doomed_engine.model_name}"], readiness.text

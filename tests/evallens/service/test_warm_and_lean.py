@@ -165,7 +165,7 @@ def test_a_failed_engine_embeds_the_question_only_to_find_a_stand_in(
         stored = CannedAnswer("Refunds take 5 to 10 business days.", num_output_tokens=9)
         vector = embedder.embed_one(QUESTION)
         scope = cache_scope(DEFAULT_PROJECT, DEFAULT_TENANT, None)
-        app.state.chat.answers.semantic.store(scope, QUESTION, vector, stored)
+        app.state.chat.answers.semantic.store(scope, QUESTION, vector, stored, project=DEFAULT_PROJECT)
         embedder.embedded.clear()
 
         sampled = ask(client, "How long do card refunds take", temperature=0.8).json()

@@ -8,7 +8,10 @@ from evallens.telemetry import metrics
 
 @dataclass(frozen=True)
 class CacheMetrics:
-    """``evallens_cache_lookups_total{cache, result}``; pass part 1's counter if it already made one."""
+    """``evallens_cache_lookups_total{cache, result, project}``; pass part 1's counter if it made one.
+
+    ``project`` is the project whose caches were asked (the API key's; the default project without auth),
+    never a request header: its values are the projects an operator made keys for, so they stay few."""
 
     lookups: Any  # prometheus_client.Counter
 
@@ -19,12 +22,12 @@ class CacheMetrics:
 
         counter = Counter(
             metrics.CACHE_LOOKUPS,
-            "Answer-cache lookups by cache and result.",
-            ["cache", "result"],
+            "Answer-cache lookups by cache, result and project.",
+            ["cache", "result", "project"],
             registry=registry if registry is not None else CollectorRegistry(),
         )
         return cls(lookups=counter)
 
-    def count(self, cache: str, hit: bool) -> None:
-        """Count one lookup."""
-        self.lookups.labels(cache=cache, result="hit" if hit else "miss").inc()
+    def count(self, cache: str, hit: bool, *, project: str) -> None:
+        """Count one lookup in ``project``'s caches."""
+        self.lookups.labels(cache=cache, result="hit" if hit else "miss", project=project).inc()

@@ -1,5 +1,5 @@
 """Exact answer cache: a normalized request maps to its response, per project and tenant, with TTL and
-LRU bound."""
+an LRU bound per project."""
 
 import hashlib
 import json
@@ -59,7 +59,8 @@ def request_key(
 
 
 class ExactCache(Generic[V]):
-    """Key -> value with a time to live and a bound on entries (least recently used goes first)."""
+    """Key -> value with a time to live and a bound on entries per project (its least recently used goes
+    first): one project's traffic never evicts another's entries."""
 
     name = "exact"
 
@@ -77,7 +78,9 @@ class ExactCache(Generic[V]):
         self._metrics = metrics or CacheMetrics.create()
         self._clock = clock
         self._tracer = tracer or trace.get_tracer(TRACER_NAME)
-        self._entries: OrderedDict[str, tuple[float, V]] = OrderedDict()
+        # one LRU per project: a bound shared by all let one project's distinct questions evict every
+        # other project's answers
+        self._projects: dict[str, OrderedDict[str, tuple[float, V]]] = {}
         self._lock = threading.Lock()
 
     def config(self) -> dict[str, Any]:
@@ -85,32 +88,47 @@ class ExactCache(Generic[V]):
         return {"exact_cache": self.enabled}
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return sum(len(entries) for entries in self._projects.values())
 
-    def get(self, key: str) -> V | None:
-        """The cached value for ``key``, or None; a span ``cache.exact`` records hit or miss."""
+    def size(self, project: str) -> int:
+        """Entries held for ``project``."""
+        return len(self._projects.get(project, ()))
+
+    def get(self, key: str, *, project: str = "") -> V | None:
+        """The value cached for ``key`` in ``project``'s entries, or None; a span ``cache.exact`` records
+        hit or miss."""
         if not self.enabled:
             return None
         with self._tracer.start_as_current_span(attr.SPAN_CACHE_EXACT) as span:
             now = self._clock()
             with self._lock:
-                entry = self._entries.get(key)
-                if entry is not None and now - entry[0] > self._ttl_s:
-                    del self._entries[key]
-                    entry = None
-                if entry is not None:
-                    self._entries.move_to_end(key)
+                entry = self._fresh(project, key, now)
             hit = entry is not None
             span.set_attributes({attr.CACHE_NAME: self.name, attr.CACHE_HIT: hit, attr.CACHE_EXACT_HIT: hit})
-            self._metrics.count(self.name, hit)
+            self._metrics.count(self.name, hit, project=project)
             return entry[1] if entry is not None else None
 
-    def put(self, key: str, value: V) -> None:
-        """Store ``value`` under ``key``, evicting the least recently used entry past the bound."""
+    def put(self, key: str, value: V, *, project: str = "") -> None:
+        """Store ``value`` under ``key`` in ``project``'s entries, evicting the project's least recently
+        used entry past the bound."""
         if not self.enabled:
             return
         with self._lock:
-            self._entries[key] = (self._clock(), value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
+            entries = self._projects.setdefault(project, OrderedDict())
+            entries[key] = (self._clock(), value)
+            entries.move_to_end(key)
+            while len(entries) > self._max_entries:
+                entries.popitem(last=False)
+
+    def _fresh(self, project: str, key: str, now: float) -> tuple[float, V] | None:
+        """``project``'s live entry under ``key``, now its most recently used; an expired one goes."""
+        entries = self._projects.get(project)
+        if entries is None or (entry := entries.get(key)) is None:
+            return None
+        if now - entry[0] > self._ttl_s:
+            del entries[key]
+            if not entries:  # a project with nothing left is forgotten
+                del self._projects[project]
+            return None
+        entries.move_to_end(key)
+        return entry

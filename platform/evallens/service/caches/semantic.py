@@ -41,8 +41,46 @@ class SemanticHit(Generic[V]):
     question: str
 
 
+class _Project(Generic[V]):
+    """One project's entries, by tenant, and the order they were stored in (bounded on their own)."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self.tenants: dict[str, list[_Entry[V]]] = {}
+        self.num_entries = 0  # in all its tenants
+        # (time stored, tenant, entry number) of every store, oldest first: what may have expired since,
+        # in any tenant, and what goes first when all tenants together hold too many
+        self.stores: deque[tuple[float, str, int]] = deque()
+
+    def expire(self, now: float) -> None:
+        """Drop expired entries of every tenant that stored one (and tenants left with none): a tenant
+        never asked again would otherwise keep its entries for good."""
+        while self.stores and now - self.stores[0][0] > self.ttl_s:
+            _, tenant, _ = self.stores.popleft()
+            self.live(tenant, now)
+
+    def evict_oldest(self) -> None:
+        """Drop the oldest stored entry of any tenant."""
+        _, owner, oldest = self.stores.popleft()
+        self.keep(owner, [entry for entry in self.tenants.get(owner, []) if entry.number != oldest])
+
+    def live(self, tenant: str, now: float) -> list[_Entry[V]]:
+        entries = [entry for entry in self.tenants.get(tenant, []) if now - entry.created_at <= self.ttl_s]
+        self.keep(tenant, entries)
+        return entries
+
+    def keep(self, tenant: str, entries: list[_Entry[V]]) -> None:
+        """Hold ``entries`` as ``tenant``'s, counted in the total."""
+        self.num_entries += len(entries) - len(self.tenants.get(tenant, ()))
+        if entries:
+            self.tenants[tenant] = entries
+        else:  # a tenant with nothing live is forgotten: names asked once must not pile up
+            self.tenants.pop(tenant, None)
+
+
 class SemanticCache(Generic[V]):
-    """Per-tenant store of (question embedding, answer); embeddings must be unit length."""
+    """Per-tenant store of (question embedding, answer) in each project; embeddings must be unit length.
+    Each project is bounded on its own: one project's traffic never evicts another's entries."""
 
     name = "semantic"
 
@@ -59,15 +97,12 @@ class SemanticCache(Generic[V]):
         self.fallback_threshold = settings.cache_semantic_fallback_threshold
         self._ttl_s = settings.cache_semantic_ttl_s
         self._max_entries = settings.cache_semantic_max_entries
-        self._max_total_entries = settings.cache_semantic_max_total_entries
+        self._max_project_entries = settings.cache_semantic_max_total_entries
         self._metrics = metrics or CacheMetrics.create()
         self._clock = clock
         self._tracer = tracer or trace.get_tracer(TRACER_NAME)
-        self._tenants: dict[str, list[_Entry[V]]] = {}
-        self._num_entries = 0  # in all tenants
-        # (time stored, tenant, entry number) of every store, oldest first: what may have expired since,
-        # in any tenant, and what goes first when all tenants together hold too many
-        self._stores: deque[tuple[float, str, int]] = deque()
+        # a bound over all projects let one project's questions (or tenant names) evict every other's
+        self._projects: dict[str, _Project[V]] = {}
         self._numbers = itertools.count()
         self._lock = threading.Lock()
 
@@ -75,32 +110,45 @@ class SemanticCache(Generic[V]):
         """Parameters that change answers, for ``/v1/config``."""
         return {"semantic_cache": self.enabled, "semantic_cache_threshold": self.threshold}
 
-    def size(self, tenant: str) -> int:
-        """Live entries of ``tenant``."""
-        return len(self._tenants.get(tenant, []))
+    def size(self, tenant: str, *, project: str = "") -> int:
+        """Live entries of ``tenant`` in ``project``."""
+        held = self._projects.get(project)
+        return 0 if held is None else len(held.tenants.get(tenant, []))
 
     def num_tenants(self) -> int:
-        """Tenants the cache holds entries for."""
-        return len(self._tenants)
+        """Tenants the cache holds entries for, in all projects."""
+        return sum(len(held.tenants) for held in self._projects.values())
 
-    def num_entries(self) -> int:
-        """Entries the cache holds, in all tenants."""
-        return self._num_entries
+    def num_entries(self, project: str | None = None) -> int:
+        """Entries the cache holds for ``project`` in all its tenants (None: in all projects)."""
+        if project is not None:
+            return self._projects[project].num_entries if project in self._projects else 0
+        return sum(held.num_entries for held in self._projects.values())
 
     def lookup(
-        self, tenant: str, embedding: Vector, *, threshold: float | None = None, variant: str | None = None
+        self,
+        tenant: str,
+        embedding: Vector,
+        *,
+        project: str = "",
+        threshold: float | None = None,
+        variant: str | None = None,
     ) -> SemanticHit[V] | None:
-        """The most similar cached answer of ``tenant`` at or above ``threshold`` (default: the setting),
-        among those stored under ``variant`` (None: any)."""
+        """The most similar cached answer of ``tenant`` in ``project`` at or above ``threshold`` (default:
+        the setting), among those stored under ``variant`` (None: any)."""
         if not self.enabled:
             return None
         bar = self.threshold if threshold is None else threshold
         with self._tracer.start_as_current_span(attr.SPAN_CACHE_SEMANTIC) as span:
             now = self._clock()
             with self._lock:
+                held = self._projects.get(project)
                 entries = [
-                    entry for entry in self._live(tenant, now) if variant is None or entry.variant == variant
+                    entry
+                    for entry in (held.live(tenant, now) if held is not None else [])
+                    if variant is None or entry.variant == variant
                 ]
+                self._forget_if_empty(project)
                 best: _Entry[V] | None = None
                 similarity = -1.0
                 if entries:
@@ -116,57 +164,56 @@ class SemanticCache(Generic[V]):
             )
             if entries:
                 span.set_attribute(attr.CACHE_SEMANTIC_SIMILARITY, similarity)
-            self._metrics.count(self.name, hit)
+            self._metrics.count(self.name, hit, project=project)
             return SemanticHit(best.value, similarity, best.question) if best is not None else None
 
-    def store(self, tenant: str, question: str, embedding: Vector, value: V, *, variant: str = "") -> None:
-        """Remember ``value`` as the answer to ``question`` for ``tenant``, made with ``variant`` (what
-        else than the question shaped the answer); the tenant's least recently used goes, and past the
-        bound of all tenants together, the oldest stored of any."""
+    def store(
+        self,
+        tenant: str,
+        question: str,
+        embedding: Vector,
+        value: V,
+        *,
+        project: str = "",
+        variant: str = "",
+    ) -> None:
+        """Remember ``value`` as the answer to ``question`` for ``tenant`` of ``project``, made with
+        ``variant`` (what else than the question shaped the answer); the tenant's least recently used
+        goes, and past the bound of the project's tenants together, the project's oldest stored."""
         if not self.enabled:
             return
         now = self._clock()
         with self._lock:
             self._expire(now)
+            held = self._projects.setdefault(project, _Project(self._ttl_s))
             number = next(self._numbers)
             vector = np.asarray(embedding, dtype=np.float32)
-            # a new list: ``_keep`` counts the change against the one held
-            entries = [*self._live(tenant, now), _Entry(question, vector, value, now, now, variant, number)]
-            self._stores.append((now, tenant, number))
+            # a new list: ``keep`` counts the change against the one held
+            entries = [*held.live(tenant, now), _Entry(question, vector, value, now, now, variant, number)]
+            held.stores.append((now, tenant, number))
             if len(entries) > self._max_entries:
                 entries.sort(key=lambda entry: entry.used_at)
                 del entries[: len(entries) - self._max_entries]
-            self._keep(tenant, entries)
-            while self._num_entries > self._max_total_entries:
-                _, owner, oldest = self._stores.popleft()
-                self._keep(owner, [entry for entry in self._tenants.get(owner, []) if entry.number != oldest])
+            held.keep(tenant, entries)
+            while held.num_entries > self._max_project_entries:
+                held.evict_oldest()
 
-    def clear(self, tenant: str | None = None) -> None:
-        """Forget one tenant's entries, or everyone's."""
+    def clear(self, tenant: str | None = None, *, project: str = "") -> None:
+        """Forget one tenant's entries in ``project``, or everyone's in every project."""
         with self._lock:
             if tenant is None:
-                self._tenants.clear()
-                self._stores.clear()
-                self._num_entries = 0
-            else:
-                self._keep(tenant, [])
+                self._projects.clear()
+            elif (held := self._projects.get(project)) is not None:
+                held.keep(tenant, [])
+                self._forget_if_empty(project)
 
     def _expire(self, now: float) -> None:
-        """Drop expired entries of every tenant that stored one (and tenants left with none): a tenant
-        never asked again would otherwise keep its entries for good."""
-        while self._stores and now - self._stores[0][0] > self._ttl_s:
-            _, tenant, _ = self._stores.popleft()
-            self._live(tenant, now)
+        """Drop expired entries of every project (and projects left with none)."""
+        for project, held in list(self._projects.items()):
+            held.expire(now)
+            self._forget_if_empty(project)
 
-    def _live(self, tenant: str, now: float) -> list[_Entry[V]]:
-        entries = [entry for entry in self._tenants.get(tenant, []) if now - entry.created_at <= self._ttl_s]
-        self._keep(tenant, entries)
-        return entries
-
-    def _keep(self, tenant: str, entries: list[_Entry[V]]) -> None:
-        """Hold ``entries`` as ``tenant``'s, counted in the total."""
-        self._num_entries += len(entries) - len(self._tenants.get(tenant, ()))
-        if entries:
-            self._tenants[tenant] = entries
-        else:  # a tenant with nothing live is forgotten: names asked once must not pile up
-            self._tenants.pop(tenant, None)
+    def _forget_if_empty(self, project: str) -> None:
+        held = self._projects.get(project)
+        if held is not None and not held.tenants:
+            del self._projects[project]

@@ -9,7 +9,8 @@ knowledge base it read (``KnowledgeBaseGenerations``): once the project's docume
 longer served, by either cache or as a stand-in. Its entries are left to age out (TTL, LRU) rather than
 cleared: exact keys are hashes, so one project's entries cannot be told from another's without an index
 of their own. Every answer, with retrieval or without, is keyed by the project that asked (the API
-key's): one project never reads another's answers, nor sees hits its traffic caused. The semantic
+key's): one project never reads another's answers, nor sees hits its traffic caused; and each project's
+entries are bounded on their own, so one project's traffic never evicts another's. The semantic
 cache compares questions by meaning but everything else of the request exactly (``answer_variant``): a
 close question asked for another length, model, sampling or system prompt is not served an answer made
 for different ones (only a failed engine's stand-in is, degraded).
@@ -183,13 +184,13 @@ class AnswerCache:
 
     def get_exact(self, key: CacheKey) -> CannedAnswer | None:
         """The answer stored under the request's exact key."""
-        return None if key.exact is None else self.exact.get(key.exact)
+        return None if key.exact is None else self.exact.get(key.exact, project=key.project)
 
     def get_similar(self, key: CacheKey) -> CannedAnswer | None:
         """An answer to a question close enough in meaning (at the cache's threshold)."""
         if key.embedding is None or not self.wants_embedding(key):
             return None
-        hit = self.semantic.lookup(key.scope, key.embedding, variant=key.variant)
+        hit = self.semantic.lookup(key.scope, key.embedding, project=key.project, variant=key.variant)
         return None if hit is None else hit.value
 
     def wants_fallback(self, key: CacheKey) -> bool:
@@ -203,12 +204,16 @@ class AnswerCache:
         if key.embedding is None or not self.wants_fallback(key):
             return None
         now = replace(key, generation=self.generations.current(key.project)) if key.retrieval else key
-        hit = self.semantic.lookup(now.scope, key.embedding, threshold=self.semantic.fallback_threshold)
+        hit = self.semantic.lookup(
+            now.scope, key.embedding, project=key.project, threshold=self.semantic.fallback_threshold
+        )
         return None if hit is None else hit.value
 
     def remember(self, key: CacheKey, answer: CannedAnswer) -> None:
         """Store a complete engine answer of a cacheable request in both caches."""
         if self.wants_exact(key) and key.exact is not None:
-            self.exact.put(key.exact, answer)
+            self.exact.put(key.exact, answer, project=key.project)
         if self.wants_embedding(key) and key.embedding is not None and key.question is not None:
-            self.semantic.store(key.scope, key.question, key.embedding, answer, variant=key.variant)
+            self.semantic.store(
+                key.scope, key.question, key.embedding, answer, project=key.project, variant=key.variant
+            )

@@ -173,6 +173,8 @@ class ChatServing:
                 request, recording, route.engine, built, prompt, sampling, deadline, config_fingerprint,
                 state, sources,
             )  # fmt: skip
+        if (died := route.engine.failure()) is not None:  # "not ready yet" would say to wait for it
+            raise EngineUnavailable(died, code="engine_error")
         if not route.engine.is_ready():
             raise EngineUnavailable("the engine is not ready yet", code="engine_not_ready")
         try:

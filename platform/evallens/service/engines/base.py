@@ -108,6 +108,10 @@ class Engine(Protocol):
     def is_ready(self) -> bool:
         """True once the engine answers requests."""
 
+    def failure(self) -> str | None:
+        """Why the engine answers nothing until the service restarts (it died), in words a client may
+        read; None while it may still answer (ready, or still starting)."""
+
     def prepare(self, messages: Sequence[Message]) -> Prompt:
         """Render the chat messages for this engine (tokenizing them when it can)."""
 

@@ -97,6 +97,10 @@ class OpenAIEngine:
         """True once the server answered ``GET /models``."""
         return self._ready
 
+    def failure(self) -> str | None:
+        """None: a server that fails a request may answer the next one."""
+        return None
+
     def prepare(self, messages: Sequence[Message]) -> Prompt:
         """The server tokenizes: only it knows the prompt length."""
         return Prompt(messages=tuple(messages))

@@ -32,6 +32,7 @@ CPUINFO = Path("/proc/cpuinfo")
 # of a socket path (sizeof(sockaddr_un.sun_path) less its NUL), or binding fails and the engine never loads
 MAX_SOCKET_PATH_BYTES = 107
 SOCKET_NAME_BYTES = len("/") + 36  # a uuid4 in its usual text form
+ENGINE_DEAD = "The vLLM engine died (EngineDeadError): it answers nothing until a restart."
 
 
 @dataclass(frozen=True)
@@ -150,13 +151,22 @@ class VllmEngine:
         """Load the model (tens of seconds on CPU) without blocking the event loop."""
         async with self._start_lock:
             if self._llm is None:
+                # Two calls: importing vLLM keeps an error it caught (torchcodec missing) with its traceback,
+                # whose frames reach every caller of the import. In the call that returns the engine, they
+                # held the engine past close() until exit, when its __del__ fails on torn-down modules.
+                await asyncio.to_thread(self._prepare)
                 self._llm = await asyncio.to_thread(self._load)
 
-    def _load(self) -> Any:
+    def _prepare(self) -> None:
+        """Check the model is there, set vLLM's environment and import vLLM (which reads it)."""
         if not (self.options.model_path / "config.json").exists():
             raise EngineError(f"no model at {self.options.model_path}: run `evallens model pull`")
         set_process_environment(vllm_environment(self.options.cache_dir))
         (self.options.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        import vllm.engine.arg_utils
+        import vllm.v1.engine.async_llm  # noqa: F401
+
+    def _load(self) -> Any:
         from transformers import AutoTokenizer
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
@@ -173,6 +183,10 @@ class VllmEngine:
     def is_ready(self) -> bool:
         """True once the model is loaded and the engine has not died."""
         return self._llm is not None and not self._llm.errored
+
+    def failure(self) -> str | None:
+        """What a dead engine core (killed, or failed) is told as; None while it may answer."""
+        return ENGINE_DEAD if self._llm is not None and self._llm.errored else None
 
     def prepare(self, messages: Sequence[Message]) -> Prompt:
         """Apply the model's chat template and tokenize, so the edge can check the context length."""
@@ -267,7 +281,7 @@ def engine_error(error: Exception) -> EngineError | EngineRejected:
     if isinstance(error, GracefulHTTPError):
         return EngineOverloaded(f"vLLM is at capacity: {error}")
     if isinstance(error, EngineDeadError):  # its own words point to a stack trace only the log has
-        return EngineError("The vLLM engine died (EngineDeadError): it answers nothing until a restart.")
+        return EngineError(ENGINE_DEAD)
     if isinstance(error, EngineGenerateError) and error.__cause__ is not None:  # it has no words of its own
         return EngineError(f"The vLLM engine failed the request: {_said(error.__cause__)}")
     return EngineError(f"The vLLM engine failed the request: {_said(error)}")

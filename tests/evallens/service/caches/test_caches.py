@@ -18,8 +18,9 @@ def tracer(tracer_provider: TracerProvider) -> Tracer:
     return tracer_provider.get_tracer("test")
 
 
-def lookups(registry: CollectorRegistry, cache: str, result: str) -> float:
-    value = registry.get_sample_value(f"{metrics.CACHE_LOOKUPS}_total", {"cache": cache, "result": result})
+def lookups(registry: CollectorRegistry, cache: str, result: str, project: str = "") -> float:
+    labels = {"cache": cache, "result": result, "project": project}
+    value = registry.get_sample_value(f"{metrics.CACHE_LOOKUPS}_total", labels)
     return value or 0.0
 
 

@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
+import numpy as np
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
@@ -41,6 +42,17 @@ def hits_counted(client: httpx.Client) -> float:
             if sample.name == f"{metrics.CACHE_LOOKUPS}_total" and sample.labels["result"] == "hit"
         )
     )
+
+
+def lookups_counted(client: httpx.Client) -> dict[tuple[str, str, str], float]:
+    """Answer-cache lookups in the service's ``/metrics`` by (project, cache, result)."""
+    return {
+        (sample.labels.get("project", ""), sample.labels["cache"], sample.labels["result"]): sample.value
+        for family in text_string_to_metric_families(client.get("/metrics").text)
+        if family.name == metrics.CACHE_LOOKUPS
+        for sample in family.samples
+        if sample.name == f"{metrics.CACHE_LOOKUPS}_total"
+    }
 
 
 def cache_attributes(span_exporter: InMemorySpanExporter, answer: dict[str, Any]) -> tuple[Any, Any]:
@@ -125,3 +137,79 @@ def test_the_same_tenant_in_two_projects_shares_no_cached_answer(
         == answers.fallback(mine)
         == CannedAnswer("5 to 10 days")
     )
+
+
+def test_one_projects_flood_never_evicts_another_projects_answers(
+    tracer_provider: TracerProvider, embedder: RecordingEmbedder
+) -> None:
+    """The caches' size bounds were shared by all projects: one project sending many distinct questions
+    (under as many tenant names) evicted every other project's exact and semantic entries, which it could
+    never read anyway. Each project is bounded on its own: the flooder evicts only its own."""
+    settings = CacheSettings(
+        cache_exact_enabled=True,
+        cache_semantic_enabled=True,
+        cache_exact_max_entries=3,
+        cache_semantic_max_entries=2,
+        cache_semantic_max_total_entries=3,
+    )
+    answers = AnswerCache(
+        settings,
+        metrics=CacheMetrics.create(),
+        tracer=tracer_provider.get_tracer("test"),
+        generations=KnowledgeBaseGenerations(),
+    )
+    rng = np.random.default_rng(7)
+
+    def key(project: str, tenant: str, question: str, embedding: Any) -> CacheKey:
+        made = answers.key(
+            use=True,
+            deterministic=True,
+            tenant=tenant,
+            project=project,
+            retrieval=False,
+            single_turn=True,
+            question=question,
+        )
+        request = ChatCompletionRequest(messages=[{"role": "user", "content": question}], temperature=0)
+        made.exact = answers.exact_key(request, made, fingerprint="config")
+        made.embedding = embedding
+        return made
+
+    embedding = embedder.embed_one(QUESTION)
+    kept = key("shop-b", DEFAULT_TENANT, QUESTION, embedding)
+    answers.remember(kept, CannedAnswer("5 to 10 days"))
+    for index in range(20):  # shop-a: distinct questions, each under a tenant name of its own
+        vector = rng.standard_normal(embedding.shape).astype(np.float32)
+        flood = key("shop-a", f"tenant-{index}", f"question {index}", vector / np.linalg.norm(vector))
+        answers.remember(flood, CannedAnswer(f"answer {index}"))
+
+    assert answers.get_exact(kept) == answers.get_similar(kept) == CannedAnswer("5 to 10 days")
+    # the flooder is bounded all the same: its own oldest went
+    assert (answers.exact.size("shop-a"), answers.semantic.num_entries("shop-a")) == (3, 3)
+    assert answers.get_exact(flood) == CannedAnswer("answer 19")
+    assert answers.get_exact(key("shop-a", "tenant-0", "question 0", flood.embedding)) is None
+
+
+def test_cache_lookups_are_counted_by_project(serve: Serve, database_url: str) -> None:
+    """``evallens_cache_lookups_total`` had no project label: an operator could not tell whose traffic
+    hit the caches. It is labelled with the project whose caches were asked (the API key's, the default
+    project's without auth), never with the free tenant header, so its values stay the projects there are."""
+    shop_a, shop_b = project_keys(database_url, "shop-a", "shop-b")
+    with serve(database_url=database_url, auth_enabled=True, **RETRIEVAL, **CACHES) as client:
+        for _ in range(2):  # a miss, then an exact hit
+            ask(client, headers=shop_a, evallens=NO_RETRIEVAL)
+        ask(client, headers={**shop_b, attr.HEADER_TENANT: "shop-a"}, evallens=NO_RETRIEVAL)
+        with_auth = lookups_counted(client)
+    with serve(database_url=database_url, **RETRIEVAL, **CACHES) as client:
+        for tenant in ("acme", "globex"):
+            ask(client, headers={attr.HEADER_TENANT: tenant}, evallens=NO_RETRIEVAL)
+        without_auth = lookups_counted(client)
+    assert with_auth == {
+        ("shop-a", "exact", "miss"): 1.0,
+        ("shop-a", "semantic", "miss"): 1.0,
+        ("shop-a", "exact", "hit"): 1.0,
+        ("shop-b", "exact", "miss"): 1.0,
+        ("shop-b", "semantic", "miss"): 1.0,
+    }
+    assert {project for project, _, _ in without_auth} == {attr.DEFAULT_PROJECT}
+    assert without_auth[(attr.DEFAULT_PROJECT, "exact", "miss")] == 2.0
