@@ -3,6 +3,7 @@ stores or prints holds them (``eval run``, ``gate`` and its reports, ``eval runs
 
 import asyncio
 import base64
+import json
 import socket
 import threading
 from pathlib import Path
@@ -13,13 +14,15 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.credentials import REDACTED, masked_url
-from evallens.db.models import EvalRun
+from evallens.db.models import EvalResult, EvalRun
 from evals.runner.client import ChatRequest, complete
 from tests.evals.conftest import SETS, ScriptedTarget, run_cli
 from tests.evals.metrics.judge_server import faulty_judge
 
 TARGET_PASSWORD = "target-s3cret"
 JUDGE_PASSWORD = "judge-s3cret"
+API_KEY = "sk-proj-Abc123Def456Ghi789"
+UPSTREAM_PASSWORD = "upstream-s3cret"
 
 
 def with_user(url: str, user: str, password: str) -> str:
@@ -117,3 +120,42 @@ def test_an_http_error_quoting_a_credential_is_stored_masked() -> None:
         error
         == f"RemoteProtocolError: illegal header line: bytearray(b'x-upstream http://{REDACTED}@upstream')"
     )
+
+
+def test_error_bodies_and_stream_errors_echoing_credentials_are_stored_and_printed_masked(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    """Before: a target's ``HTTP 500: {body}`` and a stream's error chunk were stored as the case's error
+    as they came, and the failure line of a run with too many errors quoted the first: an API (or a proxy
+    before it) that echoes the key it refused, or its upstream's URL, put them in both."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    scripted_target.failing = {"How many days do I have to return an unopened item?"}
+    scripted_target.failure_message = f"Incorrect API key provided: {API_KEY}"
+    upstream = {"message": f"upstream http://proxy:{UPSTREAM_PASSWORD}@llm refused", "api_key": API_KEY}
+    scripted_target.raw_chunks = {
+        "How long does a refund take to reach my card?": [json.dumps({"error": upstream})]
+    }
+    # 2 of 4 requests fail: stored as errors of a completed run, then as the reason of a failed one
+    within = {"EVALLENS_EVAL_MAX_ERROR_RATE": "0.5"}
+    completed = run_cli(
+        "eval", "run", "--set", "mini-support", "--endpoint", scripted_target.url, database_url=database_url,
+        extra_env=within,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    failed = run_cli(
+        "eval", "run", "--set", "mini-support", "--endpoint", scripted_target.url, database_url=database_url
+    )
+    assert failed.returncode == 2
+    (line,) = failed.stderr.strip().splitlines()
+    assert "2 of 4 requests failed" in line and REDACTED in line
+    with sessions() as session:
+        errors = set(session.scalars(select(EvalResult.error).where(EvalResult.error.is_not(None))))
+        reasons = list(session.scalars(select(EvalRun.error).where(EvalRun.status == "failed")))
+    assert errors == {
+        f'HTTP 500: {{"error":{{"message":"Incorrect API key provided: {REDACTED}"}}}}',
+        f'stream error: {{"message": "upstream http://{REDACTED}@llm refused", "api_key": "{REDACTED}"}}',
+    }
+    assert len(reasons) == 1 and reasons[0] is not None and REDACTED in reasons[0]
+    for text in [completed.stdout, completed.stderr, failed.stdout, line, stored_text(database_url)]:
+        assert API_KEY not in text
+        assert UPSTREAM_PASSWORD not in text
