@@ -168,3 +168,30 @@ def test_a_tag_written_past_the_schema_never_lists_in_another_project(
         session.add(EvalTag(project="alpha", eval_set_name="support", tag="alpha-only", run_id=default_run))
     with sessions() as session:
         assert [item.tags for item in list_runs(session)] == [["main"]]
+
+
+def test_a_gate_or_tag_written_past_the_schema_never_makes_another_projects_run_a_baseline(
+    sessions: sessionmaker[Session],
+) -> None:
+    """A fake for rows no code path writes and the schema refuses (written with foreign key triggers off):
+    alpha's ``main`` tag and alpha's gate report naming a default run. Before: ``baseline_of`` an alpha
+    run answered that default run."""
+    with sessions.begin() as session:
+        default_run, alpha_run = two_projects_runs(session)
+        alpha_set = session.get_one(EvalSet, session.get_one(EvalRun, alpha_run).eval_set_id)
+        alpha_first = add_run(session, alpha_set, 30)
+    with sessions.begin() as session:
+        session.execute(text("SET LOCAL session_replication_role = replica"))
+        session.add(EvalTag(project="alpha", eval_set_name="support", tag="main", run_id=default_run))
+    with sessions() as session:
+        assert baseline_of(session, str(alpha_run), project="alpha") == alpha_first
+    with sessions.begin() as session:
+        session.execute(text("SET LOCAL session_replication_role = replica"))
+        session.add(
+            GateReport(
+                project="alpha", eval_set_name="support", baseline_run_id=default_run,
+                candidate_run_id=alpha_run, verdict="pass", report={},
+            )
+        )  # fmt: skip
+    with sessions() as session:
+        assert baseline_of(session, str(alpha_run), project="alpha") == alpha_first

@@ -130,9 +130,16 @@ def baseline_of(session: Session, run_id: str, project: str = DEFAULT_PROJECT) -
     run = _run_by_id(session, run_id, project)
     if run is None:
         return None
+    # the baseline a gate or a tag names is a run of this project too: the foreign keys say so, and
+    # so does the query, for a row written past them (a hand-made restore)
     gated = session.scalar(
         select(GateReport.baseline_run_id)
-        .where(GateReport.candidate_run_id == run.id, GateReport.project == project)
+        .join(EvalRun, EvalRun.id == GateReport.baseline_run_id)
+        .where(
+            GateReport.candidate_run_id == run.id,
+            GateReport.project == project,
+            EvalRun.project == project,
+        )
         .order_by(GateReport.created_at.desc())
         .limit(1)
     )
@@ -140,11 +147,14 @@ def baseline_of(session: Session, run_id: str, project: str = DEFAULT_PROJECT) -
         return gated
     set_name = session.get_one(EvalSet, run.eval_set_id).name
     tagged = session.scalar(
-        select(EvalTag.run_id).where(
+        select(EvalTag.run_id)
+        .join(EvalRun, EvalRun.id == EvalTag.run_id)
+        .where(
             EvalTag.project == project,
             EvalTag.eval_set_name == set_name,
             EvalTag.tag == MAIN_TAG,
             EvalTag.run_id != run.id,
+            EvalRun.project == project,
         )
     )
     if tagged is not None:
