@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalRun, EvalSet, EvalTag, GateReport
-from evallens.runs import baseline_of, latest_completed_run, list_runs
+from evallens.runs import RunNotFound, baseline_of, latest_completed_run, list_runs, resolve_run
 
 SCORING: dict[str, object] = {
     "metrics_code": "abc",
@@ -195,3 +195,24 @@ def test_a_gate_or_tag_written_past_the_schema_never_makes_another_projects_run_
         )  # fmt: skip
     with sessions() as session:
         assert baseline_of(session, str(alpha_run), project="alpha") == alpha_first
+
+
+def test_a_run_naming_another_projects_set_is_found_in_neither(sessions: sessionmaker[Session]) -> None:
+    """A fake for a row no code path writes and the schema lets through (a run references its set by id
+    alone): a default run of alpha's set. Before: ``resolve_run`` gave it with alpha's set (``gate``
+    replayed that set, storing its candidate in alpha), ``latest_completed_run`` of alpha's set gave it
+    (``eval watch`` gated against it) and ``baseline_of`` looked for its baseline under that set's name."""
+    with sessions.begin() as session:
+        default_run, alpha_run = two_projects_runs(session)
+        default_set = session.get_one(EvalSet, session.get_one(EvalRun, default_run).eval_set_id)
+        alpha_set_id = session.get_one(EvalRun, alpha_run).eval_set_id
+        crossing = add_run(session, default_set, 5)
+        session.get_one(EvalRun, crossing).eval_set_id = alpha_set_id
+    with sessions() as session:
+        assert session.get_one(EvalRun, crossing).project != "alpha"
+        with pytest.raises(RunNotFound, match=f"no run or tag '{crossing}'"):
+            resolve_run(session, str(crossing))
+        assert resolve_run(session, str(default_run)).eval_set.id == default_set.id  # its own set
+        assert baseline_of(session, str(crossing)) is None  # not default_run, of a set named alike
+        latest = latest_completed_run(session, alpha_set_id, "fp", scoring=SCORING)
+        assert latest is not None and latest.id == alpha_run  # alpha's own run, not the newer crossing one
