@@ -9,8 +9,15 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.db.models import EvalRun, EvalSet, EvalTag, GateReport
-from evallens.runs import RunNotFound, baseline_of, latest_completed_run, list_runs, resolve_run
+from evallens.db.models import EvalCase, EvalResult, EvalRun, EvalSet, EvalTag, GateReport
+from evallens.runs import (
+    RunNotFound,
+    baseline_of,
+    latest_completed_run,
+    list_runs,
+    load_results,
+    resolve_run,
+)
 
 SCORING: dict[str, object] = {
     "metrics_code": "abc",
@@ -216,3 +223,23 @@ def test_a_run_naming_another_projects_set_is_found_in_neither(sessions: session
         assert baseline_of(session, str(crossing)) is None  # not default_run, of a set named alike
         latest = latest_completed_run(session, alpha_set_id, "fp", scoring=SCORING)
         assert latest is not None and latest.id == alpha_run  # alpha's own run, not the newer crossing one
+
+
+def test_a_result_naming_another_projects_case_is_not_loaded(sessions: sessionmaker[Session]) -> None:
+    """A fake for a row no code path writes and the schema lets through (a result references its case by
+    id alone): a default run's result on a case of alpha's set. Before: ``load_results`` gave it, and the
+    comparison and flipped cases of the default run showed alpha's question and reference answer."""
+    with sessions.begin() as session:
+        default_run, alpha_run = two_projects_runs(session)
+        cases = [
+            EvalCase(
+                eval_set_id=session.get_one(EvalRun, run).eval_set_id, case_key=key, scenario="returns",
+                question=f"{key}?", expected_behavior="answer",
+            )
+            for run, key in ((default_run, "own"), (alpha_run, "alpha-only"))
+        ]  # fmt: skip
+        session.add_all(cases)
+        session.flush()
+        session.add_all(EvalResult(run_id=default_run, case_id=case.id) for case in cases)
+    with sessions() as session:
+        assert [item.case.case_key for item in load_results(session, default_run)] == ["own"]
