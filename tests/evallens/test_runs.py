@@ -208,7 +208,8 @@ def test_a_run_naming_another_projects_set_is_found_in_neither(sessions: session
     """A fake for a row no code path writes and the schema lets through (a run references its set by id
     alone): a default run of alpha's set. Before: ``resolve_run`` gave it with alpha's set (``gate``
     replayed that set, storing its candidate in alpha), ``latest_completed_run`` of alpha's set gave it
-    (``eval watch`` gated against it) and ``baseline_of`` looked for its baseline under that set's name."""
+    (``eval watch`` gated against it), ``baseline_of`` looked for its baseline under that set's name and
+    ``list_runs`` listed it with alpha's set."""
     with sessions.begin() as session:
         default_run, alpha_run = two_projects_runs(session)
         default_set = session.get_one(EvalSet, session.get_one(EvalRun, default_run).eval_set_id)
@@ -223,6 +224,9 @@ def test_a_run_naming_another_projects_set_is_found_in_neither(sessions: session
         assert baseline_of(session, str(crossing)) is None  # not default_run, of a set named alike
         latest = latest_completed_run(session, alpha_set_id, "fp", scoring=SCORING)
         assert latest is not None and latest.id == alpha_run  # alpha's own run, not the newer crossing one
+        # listed in neither project, rather than under alpha's set name in the default one
+        assert [item.run_id for item in list_runs(session)] == [default_run]
+        assert [item.run_id for item in list_runs(session, project="alpha")] == [alpha_run]
 
 
 def test_a_result_naming_another_projects_case_is_not_loaded(sessions: sessionmaker[Session]) -> None:
