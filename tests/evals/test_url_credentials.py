@@ -10,12 +10,15 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.credentials import REDACTED, masked_url
 from evallens.db.models import EvalResult, EvalRun
+from evals.errors import EndpointUnreachable
 from evals.runner.client import ChatRequest, complete
+from evals.target import fetch_target_config
 from tests.evals.conftest import SETS, ScriptedTarget, run_cli
 from tests.evals.metrics.judge_server import faulty_judge
 
@@ -91,10 +94,9 @@ def test_a_run_against_urls_with_passwords_stores_and_prints_none(
     assert masked_url(target) in listed[0].stdout  # the server is still named
 
 
-def test_an_http_error_quoting_a_credential_is_stored_masked() -> None:
-    """Before: httpx's error text was stored as the case's error as it came; h11 quotes a header line it
-    cannot parse, here one a proxy in front of the target wrote with its upstream's password."""
-    listener = socket.create_server(("127.0.0.1", 0))
+def answering_an_illegal_header(listener: socket.socket) -> threading.Thread:
+    """A started thread that answers one request on ``listener`` with a header line h11 cannot parse, one
+    a proxy in front of the target wrote with its upstream's password."""
 
     def answer_once() -> None:
         connection, _ = listener.accept()
@@ -106,6 +108,14 @@ def test_an_http_error_quoting_a_credential_is_stored_masked() -> None:
 
     server = threading.Thread(target=answer_once)
     server.start()
+    return server
+
+
+def test_an_http_error_quoting_a_credential_is_stored_masked() -> None:
+    """Before: httpx's error text was stored as the case's error as it came; h11 quotes a header line it
+    cannot parse, here one a proxy in front of the target wrote with its upstream's password."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    server = answering_an_illegal_header(listener)
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/chat/completions"
 
     async def ask() -> str | None:
@@ -119,6 +129,21 @@ def test_an_http_error_quoting_a_credential_is_stored_masked() -> None:
     assert (
         error
         == f"RemoteProtocolError: illegal header line: bytearray(b'x-upstream http://{REDACTED}@upstream')"
+    )
+
+
+def test_an_http_error_quoting_a_credential_is_shown_masked_when_the_target_is_probed() -> None:
+    """Before: asking the target for its config (``eval run``, ``gate``, ``eval watch`` and its
+    notifications) quoted httpx's error text as it came."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    server = answering_an_illegal_header(listener)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    with listener, pytest.raises(EndpointUnreachable) as refused:
+        fetch_target_config(url)
+    server.join()
+    assert str(refused.value) == (
+        f"cannot reach the target at {url}: illegal header line: "
+        f"bytearray(b'x-upstream http://{REDACTED}@upstream')"
     )
 
 
