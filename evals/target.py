@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 import httpx
 
-from evallens.credentials import masked_url
+from evallens.credentials import mask_credentials, masked_url
 from evallens.telemetry.messages import clean_text
 from evals.errors import EndpointUnreachable, EvalConfigError
 
@@ -125,4 +125,5 @@ def _storable(value: Any) -> Any:
 
 def _reason(error: httpx.HTTPError) -> str:
     text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
+    # httpx quotes what it could not parse (a header line, a URL): it may hold a credential
+    return mask_credentials(text[0]) if text else type(error).__name__

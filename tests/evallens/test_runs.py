@@ -9,8 +9,15 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.db.models import EvalRun, EvalSet, EvalTag, GateReport
-from evallens.runs import baseline_of, latest_completed_run, list_runs
+from evallens.db.models import EvalCase, EvalResult, EvalRun, EvalSet, EvalTag, GateReport
+from evallens.runs import (
+    RunNotFound,
+    baseline_of,
+    latest_completed_run,
+    list_runs,
+    load_results,
+    resolve_run,
+)
 
 SCORING: dict[str, object] = {
     "metrics_code": "abc",
@@ -168,3 +175,75 @@ def test_a_tag_written_past_the_schema_never_lists_in_another_project(
         session.add(EvalTag(project="alpha", eval_set_name="support", tag="alpha-only", run_id=default_run))
     with sessions() as session:
         assert [item.tags for item in list_runs(session)] == [["main"]]
+
+
+def test_a_gate_or_tag_written_past_the_schema_never_makes_another_projects_run_a_baseline(
+    sessions: sessionmaker[Session],
+) -> None:
+    """A fake for rows no code path writes and the schema refuses (written with foreign key triggers off):
+    alpha's ``main`` tag and alpha's gate report naming a default run. Before: ``baseline_of`` an alpha
+    run answered that default run."""
+    with sessions.begin() as session:
+        default_run, alpha_run = two_projects_runs(session)
+        alpha_set = session.get_one(EvalSet, session.get_one(EvalRun, alpha_run).eval_set_id)
+        alpha_first = add_run(session, alpha_set, 30)
+    with sessions.begin() as session:
+        session.execute(text("SET LOCAL session_replication_role = replica"))
+        session.add(EvalTag(project="alpha", eval_set_name="support", tag="main", run_id=default_run))
+    with sessions() as session:
+        assert baseline_of(session, str(alpha_run), project="alpha") == alpha_first
+    with sessions.begin() as session:
+        session.execute(text("SET LOCAL session_replication_role = replica"))
+        session.add(
+            GateReport(
+                project="alpha", eval_set_name="support", baseline_run_id=default_run,
+                candidate_run_id=alpha_run, verdict="pass", report={},
+            )
+        )  # fmt: skip
+    with sessions() as session:
+        assert baseline_of(session, str(alpha_run), project="alpha") == alpha_first
+
+
+def test_a_run_naming_another_projects_set_is_found_in_neither(sessions: sessionmaker[Session]) -> None:
+    """A fake for a row no code path writes and the schema lets through (a run references its set by id
+    alone): a default run of alpha's set. Before: ``resolve_run`` gave it with alpha's set (``gate``
+    replayed that set, storing its candidate in alpha), ``latest_completed_run`` of alpha's set gave it
+    (``eval watch`` gated against it), ``baseline_of`` looked for its baseline under that set's name and
+    ``list_runs`` listed it with alpha's set."""
+    with sessions.begin() as session:
+        default_run, alpha_run = two_projects_runs(session)
+        default_set = session.get_one(EvalSet, session.get_one(EvalRun, default_run).eval_set_id)
+        alpha_set_id = session.get_one(EvalRun, alpha_run).eval_set_id
+        crossing = add_run(session, default_set, 5)
+        session.get_one(EvalRun, crossing).eval_set_id = alpha_set_id
+    with sessions() as session:
+        assert session.get_one(EvalRun, crossing).project != "alpha"
+        with pytest.raises(RunNotFound, match=f"no run or tag '{crossing}'"):
+            resolve_run(session, str(crossing))
+        assert resolve_run(session, str(default_run)).eval_set.id == default_set.id  # its own set
+        assert baseline_of(session, str(crossing)) is None  # not default_run, of a set named alike
+        latest = latest_completed_run(session, alpha_set_id, "fp", scoring=SCORING)
+        assert latest is not None and latest.id == alpha_run  # alpha's own run, not the newer crossing one
+        # listed in neither project, rather than under alpha's set name in the default one
+        assert [item.run_id for item in list_runs(session)] == [default_run]
+        assert [item.run_id for item in list_runs(session, project="alpha")] == [alpha_run]
+
+
+def test_a_result_naming_another_projects_case_is_not_loaded(sessions: sessionmaker[Session]) -> None:
+    """A fake for a row no code path writes and the schema lets through (a result references its case by
+    id alone): a default run's result on a case of alpha's set. Before: ``load_results`` gave it, and the
+    comparison and flipped cases of the default run showed alpha's question and reference answer."""
+    with sessions.begin() as session:
+        default_run, alpha_run = two_projects_runs(session)
+        cases = [
+            EvalCase(
+                eval_set_id=session.get_one(EvalRun, run).eval_set_id, case_key=key, scenario="returns",
+                question=f"{key}?", expected_behavior="answer",
+            )
+            for run, key in ((default_run, "own"), (alpha_run, "alpha-only"))
+        ]  # fmt: skip
+        session.add_all(cases)
+        session.flush()
+        session.add_all(EvalResult(run_id=default_run, case_id=case.id) for case in cases)
+    with sessions() as session:
+        assert [item.case.case_key for item in load_results(session, default_run)] == ["own"]

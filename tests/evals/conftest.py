@@ -66,6 +66,7 @@ class ScriptedTarget:
     headers_seen: list[dict[str, str]] = field(default_factory=list)
     failing: set[str] = field(default_factory=set)
     fail_all: bool = False
+    failure_message: str = "engine exploded"  # the error message a failing request answers with
     ready: bool = True
     hooks: list[dict[str, Any]] = field(default_factory=list)
     raw_chunks: dict[str, list[str]] = field(default_factory=dict)  # question -> `data:` payloads as sent
@@ -115,7 +116,7 @@ def _scripted_app(target: ScriptedTarget) -> FastAPI:
             await asyncio.sleep(0.05)
         question = body["messages"][-1]["content"]
         if target.fail_all or question in target.failing:
-            return JSONResponse({"error": {"message": "engine exploded"}}, status_code=500)  # type: ignore[return-value]
+            return JSONResponse({"error": {"message": target.failure_message}}, status_code=500)  # type: ignore[return-value]
         answer = target.answers.get(question, "I'm sorry, but I can't help with that.")
         extension = {
             "retrieved_ids": target.retrieved.get(question, []),

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 
+from evallens.credentials import mask_credentials
 from evallens.reports import MetricName
 from evals.metrics.result import JudgeRequest
 
@@ -127,5 +128,6 @@ def _facts(facts: list[object]) -> str:
 
 
 def _excerpt(reply: str) -> str:
-    flat = re.sub(r"\s+", " ", reply).strip()
+    # stored as the case's reason: a proxy that answers its error as the reply may quote a credential
+    flat = mask_credentials(re.sub(r"\s+", " ", reply[:2000]).strip())
     return repr(flat[:80]) if flat else "(empty)"

@@ -38,7 +38,7 @@ def list_runs(
     query = (
         select(EvalRun, EvalSet.name, EvalSet.version)
         .join(EvalSet, EvalSet.id == EvalRun.eval_set_id)
-        .where(EvalRun.project == project)
+        .where(EvalRun.project == project, EvalSet.project == project)  # a run names its set by id alone
         .order_by(EvalRun.started_at.desc())
         .limit(limit)
         .execution_options(populate_existing=True)  # a run this session loaded may have been marked since

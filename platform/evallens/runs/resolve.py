@@ -35,13 +35,21 @@ def resolve_run(
     ``eval_set_name`` if given). Another project's run is not found, even by its full id. A 'running' run
     whose process is gone is marked failed first (``fail_abandoned_runs``), so it is refused as failed."""
     run = _run_by_id(session, reference, project) or _run_by_tag(session, reference, eval_set_name, project)
-    if run is None:
+    eval_set = None if run is None else _eval_set_of(session, run, project)
+    if run is None or eval_set is None:
         raise RunNotFound(f"no run or tag '{reference}'")
     if run.status == "running" and fail_abandoned_runs(
         session.get_bind().engine, project=project, run_ids=[run.id]
     ):
         session.refresh(run)
-    return RunRef(run=run, eval_set=session.get_one(EvalSet, run.eval_set_id))
+    return RunRef(run=run, eval_set=eval_set)
+
+
+def _eval_set_of(session: Session, run: EvalRun, project: str) -> EvalSet | None:
+    """The set version ``run`` replayed, when it is one of ``project`` (a run's set is referenced by id
+    alone: a row written by hand could name another project's)."""
+    query = select(EvalSet).where(EvalSet.id == run.eval_set_id, EvalSet.project == project)
+    return session.scalars(query).one_or_none()
 
 
 def _run_by_id(session: Session, reference: str, project: str) -> EvalRun | None:
@@ -82,11 +90,16 @@ def latest_completed_run(
     ``fingerprint``, scored as ``scoring`` describes (``evals.metrics.context.describe_scoring``; a run
     scored otherwise is no measurement of today's metrics), under ``label`` if given; None when there
     is none."""
-    query = select(EvalRun).where(
-        EvalRun.eval_set_id == eval_set_id,
-        EvalRun.config_fingerprint == fingerprint,
-        EvalRun.scoring == scoring,
-        EvalRun.status == "completed",
+    query = (
+        select(EvalRun)
+        .join(EvalSet, EvalSet.id == EvalRun.eval_set_id)
+        .where(
+            EvalRun.eval_set_id == eval_set_id,
+            EvalRun.project == EvalSet.project,  # a run of the set's own project, never another's
+            EvalRun.config_fingerprint == fingerprint,
+            EvalRun.scoring == scoring,
+            EvalRun.status == "completed",
+        )
     )
     if label is not None:
         query = query.where(EvalRun.label == label)
@@ -130,21 +143,34 @@ def baseline_of(session: Session, run_id: str, project: str = DEFAULT_PROJECT) -
     run = _run_by_id(session, run_id, project)
     if run is None:
         return None
+    # the baseline a gate or a tag names is a run of this project too: the foreign keys say so, and
+    # so does the query, for a row written past them (a hand-made restore)
     gated = session.scalar(
         select(GateReport.baseline_run_id)
-        .where(GateReport.candidate_run_id == run.id, GateReport.project == project)
+        .join(EvalRun, EvalRun.id == GateReport.baseline_run_id)
+        .where(
+            GateReport.candidate_run_id == run.id,
+            GateReport.project == project,
+            EvalRun.project == project,
+        )
         .order_by(GateReport.created_at.desc())
         .limit(1)
     )
     if gated is not None:
         return gated
-    set_name = session.get_one(EvalSet, run.eval_set_id).name
+    eval_set = _eval_set_of(session, run, project)
+    if eval_set is None:
+        return None
+    set_name = eval_set.name
     tagged = session.scalar(
-        select(EvalTag.run_id).where(
+        select(EvalTag.run_id)
+        .join(EvalRun, EvalRun.id == EvalTag.run_id)
+        .where(
             EvalTag.project == project,
             EvalTag.eval_set_name == set_name,
             EvalTag.tag == MAIN_TAG,
             EvalTag.run_id != run.id,
+            EvalRun.project == project,
         )
     )
     if tagged is not None:
@@ -154,6 +180,7 @@ def baseline_of(session: Session, run_id: str, project: str = DEFAULT_PROJECT) -
         .join(EvalSet, EvalSet.id == EvalRun.eval_set_id)
         .where(
             EvalRun.project == project,
+            EvalSet.project == project,
             EvalSet.name == set_name,
             EvalRun.started_at < run.started_at,
             EvalRun.status == "completed",

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from evallens.db.models import EvalCase, EvalResult
+from evallens.db.models import EvalCase, EvalResult, EvalRun, EvalSet
 
 
 @dataclass(frozen=True)
@@ -18,11 +18,14 @@ class StoredResult:
 
 
 def load_results(session: Session, run_id: uuid.UUID) -> list[StoredResult]:
-    """Every result of a run with its case, first repeat first."""
+    """Every result of a run with its case, first repeat first; only cases of the run's own project (a
+    result references its case by id alone: a row written by hand could name another project's)."""
     query = (
         select(EvalCase, EvalResult)
         .join(EvalResult, EvalResult.case_id == EvalCase.id)
-        .where(EvalResult.run_id == run_id)
+        .join(EvalRun, EvalRun.id == EvalResult.run_id)
+        .join(EvalSet, EvalSet.id == EvalCase.eval_set_id)
+        .where(EvalResult.run_id == run_id, EvalSet.project == EvalRun.project)
         .order_by(EvalCase.case_key, EvalResult.repeat)
     )
     return [StoredResult(case=case, result=result) for case, result in session.execute(query)]

@@ -26,6 +26,7 @@ class FaultyJudge:
     url: str
     reply: str = '{"verdict": "yes", "reason": "fine"}'
     status: int = 200
+    error_message: str = "judge exploded"  # what an answer with another ``status`` says went wrong
     finish_reason: str = "stop"
     reject_response_format: bool = False
     models: list[str] = field(default_factory=lambda: ["faulty-judge"])
@@ -50,7 +51,7 @@ def _app(judge: FaultyJudge) -> FastAPI:
         if judge.reject_response_format and "response_format" in body:
             return JSONResponse({"error": {"message": "response_format is not supported"}}, status_code=400)
         if judge.status != 200:
-            return JSONResponse({"error": {"message": "judge exploded"}}, status_code=judge.status)
+            return JSONResponse({"error": {"message": judge.error_message}}, status_code=judge.status)
         choice = {"index": 0, "message": {"role": "assistant", "content": judge.reply},
                   "finish_reason": judge.finish_reason}  # fmt: skip
         return JSONResponse({"choices": [choice]})

@@ -5,6 +5,8 @@ an unreachable judge is a real closed port; the cache runs on the real test Post
 on the real vLLM engine is tested in tests/evals/test_judge_vllm.py.
 """
 
+import socket
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
@@ -12,6 +14,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.credentials import REDACTED
 from evallens.db.models import EvalResult, EvalRun, JudgeVerdict
 from evallens.ports import free_port
 from evallens.reports import RunSummary
@@ -115,6 +118,60 @@ def test_an_endpoint_without_json_schema_output_is_asked_in_plain_text(stand_in:
     with_schema = [body for body in stand_in.requests if "response_format" in body]
     assert len(with_schema) == 1 and len(stand_in.requests) == 3  # one rejected try, then plain requests
     assert stand_in.requests[-1]["model"] == "faulty-judge"  # from /v1/models
+
+
+API_KEY = "sk-proj-Abc123Def456Ghi789"
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        (
+            {"status": 401, "error_message": f"Incorrect API key provided: {API_KEY}"},
+            "judge endpoint answered HTTP 401: "
+            f'{{"error":{{"message":"Incorrect API key provided: {REDACTED}"}}}}',
+        ),
+        (
+            {"reply": f"upstream refused api_key={API_KEY}"},
+            f"malformed judge reply (no JSON object): 'upstream refused api_key={REDACTED}'",
+        ),
+    ],
+)
+def test_a_judge_error_echoing_a_credential_is_kept_masked(
+    stand_in: FaultyJudge, fault: dict[str, object], reason: str
+) -> None:
+    """Before: the judge's error body and a malformed reply were quoted as they came in the reason stored
+    per case (``eval_results.unscored``): a judge or proxy that echoes the key it refused put it there."""
+    for name, value in fault.items():
+        setattr(stand_in, name, value)
+    assert judge_for(stand_in.url).decide([REQUEST]) == [JudgeOutcome(None, reason)]
+
+
+def test_an_http_error_quoting_a_credential_is_kept_masked() -> None:
+    """Before: httpx's error text was quoted as it came; h11 quotes a header line it cannot parse, here
+    one a proxy in front of the judge wrote with its upstream's password."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_once() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nx-upstream http://proxy:judge-s3cret@upstream\r\n\r\n")
+
+    server = threading.Thread(target=answer_once)
+    server.start()
+    client = JudgeClient(
+        f"http://127.0.0.1:{listener.getsockname()[1]}",
+        model="m",
+        api_key="none",
+        timeout_s=10,
+        max_tokens=64,
+    )
+    with listener:
+        outcomes = LlmJudge(client, concurrency=1).decide([REQUEST])
+        server.join()
+    expected = f"illegal header line: bytearray(b'x-upstream http://{REDACTED}@upstream')"
+    assert outcomes == [JudgeOutcome(None, f"judge request failed: {expected}")]
 
 
 class ScriptedJudge:
