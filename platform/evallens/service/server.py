@@ -17,7 +17,7 @@ from evallens.http_protocol import head_deadline_protocol
 from evallens.service.app import create_app
 from evallens.service.info.protocol import ServiceConfig
 from evallens.service.weights.pull import pull_default_model
-from evallens.settings import ServiceSettings
+from evallens.settings import ENV_PREFIX, ServiceSettings
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,19 @@ def check_schema(server: DatabaseServer, settings: ServiceSettings) -> None:
         engine.dispose()
 
 
+def check_model_paths(settings: ServiceSettings) -> None:
+    """One clear line, before anything starts, for a model directory the settings name that holds no
+    model (the small route's, or the main one's): the service prepares only its default model, and the
+    engine's start would fail in the background, a traceback in the log and ``/readyz`` 503 for good."""
+    named = {
+        "model_path": settings.model_path if settings.engine == "vllm" else None,
+        "route_small_model_path": settings.route_small_model_path,  # a vLLM engine whatever the main one
+    }
+    for field, path in named.items():
+        if path is not None and not (path / "config.json").exists():
+            raise ModelMissing(f"{ENV_PREFIX}{field.upper()}: no model at {path} (no config.json there)")
+
+
 def prepare_default_model(settings: ServiceSettings) -> None:
     """Prepare SmolLM2 as `evallens model pull` does when the service is to run it and it is missing."""
     if settings.engine != "vllm" or settings.model_path is not None:
@@ -87,6 +100,7 @@ def run_service(settings: ServiceSettings, insecure: bool = False) -> ServiceRun
     """
     ensure_safe_bind(settings.service_host, settings.auth_enabled, insecure, "the reference service")
     configure_logging(settings.log_level)
+    check_model_paths(settings)
     prepare_default_model(settings)
     with database(settings) as server:
         check_schema(server, settings)
@@ -117,6 +131,7 @@ def describe_service(settings: ServiceSettings) -> ServiceConfig:
     and the model's identity comes from its files. So a replay can be known to be needed (or not)
     before waiting tens of seconds for a model to load.
     """
+    check_model_paths(settings)
     if settings.engine == "vllm" and not (settings.resolved_model_path / "config.json").exists():
         raise ModelMissing(
             f"no model at {settings.resolved_model_path} yet: run `evallens model pull` "

@@ -160,7 +160,10 @@ class ServiceSettings(
     )
     route_small_model_path: Path | None = Field(
         default=None,
-        description="Optional second, smaller vLLM model: short requests go to it (routing).",
+        description=(
+            "Optional second, smaller vLLM model directory: short requests go to it (routing). Its own "
+            "vLLM metrics (vllm:*) are not exported: /metrics carries the main engine's."
+        ),
     )
     route_max_prompt_chars: int = Field(
         default=200,

@@ -14,6 +14,7 @@ import signal
 import socket
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,7 @@ from evallens.service.engines import (
     VllmEngine,
     vllm_options,
 )
-from evallens.service.engines import vllm_engine as vllm_engine_module
 from evallens.service.engines.base import Message, Prompt, SamplingOptions
-from evallens.service.engines.vllm_engine import VllmOptions, engine_arguments
 from evallens.telemetry.metrics import REQUESTS_IN_FLIGHT
 from tests.evallens.service.conftest import (
     TEST_MAX_MODEL_LEN,
@@ -423,17 +422,13 @@ def test_an_openai_engine_whose_server_cannot_be_reached_says_so(service_loop: L
 
 @pytest.fixture
 def doomed_engine(
-    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path, monkeypatch: pytest.MonkeyPatch
+    service_loop: LoopThread, service_data_dir: Path, tiny_model_path: Path
 ) -> Iterator[VllmEngine]:
     """A vLLM engine of the test's own, for a test that kills its engine core (the session's engine is
     shared by every other test). Without stats: vLLM's Prometheus metrics are the process's, and a second
     engine's would unregister the session engine's (``test_telemetry_vllm`` reads them)."""
-
-    def without_stats(options: VllmOptions) -> dict[str, Any]:
-        return {**engine_arguments(options), "disable_log_stats": True}
-
-    monkeypatch.setattr(vllm_engine_module, "engine_arguments", without_stats)
-    engine = VllmEngine(vllm_options(make_settings(service_data_dir, tiny_model_path)))
+    options = vllm_options(make_settings(service_data_dir, tiny_model_path))
+    engine = VllmEngine(replace(options, log_stats=False))
     service_loop.run(engine.start())
     yield engine
     service_loop.run(engine.close())

@@ -1,14 +1,17 @@
 """Spans, metrics and routing of the service on the real vLLM engine."""
 
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from evallens.service import create_app
-from evallens.service.engines import EngineRouter, OpenAIEngine, OpenAIOptions, VllmEngine
+from evallens.service.engines import EngineRouter, OpenAIEngine, OpenAIOptions, VllmEngine, create_router
 from evallens.telemetry import attributes as attr
 from evallens.telemetry import metrics
-from tests.evallens.service.conftest import make_settings, serving, wait_until
+from tests.evallens.service.conftest import make_settings, serving, wait_until, warmed_up
 from tests.evallens.service.test_chat_vllm import chat, metric_value
 
 pytestmark = pytest.mark.slow
@@ -95,6 +98,64 @@ def test_routing_sends_short_prompts_to_the_small_engine(
         span.attributes.get(attr.ROUTE) for span in span_exporter.get_finished_spans() if span.attributes
     ]
     assert "small" in routes and "main" in routes
+
+
+def vllm_series(exposition: str) -> dict[tuple[str, str], float]:
+    """vLLM's samples in a Prometheus page, by sample name and the served model they are labelled with."""
+    return {
+        (sample.name, sample.labels.get("model_name", "")): sample.value
+        for family in text_string_to_metric_families(exposition)
+        if family.name.startswith("vllm:")
+        for sample in family.samples
+    }
+
+
+def test_a_small_route_engine_leaves_the_main_engines_vllm_metrics_exported(
+    service_loop, vllm_engine: VllmEngine, service_data_dir, tiny_model_path, tracer_provider, tmp_path: Path
+) -> None:
+    """With EVALLENS_ROUTE_SMALL_MODEL_PATH the service runs a second vLLM engine in its process. vLLM's
+    Prometheus logger, made as an engine starts, unregisters every ``vllm:*`` metric already registered:
+    the small engine, started after the main one, took the main engine's KV-cache, queue and TTFT series
+    off ``/metrics`` (and so off the collector's scrapes and the dashboard's Serving page)."""
+    small_path = tmp_path / "tiny-small"  # the tiny model under a name of its own
+    small_path.symlink_to(tiny_model_path, target_is_directory=True)
+    settings = make_settings(
+        service_data_dir,
+        tiny_model_path,
+        system_prompt="Be brief.",
+        route_small_model_path=small_path,
+        route_max_prompt_chars=30,
+    )
+    router = create_router(settings, vllm_engine)  # as the service builds it: the small engine not started
+    assert router.small is not None
+    app = create_app(settings, engine=router, tracer_provider=tracer_provider)
+    main_ttft = (metrics.VLLM_TIME_TO_FIRST_TOKEN + "_count", vllm_engine.model_name)
+    try:
+        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert wait_until(lambda: warmed_up(client), timeout_s=300)
+            assert client.get("/readyz").status_code == 200  # the small engine started beside the main one
+            before = vllm_series(client.get("/metrics").text)
+            short = client.post("/v1/chat/completions", json=chat("hi", max_tokens=2))
+            long = client.post("/v1/chat/completions", json=chat("tell me " * 10, max_tokens=2))
+            after = vllm_series(client.get("/metrics").text)
+    finally:
+        service_loop.run(router.small.close())
+    assert short.status_code == 200 and short.json()["evallens"]["route"] == "small", short.text
+    assert short.json()["usage"]["completion_tokens"] == 2
+    assert long.status_code == 200 and long.json()["evallens"]["route"] == "main", long.text
+    for name in (
+        metrics.VLLM_KV_CACHE_USAGE,
+        metrics.VLLM_PREFIX_CACHE_QUERIES,
+        metrics.VLLM_NUM_REQUESTS_RUNNING,
+        metrics.VLLM_NUM_REQUESTS_WAITING,
+        metrics.VLLM_NUM_PREEMPTIONS,
+        metrics.VLLM_TIME_TO_FIRST_TOKEN + "_count",
+        metrics.VLLM_REQUEST_QUEUE_TIME + "_count",
+    ):
+        assert (name, vllm_engine.model_name) in after, (name, sorted(after))
+    assert after[main_ttft] == before[main_ttft] + 1  # live: the main engine's request after the start
+    # the small engine's own series are not exported (the setting says so)
+    assert not [series for series in after if series[1] == router.small.model_name], sorted(after)
 
 
 def test_openai_engine_against_an_openai_compatible_server(

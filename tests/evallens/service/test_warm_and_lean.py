@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -36,6 +37,7 @@ from tests.evallens.service.conftest import (
     wait_until,
 )
 from tests.evallens.service.test_rag_wiring import DOCUMENTS, QUESTION, RAG, load
+from tests.evallens.test_cli_errors import assert_one_line, run_cli
 
 CACHES = {"cache_exact_enabled": True, "cache_semantic_enabled": True}
 
@@ -296,3 +298,25 @@ def test_an_engine_that_cannot_start_is_named_as_failed(tmp_path: Path) -> None:
     asyncio.run(readiness.warm_up())
     assert readiness.waiting_for() == [f"engine {engine.model_name}"]
     assert readiness.failed == {f"engine {engine.model_name}"}
+
+
+@pytest.mark.parametrize(
+    ("command", "variable"),
+    [
+        (["service"], "EVALLENS_ROUTE_SMALL_MODEL_PATH"),
+        (["service", "config"], "EVALLENS_ROUTE_SMALL_MODEL_PATH"),
+        (["service"], "EVALLENS_MODEL_PATH"),
+    ],
+    ids=["service-small-model", "service-config-small-model", "service-model"],
+)
+def test_a_model_directory_without_a_model_is_one_line_at_start(
+    command: list[str], variable: str, tmp_path: Path, tiny_model_path: Path
+) -> None:
+    """A model directory set for the service that holds no model: the service started anyway, and the
+    engine's start failed in the background with a traceback (telling to run `evallens model pull`, which
+    prepares neither), ``/readyz`` 503 for good; ``service config`` gave a fingerprint for no weights."""
+    empty = tmp_path / "model"
+    empty.mkdir()
+    env = {"EVALLENS_DATA_DIR": str(tmp_path / "data"), "EVALLENS_MODEL_PATH": str(tiny_model_path)}
+    result = run_cli(*command, env={**env, variable: str(empty)})
+    assert_one_line(result, f"{variable}: no model at {empty} (no config.json there)")

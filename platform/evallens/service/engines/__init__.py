@@ -1,5 +1,6 @@
 """Inference engines behind one small interface: vLLM in this process, or an OpenAI-compatible server."""
 
+from dataclasses import replace
 from pathlib import Path
 
 from evallens.service.engines.base import (
@@ -77,5 +78,12 @@ def create_engine(settings: ServiceSettings) -> Engine:
 def create_router(settings: ServiceSettings, main: Engine | None = None) -> EngineRouter:
     """The main engine (given, or built from settings) and the optional small one for short prompts."""
     small_path = settings.route_small_model_path
-    small = VllmEngine(vllm_options(settings, small_path)) if small_path is not None else None
+    # Without stats: vLLM's metrics are the process's, and an engine's stat logger unregisters those of
+    # the engines started before it; started after the main engine, the small one took the main engine's
+    # KV-cache, queue and TTFT metrics off /metrics.
+    small = (
+        VllmEngine(replace(vllm_options(settings, small_path), log_stats=False))
+        if small_path is not None
+        else None
+    )
     return EngineRouter(main or create_engine(settings), small, settings.route_max_prompt_chars)

@@ -47,6 +47,9 @@ class VllmOptions:
     dtype: str
     enable_prefix_caching: bool
     cache_dir: Path
+    # vLLM's stats: its Prometheus ``vllm:*`` metrics and its periodic log line. The metrics live in the
+    # process's registry, and an engine that starts with them unregisters those of any engine before it.
+    log_stats: bool = True
 
 
 def vllm_environment(cache_dir: Path) -> dict[str, str]:
@@ -109,7 +112,7 @@ def cpu_flags() -> frozenset[str]:
 
 def engine_arguments(options: VllmOptions) -> dict[str, Any]:
     """vLLM's engine arguments for these options (also what a `vllm serve` of the same engine is given)."""
-    return {
+    arguments: dict[str, Any] = {
         "model": str(options.model_path),
         "served_model_name": [options.served_model_name],
         "max_model_len": options.max_model_len,
@@ -120,6 +123,9 @@ def engine_arguments(options: VllmOptions) -> dict[str, Any]:
         "distributed_executor_backend": "uni",
         "enforce_eager": True,
     }
+    if not options.log_stats:  # only when set: `vllm serve` has `--disable-log-stats` and no negation
+        arguments["disable_log_stats"] = True
+    return arguments
 
 
 def weights_sha256(model_path: Path) -> str:
