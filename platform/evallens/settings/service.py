@@ -161,8 +161,9 @@ class ServiceSettings(
     route_small_model_path: Path | None = Field(
         default=None,
         description=(
-            "Optional second, smaller vLLM model directory: short requests go to it (routing). Its own "
-            "vLLM metrics (vllm:*) are not exported: /metrics carries the main engine's."
+            "Optional second, smaller vLLM model directory: short requests go to it (routing). Beside a "
+            "vLLM main engine its own vLLM metrics (vllm:*) are not exported: /metrics carries the main "
+            "engine's."
         ),
     )
     route_max_prompt_chars: int = Field(

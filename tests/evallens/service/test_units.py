@@ -19,7 +19,7 @@ from evallens.service.chat.prompt import BuiltPrompt, Passage, PromptContext, bu
 from evallens.service.chat.protocol import ChatCompletionRequest, ChunkChoice, DeltaMessage
 from evallens.service.chat.responses import ChunkEvents
 from evallens.service.chat.serving import sources_of
-from evallens.service.engines import vllm_engine, vllm_options
+from evallens.service.engines import OpenAIEngine, OpenAIOptions, create_router, vllm_engine, vllm_options
 from evallens.service.engines.excerpts import safe_excerpt
 from evallens.service.engines.vllm_engine import MAX_SOCKET_PATH_BYTES, choose_dtype, rpc_directory
 from evallens.service.errors import BudgetExceeded, ContextLengthExceeded, Overloaded
@@ -226,3 +226,13 @@ def test_an_engine_excerpt_masks_the_prompt_however_quoted_and_keeps_the_engine_
     cut = safe_excerpt(f"failed on {long_prompt[0].upper()}", long_prompt, 30)
     assert cut == "failed on [PROMPT] ", cut  # its last space is no letter
     assert safe_excerpt("refunds over limit", prompt, 400) == "refunds over limit"
+
+
+def test_the_small_engine_keeps_vllm_stats_only_beside_an_engine_without_them(tmp_path: Path) -> None:
+    """Beside a vLLM main engine the small one's stat logger would take the main engine's vllm:* metrics
+    off /metrics, so it runs without; beside an OpenAI-compatible main engine its are the only ones."""
+    settings = ServiceSettings(route_small_model_path=tmp_path)
+    beside_vllm = create_router(settings).small
+    beside_openai = create_router(settings, OpenAIEngine(OpenAIOptions("http://127.0.0.1:9", "m"))).small
+    assert isinstance(beside_vllm, vllm_engine.VllmEngine) and not beside_vllm.options.log_stats
+    assert isinstance(beside_openai, vllm_engine.VllmEngine) and beside_openai.options.log_stats

@@ -78,12 +78,14 @@ def create_engine(settings: ServiceSettings) -> Engine:
 def create_router(settings: ServiceSettings, main: Engine | None = None) -> EngineRouter:
     """The main engine (given, or built from settings) and the optional small one for short prompts."""
     small_path = settings.route_small_model_path
-    # Without stats: vLLM's metrics are the process's, and an engine's stat logger unregisters those of
-    # the engines started before it; started after the main engine, the small one took the main engine's
-    # KV-cache, queue and TTFT metrics off /metrics.
+    main = main or create_engine(settings)
+    # Beside a vLLM main engine, without stats: vLLM's metrics are the process's, and an engine's stat
+    # logger unregisters those of the engines started before it; started after the main engine, the small
+    # one took the main engine's KV-cache, queue and TTFT metrics off /metrics. Beside another engine
+    # (openai), the small one's are the only vLLM metrics, so it keeps them.
     small = (
-        VllmEngine(replace(vllm_options(settings, small_path), log_stats=False))
+        VllmEngine(replace(vllm_options(settings, small_path), log_stats=not isinstance(main, VllmEngine)))
         if small_path is not None
         else None
     )
-    return EngineRouter(main or create_engine(settings), small, settings.route_max_prompt_chars)
+    return EngineRouter(main, small, settings.route_max_prompt_chars)
