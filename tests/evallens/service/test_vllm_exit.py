@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from evallens.settings import child_environment
+from tests.conftest import REPO_ROOT
+
 pytestmark = pytest.mark.slow
 
 # a fresh interpreter: the fault showed only where vLLM was first imported by the engine's start
@@ -44,6 +47,7 @@ def test_a_closed_vllm_engine_is_gone_before_the_interpreter_exits(
     script.write_text(ENGINE_RUN)
     ended = subprocess.run(
         [sys.executable, str(script), str(service_data_dir), str(tiny_model_path)],
+        env=child_environment({"PYTHONPATH": str(REPO_ROOT)}),  # the script imports the tests' helpers
         capture_output=True,
         text=True,
         timeout=300,
