@@ -2,6 +2,7 @@
 read each other's answers nor see hits the other's traffic caused. The real service over HTTP (tiny vLLM
 model, real PostgreSQL, the packaged embedding model), and the answer caches' keys themselves."""
 
+import functools
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -94,6 +95,23 @@ def test_another_project_never_gets_this_projects_cached_answer(
         assert hits_counted(client) == hits + 2
 
 
+def cache_key(answers: AnswerCache, project: str, tenant: str, question: str, embedding: Any) -> CacheKey:
+    """The key the service makes for a single-turn question without retrieval, with its embedding."""
+    made = answers.key(
+        use=True,
+        deterministic=True,
+        tenant=tenant,
+        project=project,
+        retrieval=False,
+        single_turn=True,
+        question=question,
+    )
+    request = ChatCompletionRequest(messages=[{"role": "user", "content": question}], temperature=0)
+    made.exact = answers.exact_key(request, made, fingerprint="config")
+    made.embedding = embedding
+    return made
+
+
 def test_the_same_tenant_in_two_projects_shares_no_cached_answer(
     tracer_provider: TracerProvider, embedder: RecordingEmbedder
 ) -> None:
@@ -106,22 +124,10 @@ def test_the_same_tenant_in_two_projects_shares_no_cached_answer(
         tracer=tracer_provider.get_tracer("test"),
         generations=KnowledgeBaseGenerations(),
     )
-    request = ChatCompletionRequest(messages=[{"role": "user", "content": QUESTION}], temperature=0)
     embedding = embedder.embed_one(QUESTION)
 
     def key(project: str) -> CacheKey:
-        made = answers.key(
-            use=True,
-            deterministic=True,
-            tenant=DEFAULT_TENANT,
-            project=project,
-            retrieval=False,
-            single_turn=True,
-            question=QUESTION,
-        )
-        made.exact = answers.exact_key(request, made, fingerprint="config")
-        made.embedding = embedding
-        return made
+        return cache_key(answers, project, DEFAULT_TENANT, QUESTION, embedding)
 
     answers.remember(key("shop-a"), CannedAnswer("5 to 10 days"))
     other = key("shop-b")
@@ -159,22 +165,7 @@ def test_one_projects_flood_never_evicts_another_projects_answers(
         generations=KnowledgeBaseGenerations(),
     )
     rng = np.random.default_rng(7)
-
-    def key(project: str, tenant: str, question: str, embedding: Any) -> CacheKey:
-        made = answers.key(
-            use=True,
-            deterministic=True,
-            tenant=tenant,
-            project=project,
-            retrieval=False,
-            single_turn=True,
-            question=question,
-        )
-        request = ChatCompletionRequest(messages=[{"role": "user", "content": question}], temperature=0)
-        made.exact = answers.exact_key(request, made, fingerprint="config")
-        made.embedding = embedding
-        return made
-
+    key = functools.partial(cache_key, answers)
     embedding = embedder.embed_one(QUESTION)
     kept = key("shop-b", DEFAULT_TENANT, QUESTION, embedding)
     answers.remember(kept, CannedAnswer("5 to 10 days"))
