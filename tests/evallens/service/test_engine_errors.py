@@ -459,8 +459,14 @@ def test_a_client_leaving_as_the_vllm_engine_dies_hangs_nothing_and_gives_its_sl
         service_loop, doomed_engine, service_data_dir, tiny_model_path, tracer_provider, max_in_flight=1
     ) as client:
         with client.stream("POST", "/v1/chat/completions", json=body) as streamed:
-            assert next(streamed.iter_lines()).startswith("data: ")
-            assert wait_until(lambda: doomed_engine.num_unfinished_requests() == 1)
+            lines = streamed.iter_lines()
+            first = next(lines)
+            assert first.startswith("data: ") and '"error"' not in first, first
+            # the answer is under way in vLLM: killed now, the client's leaving meets a dead engine (a
+            # look at vLLM's count of unfinished requests once missed it on a loaded box, the request
+            # found finished or not yet counted; a generated token is what proves it runs)
+            token = next(line for line in lines if '"content":"' in line.replace(" ", ""))
+            assert '"error"' not in token, token
             os.kill(core.pid, signal.SIGKILL)
         # leaving the block closed the connection mid-answer, as the engine died
         assert wait_until(lambda: not doomed_engine.is_ready())
