@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from evallens.credentials import mask_credentials
+from evallens.credentials import masked_excerpt
 from evallens.telemetry.attributes import (
     CACHE_CONTROL_NO_CACHE,
     HEADER_CACHE_CONTROL,
@@ -23,9 +23,6 @@ EXTENSION_FIELD = "evallens"
 TRACE_ID_HEADER = HEADER_TRACE_ID
 TRACEPARENT_HEADER = "traceparent"
 MAX_TOKEN_COUNT = 2**31 - 1  # eval_results stores token counts as INTEGER
-# how much of an error text is masked: far more than the 200 characters kept, so that masking (which
-# can lengthen a short credential) never pulls unmasked text into them, and a huge error page costs little
-_MASKED_PREFIX = 4000
 
 
 @dataclass
@@ -94,14 +91,14 @@ async def complete(client: httpx.AsyncClient, url: str, request: ChatRequest) ->
             result.trace_id = trace_id_from_headers(response.headers)
             if response.status_code != 200:
                 body = (await response.aread()).decode(errors="replace")
-                result.error = f"HTTP {response.status_code}: {_masked(body)}"
+                result.error = f"HTTP {response.status_code}: {masked_excerpt(body, 200)}"
             elif response.headers.get("content-type", "").startswith("application/json"):
                 _apply_chunk(result, json.loads(await response.aread()), started)
             else:
                 await _read_stream(response, result, started)
     except httpx.HTTPError as error:
         # httpx quotes what it could not parse (a header line, a URL): it may hold a credential
-        result.error = f"{type(error).__name__}: {_masked(str(error).strip())}"
+        result.error = f"{type(error).__name__}: {masked_excerpt(str(error).strip(), 200)}"
         result.connection_failed = isinstance(error, httpx.ConnectError)
     except (ValueError, RecursionError) as error:  # not JSON, or JSON not shaped as a chat completion
         result.error = f"unreadable response: {str(error)[:200]}"
@@ -114,12 +111,6 @@ async def complete(client: httpx.AsyncClient, url: str, request: ChatRequest) ->
     return result
 
 
-def _masked(text: str) -> str:
-    """At most 200 characters of what a target (or a proxy before it) said went wrong, its credentials
-    masked before the cut: an error body may echo the API key or the upstream URL it was given."""
-    return mask_credentials(text[:_MASKED_PREFIX])[:200]
-
-
 async def _read_stream(response: httpx.Response, result: Completion, started: float) -> None:
     async for line in response.aiter_lines():
         if not line.startswith("data:"):
@@ -129,7 +120,7 @@ async def _read_stream(response: httpx.Response, result: Completion, started: fl
             break
         chunk = _object(json.loads(data), "a stream chunk")
         if "error" in chunk and not chunk.get("choices"):
-            result.error = f"stream error: {_masked(json.dumps(chunk['error']))}"
+            result.error = f"stream error: {masked_excerpt(json.dumps(chunk['error']), 200)}"
             return
         _apply_chunk(result, chunk, started)
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-__all__ = ["REDACTED", "mask_credentials", "masked_url"]
+__all__ = ["REDACTED", "mask_credentials", "masked_excerpt", "masked_url"]
 
 REDACTED = "[REDACTED]"
 
@@ -59,6 +59,17 @@ def mask_credentials(text: str) -> str:
     for pattern, replacement in _CREDENTIALS:
         text = pattern.sub(replacement, text)
     return text
+
+
+# how much of a text ``masked_excerpt`` masks: far more than any excerpt kept, so that masking (which can
+# lengthen a short credential) never pulls unmasked text into the excerpt, and a huge error page costs little
+EXCERPT_MASKED_CHARS = 4000
+
+
+def masked_excerpt(text: str, max_chars: int) -> str:
+    """The first ``max_chars`` characters of ``text`` (what a server or a proxy before it said went
+    wrong), its credentials masked before the cut: an error body may echo the key it refused."""
+    return mask_credentials(text[:EXCERPT_MASKED_CHARS])[:max_chars]
 
 
 def masked_url(url: str) -> str:

@@ -4,7 +4,7 @@ from typing import Any
 
 import httpx
 
-from evallens.credentials import mask_credentials, masked_url
+from evallens.credentials import mask_credentials, masked_excerpt, masked_url
 from evals.metrics.judge.prompts import VERDICT_SCHEMA
 
 
@@ -83,7 +83,7 @@ class JudgeClient:
             ) from None
         if response.status_code != 200:
             raise JudgeUnavailable(
-                f"judge endpoint answered HTTP {response.status_code}: {_masked(response.text, 120)}"
+                f"judge endpoint answered HTTP {response.status_code}: {masked_excerpt(response.text, 120)}"
             )
         try:
             return response.json()
@@ -95,9 +95,3 @@ def _first_line(error: Exception) -> str:
     lines = str(error).strip().splitlines()
     # httpx quotes what it could not parse (a header line, a URL): it may hold a credential
     return mask_credentials(lines[0]) if lines else type(error).__name__
-
-
-def _masked(text: str, length: int) -> str:
-    """The first ``length`` characters of what the judge (or a proxy before it) said went wrong, its
-    credentials masked before the cut: an error body may echo the API key it refused. Stored per case."""
-    return mask_credentials(text[: length * 20])[:length]

@@ -38,9 +38,9 @@ def migrate_to_head(engine: Engine, url: str, partition_days_ahead: int) -> None
     """Migrate to head and create the span partitions ahead, holding the migration lock: a second
     process doing the same waits for it, then finds nothing to do."""
     with migration_lock(engine):
-        current = known_revision(engine)
-        if current != head_revision():  # another process may have migrated while we waited
-            logger.info("migrating the database schema from %s to %s", current, head_revision())
+        current, head = known_revision(engine), head_revision()
+        if current != head:  # another process may have migrated while we waited
+            logger.info("migrating the database schema from %s to %s", current, head)
             upgrade(url)
         with engine.begin() as partitions:
             create_partitions_ahead(partitions, partition_days_ahead)
