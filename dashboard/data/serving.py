@@ -38,6 +38,10 @@ MIN_BUCKET_S = 10
 LOOKBACK_S = 300
 POINTS_PER_CHART = 150
 ORIGIN = "TIMESTAMPTZ '2000-01-01 00:00:00+00'"  # the rollups' origin (migration 0007)
+# A series labelled with a project (the answer caches' lookups: one service answers every project's
+# keys) is that project's; one without (vLLM's, and lookups scraped before they had the label) is the
+# project its scrape target is bound to, as every sample was before.
+OWN_SERIES = "coalesce(labels->>'project', project) = :p"
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,10 @@ def _window_start(width_s: int) -> str:
 def _window_filter(time_column: str, width_s: int) -> str:
     widths = f" AND width_s = {width_s}" if width_s else ""
     lower = _window_start(width_s)
-    return f"project = :p AND name = ANY(:names){widths} AND {time_column} BETWEEN {lower} AND :end"
+    return (
+        f"project = :p AND {OWN_SERIES} AND name = ANY(:names){widths}"
+        f" AND {time_column} BETWEEN {lower} AND :end"
+    )
 
 
 def _series_baseline(source: _Source) -> str:
