@@ -196,7 +196,7 @@ def run_windows(url: str, project: str, start: pd.Timestamp, end: pd.Timestamp) 
         """
         SELECT coalesce(r.label, left(r.id::text, 8)) AS run, s.name AS eval_set_name, r.started_at,
                coalesce(r.finished_at, now()) AS finished_at, r.status
-        FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id
+        FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id AND s.project = r.project
         WHERE r.project = :p AND r.started_at <= :end AND coalesce(r.finished_at, now()) >= :start
         ORDER BY r.started_at
         """,
