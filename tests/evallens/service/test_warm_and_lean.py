@@ -35,6 +35,7 @@ from tests.evallens.service.conftest import (
     make_settings,
     serving,
     wait_until,
+    warmed_up,
 )
 from tests.evallens.service.test_rag_wiring import DOCUMENTS, QUESTION, RAG, load
 from tests.evallens.test_cli_errors import assert_one_line, run_cli
@@ -320,3 +321,31 @@ def test_a_model_directory_without_a_model_is_one_line_at_start(
     env = {"EVALLENS_DATA_DIR": str(tmp_path / "data"), "EVALLENS_MODEL_PATH": str(tiny_model_path)}
     result = run_cli(*command, env={**env, variable: str(empty)})
     assert_one_line(result, f"{variable}: no model at {empty} (no config.json there)")
+
+
+def test_the_small_engine_the_app_made_beside_a_main_engine_passed_in_closes_with_the_app(
+    service_loop: LoopThread,
+    vllm_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    tmp_path: Path,
+) -> None:
+    """A caller passing only its main engine, with a small-route model in the settings: the app made the
+    small engine and started it, and left it open at shutdown (its engine core lived on). The main
+    engine is the caller's, and stays up."""
+    small_path = tmp_path / "tiny-small"  # the tiny model under a name of its own
+    small_path.symlink_to(tiny_model_path, target_is_directory=True)
+    settings = make_settings(service_data_dir, tiny_model_path, route_small_model_path=small_path)
+    app = create_app(settings, engine=vllm_engine, tracer_provider=tracer_provider)
+    small = app.state.engines.small
+    assert small is not None and small is not vllm_engine
+    try:
+        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert wait_until(lambda: warmed_up(client), timeout_s=300)
+            assert client.get("/readyz").status_code == 200  # the small engine started
+        closed = not small.is_ready()
+    finally:
+        service_loop.run(small.close())  # without the fix, what the app left open
+    assert closed
+    assert vllm_engine.is_ready()
