@@ -5,6 +5,7 @@ The embedder is the real MiniLM behind a recording wrapper; the engine is the se
 """
 
 import asyncio
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -349,3 +350,50 @@ def test_the_small_engine_the_app_made_beside_a_main_engine_passed_in_closes_wit
         service_loop.run(small.close())  # without the fix, what the app left open
     assert closed
     assert vllm_engine.is_ready()
+
+
+def test_an_engine_start_the_user_can_mend_is_one_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A model directory that holds no model: the warm-up logged the engine's start failure with a full
+    traceback, burying the one line that says what to mend."""
+    from evallens.service.engines.routing import EngineRouter
+    from evallens.service.ops import Readiness
+
+    missing = tmp_path / "no-model"
+    missing.mkdir()
+    engine = VllmEngine(vllm_options(make_settings(tmp_path, missing)))
+    caplog.set_level(logging.ERROR, logger="evallens.service.ops")
+    asyncio.run(Readiness(EngineRouter(engine), {}).warm_up())
+    [record] = [record for record in caplog.records if record.name == "evallens.service.ops"]
+    said = record.getMessage()
+    assert said.startswith(f"engine no-model failed to start: no model at {missing}"), said
+    assert "\n" not in said and record.exc_info is None
+
+
+class BrokenEngine:
+    """A fake for a fault no setting causes: an engine whose start fails on a bug of its own."""
+
+    model_name = "broken"
+
+    async def start(self) -> None:
+        raise KeyError("a bug")
+
+    def is_ready(self) -> bool:
+        return False
+
+    def failure(self) -> str | None:
+        return None
+
+
+def test_an_unexpected_engine_start_failure_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    from evallens.service.engines.routing import EngineRouter
+    from evallens.service.ops import Readiness
+
+    caplog.set_level(logging.ERROR, logger="evallens.service.ops")
+    readiness = Readiness(EngineRouter(BrokenEngine()), {})  # type: ignore[arg-type]
+    asyncio.run(readiness.warm_up())
+    [record] = [record for record in caplog.records if record.name == "evallens.service.ops"]
+    assert record.getMessage() == "engine broken failed to start"
+    assert record.exc_info is not None and record.exc_info[0] is KeyError
+    assert readiness.failed == {"engine broken"}
