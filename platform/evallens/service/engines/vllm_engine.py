@@ -50,6 +50,9 @@ class VllmOptions:
     # vLLM's stats: its Prometheus ``vllm:*`` metrics and its periodic log line. The metrics live in the
     # process's registry, and an engine that starts with them unregisters those of any engine before it.
     log_stats: bool = True
+    # Whether `evallens model pull` prepares this directory (the default chat model's): only then does a
+    # missing model there call for it; a directory the user named holds their own model or none.
+    pulled: bool = False
 
 
 def vllm_environment(cache_dir: Path) -> dict[str, str]:
@@ -165,8 +168,11 @@ class VllmEngine:
 
     def _prepare(self) -> None:
         """Check the model is there, set vLLM's environment and import vLLM (which reads it)."""
-        if not (self.options.model_path / "config.json").exists():
-            raise EngineError(f"no model at {self.options.model_path}: run `evallens model pull`")
+        path = self.options.model_path
+        if not (path / "config.json").exists():
+            if self.options.pulled:
+                raise EngineError(f"no model at {path}: run `evallens model pull`")
+            raise EngineError(f"no model at {path} (no config.json there)")
         set_process_environment(vllm_environment(self.options.cache_dir))
         (self.options.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
         import vllm.engine.arg_utils
