@@ -31,6 +31,7 @@ from evallens.settings import RagSettings, ServiceSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 from tests.evallens.service.conftest import (
+    TEST_MAX_MODEL_LEN,
     LoopThread,
     RecordingEmbedder,
     make_settings,
@@ -397,3 +398,26 @@ def test_an_unexpected_engine_start_failure_keeps_its_traceback(caplog: pytest.L
     assert record.getMessage() == "engine broken failed to start"
     assert record.exc_info is not None and record.exc_info[0] is KeyError
     assert readiness.failed == {"engine broken"}
+
+
+def test_a_setting_vllm_refuses_is_one_log_line_saying_which(
+    tmp_path: Path, tiny_model_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A context window past the model's: vLLM's config refused it with a pydantic error, logged as a
+    traceback whose message went on to advise an environment variable that lifts the check."""
+    from evallens.service.engines.routing import EngineRouter
+    from evallens.service.ops import Readiness
+
+    too_long = 2 * TEST_MAX_MODEL_LEN
+    engine = VllmEngine(vllm_options(make_settings(tmp_path, tiny_model_path, max_model_len=too_long)))
+    caplog.set_level(logging.ERROR, logger="evallens.service.ops")
+    readiness = Readiness(EngineRouter(engine), {})
+    asyncio.run(readiness.warm_up())
+    [record] = [record for record in caplog.records if record.name == "evallens.service.ops"]
+    said = record.getMessage()
+    assert said.startswith(
+        f"engine tiny-llama failed to start: vLLM refused the engine's settings: User-specified "
+        f"max_model_len ({too_long}) is greater than the derived max_model_len"
+    ), said
+    assert "\n" not in said and "VLLM_ALLOW_LONG_MAX_MODEL_LEN" not in said and record.exc_info is None
+    assert readiness.failed == {"engine tiny-llama"} and not engine.is_ready()

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from evallens.service.engines.base import (
     EngineError,
     EngineOverloaded,
@@ -184,7 +186,10 @@ class VllmEngine:
         from vllm.v1.engine.async_llm import AsyncLLM
 
         self._tokenizer = AutoTokenizer.from_pretrained(self.options.model_path)
-        return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_arguments(self.options)))
+        try:
+            return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_arguments(self.options)))
+        except ValidationError as error:  # vLLM refused a setting (a max_model_len past the model's)
+            raise EngineError(f"vLLM refused the engine's settings: {_refusals(error)}") from error
 
     async def close(self) -> None:
         """Shut the engine core down."""
@@ -297,6 +302,16 @@ def engine_error(error: Exception) -> EngineError | EngineRejected:
     if isinstance(error, EngineGenerateError) and error.__cause__ is not None:  # it has no words of its own
         return EngineError(f"The vLLM engine failed the request: {_said(error.__cause__)}")
     return EngineError(f"The vLLM engine failed the request: {_said(error)}")
+
+
+def _refusals(error: ValidationError) -> str:
+    """What a pydantic ``ValidationError`` of vLLM's config says, one line: the first sentence of each
+    refusal (vLLM goes on with advice on environment variables that lift its checks)."""
+    said = []
+    for refusal in error.errors():
+        words = " ".join(str(refusal["msg"]).removeprefix("Value error, ").split())
+        said.append(words.split(". ")[0].rstrip("."))
+    return "; ".join(said)
 
 
 def _said(error: BaseException) -> str:
