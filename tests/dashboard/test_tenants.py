@@ -3,6 +3,7 @@
 import json
 from datetime import timedelta
 
+import pandas as pd
 import psycopg
 import pytest
 from sqlalchemy.orm import Session
@@ -328,6 +329,6 @@ def test_a_run_naming_another_projects_set_never_shows_that_set(app_database: st
     url = app_database
     assert data.runs.runs(url, ALPHA).empty
     assert data.runs.metric_trend(url, ALPHA, SET_NAME).empty
-    window = (seeded.now - timedelta(days=1), seeded.now + timedelta(days=1))  # the run started now
-    assert data.serving.run_windows(url, ALPHA, *window).empty
+    now = pd.Timestamp(seeded.now)  # the run started now
+    assert data.serving.run_windows(url, ALPHA, now - pd.Timedelta(days=1), now + pd.Timedelta(days=1)).empty
     assert SET_NAME in set(data.runs.runs(url, "default")["eval_set_name"])  # the default project's own
