@@ -3,7 +3,8 @@
 Queries are aggregates cached for ``CACHE_TTL_S`` seconds. The first argument is always the database
 URL; every query of spans, runs, sets and gates also takes the project the login may see, so a login
 never reads another project's rows (even by id), and that includes serving metrics: each scraped
-sample belongs to the project its scrape target is bound to. Writes call the same core functions as
+sample belongs to the project its scrape target is bound to, and a series labelled with a project (the
+answer caches' lookups) to that project only. Writes call the same core functions as
 the CLI, in one transaction each. What the eval engine and the gate stored (summaries, verdicts,
 baselines, flipped cases) is read, not recomputed.
 """

@@ -13,7 +13,7 @@ SELECT r.id::text AS run_id, coalesce(r.label, left(r.id::text, 8)) AS label, s.
        s.version AS set_version, r.status, r.started_at, r.finished_at, r.config_fingerprint,
        (SELECT string_agg(t.tag, ', ') FROM eval_tags t WHERE t.run_id = r.id AND t.project = r.project)
          AS tags
-FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id
+FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id AND s.project = r.project
 WHERE r.project = :p AND (CAST(:set_name AS text) IS NULL OR s.name = :set_name)
 ORDER BY r.started_at DESC LIMIT 500
 """
@@ -84,7 +84,7 @@ def metric_trend(url: str, project: str, eval_set_name: str) -> pd.DataFrame:
                 WHERE t.run_id = r.id AND t.project = r.project) AS tags,
                r.scoring, m.key AS metric, (m.value->>'mean')::float AS mean,
                (m.value->>'ci_low')::float AS ci_low, (m.value->>'ci_high')::float AS ci_high
-        FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id
+        FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id AND s.project = r.project
         CROSS JOIN LATERAL jsonb_each(r.summary->'overall') m
         WHERE r.project = :p AND s.name = :set_name AND r.status = 'completed' AND r.summary IS NOT NULL
         ORDER BY r.started_at, r.id, m.key

@@ -38,6 +38,10 @@ MIN_BUCKET_S = 10
 LOOKBACK_S = 300
 POINTS_PER_CHART = 150
 ORIGIN = "TIMESTAMPTZ '2000-01-01 00:00:00+00'"  # the rollups' origin (migration 0007)
+# A series labelled with a project (the answer caches' lookups: one service answers every project's
+# keys) is that project's; one without (vLLM's, and lookups scraped before they had the label) is the
+# project its scrape target is bound to, as every sample was before.
+OWN_SERIES = "coalesce(labels->>'project', project) = :p"
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,10 @@ def _window_start(width_s: int) -> str:
 def _window_filter(time_column: str, width_s: int) -> str:
     widths = f" AND width_s = {width_s}" if width_s else ""
     lower = _window_start(width_s)
-    return f"project = :p AND name = ANY(:names){widths} AND {time_column} BETWEEN {lower} AND :end"
+    return (
+        f"project = :p AND {OWN_SERIES} AND name = ANY(:names){widths}"
+        f" AND {time_column} BETWEEN {lower} AND :end"
+    )
 
 
 def _series_baseline(source: _Source) -> str:
@@ -189,7 +196,7 @@ def run_windows(url: str, project: str, start: pd.Timestamp, end: pd.Timestamp) 
         """
         SELECT coalesce(r.label, left(r.id::text, 8)) AS run, s.name AS eval_set_name, r.started_at,
                coalesce(r.finished_at, now()) AS finished_at, r.status
-        FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id
+        FROM eval_runs r JOIN eval_sets s ON s.id = r.eval_set_id AND s.project = r.project
         WHERE r.project = :p AND r.started_at <= :end AND coalesce(r.finished_at, now()) >= :start
         ORDER BY r.started_at
         """,

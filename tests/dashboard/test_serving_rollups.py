@@ -11,7 +11,7 @@ import pandas as pd
 import psycopg
 import pytest
 
-from dashboard import data
+from dashboard import data, transform
 from evallens.telemetry import metrics
 
 ORIGIN = pd.Timestamp("2000-01-01", tz="UTC")
@@ -213,3 +213,40 @@ def test_first_bucket_grows_from_the_last_value_before_the_window(database_url: 
             QUEUE_SUM: 750,
         }
     )
+
+
+LOOKUPS = f"{metrics.CACHE_LOOKUPS}_total"
+# (bound project of the target, project label or None, cache) -> (hits, misses) at 10, 70 and 3700 s
+LOOKUP_SERIES: dict[tuple[str, str | None, str], tuple[list[float], list[float]]] = {
+    ("acme", "acme", "exact"): ([0, 2, 4], [0, 2, 4]),  # acme's own: half hit
+    ("acme", "globex", "exact"): ([0, 30, 60], [0, 0, 0]),  # globex's keys on the same service
+    ("acme", None, "semantic"): ([0, 1, 2], [0, 3, 6]),  # scraped before lookups had the label
+    ("globex", "acme", "exact"): ([0, 50, 90], [0, 0, 0]),  # acme's keys on a target bound to globex
+}
+
+
+@pytest.mark.parametrize("bucket_s", [30, 120, 3600])
+def test_response_cache_hit_rate_counts_only_the_viewers_projects_lookups(
+    database_url: str, bucket_s: int
+) -> None:
+    """One service answers every project's keys, and its cache lookups carry the project whose caches
+    were asked. The Serving page summed every project's lookups of a target into its hit rate: acme's
+    exact cache showed 94% (globex's hits) for its own 50%."""
+    rows = []
+    for (bound, project, cache), (hits, misses) in LOOKUP_SERIES.items():
+        for result, values in (("hit", hits), ("miss", misses)):
+            labels = {"cache": cache, "result": result} | ({"project": project} if project else {})
+            for offset, value in zip((10, 70, 3700), values, strict=True):
+                moment = HOUR + timedelta(seconds=offset)
+                rows.append((bound, moment, LOOKUPS, json.dumps(labels), value, f"http://{bound}/metrics"))
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.cursor().executemany(INSERT, rows)
+    start, end = pd.Timestamp(HOUR), pd.Timestamp(HOUR + timedelta(hours=2))
+
+    increases = data.serving.counter_increases(database_url, "acme", start, end, bucket_s)
+    rates = transform.serving_panels(pd.DataFrame(), increases)["response-cache hit rate (%)"]
+    found = {series: set(values.round(6)) for series, values in rates.groupby("series")["value"]}
+    # unlabelled lookups stay with the target's project, as every sample did before the label
+    assert found == {"exact cache": {50.0}, "semantic cache": {25.0}}
+    # globex's target is globex's, whatever its labels say; nothing of it is acme's lookups
+    assert data.serving.counter_increases(database_url, "globex", start, end, bucket_s).empty

@@ -3,6 +3,7 @@
 import json
 from datetime import timedelta
 
+import pandas as pd
 import psycopg
 import pytest
 from sqlalchemy.orm import Session
@@ -303,3 +304,31 @@ def test_tags_and_gates_written_past_the_schema_never_show_in_another_project(
     assert set(trend.loc[trend["run_id"] == seeded.baseline_id, "tags"]) == {"main"}
     assert data.runs.latest_gates(url, ALPHA).empty
     assert len(data.runs.latest_gates(url, "default")) == 1  # the default project's own gate
+
+
+def test_a_run_naming_another_projects_set_never_shows_that_set(app_database: str, seeded: Seeded) -> None:
+    """A fake for a row no code path writes and the schema lets through (a run's set is any project's):
+    alpha's run of the default project's set. Before, alpha's run list, trend and serving bands named
+    the default set and its version, and alpha's trend of that set name held the run."""
+    engine = create_db_engine(app_database)
+    try:
+        with Session(engine) as db, db.begin():
+            run = EvalRun(
+                project=ALPHA,
+                eval_set_id=seeded.eval_set_id,
+                label="alpha-run",
+                endpoint="http://127.0.0.1:8000",
+                config={},
+                config_fingerprint="fp-alpha",
+                status="completed",
+                summary={"overall": {"accuracy": {"mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}}},
+            )
+            db.add(run)
+    finally:
+        engine.dispose()
+    url = app_database
+    assert data.runs.runs(url, ALPHA).empty
+    assert data.runs.metric_trend(url, ALPHA, SET_NAME).empty
+    now = pd.Timestamp(seeded.now)  # the run started now
+    assert data.serving.run_windows(url, ALPHA, now - pd.Timedelta(days=1), now + pd.Timedelta(days=1)).empty
+    assert SET_NAME in set(data.runs.runs(url, "default")["eval_set_name"])  # the default project's own

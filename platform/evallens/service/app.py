@@ -53,15 +53,17 @@ def create_app(
 ) -> FastAPI:
     """The service around ``engine`` (started, or started here), or around the engines the settings name.
 
-    Engines the app builds are started in the background on startup and shut down with it; an engine
-    passed in belongs to the caller. The same holds for the tracer provider. ``/readyz`` turns 200 once
-    the engines answer and the embedding model and the knowledge base's indexes are warm. With
+    Engines the app builds are started in the background on startup and shut down with it, the
+    settings' small-route engine beside a main engine passed in too; an engine or router passed in
+    belongs to the caller. The same holds for the tracer provider. ``/readyz`` turns 200 once the
+    engines answer and the embedding model and the knowledge base's indexes are warm. With
     ``settings.database_url`` the knowledge base (``/v1/documents``, retrieval) and API keys live in
     that PostgreSQL; without one, chat answers without retrieval. ``embedder`` replaces the MiniLM
     embedder the app would build (tests count its calls).
     """
-    owns_engines = engine is None
     router = engine if isinstance(engine, EngineRouter) else create_router(settings, engine)
+    # closed with the app: the engines it made (the small one too, beside a main engine passed in)
+    own_engines = [] if isinstance(engine, EngineRouter) else [e for e in router.engines if e is not engine]
     owns_tracing = tracer_provider is None
     provider = tracer_provider or create_tracer_provider(settings)
     tracer = provider.get_tracer(TRACER_NAME)
@@ -108,9 +110,8 @@ def create_app(
             starting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await starting
-            if owns_engines:
-                for each in router.engines:
-                    await each.close()
+            for each in own_engines:
+                await each.close()
             if owns_tracing:
                 provider.shutdown()
             if database is not None:

@@ -10,6 +10,7 @@ from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
+from evallens.errors import EvallensError
 from evallens.service.dependencies import MetricsDep, app_state
 from evallens.service.engines.routing import EngineRouter
 
@@ -39,7 +40,10 @@ class Readiness:
         for engine in self.engines.engines:
             try:
                 await engine.start()
-            except Exception:
+            except EvallensError as error:  # a cause the user can mend (no model, a setting): its words do
+                self.failed.add(f"engine {engine.model_name}")
+                logger.error("engine %s failed to start: %s", engine.model_name, error)
+            except Exception:  # a fault of ours or of vLLM's: the traceback is what finds it
                 self.failed.add(f"engine {engine.model_name}")
                 logger.exception("engine %s failed to start", engine.model_name)
 

@@ -19,7 +19,14 @@ from evallens.service.chat.prompt import BuiltPrompt, Passage, PromptContext, bu
 from evallens.service.chat.protocol import ChatCompletionRequest, ChunkChoice, DeltaMessage
 from evallens.service.chat.responses import ChunkEvents
 from evallens.service.chat.serving import sources_of
-from evallens.service.engines import OpenAIEngine, OpenAIOptions, create_router, vllm_engine, vllm_options
+from evallens.service.engines import (
+    EngineError,
+    OpenAIEngine,
+    OpenAIOptions,
+    create_router,
+    vllm_engine,
+    vllm_options,
+)
 from evallens.service.engines.excerpts import safe_excerpt
 from evallens.service.engines.vllm_engine import MAX_SOCKET_PATH_BYTES, choose_dtype, rpc_directory
 from evallens.service.errors import BudgetExceeded, ContextLengthExceeded, Overloaded
@@ -236,3 +243,27 @@ def test_the_small_engine_keeps_vllm_stats_only_beside_an_engine_without_them(tm
     beside_openai = create_router(settings, OpenAIEngine(OpenAIOptions("http://127.0.0.1:9", "m"))).small
     assert isinstance(beside_vllm, vllm_engine.VllmEngine) and not beside_vllm.options.log_stats
     assert isinstance(beside_openai, vllm_engine.VllmEngine) and beside_openai.options.log_stats
+
+
+def start_failure(engine: object) -> str:
+    assert isinstance(engine, vllm_engine.VllmEngine)
+    with pytest.raises(EngineError) as failed:
+        asyncio.run(engine.start())
+    return str(failed.value)
+
+
+def test_only_the_model_pull_prepares_is_advised_to_be_pulled(tmp_path: Path) -> None:
+    """Every missing model was advised `evallens model pull`, also a directory the user named for a model
+    of their own (the main one or the small route's), which the pull never prepares."""
+    data_dir, mine = tmp_path / "data", tmp_path / "mine"
+    mine.mkdir()
+    default = ServiceSettings(data_dir=data_dir).resolved_model_path
+    pulled = create_router(ServiceSettings(data_dir=data_dir, route_small_model_path=mine))
+    assert start_failure(pulled.main) == f"no model at {default}: run `evallens model pull`"
+    assert start_failure(pulled.small) == f"no model at {mine} (no config.json there)"
+    named = create_router(ServiceSettings(data_dir=data_dir, model_path=mine, route_small_model_path=default))
+    assert start_failure(named.main) == f"no model at {mine} (no config.json there)"
+    # the default directory, while the pull writes to the user's (EVALLENS_MODEL_PATH): nothing pulls it
+    assert start_failure(named.small) == f"no model at {default} (no config.json there)"
+    named_default = ServiceSettings(data_dir=data_dir, model_path=default)  # where the pull writes anyway
+    assert start_failure(create_router(named_default).main).endswith("run `evallens model pull`")

@@ -5,6 +5,7 @@ The embedder is the real MiniLM behind a recording wrapper; the engine is the se
 """
 
 import asyncio
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,11 +31,13 @@ from evallens.settings import RagSettings, ServiceSettings
 from evallens.telemetry import attributes as attr
 from evallens.telemetry.attributes import DEFAULT_PROJECT
 from tests.evallens.service.conftest import (
+    TEST_MAX_MODEL_LEN,
     LoopThread,
     RecordingEmbedder,
     make_settings,
     serving,
     wait_until,
+    warmed_up,
 )
 from tests.evallens.service.test_rag_wiring import DOCUMENTS, QUESTION, RAG, load
 from tests.evallens.test_cli_errors import assert_one_line, run_cli
@@ -320,3 +323,101 @@ def test_a_model_directory_without_a_model_is_one_line_at_start(
     env = {"EVALLENS_DATA_DIR": str(tmp_path / "data"), "EVALLENS_MODEL_PATH": str(tiny_model_path)}
     result = run_cli(*command, env={**env, variable: str(empty)})
     assert_one_line(result, f"{variable}: no model at {empty} (no config.json there)")
+
+
+def test_the_small_engine_the_app_made_beside_a_main_engine_passed_in_closes_with_the_app(
+    service_loop: LoopThread,
+    vllm_engine: VllmEngine,
+    service_data_dir: Path,
+    tiny_model_path: Path,
+    tracer_provider: TracerProvider,
+    tmp_path: Path,
+) -> None:
+    """A caller passing only its main engine, with a small-route model in the settings: the app made the
+    small engine and started it, and left it open at shutdown (its engine core lived on). The main
+    engine is the caller's, and stays up."""
+    small_path = tmp_path / "tiny-small"  # the tiny model under a name of its own
+    small_path.symlink_to(tiny_model_path, target_is_directory=True)
+    settings = make_settings(service_data_dir, tiny_model_path, route_small_model_path=small_path)
+    app = create_app(settings, engine=vllm_engine, tracer_provider=tracer_provider)
+    small = app.state.engines.small
+    assert small is not None and small is not vllm_engine
+    try:
+        with serving(service_loop, app) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert wait_until(lambda: warmed_up(client), timeout_s=300)
+            assert client.get("/readyz").status_code == 200  # the small engine started
+        closed = not small.is_ready()
+    finally:
+        service_loop.run(small.close())  # without the fix, what the app left open
+    assert closed
+    assert vllm_engine.is_ready()
+
+
+def test_an_engine_start_the_user_can_mend_is_one_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A model directory that holds no model: the warm-up logged the engine's start failure with a full
+    traceback, burying the one line that says what to mend."""
+    from evallens.service.engines.routing import EngineRouter
+    from evallens.service.ops import Readiness
+
+    missing = tmp_path / "no-model"
+    missing.mkdir()
+    engine = VllmEngine(vllm_options(make_settings(tmp_path, missing)))
+    caplog.set_level(logging.ERROR, logger="evallens.service.ops")
+    asyncio.run(Readiness(EngineRouter(engine), {}).warm_up())
+    [record] = [record for record in caplog.records if record.name == "evallens.service.ops"]
+    said = record.getMessage()
+    assert said.startswith(f"engine no-model failed to start: no model at {missing}"), said
+    assert "\n" not in said and record.exc_info is None
+
+
+class BrokenEngine:
+    """A fake for a fault no setting causes: an engine whose start fails on a bug of its own."""
+
+    model_name = "broken"
+
+    async def start(self) -> None:
+        raise KeyError("a bug")
+
+    def is_ready(self) -> bool:
+        return False
+
+    def failure(self) -> str | None:
+        return None
+
+
+def test_an_unexpected_engine_start_failure_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    from evallens.service.engines.routing import EngineRouter
+    from evallens.service.ops import Readiness
+
+    caplog.set_level(logging.ERROR, logger="evallens.service.ops")
+    readiness = Readiness(EngineRouter(BrokenEngine()), {})  # type: ignore[arg-type]
+    asyncio.run(readiness.warm_up())
+    [record] = [record for record in caplog.records if record.name == "evallens.service.ops"]
+    assert record.getMessage() == "engine broken failed to start"
+    assert record.exc_info is not None and record.exc_info[0] is KeyError
+    assert readiness.failed == {"engine broken"}
+
+
+def test_a_setting_vllm_refuses_is_one_log_line_saying_which(
+    tmp_path: Path, tiny_model_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A context window past the model's: vLLM's config refused it with a pydantic error, logged as a
+    traceback whose message went on to advise an environment variable that lifts the check."""
+    from evallens.service.engines.routing import EngineRouter
+    from evallens.service.ops import Readiness
+
+    too_long = 2 * TEST_MAX_MODEL_LEN
+    engine = VllmEngine(vllm_options(make_settings(tmp_path, tiny_model_path, max_model_len=too_long)))
+    caplog.set_level(logging.ERROR, logger="evallens.service.ops")
+    readiness = Readiness(EngineRouter(engine), {})
+    asyncio.run(readiness.warm_up())
+    [record] = [record for record in caplog.records if record.name == "evallens.service.ops"]
+    said = record.getMessage()
+    assert said.startswith(
+        f"engine tiny-llama failed to start: vLLM refused the engine's settings: User-specified "
+        f"max_model_len ({too_long}) is greater than the derived max_model_len"
+    ), said
+    assert "\n" not in said and "VLLM_ALLOW_LONG_MAX_MODEL_LEN" not in said and record.exc_info is None
+    assert readiness.failed == {"engine tiny-llama"} and not engine.is_ready()

@@ -24,6 +24,7 @@ from evallens.service.engines.vllm_engine import (
     vllm_environment,
 )
 from evallens.settings import ServiceSettings
+from evallens.settings.service import DEFAULT_CHAT_MODEL_DIR
 
 __all__ = [
     "Engine",
@@ -61,6 +62,7 @@ def vllm_options(settings: ServiceSettings, model_path: Path | None = None) -> V
         dtype=effective_dtype(settings.dtype),
         enable_prefix_caching=settings.enable_prefix_caching,
         cache_dir=settings.cache_dir,
+        pulled=path == settings.models_dir / DEFAULT_CHAT_MODEL_DIR == settings.resolved_model_path,
     )
 
 

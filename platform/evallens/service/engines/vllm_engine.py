@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from evallens.service.engines.base import (
     EngineError,
     EngineOverloaded,
@@ -50,6 +52,9 @@ class VllmOptions:
     # vLLM's stats: its Prometheus ``vllm:*`` metrics and its periodic log line. The metrics live in the
     # process's registry, and an engine that starts with them unregisters those of any engine before it.
     log_stats: bool = True
+    # Whether `evallens model pull` prepares this directory (the default chat model's): only then does a
+    # missing model there call for it; a directory the user named holds their own model or none.
+    pulled: bool = False
 
 
 def vllm_environment(cache_dir: Path) -> dict[str, str]:
@@ -165,8 +170,11 @@ class VllmEngine:
 
     def _prepare(self) -> None:
         """Check the model is there, set vLLM's environment and import vLLM (which reads it)."""
-        if not (self.options.model_path / "config.json").exists():
-            raise EngineError(f"no model at {self.options.model_path}: run `evallens model pull`")
+        path = self.options.model_path
+        if not (path / "config.json").exists():
+            if self.options.pulled:
+                raise EngineError(f"no model at {path}: run `evallens model pull`")
+            raise EngineError(f"no model at {path} (no config.json there)")
         set_process_environment(vllm_environment(self.options.cache_dir))
         (self.options.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
         import vllm.engine.arg_utils
@@ -178,7 +186,10 @@ class VllmEngine:
         from vllm.v1.engine.async_llm import AsyncLLM
 
         self._tokenizer = AutoTokenizer.from_pretrained(self.options.model_path)
-        return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_arguments(self.options)))
+        try:
+            return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_arguments(self.options)))
+        except ValidationError as error:  # vLLM refused a setting (a max_model_len past the model's)
+            raise EngineError(f"vLLM refused the engine's settings: {_refusals(error)}") from error
 
     async def close(self) -> None:
         """Shut the engine core down."""
@@ -291,6 +302,16 @@ def engine_error(error: Exception) -> EngineError | EngineRejected:
     if isinstance(error, EngineGenerateError) and error.__cause__ is not None:  # it has no words of its own
         return EngineError(f"The vLLM engine failed the request: {_said(error.__cause__)}")
     return EngineError(f"The vLLM engine failed the request: {_said(error)}")
+
+
+def _refusals(error: ValidationError) -> str:
+    """What a pydantic ``ValidationError`` of vLLM's config says, one line: the first sentence of each
+    refusal (vLLM goes on with advice on environment variables that lift its checks)."""
+    said = []
+    for refusal in error.errors():
+        words = " ".join(str(refusal["msg"]).removeprefix("Value error, ").split())
+        said.append(words.split(". ")[0].rstrip("."))
+    return "; ".join(said)
 
 
 def _said(error: BaseException) -> str:
