@@ -285,3 +285,57 @@ def test_db_upgrade_masks_urls_stored_before_and_drops_cross_project_tags(empty_
     downgrade(empty_database_url, "0012")  # the masking stays; upgrading again changes nothing
     upgrade(empty_database_url)
     assert stored_runs(empty_database_url) == stored
+
+
+def seed_0015(url: str) -> dict[str, object]:
+    """At 0015: a default run with a result on its set's case and one on alpha's case, and a default run
+    of alpha's set with a result and a tag (rows no evallens code wrote, but the schema let through)."""
+    engine = create_db_engine(url)
+    runs = {"own": str(uuid.uuid4()), "crossing": str(uuid.uuid4())}
+    with engine.begin() as connection:
+        set_ids, case_ids = {}, {}
+        for project in ("default", "alpha"):
+            set_ids[project] = connection.execute(
+                text(
+                    "INSERT INTO eval_sets (project, name, version, content_hash)"
+                    " VALUES (:p, 's', 1, 'h') RETURNING id"
+                ),
+                {"p": project},
+            ).scalar_one()
+            case_ids[project] = connection.execute(
+                text(
+                    "INSERT INTO eval_cases (eval_set_id, case_key, scenario, expected_behavior)"
+                    " VALUES (:s, 'c', 'returns', 'answer') RETURNING id"
+                ),
+                {"s": set_ids[project]},
+            ).scalar_one()
+        for name, set_id in (("own", set_ids["default"]), ("crossing", set_ids["alpha"])):
+            insert_row(
+                connection, "eval_runs", id=runs[name], eval_set_id=set_id, endpoint="http://target",
+                config={}, config_fingerprint="fp", status="completed",
+            )  # fmt: skip
+        for run, case in (("own", "default"), ("own", "alpha"), ("crossing", "alpha")):
+            insert_row(connection, "eval_results", run_id=runs[run], case_id=case_ids[case])
+        insert_row(connection, "eval_tags", eval_set_name="s", tag="main", run_id=runs["crossing"])
+    engine.dispose()
+    return {**runs, "default_set": set_ids["default"], "default_case": case_ids["default"]}
+
+
+def test_db_upgrade_gives_results_their_runs_set_and_drops_rows_crossing_sets(
+    empty_database_url: str,
+) -> None:
+    """0016 refuses a run of another project's set and a result of a case of another set: stored results
+    get their run's set; crossing rows, which the queries never showed, are deleted."""
+    upgrade(empty_database_url, "0015")
+    seeded = seed_0015(empty_database_url)
+    upgrade(empty_database_url)
+    engine = create_db_engine(empty_database_url)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT id::text FROM eval_runs")).scalars().all() == [seeded["own"]]
+        assert connection.execute(
+            text("SELECT run_id::text, eval_set_id, case_id FROM eval_results")
+        ).all() == [(seeded["own"], seeded["default_set"], seeded["default_case"])]
+        assert connection.execute(text("SELECT count(*) FROM eval_tags")).scalar_one() == 0
+    engine.dispose()
+    downgrade(empty_database_url, "0015")
+    upgrade(empty_database_url)

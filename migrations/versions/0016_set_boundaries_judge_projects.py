@@ -1,0 +1,85 @@
+"""A run replays a set of its own project; a result is of a case of its run's set.
+
+Runs referenced their set, and results their case, by id alone: a run of one project could name
+another's set, and a run's result a case of another set (of any project). The queries refused such rows;
+now the schema does. A run's foreign key to its set is on ``(set id, project)``. A result carries its
+run's set (``eval_results.eval_set_id``, filled from its run) with foreign keys on ``(run id, set id)``
+and ``(case id, set id)``: the eval engine stores a run's results only for the cases of the set version
+it replays. No evallens code wrote a crossing row: any found (written by hand) is deleted first, as it
+means nothing in its own project: a run naming another project's set, with its results and the tags and
+gate reports on it, and a result of a case of another set.
+
+Revision ID: 0016
+Revises: 0015
+Create Date: 2026-12-06 23:00:00.000000
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0016"
+down_revision: str | None = "0015"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    _set_boundaries()
+
+
+def downgrade() -> None:
+    op.drop_constraint(op.f("fk_eval_results_case_id_eval_cases"), "eval_results", type_="foreignkey")
+    op.drop_constraint(op.f("fk_eval_results_run_id_eval_runs"), "eval_results", type_="foreignkey")
+    op.drop_column("eval_results", "eval_set_id")
+    op.create_foreign_key(
+        op.f("fk_eval_results_run_id_eval_runs"), "eval_results", "eval_runs", ["run_id"], ["id"],
+        ondelete="CASCADE",
+    )  # fmt: skip
+    op.create_foreign_key(
+        op.f("fk_eval_results_case_id_eval_cases"), "eval_results", "eval_cases", ["case_id"], ["id"]
+    )
+    op.drop_constraint(op.f("fk_eval_runs_eval_set_id_eval_sets"), "eval_runs", type_="foreignkey")
+    op.create_foreign_key(
+        op.f("fk_eval_runs_eval_set_id_eval_sets"), "eval_runs", "eval_sets", ["eval_set_id"], ["id"]
+    )
+    op.drop_constraint(op.f("uq_eval_cases_id_eval_set_id"), "eval_cases", type_="unique")
+    op.drop_constraint(op.f("uq_eval_runs_id_eval_set_id"), "eval_runs", type_="unique")
+    op.drop_constraint(op.f("uq_eval_sets_id_project"), "eval_sets", type_="unique")
+
+
+def _set_boundaries() -> None:
+    # a run of another project's set goes with its results, tags and gate reports (their foreign keys
+    # cascade)
+    op.execute(
+        "DELETE FROM eval_runs r USING eval_sets s WHERE s.id = r.eval_set_id AND s.project <> r.project"
+    )
+    op.add_column(
+        "eval_results",
+        sa.Column("eval_set_id", sa.Integer(), nullable=True, comment="the run's set, which the case is of"),
+    )
+    op.execute("UPDATE eval_results e SET eval_set_id = r.eval_set_id FROM eval_runs r WHERE r.id = e.run_id")
+    op.execute(
+        "DELETE FROM eval_results e USING eval_cases c"
+        " WHERE c.id = e.case_id AND c.eval_set_id <> e.eval_set_id"
+    )
+    op.alter_column("eval_results", "eval_set_id", nullable=False)
+    op.create_unique_constraint(op.f("uq_eval_sets_id_project"), "eval_sets", ["id", "project"])
+    op.create_unique_constraint(op.f("uq_eval_runs_id_eval_set_id"), "eval_runs", ["id", "eval_set_id"])
+    op.create_unique_constraint(op.f("uq_eval_cases_id_eval_set_id"), "eval_cases", ["id", "eval_set_id"])
+    op.drop_constraint(op.f("fk_eval_runs_eval_set_id_eval_sets"), "eval_runs", type_="foreignkey")
+    op.create_foreign_key(
+        op.f("fk_eval_runs_eval_set_id_eval_sets"), "eval_runs", "eval_sets",
+        ["eval_set_id", "project"], ["id", "project"],
+    )  # fmt: skip
+    op.drop_constraint(op.f("fk_eval_results_run_id_eval_runs"), "eval_results", type_="foreignkey")
+    op.create_foreign_key(
+        op.f("fk_eval_results_run_id_eval_runs"), "eval_results", "eval_runs",
+        ["run_id", "eval_set_id"], ["id", "eval_set_id"], ondelete="CASCADE",
+    )  # fmt: skip
+    op.drop_constraint(op.f("fk_eval_results_case_id_eval_cases"), "eval_results", type_="foreignkey")
+    op.create_foreign_key(
+        op.f("fk_eval_results_case_id_eval_cases"), "eval_results", "eval_cases",
+        ["case_id", "eval_set_id"], ["id", "eval_set_id"],
+    )  # fmt: skip
