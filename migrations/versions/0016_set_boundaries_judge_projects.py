@@ -1,4 +1,5 @@
-"""A run replays a set of its own project; a result is of a case of its run's set.
+"""A run replays a set of its own project, a result is of a case of its run's set; old case errors are
+masked.
 
 Runs referenced their set, and results their case, by id alone: a run of one project could name
 another's set, and a run's result a case of another set (of any project). The queries refused such rows;
@@ -8,6 +9,12 @@ and ``(case id, set id)``: the eval engine stores a run's results only for the c
 it replays. No evallens code wrote a crossing row: any found (written by hand) is deleted first, as it
 means nothing in its own project: a run naming another project's set, with its results and the tags and
 gate reports on it, and a result of a case of another set.
+
+Case errors stored before the eval runner masked credentials in them (``eval_results.error``, and the
+first one a failed run's reason quotes after ``; first:``) can hold a key an API or proxy echoed
+(``Incorrect API key provided: sk-...``), which 0015, masking URLs only, left. They are masked as the
+runner masks a case's error now (``evallens.credentials.mask_credentials``); the rest of a run's reason
+was masked by 0015 and stays as it is (a run id there is no credential). The downgrade keeps the masking.
 
 Revision ID: 0016
 Revises: 0015
@@ -19,14 +26,20 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from evallens.credentials import mask_credentials
+
 revision: str = "0016"
 down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# how a failed run's reason quotes its first failed request (evals.runner.run._check_error_rate)
+FIRST_ERROR = "; first: "
+
 
 def upgrade() -> None:
     _set_boundaries()
+    _mask_case_errors(op.get_bind())
 
 
 def downgrade() -> None:
@@ -83,3 +96,25 @@ def _set_boundaries() -> None:
         op.f("fk_eval_results_case_id_eval_cases"), "eval_results", "eval_cases",
         ["case_id", "eval_set_id"], ["id", "eval_set_id"],
     )  # fmt: skip
+
+
+def _mask_case_errors(connection: sa.Connection) -> None:
+    """Mask a case's error, and the first one a failed run's reason quotes, as the eval runner masks a
+    case's error now (``mask_credentials``, in ``masked_excerpt``)."""
+    results = connection.execute(sa.text("SELECT id, error FROM eval_results WHERE error IS NOT NULL"))
+    for result_id, error in results.all():
+        if mask_credentials(error) != error:
+            connection.execute(
+                sa.text("UPDATE eval_results SET error = :e WHERE id = :id"),
+                {"e": mask_credentials(error), "id": result_id},
+            )
+    runs = connection.execute(
+        sa.text("SELECT id, error FROM eval_runs WHERE strpos(error, :first) > 0"), {"first": FIRST_ERROR}
+    )
+    for run_id, error in runs.all():
+        reason, first, case_error = error.partition(FIRST_ERROR)
+        masked = f"{reason}{first}{mask_credentials(case_error)}"
+        if masked != error:
+            connection.execute(
+                sa.text("UPDATE eval_runs SET error = :e WHERE id = :id"), {"e": masked, "id": run_id}
+            )
