@@ -1,5 +1,5 @@
 """A run replays a set of its own project, a result is of a case of its run's set; old case errors are
-masked.
+masked; judge verdicts are cached per project.
 
 Runs referenced their set, and results their case, by id alone: a run of one project could name
 another's set, and a run's result a case of another set (of any project). The queries refused such rows;
@@ -15,6 +15,10 @@ first one a failed run's reason quotes after ``; first:``) can hold a key an API
 (``Incorrect API key provided: sk-...``), which 0015, masking URLs only, left. They are masked as the
 runner masks a case's error now (``evallens.credentials.mask_credentials``); the rest of a run's reason
 was masked by 0015 and stays as it is (a run id there is no credential). The downgrade keeps the masking.
+
+Judge verdicts were cached by content alone, so one project's replay was served verdicts on another's
+questions and answers. The cache key now holds the project, and so does a column. A verdict cached
+before cannot say whose it is: the cache is emptied (the judge is asked again), on the way down as well.
 
 Revision ID: 0016
 Revises: 0015
@@ -33,6 +37,8 @@ down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+OLD_KEY_COMMENT = "sha256 of judge model, prompt version, question, reference, answer"
+KEY_COMMENT = "sha256 of project, judge model, prompt version, question, reference, answer"
 # how a failed run's reason quotes its first failed request (evals.runner.run._check_error_rate)
 FIRST_ERROR = "; first: "
 
@@ -40,9 +46,19 @@ FIRST_ERROR = "; first: "
 def upgrade() -> None:
     _set_boundaries()
     _mask_case_errors(op.get_bind())
+    _scope_judge_verdicts()
 
 
 def downgrade() -> None:
+    op.execute("DELETE FROM judge_verdicts")  # keyed with their project: the old keys never match them
+    op.drop_column("judge_verdicts", "project")
+    op.alter_column(
+        "judge_verdicts",
+        "key",
+        existing_type=sa.Text(),
+        comment=OLD_KEY_COMMENT,
+        existing_comment=KEY_COMMENT,
+    )
     op.drop_constraint(op.f("fk_eval_results_case_id_eval_cases"), "eval_results", type_="foreignkey")
     op.drop_constraint(op.f("fk_eval_results_run_id_eval_runs"), "eval_results", type_="foreignkey")
     op.drop_column("eval_results", "eval_set_id")
@@ -118,3 +134,20 @@ def _mask_case_errors(connection: sa.Connection) -> None:
             connection.execute(
                 sa.text("UPDATE eval_runs SET error = :e WHERE id = :id"), {"e": masked, "id": run_id}
             )
+
+
+def _scope_judge_verdicts() -> None:
+    # a verdict cached before says nothing of whose questions and answers it judged: kept under any one
+    # project, it would serve that project with another's; the cache is refilled by asking the judge again
+    op.execute("DELETE FROM judge_verdicts")
+    op.add_column(
+        "judge_verdicts",
+        sa.Column("project", sa.Text(), nullable=False, comment="whose questions and answers were judged"),
+    )
+    op.alter_column(
+        "judge_verdicts",
+        "key",
+        existing_type=sa.Text(),
+        comment=KEY_COMMENT,
+        existing_comment=OLD_KEY_COMMENT,
+    )

@@ -295,7 +295,7 @@ RUN_ERROR = f"1 of 1 requests failed (100%, over the 25% limit); first: {CASE_ER
 def seed_0015(url: str) -> dict[str, object]:
     """At 0015: a default run with a result on its set's case and one on alpha's case, and a default run
     of alpha's set with a result and a tag (rows no evallens code wrote, but the schema let through); a
-    case error and a failed run's reason quoting a key the target echoed."""
+    case error and a failed run's reason quoting a key the target echoed; a cached judge verdict."""
     engine = create_db_engine(url)
     runs = {"own": str(uuid.uuid4()), "crossing": str(uuid.uuid4()), "failed": str(uuid.uuid4())}
     with engine.begin() as connection:
@@ -330,6 +330,10 @@ def seed_0015(url: str) -> dict[str, object]:
             connection, "eval_results", run_id=runs["failed"], case_id=case_ids["default"], error=CASE_ERROR
         )
         insert_row(connection, "eval_tags", eval_set_name="s", tag="main", run_id=runs["crossing"])
+        insert_row(
+            connection, "judge_verdicts", key="k", judge_model="m", prompt_version="accuracy/1",
+            question="alpha's question", reference="r", answer="a", verdict=True, reason="fine",
+        )  # fmt: skip
     engine.dispose()
     return {**runs, "default_set": set_ids["default"], "default_case": case_ids["default"]}
 
@@ -339,7 +343,8 @@ def test_db_upgrade_gives_results_their_runs_set_and_drops_rows_crossing_sets(
 ) -> None:
     """0016 refuses a run of another project's set and a result of a case of another set: stored results
     get their run's set; crossing rows, which the queries never showed, are deleted. Before it, a key an
-    API echoed stayed in stored case errors (0015 masked URLs only)."""
+    API echoed stayed in stored case errors (0015 masked URLs only), and a verdict cached on one project's
+    question served every project."""
     upgrade(empty_database_url, "0015")
     seeded = seed_0015(empty_database_url)
     upgrade(empty_database_url)
@@ -362,6 +367,7 @@ def test_db_upgrade_gives_results_their_runs_set_and_drops_rows_crossing_sets(
             (seeded["failed"], seeded["default_set"], seeded["default_case"], masked_case_error),
         ]
         assert connection.execute(text("SELECT count(*) FROM eval_tags")).scalar_one() == 0
+        assert connection.execute(text("SELECT count(*) FROM judge_verdicts")).scalar_one() == 0
     engine.dispose()
     downgrade(empty_database_url, "0015")
     upgrade(empty_database_url)

@@ -186,13 +186,17 @@ class GateReport(Base):
 
 
 class JudgeVerdict(Base):
-    """A cached LLM-judge verdict, keyed by everything that decides it, so replays never pay twice."""
+    """A cached LLM-judge verdict, keyed by everything that decides it, so replays never pay twice; a
+    project's replays read only the verdicts cached for it."""
 
     __tablename__ = "judge_verdicts"
 
     key: Mapped[str] = mapped_column(
-        Text, primary_key=True, comment="sha256 of judge model, prompt version, question, reference, answer"
+        Text,
+        primary_key=True,
+        comment="sha256 of project, judge model, prompt version, question, reference, answer",
     )
+    project: Mapped[str] = mapped_column(Text, comment="whose questions and answers were judged")
     judge_model: Mapped[str] = mapped_column(Text)
     prompt_version: Mapped[str] = mapped_column(Text)
     question: Mapped[str] = mapped_column(Text)
