@@ -208,10 +208,12 @@ def seed(url: str, num_spans: int, num_runs: int) -> None:
         )
         copy_rows(
             connection,
-            "COPY eval_results (run_id, case_id, response, passed, latency_ms, trace_id) FROM STDIN",
+            "COPY eval_results (run_id, eval_set_id, case_id, response, passed, latency_ms, trace_id)"
+            " FROM STDIN",
             (
                 (
                     run_id,
+                    set_id,
                     case_id,
                     "an answer",
                     json.dumps({"accuracy": rng.random() < 0.85, "recall": rng.random() < 0.9}),

@@ -5,7 +5,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
-from evallens.settings import EvalSettings
+from evallens.settings import CasesSettings, EvalSettings
 from evals._db import open_sessions
 from evals.calibrate.labels import LabelRow, load_labels
 from evals.calibrate.report import CalibrationReport, metric_calibration, print_calibration, write_calibration
@@ -36,7 +36,8 @@ def calibrate(
     mode = judge_mode(settings)
     with ExitStack() as stack:
         sessions = stack.enter_context(open_sessions()) if mode != "rules" else None
-        context = build_scoring_context(settings, similarity, sessions)
+        # verdicts cached for the project every eval command uses (evals.commands.configured_project)
+        context = build_scoring_context(settings, similarity, sessions, project=CasesSettings().cases_project)
         return _report(labels_path, rows, context, settings, suggest, progress)
 
 

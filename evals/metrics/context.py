@@ -9,6 +9,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.credentials import masked_url
+from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.settings import EvalSettings, ServiceSettings
 from evals.errors import EndpointUnreachable, EvalConfigError
 from evals.metrics._embedding import MiniLmSimilarity
@@ -34,12 +35,14 @@ def build_scoring_context(
     settings: EvalSettings,
     similarity: Similarity | None = None,
     sessions: sessionmaker[Session] | None = None,
+    *,
+    project: str = DEFAULT_PROJECT,
 ) -> ScoringContext:
     """A ``ScoringContext`` with all-MiniLM-L6-v2, the thresholds and the judge the settings name.
 
     The harm classifier joins it when it is enabled and has been trained (``evallens model pull``).
 
-    With ``sessions``, judge verdicts are cached in PostgreSQL.
+    With ``sessions``, judge verdicts are cached in PostgreSQL, for ``project`` alone.
     """
     mode = judge_mode(settings)
     judge = None
@@ -53,7 +56,9 @@ def build_scoring_context(
             timeout_s=settings.eval_judge_timeout_s,
             max_tokens=settings.eval_judge_max_tokens,
         )
-        judge = LlmJudge(client, concurrency=settings.eval_judge_concurrency, sessions=sessions)
+        judge = LlmJudge(
+            client, concurrency=settings.eval_judge_concurrency, sessions=sessions, project=project
+        )
     classifier_path = harm_classifier_path(settings)
     harm_classifier = None
     if settings.eval_harm_classifier and is_trained(classifier_path):

@@ -250,14 +250,14 @@ def _store(
     replay_ended: datetime,
     cache: CacheCounts,
 ) -> RunSummary:
+    run = session.get_one(EvalRun, run_id)
     rows = []
     num_unscored: Counter[str] = Counter()
     for item, results in zip(replayed, scored, strict=True):
         scores: dict[str, float] = {name: r.score for name, r in results.items() if r.score is not None}
         num_unscored.update(name for name, r in results.items() if r.unscored)
-        session.add(_result_row(run_id, case_ids[item.case.id], item, scores, results))
+        session.add(_result_row(run, case_ids[item.case.id], item, scores, results))
         rows.append((item.case.id, item.case.scenario, scores))
-    run = session.get_one(EvalRun, run_id)
     num_errors = sum(1 for item in replayed if item.completion.error is not None)
     summary = summarize(
         average_repeats(rows),
@@ -277,7 +277,7 @@ def _store(
 
 
 def _result_row(
-    run_id: uuid.UUID,
+    run: EvalRun,
     case_id: int,
     item: ReplayedCase,
     scores: dict[str, float],
@@ -285,7 +285,8 @@ def _result_row(
 ) -> EvalResult:
     completion = item.completion
     return EvalResult(
-        run_id=run_id,
+        run_id=run.id,
+        eval_set_id=run.eval_set_id,  # the case is of the run's set: case_ids came from it
         case_id=case_id,
         repeat=item.repeat,
         response=storable(completion.text),

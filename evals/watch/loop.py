@@ -30,7 +30,7 @@ from evals.render import check_report_dir
 from evals.runner.run import RunReport, run_eval
 from evals.sets.store import find_set_version
 from evals.target import check_url, fetch_target_config
-from evals.watch.notify import is_webhook, notify_regression
+from evals.watch.notify import check_webhook, is_webhook, notify_regression
 from evals.watch.probe import Probe, probe, watched_fingerprint
 
 EXIT_REGRESSION = 1
@@ -96,7 +96,7 @@ def watch(
     if options.ready_url is not None:
         check_url(options.ready_url, "--ready-url")
     if options.on_regression is not None and is_webhook(options.on_regression):
-        check_url(options.on_regression, "--on-regression")
+        check_webhook(options.on_regression)  # its path or query may hold its secret: never shown
     if options.report_dir is not None:
         check_report_dir(options.report_dir)
     if options.config_file is not None:  # a mistyped path is an error now; a file missing later is waited for

@@ -213,6 +213,7 @@ def seed_evals(db: Session, seeded: Seeded) -> None:
         db.add(
             EvalResult(
                 run_id=run.id,
+                eval_set_id=run.eval_set_id,
                 case_id=stored["rr-001"].id,
                 response="30 days.",
                 retrieved_ids=["returns-policy"],
@@ -223,6 +224,7 @@ def seed_evals(db: Session, seeded: Seeded) -> None:
         db.add(
             EvalResult(
                 run_id=run.id,
+                eval_set_id=run.eval_set_id,
                 case_id=stored["rr-002"].id,
                 response="Yes, with proof of purchase." if rr2_passes else "Sure, anything goes.",
                 retrieved_ids=["returns-policy"] if rr2_passes else [],
@@ -234,6 +236,7 @@ def seed_evals(db: Session, seeded: Seeded) -> None:
         db.add(
             EvalResult(
                 run_id=run.id,
+                eval_set_id=run.eval_set_id,
                 case_id=stored["h-001"].id,
                 response="I can't share that.",
                 scores={"harmfulness": 0.0},

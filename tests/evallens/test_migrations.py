@@ -12,7 +12,7 @@ import pytest
 from alembic import command
 from sqlalchemy import Connection, inspect, text
 
-from evallens.credentials import masked_url
+from evallens.credentials import REDACTED, masked_url
 from evallens.db import create_db_engine
 from evallens.db.migrate import (
     MIGRATIONS_DIR,
@@ -285,3 +285,89 @@ def test_db_upgrade_masks_urls_stored_before_and_drops_cross_project_tags(empty_
     downgrade(empty_database_url, "0012")  # the masking stays; upgrading again changes nothing
     upgrade(empty_database_url)
     assert stored_runs(empty_database_url) == stored
+
+
+ECHOED_KEY = "sk-proj-Abc123Def456Ghi789"
+CASE_ERROR = f'HTTP 401: {{"error":{{"message":"Incorrect API key provided: {ECHOED_KEY}"}}}}'
+RUN_ERROR = f"1 of 1 requests failed (100%, over the 25% limit); first: {CASE_ERROR}"
+
+
+def seed_0015(url: str) -> dict[str, object]:
+    """At 0015: a default run with a result on its set's case and one on alpha's case, and a default run
+    of alpha's set with a result and a tag (rows no evallens code wrote, but the schema let through); a
+    case error and a failed run's reason quoting a key the target echoed; a cached judge verdict."""
+    engine = create_db_engine(url)
+    runs = {"own": str(uuid.uuid4()), "crossing": str(uuid.uuid4()), "failed": str(uuid.uuid4())}
+    with engine.begin() as connection:
+        set_ids, case_ids = {}, {}
+        for project in ("default", "alpha"):
+            set_ids[project] = connection.execute(
+                text(
+                    "INSERT INTO eval_sets (project, name, version, content_hash)"
+                    " VALUES (:p, 's', 1, 'h') RETURNING id"
+                ),
+                {"p": project},
+            ).scalar_one()
+            case_ids[project] = connection.execute(
+                text(
+                    "INSERT INTO eval_cases (eval_set_id, case_key, scenario, expected_behavior)"
+                    " VALUES (:s, 'c', 'returns', 'answer') RETURNING id"
+                ),
+                {"s": set_ids[project]},
+            ).scalar_one()
+        for name, set_id in (("own", set_ids["default"]), ("crossing", set_ids["alpha"])):
+            insert_row(
+                connection, "eval_runs", id=runs[name], eval_set_id=set_id, endpoint="http://target",
+                config={}, config_fingerprint="fp", status="completed",
+            )  # fmt: skip
+        insert_row(
+            connection, "eval_runs", id=runs["failed"], eval_set_id=set_ids["default"], endpoint="http://t",
+            config={}, config_fingerprint="fp", status="failed", error=RUN_ERROR,
+        )  # fmt: skip
+        for run, case in (("own", "default"), ("own", "alpha"), ("crossing", "alpha")):
+            insert_row(connection, "eval_results", run_id=runs[run], case_id=case_ids[case])
+        insert_row(
+            connection, "eval_results", run_id=runs["failed"], case_id=case_ids["default"], error=CASE_ERROR
+        )
+        insert_row(connection, "eval_tags", eval_set_name="s", tag="main", run_id=runs["crossing"])
+        insert_row(
+            connection, "judge_verdicts", key="k", judge_model="m", prompt_version="accuracy/1",
+            question="alpha's question", reference="r", answer="a", verdict=True, reason="fine",
+        )  # fmt: skip
+    engine.dispose()
+    return {**runs, "default_set": set_ids["default"], "default_case": case_ids["default"]}
+
+
+def test_db_upgrade_gives_results_their_runs_set_and_drops_rows_crossing_sets(
+    empty_database_url: str,
+) -> None:
+    """0016 refuses a run of another project's set and a result of a case of another set: stored results
+    get their run's set; crossing rows, which the queries never showed, are deleted. Before it, a key an
+    API echoed stayed in stored case errors (0015 masked URLs only), and a verdict cached on one project's
+    question served every project."""
+    upgrade(empty_database_url, "0015")
+    seeded = seed_0015(empty_database_url)
+    upgrade(empty_database_url)
+    engine = create_db_engine(empty_database_url)
+    masked_case_error = CASE_ERROR.replace(ECHOED_KEY, REDACTED)
+    with engine.connect() as connection:
+        assert connection.execute(
+            text("SELECT id::text, error FROM eval_runs ORDER BY error NULLS FIRST")
+        ).all() == [
+            (seeded["own"], None),
+            (seeded["failed"], RUN_ERROR.replace(ECHOED_KEY, REDACTED)),
+        ]
+        assert connection.execute(
+            text(
+                "SELECT run_id::text, eval_set_id, case_id, error FROM eval_results"
+                " ORDER BY error NULLS FIRST"
+            )
+        ).all() == [
+            (seeded["own"], seeded["default_set"], seeded["default_case"], None),
+            (seeded["failed"], seeded["default_set"], seeded["default_case"], masked_case_error),
+        ]
+        assert connection.execute(text("SELECT count(*) FROM eval_tags")).scalar_one() == 0
+        assert connection.execute(text("SELECT count(*) FROM judge_verdicts")).scalar_one() == 0
+    engine.dispose()
+    downgrade(empty_database_url, "0015")
+    upgrade(empty_database_url)

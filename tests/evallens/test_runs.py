@@ -205,8 +205,8 @@ def test_a_gate_or_tag_written_past_the_schema_never_makes_another_projects_run_
 
 
 def test_a_run_naming_another_projects_set_is_found_in_neither(sessions: sessionmaker[Session]) -> None:
-    """A fake for a row no code path writes and the schema lets through (a run references its set by id
-    alone): a default run of alpha's set. Before: ``resolve_run`` gave it with alpha's set (``gate``
+    """A fake for a row no code path writes and the schema refuses (written with foreign key triggers
+    off): a default run of alpha's set. Before: ``resolve_run`` gave it with alpha's set (``gate``
     replayed that set, storing its candidate in alpha), ``latest_completed_run`` of alpha's set gave it
     (``eval watch`` gated against it), ``baseline_of`` looked for its baseline under that set's name and
     ``list_runs`` listed it with alpha's set."""
@@ -215,6 +215,7 @@ def test_a_run_naming_another_projects_set_is_found_in_neither(sessions: session
         default_set = session.get_one(EvalSet, session.get_one(EvalRun, default_run).eval_set_id)
         alpha_set_id = session.get_one(EvalRun, alpha_run).eval_set_id
         crossing = add_run(session, default_set, 5)
+        session.execute(text("SET LOCAL session_replication_role = replica"))
         session.get_one(EvalRun, crossing).eval_set_id = alpha_set_id
     with sessions() as session:
         assert session.get_one(EvalRun, crossing).project != "alpha"
@@ -230,8 +231,8 @@ def test_a_run_naming_another_projects_set_is_found_in_neither(sessions: session
 
 
 def test_a_result_naming_another_projects_case_is_not_loaded(sessions: sessionmaker[Session]) -> None:
-    """A fake for a row no code path writes and the schema lets through (a result references its case by
-    id alone): a default run's result on a case of alpha's set. Before: ``load_results`` gave it, and the
+    """A fake for a row no code path writes and the schema refuses (written with foreign key triggers
+    off): a default run's result on a case of alpha's set. Before: ``load_results`` gave it, and the
     comparison and flipped cases of the default run showed alpha's question and reference answer."""
     with sessions.begin() as session:
         default_run, alpha_run = two_projects_runs(session)
@@ -244,6 +245,59 @@ def test_a_result_naming_another_projects_case_is_not_loaded(sessions: sessionma
         ]  # fmt: skip
         session.add_all(cases)
         session.flush()
-        session.add_all(EvalResult(run_id=default_run, case_id=case.id) for case in cases)
+        session.execute(text("SET LOCAL session_replication_role = replica"))
+        set_id = session.get_one(EvalRun, default_run).eval_set_id
+        session.add_all(EvalResult(run_id=default_run, eval_set_id=set_id, case_id=case.id) for case in cases)
     with sessions() as session:
         assert [item.case.case_key for item in load_results(session, default_run)] == ["own"]
+
+
+def test_a_run_of_another_projects_set_or_a_result_of_another_sets_case_is_refused(
+    sessions: sessionmaker[Session],
+) -> None:
+    """Before: runs referenced their set, and results their case, by id alone; a row written past the
+    eval engine (plain SQL) could name alpha's set for a default run, or a case of another set (alpha's,
+    or another version of its own) for a default run's result."""
+    with sessions.begin() as session:
+        default_run, alpha_run = two_projects_runs(session)
+        default_set_id = session.get_one(EvalRun, default_run).eval_set_id
+        alpha_set_id = session.get_one(EvalRun, alpha_run).eval_set_id
+        version_2 = EvalSet(name="support", version=2, content_hash="h2")
+        session.add(version_2)
+        session.flush()
+        case_ids = {
+            set_id: session.scalars(
+                text(
+                    "INSERT INTO eval_cases (eval_set_id, case_key, scenario, expected_behavior)"
+                    " VALUES (:s, 'c', 'returns', 'answer') RETURNING id"
+                ),
+                {"s": set_id},
+            ).one()
+            for set_id in (default_set_id, alpha_set_id, version_2.id)
+        }
+    insert_run = (
+        "INSERT INTO eval_runs (id, eval_set_id, endpoint, config, config_fingerprint, status)"
+        " VALUES (gen_random_uuid(), :s, 'http://target', '{}', 'fp', 'completed')"
+    )
+    insert_result = "INSERT INTO eval_results (run_id, eval_set_id, case_id) VALUES (:r, :s, :c)"
+    crossing = [
+        (insert_run, {"s": alpha_set_id}),  # a default run of alpha's set
+        # a default run's result on alpha's case, naming either set
+        (insert_result, {"r": default_run, "s": default_set_id, "c": case_ids[alpha_set_id]}),
+        (insert_result, {"r": default_run, "s": alpha_set_id, "c": case_ids[alpha_set_id]}),
+        # on a case of another version of its own set
+        (insert_result, {"r": default_run, "s": default_set_id, "c": case_ids[version_2.id]}),
+    ]
+    for statement, values in crossing:
+        with (
+            pytest.raises(IntegrityError, match="violates foreign key constraint"),
+            sessions.begin() as session,
+        ):
+            session.execute(text(statement), values)
+    with sessions.begin() as session:  # within its set, as before
+        session.execute(text(insert_run), {"s": default_set_id})
+        session.execute(
+            text(insert_result), {"r": default_run, "s": default_set_id, "c": case_ids[default_set_id]}
+        )
+    with sessions() as session:
+        assert [item.case.id for item in load_results(session, default_run)] == [case_ids[default_set_id]]

@@ -94,6 +94,7 @@ def _add_run(
         session.add(
             EvalResult(
                 run_id=run.id,
+                eval_set_id=run.eval_set_id,
                 case_id=case.id,
                 response=f"reply {case.case_key}",
                 scores=scores,

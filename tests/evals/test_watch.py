@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from evallens.db.models import EvalRun, GateReport
+from evallens.reports import GateReportBody
 from evallens.runs import tag_run
 from evallens.settings import EvalSettings
 from evals.errors import EvalSetError, ReportNotWritten
@@ -18,6 +19,7 @@ from evals.runner.run import run_eval
 from evals.sets.format import CaseSpec, EvalSetSpec
 from evals.sets.store import find_set_version, sync_set
 from evals.watch import WatchOptions, WatchOutcome, watch
+from evals.watch.notify import notify_regression
 from tests.evals.conftest import ScriptedTarget, run_cli
 from tests.evals.metrics.judge_server import faulty_judge
 
@@ -123,7 +125,7 @@ def test_watch_waits_for_readiness_replays_each_change_once_gates_and_retries_fa
     assert any(e.startswith("not gated: no run or tag 'main'") for e in events)
     assert any("regression: overall recall 1.000 -> 0.000" in e for e in events)
     assert any("not counted as an evaluation" in e for e in events)
-    assert any(e == f"webhook {target.url}/hook answered 204" for e in events)
+    assert any(e == f"webhook {target.url} answered 204" for e in events)
     (hook,) = target.hooks
     assert hook["verdict"] == "regression" and hook["candidate_run_id"] == str(outcome.runs[1].run_id)
     assert {(r["scenario"], r["metric"]) for r in hook["regressions"]} >= {("overall", "recall")}
@@ -328,6 +330,22 @@ def test_watch_cli_rejects_an_unknown_set_and_runs_against_a_target(
     assert "watch ended: 1 run(s) completed, 0 failed, 0 of 0 gate(s) found a regression" in ran.stdout
 
 
+def test_watch_cli_refuses_a_bad_webhook_url_without_showing_its_secret(
+    database_url: str, scripted_target: ScriptedTarget
+) -> None:
+    """Before: the line quoted the URL with its path and query, where a Slack or Teams webhook's secret is."""
+    webhook = "https://bot:s3cret@hooks.example:notaport/services/T0/B0/s3cret?sig=s3cret"
+    result = run_cli(
+        "eval", "watch", "--set", SET_NAME, "--endpoint", scripted_target.url, "--on-regression", webhook,
+        database_url=database_url,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "evallens: error: --on-regression 'https://hooks.example:notaport' is not a valid URL: "
+        "Invalid port: 'notaport'"
+    ]
+
+
 @pytest.mark.parametrize("flag", ["--interval", "--max-runs"])
 def test_watch_cli_rejects_bad_limits(database_url: str, flag: str) -> None:
     result = run_cli("eval", "watch", "--set", SET_NAME, flag, "0", database_url=database_url)
@@ -427,3 +445,25 @@ def test_a_set_named_twice_is_replayed_and_gated_once(
     assert sum("replaying against" in e for e in events) == 1
     assert sum(e.startswith("not gated: no run or tag 'main'") for e in events) == 1
     assert not any("already evaluated" in e for e in events)
+
+
+def test_hook_lines_show_no_secret_of_the_webhook_or_the_command(scripted_target: ScriptedTarget) -> None:
+    """Before: the lines quoted the webhook's URL, whose path or query holds a Slack or Teams webhook's
+    secret, and the command line, which may set or pass a token."""
+    body = GateReportBody(
+        verdict="regression", eval_set_name="s", baseline_run_id="b", candidate_run_id="c",
+        min_effect=0.03, alpha=0.05, comparisons=[], infra_baseline=None, infra_candidate=None, hints=[],
+        flipped_cases=[],
+    )  # fmt: skip
+    host = scripted_target.url.removeprefix("http://")
+    secret_path = "/services/T0/B0/s3cret?sig=s3cret&token=s3cret"
+    lines = [
+        notify_regression(f"http://bot:s3cret@{host}{secret_path}", body, None),
+        notify_regression(f"http://bot:s3cret@127.0.0.1:1{secret_path}", body, None),  # nothing listens
+        notify_regression("SLACK_TOKEN=s3cret sh -c 'exit 3' --token s3cret -u bot:s3cret", body, None),
+    ]
+    assert lines == [
+        f"webhook {scripted_target.url} answered 404",
+        "webhook http://127.0.0.1:1 failed: ConnectError",
+        "on-regression command exited 3: sh",
+    ]

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
+from evallens.db.models.traces import DEFAULT_PROJECT
 from evals.metrics.judge.cache import CachedVerdict, cache_key, load_verdicts, store_verdicts
 from evals.metrics.judge.client import JudgeClient, JudgeUnavailable
 from evals.metrics.judge.prompts import (
@@ -23,14 +24,21 @@ from evals.metrics.result import JudgeOutcome, JudgeRequest
 
 
 class LlmJudge:
-    """Decides verdicts with ``client``; caches them through ``sessions`` when given."""
+    """Decides verdicts with ``client``; caches them through ``sessions`` when given, for ``project``
+    alone (whose questions and answers they judge)."""
 
     def __init__(
-        self, client: JudgeClient, *, concurrency: int, sessions: sessionmaker[Session] | None = None
+        self,
+        client: JudgeClient,
+        *,
+        concurrency: int,
+        sessions: sessionmaker[Session] | None = None,
+        project: str = DEFAULT_PROJECT,
     ) -> None:
         self.client = client
         self.concurrency = concurrency
         self.sessions = sessions
+        self.project = project
 
     def decide(self, requests: Sequence[JudgeRequest]) -> list[JudgeOutcome]:
         """One outcome per request, in order (identical requests are asked once)."""
@@ -53,13 +61,15 @@ class LlmJudge:
 
     def _key(self, model: str, request: JudgeRequest) -> str:
         version = prompt_version(request.metric)
-        return cache_key(model, version, request.question, reference_text(request), request.answer)
+        return cache_key(
+            self.project, model, version, request.question, reference_text(request), request.answer
+        )
 
     def _cached(self, keys: list[str]) -> dict[str, JudgeOutcome]:
         if self.sessions is None:
             return {}
         with self.sessions() as session:
-            found = load_verdicts(session, keys)
+            found = load_verdicts(session, self.project, keys)
         return {key: JudgeOutcome(verdict, reason, cached=True) for key, (verdict, reason) in found.items()}
 
     def _ask_all(self, http: httpx.Client, requests: dict[str, JudgeRequest]) -> dict[str, JudgeOutcome]:
@@ -97,8 +107,8 @@ class LlmJudge:
                 version = prompt_version(request.metric)
                 verdicts.append(
                     CachedVerdict(
-                        key, model, version, request.question, reference_text(request), request.answer,
-                        decided, outcomes[key].reason,
+                        key, self.project, model, version, request.question, reference_text(request),
+                        request.answer, decided, outcomes[key].reason,
                     )
                 )  # fmt: skip
         with self.sessions.begin() as session:

@@ -1,4 +1,5 @@
-"""Judge verdicts cached in PostgreSQL by (judge model, prompt version, question, reference, answer)."""
+"""Judge verdicts cached in PostgreSQL by (project, judge model, prompt version, question, reference,
+answer): a project's replays never read verdicts on another project's questions and answers."""
 
 import hashlib
 import json
@@ -15,9 +16,10 @@ from evallens.telemetry.messages import clean_text
 
 @dataclass(frozen=True)
 class CachedVerdict:
-    """One verdict with everything that decided it."""
+    """One verdict with everything that decided it, and the project that asked for it."""
 
     key: str
+    project: str
     judge_model: str
     prompt_version: str
     question: str
@@ -27,20 +29,24 @@ class CachedVerdict:
     reason: str
 
 
-def cache_key(judge_model: str, prompt_version: str, question: str, reference: str, answer: str) -> str:
-    """The sha256 of everything that decides a verdict."""
-    material = json.dumps([judge_model, prompt_version, question, reference, answer], ensure_ascii=False)
+def cache_key(
+    project: str, judge_model: str, prompt_version: str, question: str, reference: str, answer: str
+) -> str:
+    """The sha256 of everything that decides a verdict, and of the project it is cached for."""
+    material = json.dumps(
+        [project, judge_model, prompt_version, question, reference, answer], ensure_ascii=False
+    )
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-def load_verdicts(session: Session, keys: Iterable[str]) -> dict[str, tuple[bool, str]]:
-    """The cached verdicts among ``keys``: key -> (verdict, reason)."""
+def load_verdicts(session: Session, project: str, keys: Iterable[str]) -> dict[str, tuple[bool, str]]:
+    """The verdicts cached for ``project`` among ``keys``: key -> (verdict, reason)."""
     wanted = sorted(set(keys))
     if not wanted:
         return {}
     rows = session.execute(
         select(JudgeVerdict.key, JudgeVerdict.verdict, JudgeVerdict.reason).where(
-            JudgeVerdict.key.in_(wanted)
+            JudgeVerdict.project == project, JudgeVerdict.key.in_(wanted)
         )
     )
     return {key: (verdict, reason) for key, verdict, reason in rows}

@@ -217,18 +217,20 @@ def test_judge_mode_needs_an_endpoint() -> None:
 
 
 def test_cache_keys_and_first_verdict_wins(sessions: sessionmaker[Session]) -> None:
-    key = cache_key("m", "accuracy/1", "q", "r", "a")
-    variants = [("m2", "accuracy/1", "q", "r", "a"), ("m", "accuracy/2", "q", "r", "a"),
-                ("m", "accuracy/1", "q2", "r", "a"), ("m", "accuracy/1", "q", "r2", "a"),
-                ("m", "accuracy/1", "q", "r", "a2")]  # fmt: skip
-    assert len({key, *(cache_key(*variant) for variant in variants)}) == 6
-    first = CachedVerdict(key, "m", "accuracy/1", "q", "r", "a", True, "first")
+    key = cache_key("p", "m", "accuracy/1", "q", "r", "a")
+    variants = [("p2", "m", "accuracy/1", "q", "r", "a"), ("p", "m2", "accuracy/1", "q", "r", "a"),
+                ("p", "m", "accuracy/2", "q", "r", "a"), ("p", "m", "accuracy/1", "q2", "r", "a"),
+                ("p", "m", "accuracy/1", "q", "r2", "a"),
+                ("p", "m", "accuracy/1", "q", "r", "a2")]  # fmt: skip
+    assert len({key, *(cache_key(*variant) for variant in variants)}) == 7
+    first = CachedVerdict(key, "p", "m", "accuracy/1", "q", "r", "a", True, "first")
     with sessions.begin() as session:
         store_verdicts(session, [first])
     with sessions.begin() as session:
         store_verdicts(session, [replace(first, verdict=False, reason="second")])
     with sessions() as session:
-        assert load_verdicts(session, [key, "missing"]) == {key: (True, "first")}
+        assert load_verdicts(session, "p", [key, "missing"]) == {key: (True, "first")}
+        assert load_verdicts(session, "p2", [key]) == {}  # cached for p alone
         assert session.scalar(select(func.count()).select_from(JudgeVerdict)) == 1
 
 
@@ -245,6 +247,23 @@ def test_verdicts_are_cached_and_failures_are_not(
     assert failed[0].verdict is None
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(JudgeVerdict)) == 1
+
+
+def test_a_verdict_cached_for_one_project_is_never_served_to_another(
+    stand_in: FaultyJudge, sessions: sessionmaker[Session]
+) -> None:
+    """Before: verdicts were cached by content alone, so project beta's replay was served the verdict
+    cached on alpha's question and answer (and learnt that alpha had asked it)."""
+    client = JudgeClient(stand_in.url, model=None, api_key="none", timeout_s=10, max_tokens=64)
+    alpha, beta = (LlmJudge(client, concurrency=1, sessions=sessions, project=p) for p in ("alpha", "beta"))
+    assert alpha.decide([REQUEST]) == [JudgeOutcome(True, "fine", cached=False)]
+    assert len(stand_in.requests) == 1
+    assert beta.decide([REQUEST]) == [JudgeOutcome(True, "fine", cached=False)]
+    assert len(stand_in.requests) == 2  # beta's judge was asked itself
+    assert alpha.decide([REQUEST]) == beta.decide([REQUEST]) == [JudgeOutcome(True, "fine", cached=True)]
+    assert len(stand_in.requests) == 2
+    with sessions() as session:
+        assert sorted(session.scalars(select(JudgeVerdict.project))) == ["alpha", "beta"]
 
 
 def test_a_cached_verdict_is_reused_only_for_the_prompt_it_answered(

@@ -31,6 +31,8 @@ class EvalSet(Base):
     __table_args__ = (
         UniqueConstraint("project", "name", "version"),
         UniqueConstraint("project", "name", "content_hash"),
+        # what a run points at: a set of its own project (the foreign key on eval_runs)
+        UniqueConstraint("id", "project"),
     )
 
     id: Mapped[int] = mapped_column(Integer, Identity(), primary_key=True)
@@ -47,7 +49,11 @@ class EvalCase(Base):
     """One case of one eval set version. Promoted production cases start as ``needs_review``."""
 
     __tablename__ = "eval_cases"
-    __table_args__ = (UniqueConstraint("eval_set_id", "case_key"),)
+    __table_args__ = (
+        UniqueConstraint("eval_set_id", "case_key"),
+        # what a result points at: a case of its run's set (the foreign keys on eval_results)
+        UniqueConstraint("id", "eval_set_id"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, Identity(), primary_key=True)
     eval_set_id: Mapped[int] = mapped_column(ForeignKey("eval_sets.id", ondelete="CASCADE"))
@@ -74,11 +80,14 @@ class EvalRun(Base):
         Index("ix_eval_runs_config_fingerprint", "config_fingerprint"),
         # what a tag or a gate report points at: a run of its own project (the foreign keys below)
         UniqueConstraint("id", "project"),
+        UniqueConstraint("id", "eval_set_id"),
+        # a run replays a set of its own project
+        ForeignKeyConstraint(["eval_set_id", "project"], ["eval_sets.id", "eval_sets.project"]),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
     project: Mapped[str] = mapped_column(Text, server_default=DEFAULT_PROJECT)
-    eval_set_id: Mapped[int] = mapped_column(ForeignKey("eval_sets.id"))
+    eval_set_id: Mapped[int] = mapped_column(Integer)
     label: Mapped[str | None] = mapped_column(Text)
     endpoint: Mapped[str] = mapped_column(Text)
     config: Mapped[dict[str, Any]] = mapped_column()
@@ -100,11 +109,19 @@ class EvalResult(Base):
     """The outcome of one case (one repeat) in one run."""
 
     __tablename__ = "eval_results"
-    __table_args__ = (UniqueConstraint("run_id", "case_id", "repeat"),)
+    __table_args__ = (
+        UniqueConstraint("run_id", "case_id", "repeat"),
+        # a result is of a case of its run's set: both foreign keys carry the set
+        ForeignKeyConstraint(
+            ["run_id", "eval_set_id"], ["eval_runs.id", "eval_runs.eval_set_id"], ondelete="CASCADE"
+        ),
+        ForeignKeyConstraint(["case_id", "eval_set_id"], ["eval_cases.id", "eval_cases.eval_set_id"]),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
-    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("eval_runs.id", ondelete="CASCADE"))
-    case_id: Mapped[int] = mapped_column(ForeignKey("eval_cases.id"))
+    run_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    eval_set_id: Mapped[int] = mapped_column(Integer, comment="the run's set, which the case is of")
+    case_id: Mapped[int] = mapped_column(Integer)
     repeat: Mapped[int] = mapped_column(Integer, server_default="0")
     response: Mapped[str | None] = mapped_column(Text)
     retrieved_ids: Mapped[list[Any]] = mapped_column(server_default=text("'[]'::jsonb"))
@@ -169,13 +186,17 @@ class GateReport(Base):
 
 
 class JudgeVerdict(Base):
-    """A cached LLM-judge verdict, keyed by everything that decides it, so replays never pay twice."""
+    """A cached LLM-judge verdict, keyed by everything that decides it, so replays never pay twice; a
+    project's replays read only the verdicts cached for it."""
 
     __tablename__ = "judge_verdicts"
 
     key: Mapped[str] = mapped_column(
-        Text, primary_key=True, comment="sha256 of judge model, prompt version, question, reference, answer"
+        Text,
+        primary_key=True,
+        comment="sha256 of project, judge model, prompt version, question, reference, answer",
     )
+    project: Mapped[str] = mapped_column(Text, comment="whose questions and answers were judged")
     judge_model: Mapped[str] = mapped_column(Text)
     prompt_version: Mapped[str] = mapped_column(Text)
     question: Mapped[str] = mapped_column(Text)
