@@ -56,7 +56,7 @@ def run_command(
     with open_sessions() as sessions:
         with sessions() as session:
             eval_set_id = find_set_version(session, selector, project=project).id
-        scoring = build_scoring_context(settings)
+        scoring = build_scoring_context(settings, sessions=sessions, project=project)
         report = run_eval(
             sessions, eval_set_id, settings, scoring, endpoint=endpoint, repeats=repeats, label=label,
             no_cache=no_cache, progress=progress,
@@ -98,7 +98,7 @@ def gate_command(
         check_report_dir(report_dir)
     with open_sessions() as sessions:
         if endpoint is not None:
-            scoring = build_scoring_context(settings)
+            scoring = build_scoring_context(settings, sessions=sessions, project=project)
             outcome = gate_endpoint(
                 sessions, baseline, endpoint, settings, scoring, no_cache=no_cache, progress=progress,
                 project=project, report_dir=report_dir,
@@ -128,7 +128,7 @@ def watch_command(options: WatchOptions, console: Console) -> WatchOutcome:
     """Poll, replay and gate until interrupted (or a limit in ``options``); one line per event."""
     settings = EvalSettings()
     with open_sessions() as sessions:
-        scoring = build_scoring_context(settings)
+        scoring = build_scoring_context(settings, sessions=sessions, project=options.project)
 
         def emit(message: str) -> None:
             console.print(

@@ -13,7 +13,7 @@ from psycopg import sql
 from sqlalchemy import func, make_url, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from evallens.db.models import EvalResult, EvalRun, EvalTag
+from evallens.db.models import EvalResult, EvalRun, EvalTag, JudgeVerdict
 from evallens.db.server import DatabaseServer
 from evallens.ports import free_port
 from evallens.reports import InfraSummary, RunSummary
@@ -465,6 +465,33 @@ def test_a_url_with_no_port_number_is_one_line_exit_2(
             )
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(EvalRun)) == 0
+
+
+def test_a_replay_through_the_cli_asks_the_judge_only_about_answers_it_has_not_judged(
+    database_url: str, sessions: sessionmaker[Session], scripted_target: ScriptedTarget
+) -> None:
+    """``eval run``, ``gate --candidate-endpoint`` and ``eval watch`` built their judge without the
+    database, so only ``calibrate`` read the verdict cache: every replay of unchanged answers paid the
+    judge again for each case."""
+    assert run_cli("eval", "sets", "sync", str(SETS / "good"), database_url=database_url).returncode == 0
+    with faulty_judge() as judge:
+        env = {"EVALLENS_EVAL_JUDGE_ENDPOINT": judge.url, "EVALLENS_EVAL_JUDGE_MODE": "judge"}
+        first = run_cli(
+            "eval", "run", "--set", "mini-support", "--endpoint", scripted_target.url, "--tag", "main",
+            database_url=database_url, extra_env=env,
+        )  # fmt: skip
+        assert first.returncode == 0, first.stderr
+        asked = len(judge.requests)
+        assert asked > 0
+        gate = run_cli(
+            "gate", "--baseline", "main", "--candidate-endpoint", scripted_target.url,
+            database_url=database_url, extra_env=env,
+        )  # fmt: skip
+        assert gate.returncode == 0, gate.stderr
+    assert len(judge.requests) == asked  # the same answers: every verdict came from PostgreSQL
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(EvalRun)) == 2
+        assert set(session.scalars(select(JudgeVerdict.project))) == {"default"}
 
 
 def test_cli_run_then_tag(

@@ -100,7 +100,7 @@ def replay(
     from evals.runner.run import run_eval
 
     with phase(progress, "loading the scoring models (MiniLM, judge, harm classifier)"):
-        scoring = build_scoring_context(settings)
+        scoring = build_scoring_context(settings, sessions=sessions)  # the demo's project is the default
     fingerprint = target_fingerprint(service_url)
     earlier = completed_run(sessions, eval_set_id, fingerprint, describe_scoring(scoring), label)
     if earlier is not None:
