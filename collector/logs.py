@@ -238,12 +238,13 @@ def _id_problem(trace_id: bytes, span_id: bytes, hex_ids: bool) -> str | None:
     for which, value, size in (("trace id", trace_id, TRACE_ID_BYTES), ("span id", span_id, SPAN_ID_BYTES)):
         if hex_ids and value == NOT_HEX:
             return f": {not_hex_reason(which, size)}"
-    # sent, but of the wrong length: a client told its ids are missing looks for a bug it does not have
-    if trace_id and len(trace_id) != TRACE_ID_BYTES:
+    # sent, but of the wrong length or all zero (invalid in OTLP, as a span's): a client told its ids
+    # are missing looks for a bug it does not have
+    if trace_id and (len(trace_id) != TRACE_ID_BYTES or not any(trace_id)):
         return f": {invalid_id_reason('trace id', trace_id, TRACE_ID_BYTES)}"
-    if span_id and len(span_id) != SPAN_ID_BYTES:
-        return f": {invalid_id_reason('span id', span_id, SPAN_ID_BYTES, non_zero=False)}"
-    if not any(trace_id) or not span_id:
+    if span_id and (len(span_id) != SPAN_ID_BYTES or not any(span_id)):
+        return f": {invalid_id_reason('span id', span_id, SPAN_ID_BYTES)}"
+    if not trace_id or not span_id:
         return " has no trace and span id to join it to its span"
     return None
 
