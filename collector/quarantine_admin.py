@@ -15,9 +15,7 @@ from collector.records import record_from_dict
 from collector.write import DatabaseDown, SpanWriter
 from evallens.db.models import QuarantinedSpan
 from evallens.errors import DatabaseUnavailable, EvallensError
-
-# Quarantined spans one retry reads, writes and settles at a time.
-RETRY_BATCH_SPANS = 1000
+from evallens.settings.collector import DEFAULT_QUARANTINE_RETRY_BATCH
 
 
 class NothingSelected(EvallensError):
@@ -107,7 +105,7 @@ def retry_quarantine(
     every: bool,
     project: str | None,
     max_new_days: int,
-    batch_size: int = RETRY_BATCH_SPANS,
+    batch_size: int = DEFAULT_QUARANTINE_RETRY_BATCH,
 ) -> RetryReport:
     """Write quarantined spans into ``spans`` again (after the cause was fixed); those PostgreSQL now
     takes leave the quarantine, the others stay with their new reason. Resent spans are stored once.

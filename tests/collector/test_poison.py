@@ -214,8 +214,13 @@ def test_refusals_go_to_a_dead_letter_file_while_postgres_is_away(
 
 @pytest.mark.parametrize(
     "args",
-    [["list", "--limit", str(2**63)], ["retry", str(2**63)], ["drop", "1", str(2**63)]],
-    ids=["list-limit", "retry-id", "drop-id"],
+    [
+        ["list", "--limit", str(2**63)],
+        ["retry", str(2**63)],
+        ["retry", "--all", "--batch-size", str(2**63)],
+        ["drop", "1", str(2**63)],
+    ],
+    ids=["list-limit", "retry-id", "retry-batch-size", "drop-id"],
 )
 def test_quarantine_commands_refuse_numbers_postgres_cannot_hold(
     args: list[str], database_url: str, monkeypatch: pytest.MonkeyPatch
@@ -357,3 +362,52 @@ def test_a_retry_whose_settle_fails_leaves_no_span_both_stored_and_quarantined(d
         num_spans = connection.execute("SELECT sum(num_spans) FROM trace_summaries").fetchone()
     assert sorted(stored) == sorted((span.span_id, 1) for span in spans)
     assert num_spans == (6,)  # the summaries folded each span once
+
+
+# Logs the transaction of each statement that stores spans (a real trigger).
+LOG_STORED = """
+CREATE TABLE stored (txid bigint, span_id text);
+CREATE FUNCTION log_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO stored SELECT txid_current(), span_id FROM new_spans;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER log_stored AFTER INSERT ON spans REFERENCING NEW TABLE AS new_spans
+  FOR EACH STATEMENT EXECUTE FUNCTION log_stored();
+"""
+
+
+@pytest.mark.parametrize("batch_size", ["0", "-3", "many"])
+def test_a_retry_batch_size_that_is_not_a_positive_whole_number_is_a_usage_error(
+    batch_size: str, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    args = ["collector", "quarantine", "retry", "--all", "--batch-size", batch_size]
+    refused = CliRunner().invoke(create_cli(), args)
+    assert refused.exit_code == 2, (refused.output, refused.exception)
+    assert "Invalid value for '--batch-size'" in refused.output
+
+
+def test_a_retry_writes_batch_size_spans_at_a_time(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry batch was a constant (1000) no one could change: ``--batch-size`` sets it."""
+    now = time.time_ns()
+    writer = SpanWriter(database_url)
+    try:
+        writer.quarantine([Refusal(_record(i, now, {}), "earlier") for i in range(5)])
+    finally:
+        writer.close()
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(LOG_STORED)
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    cli, runner = create_cli(), CliRunner()
+    assert "--batch-size" in runner.invoke(cli, ["collector", "quarantine", "retry", "--help"]).output
+
+    retried = runner.invoke(cli, ["collector", "quarantine", "retry", "--all", "--batch-size", "2"])
+
+    assert retried.exit_code == 0 and "5 stored, 0 still refused" in retried.output, retried.output
+    with psycopg.connect(database_url) as connection:
+        batches = connection.execute("SELECT count(*) FROM stored GROUP BY txid ORDER BY min(span_id)")
+        assert [row[0] for row in batches] == [2, 2, 1]
+    assert quarantined(database_url) == []

@@ -14,6 +14,9 @@ MIB = 1024 * 1024
 # The longest key (project, tenant, user, feature, eval run or case id, model) the collector keeps by
 # default; the reference service refuses longer tag headers, whose spans the collector would reject.
 DEFAULT_MAX_KEY_CHARS = 256
+# Quarantined spans `evallens collector quarantine retry` reads, writes and settles at a time unless
+# --batch-size says otherwise: a quarantine of millions is never held in memory whole.
+DEFAULT_QUARANTINE_RETRY_BATCH = 1000
 
 
 class CollectorSettings(DatabaseSettings, AuthSettings):
