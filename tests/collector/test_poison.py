@@ -297,7 +297,7 @@ def test_a_retry_larger_than_one_batch_reads_and_settles_a_batch_at_a_time(datab
     assert all(row[2].startswith("SQLSTATE 54000") for row in kept)
     with psycopg.connect(database_url) as connection:
         settled = connection.execute("SELECT txid, op, quarantine_id, span_id FROM settled").fetchall()
-        stored = dict(connection.execute("SELECT span_id, txid FROM stored").fetchall())
+        stored: dict[str, int] = dict(connection.execute("SELECT span_id, txid FROM stored").fetchall())
     # each span settled once, stored or kept, never both
     assert sorted(row[2] for row in settled) == ids
     deleted = {span_id: txid for txid, op, _, span_id in settled if op == "DELETE"}
