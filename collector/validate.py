@@ -51,9 +51,14 @@ class TooManyRecords(ValueError):
     """One request holds more spans or log records than ``max_spans_per_request``."""
 
 
+class SpansTooLarge(ValueError):
+    """One request's spans, as the rows the writer stores, take more than ``max_packed_bytes``."""
+
+
 @dataclass(frozen=True, slots=True)
 class SpanLimits:
-    """Everything ``validate`` bounds, and the most spans one export request may hold."""
+    """Everything ``validate`` bounds, and the most spans one export request may hold and the bytes
+    their rows may take."""
 
     max_age_s: float = 365 * 86_400
     max_future_s: float = 86_400
@@ -64,6 +69,7 @@ class SpanLimits:
     max_cost_usd: float = 1_000_000.0
     max_concurrent_requests: int = 1_000_000
     max_spans_per_request: int = 500_000  # and log records
+    max_packed_bytes: int = 128 * 1024 * 1024  # the queue's bytes: more could never wait in it
 
 
 def check_record_count(num_records: int, limits: SpanLimits, called: str) -> None:

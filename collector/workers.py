@@ -86,8 +86,9 @@ class Decoded:
 def decode_body(job: DecodeJob) -> Decoded:
     """Runs in a worker: body bytes to packed, validated, project-stamped, cost-tagged spans.
 
-    Raises ``BodyTooLarge``/``BadEncoding`` (gzip), ``MalformedRequest`` or ``TooManyRecords``.
-    Protobuf is walked span by span (``collector._wire``), so memory follows the body, not its tree.
+    Raises ``BodyTooLarge``/``BadEncoding`` (gzip), ``MalformedRequest``, ``TooManyRecords`` or
+    ``SpansTooLarge``. Protobuf is walked span by span (``collector._wire``), so memory follows the body,
+    not its tree.
     """
     body = gunzip_capped(job.body, job.max_body_bytes) if job.gzip else job.body
     rejections = Rejections()
@@ -107,7 +108,7 @@ def decode_body(job: DecodeJob) -> Decoded:
         spans = iter_spans(groups, job.limits, rejections, hex_ids=hex_ids)
         if job.project is not None:
             spans = stamped(spans, job.project)
-        packed = pack_spans(job.prices.tagged(spans))
+        packed = pack_spans(job.prices.tagged(spans), job.limits.max_packed_bytes)
     except _wire.WireError as error:
         raise MalformedRequest(f"body is not a protobuf ExportTraceServiceRequest: {error}") from None
     return Decoded(packed, rejections.count, tuple(rejections.messages))

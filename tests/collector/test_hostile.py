@@ -50,7 +50,7 @@ from tests.collector.test_genai_content import (
     to_otlp_json,
 )
 from tests.collector.test_poison import quarantined
-from tests.collector.test_transports import TRANSPORTS, otlp_json, send_grpc
+from tests.collector.test_transports import TOO_BIG, TRANSPORTS, otlp_json, send_grpc
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 # Deeper than Python's recursion limit: ``json.loads`` raises RecursionError, not ValueError.
@@ -372,6 +372,28 @@ def test_a_logs_body_over_the_record_cap_is_refused_before_its_records_are_built
     del request.resource_logs[0].scope_logs[0].log_records[10]
     assert httpx.post(url, content=request.SerializeToString(), headers=PROTOBUF).status_code == 200
     assert len(stored_content(database_url)) == 1  # ten of one event: one row
+
+
+def test_a_request_whose_spans_decode_past_the_queue_is_refused_before_they_are_packed(
+    database_url: str, make_collector: Callable[..., Collector], transport: str
+) -> None:
+    """Each span's row carries its resource's attributes: a 0.4 MB body of 2,000 spans sharing a 256 KiB
+    resource packed into 525 MB (a decode worker at 1.1 GB; 16 MiB of body reach terabytes, and a worker
+    killed for memory takes every request in the pool with it), and a request finding the queue empty
+    entered it whatever its size, holding the writer. Now spans decoding past the queue's bytes are
+    refused as too large once they do; nothing of them is stored."""
+    collector = make_collector(database_url, collector_queue_max_bytes=MIB)
+    resource = {"service.name": "svc", "blob": "x" * (64 * 1024)}
+    request = make_request([make_span(i) for i in range(100)], resource)  # 70 KB; 6.6 MB packed
+
+    answer = TRANSPORTS[transport](collector, request, {})
+
+    assert (answer.ok, answer.status) == (False, TOO_BIG[transport]), answer
+    assert f"decode to more than {MIB} bytes" in answer.message, answer
+    assert fetch_spans(database_url) == []
+    honest = make_request([make_span(i) for i in range(100, 110)])
+    assert TRANSPORTS[transport](collector, honest, {}).ok
+    assert len(fetch_spans(database_url)) == 10
 
 
 def stalled_upload(port: int, path: str = "/v1/traces", declared: int = 16 * 2**20 - 1) -> socket.socket:

@@ -97,7 +97,11 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
     collector_queue_max_bytes: int = Field(
         default=128 * MIB,
         ge=1024,
-        description="Bytes of decoded (packed) spans waiting to be written before new requests get 429.",
+        description=(
+            "Bytes of decoded (packed) spans waiting to be written before new requests get 429; a request "
+            "whose spans alone decode to more (each span's row repeats its resource) gets 413 "
+            "(gRPC: INVALID_ARGUMENT)."
+        ),
     )
     collector_project_share: float = Field(
         default=0.5,
