@@ -27,12 +27,13 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from collector._anyvalue import any_value, key_values
 from collector._body import gunzip_capped
 from collector._genai import event_messages
-from collector._wire import WireError, count_records, parse_lenient
+from collector._wire import WireError, count_entries, parse_lenient
 from collector.copy_rows import json_text, text, timestamp_text
 from collector.otlp_json import (
     NOT_HEX,
     Level,
     MalformedRequest,
+    count_json_entries,
     entries_named,
     load_json_document,
     not_hex_reason,
@@ -44,6 +45,7 @@ from collector.validate import (
     TRACE_ID_BYTES,
     InvalidSpan,
     SpanLimits,
+    check_entry_counts,
     check_record_count,
     check_time,
     invalid_id_reason,
@@ -153,21 +155,25 @@ def parse_logs(
     each log record of a JSON body that ``json_format`` cannot read (or its resource or scope) was
     left out: one such record made the whole request a 400, and every good record in it was lost.
 
-    ``TooManyRecords`` when the body holds more log records than a request may, counted before any
-    is built: 16 MiB held 5.6 million ``{}`` records (8 million empty ones as protobuf), and building
-    and reading them took a decode worker, which every request waits for, about a minute.
+    ``TooManyRecords`` when the body holds more log records (or resource or scope entries) than a
+    request may, counted before any is built: 16 MiB held 5.6 million ``{}`` records (8 million empty
+    ones as protobuf), and building and reading them took a decode worker, which every request waits
+    for, about a minute.
     """
     if body_format != "json":
         try:
-            num_records = count_records(body)
+            counted = count_entries(body, stop_after=limits.max_spans_per_request)
         except WireError as error:
             raise MalformedRequest(f"body is not a protobuf ExportLogsServiceRequest: {error}") from None
-        check_record_count(num_records, limits, "log records")
+        check_entry_counts(counted.num_resources, counted.num_scopes, limits, "log records")
+        check_record_count(counted.num_records, limits, "log records")
         try:
             return parse_lenient(ExportLogsServiceRequest, body), ()
         except Exception as error:  # DecodeError, or RuntimeError for deep recursion
             raise MalformedRequest(f"body is not a protobuf ExportLogsServiceRequest: {error}") from None
     document = load_json_document(body, "resourceLogs")
+    cap = limits.max_spans_per_request
+    check_entry_counts(*count_json_entries(document, LOG_LEVELS, cap), limits, "log records")
     records = [
         record
         for resource_logs in entries_named(document, LOG_LEVELS[0].keys)

@@ -82,6 +82,19 @@ def check_record_count(num_records: int, limits: SpanLimits, called: str) -> Non
         )
 
 
+def check_entry_counts(num_resources: int, num_scopes: int, limits: SpanLimits, called: str) -> None:
+    """``TooManyRecords`` when a request holds more resource entries, or scope entries, than it may hold
+    records (``called``: spans, log records): reading one costs a decode worker about what a record
+    does, empty or not. They may be counted only until they pass the cap."""
+    cap = limits.max_spans_per_request
+    for which, num_entries in (("resource", num_resources), ("scope", num_scopes)):
+        if num_entries > cap:
+            raise TooManyRecords(
+                f"the request holds more than {cap} {which} entries; at most {cap} per request, as "
+                f"{called}: send smaller batches"
+            )
+
+
 def key_text(name: str, value: Any, limits: SpanLimits) -> str | None:
     """A key column's value: a non-empty string (numbers as text), None when absent or not text."""
     if isinstance(value, int | float) and not isinstance(value, bool):

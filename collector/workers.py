@@ -33,10 +33,17 @@ from collector._body import gunzip_capped
 from collector.copy_rows import PackedSpans, pack_spans
 from collector.decode import Rejections, iter_spans, message_groups
 from collector.logs import LogBatch, LogsJob, decode_logs_body
-from collector.otlp_json import MalformedRequest, iter_span_objects, json_request, load_json_request
+from collector.otlp_json import (
+    TRACE_LEVELS,
+    MalformedRequest,
+    count_json_entries,
+    iter_span_objects,
+    json_request,
+    load_json_request,
+)
 from collector.pricebook import PriceBook
 from collector.records import SpanRecord
-from collector.validate import InvalidSpan, SpanLimits, check_record_count
+from collector.validate import InvalidSpan, SpanLimits, check_entry_counts, check_record_count
 from evallens.telemetry import attributes as attr
 
 logger = logging.getLogger(__name__)
@@ -97,13 +104,17 @@ def decode_body(job: DecodeJob) -> Decoded:
             # counted on the JSON document: a protobuf message for each of millions of empty spans
             # (``{}`` is 3 bytes) took ~1.4 GB and 40 s before the cap refused them
             document = load_json_request(body)
+            cap = job.limits.max_spans_per_request
+            check_entry_counts(*count_json_entries(document, TRACE_LEVELS, cap), job.limits, "spans")
             check_record_count(len(iter_span_objects(document)), job.limits, "spans")
             request, unreadable = json_request(document)
             for reason in unreadable:
                 rejections.add(InvalidSpan(reason))
             groups, hex_ids = message_groups(request), True
         else:
-            check_record_count(_wire.count_records(body), job.limits, "spans")
+            counted = _wire.count_entries(body, stop_after=job.limits.max_spans_per_request)
+            check_entry_counts(counted.num_resources, counted.num_scopes, job.limits, "spans")
+            check_record_count(counted.num_records, job.limits, "spans")
             groups, hex_ids = _wire.resource_groups(body), False
         spans = iter_spans(groups, job.limits, rejections, hex_ids=hex_ids)
         if job.project is not None:

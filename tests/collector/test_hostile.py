@@ -24,15 +24,17 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from collector._wire import varint_bytes
+from collector.logs import LogBatch, LogsJob, decode_logs_body
 from collector.otlp_json import MalformedRequest, load_json_request
 from collector.pricebook import PriceBook
 from collector.runtime import Collector
 from collector.validate import SpanLimits, TooManyRecords
-from collector.workers import DecodeJob, decode_body
+from collector.workers import Decoded, DecodeJob, decode_body
 from evallens.cases import promote_traces, trace_questions
 from evallens.db import create_db_engine
 from evallens.db.models import EvalCase, EvalSet
@@ -372,6 +374,74 @@ def test_a_logs_body_over_the_record_cap_is_refused_before_its_records_are_built
     del request.resource_logs[0].scope_logs[0].log_records[10]
     assert httpx.post(url, content=request.SerializeToString(), headers=PROTOBUF).status_code == 200
     assert len(stored_content(database_url)) == 1  # ten of one event: one row
+
+
+def with_empty_entries(body_format: str, signal: str, level: str, num_entries: int) -> bytes:
+    """A request of one span or GenAI content event after ``num_entries`` empty resource or scope entries."""
+    ids = (secrets.token_bytes(16), secrets.token_bytes(8))
+    one: Any = (
+        make_request([make_span(0)])
+        if signal == "traces"
+        else logs_request([log_record("gen_ai.user.message", {"content": QUESTION}, *ids)])
+    )
+    resources = one.resource_spans if signal == "traces" else one.resource_logs
+    if body_format == "protobuf":  # field 1 of the request, field 2 of a resource: length 0
+        if level == "resource":
+            return b"\x0a\x00" * num_entries + bytes(one.SerializeToString())
+        resource = b"\x12\x00" * num_entries + bytes(resources[0].SerializeToString())
+        return b"\x0a" + varint_bytes(len(resource)) + resource
+    document = orjson.loads(otlp_json(one) if signal == "traces" else to_otlp_json(one))
+    key = "resourceSpans" if signal == "traces" else "resourceLogs"
+    if level == "resource":
+        document[key] = [{}] * num_entries + document[key]
+    else:
+        scopes = "scopeSpans" if signal == "traces" else "scopeLogs"
+        document[key][0][scopes] = [{}] * num_entries + document[key][0][scopes]
+    return orjson.dumps(document)
+
+
+@pytest.mark.parametrize("level", ["resource", "scope"])
+@pytest.mark.parametrize("body_format", ["protobuf", "json"])
+@pytest.mark.parametrize("signal", ["traces", "logs"])
+def test_more_resource_or_scope_entries_than_a_request_may_hold_spans_are_refused_before_they_are_read(
+    signal: str, body_format: str, level: str
+) -> None:
+    """Only spans and log records were counted against the cap: a 16 MiB protobuf body of 8 million empty
+    resource entries (two bytes each) around one span held a decode worker, which every request waits
+    for, for 59 s; 10 MB of empty scope entries 25 s; as OTLP/JSON ``{}`` entries, 15 MB 39 s and 28 s;
+    a logs body 19 s and 8 s (protobuf), 25 s and 22 s (JSON). Resource entries, and scope entries,
+    are now counted as records are: more than a request may hold records is a 413, refused before they
+    are read (walking a protobuf body's entries stops there). As many pass."""
+    limits = SpanLimits(max_spans_per_request=10)
+    called = "spans" if signal == "traces" else "log records"
+
+    def decode(body: bytes) -> object:
+        if signal == "traces":
+            return decode_body(DecodeJob(body, body_format, False, MIB, limits, None, PriceBook([])))  # type: ignore[arg-type]
+        return decode_logs_body(LogsJob(body, body_format, False, MIB, limits, "p"))
+
+    message = f"holds more than 10 {level} entries; at most 10 per request, as {called}"
+    with pytest.raises(TooManyRecords, match=message):
+        decode(with_empty_entries(body_format, signal, level, 11))
+    decoded = decode(with_empty_entries(body_format, signal, level, 9))  # with the entry of its record: 10
+    if isinstance(decoded, Decoded):
+        assert decoded.packed.num_spans == 1 and decoded.num_rejected == 0
+    else:
+        assert isinstance(decoded, LogBatch) and len(decoded.lines) == 1 and decoded.num_rejected == 0
+
+
+def test_a_body_of_empty_resource_entries_is_a_413_over_every_transport(
+    database_url: str, make_collector: Callable[..., Collector], transport: str
+) -> None:
+    collector = make_collector(database_url, collector_max_spans_per_request=10)
+    request = make_request([make_span(0)])
+    request.resource_spans.extend([ResourceSpans()] * 11)
+
+    answer = TRANSPORTS[transport](collector, request, {})
+
+    assert (answer.ok, answer.status) == (False, TOO_BIG[transport]), answer
+    assert "more than 10 resource entries" in answer.message, answer
+    assert fetch_spans(database_url) == []
 
 
 def test_a_request_whose_spans_decode_past_the_queue_is_refused_before_they_are_packed(
