@@ -37,13 +37,20 @@ from collector.otlp_json import (
     TRACE_LEVELS,
     MalformedRequest,
     count_json_entries,
+    entries_named,
     iter_span_objects,
     json_request,
     load_json_request,
 )
 from collector.pricebook import PriceBook
 from collector.records import SpanRecord
-from collector.validate import InvalidSpan, SpanLimits, check_entry_counts, check_record_count
+from collector.validate import (
+    InvalidSpan,
+    SpanLimits,
+    check_entry_counts,
+    check_event_count,
+    check_record_count,
+)
 from evallens.telemetry import attributes as attr
 
 logger = logging.getLogger(__name__)
@@ -106,7 +113,9 @@ def decode_body(job: DecodeJob) -> Decoded:
             document = load_json_request(body)
             cap = job.limits.max_spans_per_request
             check_entry_counts(*count_json_entries(document, TRACE_LEVELS, cap), job.limits, "spans")
-            check_record_count(len(iter_span_objects(document)), job.limits, "spans")
+            span_objects = iter_span_objects(document)
+            check_record_count(len(span_objects), job.limits, "spans")
+            check_event_count(sum(len(entries_named(span, ("events",))) for span in span_objects), job.limits)
             request, unreadable = json_request(document)
             for reason in unreadable:
                 rejections.add(InvalidSpan(reason))

@@ -127,8 +127,8 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=500_000,
         ge=1,
         description=(
-            "Most spans (or log records) one export request may hold, and resource entries, and scope "
-            "entries; more: 413 (gRPC: INVALID_ARGUMENT)."
+            "Most spans (or log records) one export request may hold, and resource entries, scope "
+            "entries and span events; more: 413 (gRPC: INVALID_ARGUMENT)."
         ),
     )
     collector_decode_workers: int = Field(
