@@ -18,6 +18,7 @@ import grpc
 import httpx
 import orjson
 import psutil
+import psycopg
 import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
@@ -141,6 +142,48 @@ def test_a_log_event_postgres_refuses_is_rejected_not_retried_forever(
     # the collector still takes an honest client's spans
     honest = TRANSPORTS["http-protobuf"](running_collector, make_request([make_span(5)]), {})
     assert honest.ok and len(fetch_spans(database_url)) == 1
+
+
+# Counts the statements that stored GenAI content (a real trigger; one rolled back is not counted).
+COUNT_CONTENT_INSERTS = """
+CREATE TABLE content_inserts (stored boolean);
+CREATE FUNCTION count_content_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO content_inserts VALUES (true);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER count_content_insert AFTER INSERT ON genai_content
+  FOR EACH STATEMENT EXECUTE FUNCTION count_content_insert();
+"""
+
+
+def test_one_log_event_postgres_refuses_does_not_make_the_rest_go_one_by_one(
+    running_collector: Collector, database_url: str
+) -> None:
+    """A logs request PostgreSQL refused as a whole was stored again one row at a time, each in a
+    savepoint of one transaction: one poison event among 50,000 held a store thread (of two, which
+    every logs request waits for) and that transaction for 546 s. Now the batch is bisected: the good
+    rows go in a few statements, as a refused span batch does."""
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(COUNT_CONTENT_INSERTS)
+    trace_id = (12).to_bytes(16, "big")
+    records = [
+        log_record("gen_ai.user.message", {"content": f"question {i}"}, trace_id, (i + 1).to_bytes(8, "big"))
+        for i in range(200)
+    ]
+    poison_name = f"gen_ai.{secrets.token_hex(4000)}.message"  # incompressible: no btree row holds it
+    records.insert(123, log_record(poison_name, {"content": "hi"}, trace_id, (1).to_bytes(8, "big")))
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+
+    answer = httpx.post(url, content=logs_request(records).SerializeToString(), headers=PROTOBUF)
+
+    assert answer.status_code == 200, answer.text
+    partial = ExportLogsServiceResponse.FromString(answer.content).partial_success
+    assert partial.rejected_log_records == 1 and "54000" in partial.error_message
+    assert len(stored_content(database_url)) == 200
+    with psycopg.connect(database_url) as connection:
+        (num_statements,) = connection.execute("SELECT count(*) FROM content_inserts").fetchone() or (0,)
+    assert num_statements <= 2 * 8, num_statements  # a few a halving (201 rows: 8 halvings), not 200
 
 
 @pytest.mark.parametrize("value", [DEEP_JSON, f'{{"messages": {DEEP_JSON}'])
