@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from collector._sqlstate import describe, is_outage
-from collector.logs import CONTENT_COLUMNS, LogBatch, LogsJob, logs_response
+from collector.logs import CONTENT_COLUMNS, LogBatch, LogsJob, logs_response, shown_name
 from collector.validate import SpanLimits
 
 __all__ = ["DatabaseUnavailable", "LogReceiver"]
@@ -38,7 +38,6 @@ MOVE_STAGED = (
     f"INSERT INTO genai_content ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM staged ON CONFLICT DO NOTHING"
 )
 EVENT_NAME_FIELD = CONTENT_COLUMNS.index("event_name")
-MAX_SHOWN_NAME = 80  # of an event name in a rejection reason
 
 
 class DatabaseUnavailable(Exception):
@@ -111,9 +110,8 @@ class LogReceiver:
         except (DBAPIError, psycopg.Error) as error:
             self._raise_if_outage(error)
             if len(lines) == 1:
-                name = lines[0].split("\t")[EVENT_NAME_FIELD]
-                shown = name if len(name) <= MAX_SHOWN_NAME else name[: MAX_SHOWN_NAME - 3] + "..."
-                batch.reject(f"{shown} refused by PostgreSQL: {describe(cause(error))}")
+                name = shown_name(lines[0].split("\t")[EVENT_NAME_FIELD])
+                batch.reject(f"{name} refused by PostgreSQL: {describe(cause(error))}")
                 return
         middle = len(lines) // 2
         self._store_bisected(connection, batch, lines[:middle])

@@ -64,10 +64,15 @@ __all__ = [
     "decode_logs_body",
     "logs_response",
     "parse_logs",
+    "shown_name",
 ]
 
 CONTENT_COLUMNS = ("project", "trace_id", "span_id", "time", "event_name", "direction", "messages", "digest")
 MAX_SHOWN_REASONS = 5
+MAX_SHOWN_NAME = 80  # of an event name in a rejection reason
+# uq_genai_content_event indexes the project and event name beside ids, time, direction and digest
+# (some 130 bytes): a btree row holds 2,704 bytes.
+MAX_CONTENT_KEY_BYTES = 2400
 
 
 @dataclass(frozen=True)
@@ -215,8 +220,9 @@ def decode_logs(
                     continue
                 try:
                     owner = project or _claimed_project(attributes, resource, limits)
+                    _check_content_key(owner, str(name))
                 except InvalidSpan as error:
-                    batch.reject(f"{name}: {error}")
+                    batch.reject(f"{shown_name(str(name))}: {error}")
                     continue
                 trace_id, span_id = record.trace_id, record.span_id
                 problem = _id_problem(trace_id, span_id, hex_ids)
@@ -253,6 +259,24 @@ def _id_problem(trace_id: bytes, span_id: bytes, hex_ids: bool) -> str | None:
     if not trace_id or not span_id:
         return " has no trace and span id to join it to its span"
     return None
+
+
+def _check_content_key(project: str, event_name: str) -> None:
+    """``InvalidSpan`` unless ``uq_genai_content_event`` can index the project and event name: PostgreSQL
+    refused a longer one (SQLSTATE 54000), and the batch holding it was stored again in pieces."""
+    if (len(project) + len(event_name)) * 4 <= MAX_CONTENT_KEY_BYTES:  # no UTF-8 character is wider
+        return
+    num_bytes = len(project.encode()) + len(event_name.encode())
+    if num_bytes > MAX_CONTENT_KEY_BYTES:
+        raise InvalidSpan(
+            f"project and event name together are {num_bytes} bytes of UTF-8; "
+            f"at most {MAX_CONTENT_KEY_BYTES} can be indexed"
+        )
+
+
+def shown_name(name: str) -> str:
+    """An event name as a rejection reason shows it: cut to ``MAX_SHOWN_NAME`` characters."""
+    return name if len(name) <= MAX_SHOWN_NAME else name[: MAX_SHOWN_NAME - 3] + "..."
 
 
 def _claimed_project(attributes: dict[str, Any], resource: dict[str, Any], limits: SpanLimits) -> str:

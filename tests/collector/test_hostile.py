@@ -124,14 +124,24 @@ def test_deeply_nested_json_in_a_content_log_event_is_stored(
     }
 
 
+# An index a user added on the content; a random (incompressible) content this long cannot be a btree
+# index row: PostgreSQL refuses the row with SQLSTATE 54000.
+CONTENT_INDEX = "CREATE INDEX content_blob ON genai_content ((messages -> 0 ->> 'content'))"
+
+
+def add_content_index(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(CONTENT_INDEX)
+
+
 def test_a_log_event_postgres_refuses_is_rejected_not_retried_forever(
     running_collector: Collector, database_url: str
 ) -> None:
-    """An event name too long for the unique index is SQLSTATE 54000, which psycopg raises as the
-    OperationalError class of a lost connection: it must read as a bad record, not as an outage."""
+    """A row too large for an index is SQLSTATE 54000, which psycopg raises as the OperationalError
+    class of a lost connection: it must read as a bad record, not as an outage."""
+    add_content_index(database_url)
     trace_id, span_id = (12).to_bytes(16, "big"), (1).to_bytes(8, "big")
-    poison_name = f"gen_ai.{secrets.token_hex(4000)}.message"  # incompressible: no btree row holds it
-    poison = log_record(poison_name, {"content": "hi"}, trace_id, span_id)
+    poison = log_record("gen_ai.user.message", {"content": secrets.token_hex(4000)}, trace_id, span_id)
     good = log_record("gen_ai.user.message", {"content": QUESTION}, trace_id, span_id)
     url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
     answer = httpx.post(url, content=logs_request([poison, good]).SerializeToString(), headers=PROTOBUF)
@@ -142,6 +152,30 @@ def test_a_log_event_postgres_refuses_is_rejected_not_retried_forever(
     # the collector still takes an honest client's spans
     honest = TRANSPORTS["http-protobuf"](running_collector, make_request([make_span(5)]), {})
     assert honest.ok and len(fetch_spans(database_url)) == 1
+
+
+@pytest.mark.parametrize("body_format", ["protobuf", "json"])
+def test_a_log_event_whose_name_the_unique_index_cannot_hold_is_rejected_before_postgres(
+    body_format: str,
+) -> None:
+    """``uq_genai_content_event`` indexes the project and the event name: a name of 8,000 random
+    characters (``gen_ai.<them>.message``) was refused by PostgreSQL (SQLSTATE 54000), and each such
+    event made its whole batch be stored again in pieces. Refused in the decode worker, as a span's
+    rollup key too wide to index is."""
+    ids = ((1).to_bytes(16, "big"), (1).to_bytes(8, "big"))
+    long_name = f"gen_ai.{secrets.token_hex(4000)}.message"
+    wide_name = f"gen_ai.{'é' * 1300}.message"  # 2,600 bytes of UTF-8 in 1,322 characters
+    records = [
+        log_record(name, {"content": QUESTION}, *ids)
+        for name in (long_name, wide_name, "gen_ai.user.message")
+    ]
+    request = logs_request(records)
+    body = to_otlp_json(request) if body_format == "json" else request.SerializeToString()
+
+    batch = decode_logs_body(LogsJob(body, body_format, False, MIB, SpanLimits(), "p"))
+
+    assert batch.num_rejected == 2 and len(batch.lines) == 1, batch.reasons
+    assert all("can be indexed" in reason and len(reason) < 300 for reason in batch.reasons), batch.reasons
 
 
 # Counts the statements that stored GenAI content (a real trigger; one rolled back is not counted).
@@ -163,7 +197,9 @@ def test_one_log_event_postgres_refuses_does_not_make_the_rest_go_one_by_one(
     """A logs request PostgreSQL refused as a whole was stored again one row at a time, each in a
     savepoint of one transaction: one poison event among 50,000 held a store thread (of two, which
     every logs request waits for) and that transaction for 546 s. Now the batch is bisected: the good
-    rows go in a few statements, as a refused span batch does."""
+    rows go in a few statements, as a refused span batch does. (The poison then was an event name too
+    long for the unique index, refused before PostgreSQL now; here, a user's index.)"""
+    add_content_index(database_url)
     with psycopg.connect(database_url, autocommit=True) as connection:
         connection.execute(COUNT_CONTENT_INSERTS)
     trace_id = (12).to_bytes(16, "big")
@@ -171,8 +207,8 @@ def test_one_log_event_postgres_refuses_does_not_make_the_rest_go_one_by_one(
         log_record("gen_ai.user.message", {"content": f"question {i}"}, trace_id, (i + 1).to_bytes(8, "big"))
         for i in range(200)
     ]
-    poison_name = f"gen_ai.{secrets.token_hex(4000)}.message"  # incompressible: no btree row holds it
-    records.insert(123, log_record(poison_name, {"content": "hi"}, trace_id, (1).to_bytes(8, "big")))
+    poison = {"content": secrets.token_hex(4000)}
+    records.insert(123, log_record("gen_ai.user.message", poison, trace_id, (1).to_bytes(8, "big")))
     url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
 
     answer = httpx.post(url, content=logs_request(records).SerializeToString(), headers=PROTOBUF)
