@@ -19,7 +19,7 @@ from collector.otlp_json import MalformedRequest, message_to_json
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
 from collector.slots import RequestSlots, SlotsTaken
-from collector.validate import TooManyRecords
+from collector.validate import SpansTooLarge, TooManyRecords
 from collector.workers import BodyFormat, DecoderBusy, WorkerLost
 from evallens.auth import AuthError, AuthGate, KeyLookups, Scope
 from evallens.http_protocol import client_address
@@ -164,7 +164,7 @@ async def export(
             body = await read_body(request, limits, reservation.cover)
             decoded = await receiver.pool.decode(receiver.job(body, body_format, encoding == "gzip", project))
         durable = await asyncio.wrap_future(receiver.queue(decoded, project))
-    except (BodyTooLarge, TooManyRecords) as error:
+    except (BodyTooLarge, TooManyRecords, SpansTooLarge) as error:
         raise HttpError(413, code_pb2.RESOURCE_EXHAUSTED, str(error)) from None
     except (BadEncoding, MalformedRequest) as error:
         raise HttpError(400, code_pb2.INVALID_ARGUMENT, str(error)) from None

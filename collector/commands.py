@@ -23,6 +23,7 @@ from evallens.db.server import DatabaseServer, database
 from evallens.db.sessions import ensure_schema, open_engine
 from evallens.errors import DatabaseUnavailable
 from evallens.settings import CollectorSettings, DatabaseSettings
+from evallens.settings.collector import DEFAULT_QUARANTINE_RETRY_BATCH
 from evallens.telemetry.cost import Price
 
 
@@ -101,17 +102,21 @@ def quarantine_list(settings: CollectorSettings, project: str | None, limit: int
 
 
 def quarantine_retry(
-    settings: CollectorSettings, ids: Sequence[int], every: bool, project: str | None
+    settings: CollectorSettings,
+    ids: Sequence[int],
+    every: bool,
+    project: str | None,
+    batch_size: int = DEFAULT_QUARANTINE_RETRY_BATCH,
 ) -> RetryReport:
-    """Write quarantined spans into ``spans`` again, making their days' partitions as many at a time as
-    a flush does; those stored leave the quarantine."""
+    """Write quarantined spans into ``spans`` again, ``batch_size`` at a time, making their days'
+    partitions as many at a time as a flush does; those stored leave the quarantine."""
     with database(settings) as server:
         engine = create_db_engine(server.url, connect_timeout_s=settings.database_connect_timeout_s)
         try:
             ping(engine)
             ensure_schema(server, engine, settings)
             max_new_days = settings.collector_max_new_days_per_flush
-            return retry_quarantine(engine, server.url, ids, every, project, max_new_days)
+            return retry_quarantine(engine, server.url, ids, every, project, max_new_days, batch_size)
         finally:
             engine.dispose()
 

@@ -6,6 +6,7 @@ one row. The writer sends a batch's bytes with ``Copy.write``; only the rare pat
 single spans (bisecting a refused batch, the quarantine) split the lines and decode them back.
 """
 
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 import orjson
 
 from collector.records import EPOCH, SPAN_COLUMNS, SpanRecord
+from collector.validate import SpansTooLarge
 
 NULL = "\\N"
 US_PER_DAY = 86_400 * 1_000_000
@@ -226,23 +228,54 @@ def _escaped_line(span: SpanRecord, resource_json: str) -> str:
     )
 
 
-def encode_spans(spans: Iterable[SpanRecord], rows_per_chunk: int = ROWS_PER_CHUNK) -> Iterator[CopyRows]:
-    """``spans`` as ``CopyRows`` of at most ``rows_per_chunk`` rows, each resource's JSON made once."""
+def encode_spans(
+    spans: Iterable[SpanRecord], rows_per_chunk: int = ROWS_PER_CHUNK, max_bytes: int | None = None
+) -> Iterator[CopyRows]:
+    """``spans`` as ``CopyRows`` of at most ``rows_per_chunk`` rows, each resource's JSON made once.
+
+    ``SpansTooLarge`` as soon as the rows take more than ``max_bytes``: each row repeats its resource's
+    JSON, so a small body of many spans sharing a large resource packed into gigabytes.
+    """
     resource_json: dict[int, str] = {}
     lines: list[str] = []
     days: set[int] = set()
+    limit = max_bytes if max_bytes is not None else math.inf
+    num_made = num_waiting = 0  # bytes of the chunks made; characters (at most bytes) of the lines after
     for span in spans:
         key = id(span.resource)  # spans of one resource share its dict
         resource = resource_json.get(key)
         if resource is None:
             resource = resource_json[key] = json_text(span.resource)
-        lines.append(encode_span(span, resource))
+        line = encode_span(span, resource)
+        num_waiting += len(line)
+        if num_made + num_waiting > limit:
+            raise _too_large(limit)
+        lines.append(line)
         days.add(day_of(span.start_time_ns))
         if len(lines) == rows_per_chunk:
-            yield CopyRows("".join(lines).encode(), len(lines), tuple(sorted(days)))
+            chunk = _chunk(lines, days)
+            num_made, num_waiting = num_made + len(chunk.data), 0
+            if num_made > limit:
+                raise _too_large(limit)
+            yield chunk
             lines, days = [], set()
     if lines:
-        yield CopyRows("".join(lines).encode(), len(lines), tuple(sorted(days)))
+        chunk = _chunk(lines, days)
+        if num_made + len(chunk.data) > limit:
+            raise _too_large(limit)
+        yield chunk
+
+
+def _chunk(lines: list[str], days: set[int]) -> CopyRows:
+    return CopyRows("".join(lines).encode(), len(lines), tuple(sorted(days)))
+
+
+def _too_large(max_bytes: float) -> SpansTooLarge:
+    return SpansTooLarge(
+        f"the request's spans decode to more than {max_bytes:.0f} bytes, the most one request may queue "
+        "(each span's row repeats its resource's attributes): send fewer spans per request or a smaller "
+        "resource"
+    )
 
 
 def copy_rows(spans: Iterable[SpanRecord]) -> CopyRows:
@@ -251,9 +284,9 @@ def copy_rows(spans: Iterable[SpanRecord]) -> CopyRows:
     return CopyRows.joined(chunks) if chunks else CopyRows()
 
 
-def pack_spans(spans: Iterable[SpanRecord]) -> PackedSpans:
-    """``spans`` as ``PackedSpans``."""
-    chunks = tuple(encode_spans(spans))
+def pack_spans(spans: Iterable[SpanRecord], max_bytes: int | None = None) -> PackedSpans:
+    """``spans`` as ``PackedSpans``; ``SpansTooLarge`` when they take more than ``max_bytes``."""
+    chunks = tuple(encode_spans(spans, max_bytes=max_bytes))
     return PackedSpans(chunks, sum(chunk.num_rows for chunk in chunks))
 
 

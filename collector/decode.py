@@ -16,6 +16,7 @@ from collector.validate import (
     TRACE_ID_BYTES,
     InvalidSpan,
     SpanLimits,
+    check_event_count,
     check_times,
     free_text,
     invalid_id_reason,
@@ -86,8 +87,10 @@ def iter_spans(
 ) -> Iterator[SpanRecord]:
     """The valid spans of a request (``message_groups`` or ``_wire.resource_groups``) one by one; each
     invalid one is added to ``rejections``. ``hex_ids``: the request was OTLP/JSON, whose ids that
-    were not hex ``rewrite_ids`` marked ``NOT_HEX``."""
+    were not hex ``rewrite_ids`` marked ``NOT_HEX``. ``TooManyRecords`` once the spans' events number
+    more than a request may hold spans, before they are read."""
     window = time_window(limits, time.time_ns() if now_ns is None else now_ns)
+    num_events = 0
     for resource_message, scopes in groups:
         resource = key_values(resource_message.attributes)
         service_name = resource.get(names.SERVICE_NAME)
@@ -105,6 +108,8 @@ def iter_spans(
                 free_text(clean_text(scope_message.version), limits) or None,
             )
             for span in spans:
+                num_events += len(span.events)
+                check_event_count(num_events, limits)
                 try:
                     origin = (service_name, *scope)
                     yield decode_span(span, resource, origin, defaults, window, limits, hex_ids=hex_ids)

@@ -23,7 +23,7 @@ from collector.otlp_json import MalformedRequest
 from collector.pipeline import Overloaded, Refused
 from collector.receive import TraceReceiver, export_response
 from collector.slots import RequestSlots, SlotsTaken
-from collector.validate import TooManyRecords
+from collector.validate import SpansTooLarge, TooManyRecords
 from collector.workers import DecoderBusy, WorkerLost
 from evallens.auth import AuthError, AuthGate, KeyLookups, Scope, metadata_headers
 from evallens.telemetry import attributes as attr
@@ -60,7 +60,7 @@ class TraceService:
             with receiver.admit(len(body), project):
                 decoded = receiver.pool.decode_blocking(receiver.job(body, "protobuf", False, project))
             durable = receiver.queue(decoded, project).result()
-        except (MalformedRequest, BadEncoding, TooManyRecords) as error:
+        except (MalformedRequest, BadEncoding, TooManyRecords, SpansTooLarge) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
         except (Refused, DecoderBusy, WorkerLost) as error:
             receiver.refused(error)

@@ -27,12 +27,13 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from collector._anyvalue import any_value, key_values
 from collector._body import gunzip_capped
 from collector._genai import event_messages
-from collector._wire import WireError, count_records, parse_lenient
+from collector._wire import WireError, count_entries, parse_lenient
 from collector.copy_rows import json_text, text, timestamp_text
 from collector.otlp_json import (
     NOT_HEX,
     Level,
     MalformedRequest,
+    count_json_entries,
     entries_named,
     load_json_document,
     not_hex_reason,
@@ -44,6 +45,7 @@ from collector.validate import (
     TRACE_ID_BYTES,
     InvalidSpan,
     SpanLimits,
+    check_entry_counts,
     check_record_count,
     check_time,
     invalid_id_reason,
@@ -62,10 +64,15 @@ __all__ = [
     "decode_logs_body",
     "logs_response",
     "parse_logs",
+    "shown_name",
 ]
 
 CONTENT_COLUMNS = ("project", "trace_id", "span_id", "time", "event_name", "direction", "messages", "digest")
 MAX_SHOWN_REASONS = 5
+MAX_SHOWN_NAME = 80  # of an event name in a rejection reason
+# uq_genai_content_event indexes the project and event name beside ids, time, direction and digest
+# (some 130 bytes): a btree row holds 2,704 bytes.
+MAX_CONTENT_KEY_BYTES = 2400
 
 
 @dataclass(frozen=True)
@@ -153,21 +160,25 @@ def parse_logs(
     each log record of a JSON body that ``json_format`` cannot read (or its resource or scope) was
     left out: one such record made the whole request a 400, and every good record in it was lost.
 
-    ``TooManyRecords`` when the body holds more log records than a request may, counted before any
-    is built: 16 MiB held 5.6 million ``{}`` records (8 million empty ones as protobuf), and building
-    and reading them took a decode worker, which every request waits for, about a minute.
+    ``TooManyRecords`` when the body holds more log records (or resource or scope entries) than a
+    request may, counted before any is built: 16 MiB held 5.6 million ``{}`` records (8 million empty
+    ones as protobuf), and building and reading them took a decode worker, which every request waits
+    for, about a minute.
     """
     if body_format != "json":
         try:
-            num_records = count_records(body)
+            counted = count_entries(body, stop_after=limits.max_spans_per_request)
         except WireError as error:
             raise MalformedRequest(f"body is not a protobuf ExportLogsServiceRequest: {error}") from None
-        check_record_count(num_records, limits, "log records")
+        check_entry_counts(counted.num_resources, counted.num_scopes, limits, "log records")
+        check_record_count(counted.num_records, limits, "log records")
         try:
             return parse_lenient(ExportLogsServiceRequest, body), ()
         except Exception as error:  # DecodeError, or RuntimeError for deep recursion
             raise MalformedRequest(f"body is not a protobuf ExportLogsServiceRequest: {error}") from None
     document = load_json_document(body, "resourceLogs")
+    cap = limits.max_spans_per_request
+    check_entry_counts(*count_json_entries(document, LOG_LEVELS, cap), limits, "log records")
     records = [
         record
         for resource_logs in entries_named(document, LOG_LEVELS[0].keys)
@@ -209,8 +220,9 @@ def decode_logs(
                     continue
                 try:
                     owner = project or _claimed_project(attributes, resource, limits)
+                    _check_content_key(owner, str(name))
                 except InvalidSpan as error:
-                    batch.reject(f"{name}: {error}")
+                    batch.reject(f"{shown_name(str(name))}: {error}")
                     continue
                 trace_id, span_id = record.trace_id, record.span_id
                 problem = _id_problem(trace_id, span_id, hex_ids)
@@ -238,14 +250,33 @@ def _id_problem(trace_id: bytes, span_id: bytes, hex_ids: bool) -> str | None:
     for which, value, size in (("trace id", trace_id, TRACE_ID_BYTES), ("span id", span_id, SPAN_ID_BYTES)):
         if hex_ids and value == NOT_HEX:
             return f": {not_hex_reason(which, size)}"
-    # sent, but of the wrong length: a client told its ids are missing looks for a bug it does not have
-    if trace_id and len(trace_id) != TRACE_ID_BYTES:
+    # sent, but of the wrong length or all zero (invalid in OTLP, as a span's): a client told its ids
+    # are missing looks for a bug it does not have
+    if trace_id and (len(trace_id) != TRACE_ID_BYTES or not any(trace_id)):
         return f": {invalid_id_reason('trace id', trace_id, TRACE_ID_BYTES)}"
-    if span_id and len(span_id) != SPAN_ID_BYTES:
-        return f": {invalid_id_reason('span id', span_id, SPAN_ID_BYTES, non_zero=False)}"
-    if not any(trace_id) or not span_id:
+    if span_id and (len(span_id) != SPAN_ID_BYTES or not any(span_id)):
+        return f": {invalid_id_reason('span id', span_id, SPAN_ID_BYTES)}"
+    if not trace_id or not span_id:
         return " has no trace and span id to join it to its span"
     return None
+
+
+def _check_content_key(project: str, event_name: str) -> None:
+    """``InvalidSpan`` unless ``uq_genai_content_event`` can index the project and event name: PostgreSQL
+    refused a longer one (SQLSTATE 54000), and the batch holding it was stored again in pieces."""
+    if (len(project) + len(event_name)) * 4 <= MAX_CONTENT_KEY_BYTES:  # no UTF-8 character is wider
+        return
+    num_bytes = len(project.encode()) + len(event_name.encode())
+    if num_bytes > MAX_CONTENT_KEY_BYTES:
+        raise InvalidSpan(
+            f"project and event name together are {num_bytes} bytes of UTF-8; "
+            f"at most {MAX_CONTENT_KEY_BYTES} can be indexed"
+        )
+
+
+def shown_name(name: str) -> str:
+    """An event name as a rejection reason shows it: cut to ``MAX_SHOWN_NAME`` characters."""
+    return name if len(name) <= MAX_SHOWN_NAME else name[: MAX_SHOWN_NAME - 3] + "..."
 
 
 def _claimed_project(attributes: dict[str, Any], resource: dict[str, Any], limits: SpanLimits) -> str:

@@ -9,6 +9,7 @@ field under both its names) is refused first (``check_json_fields``).
 
 import base64
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -276,6 +277,15 @@ def parse_protobuf_request(body: bytes) -> ExportTraceServiceRequest:
     except Exception as error:  # protobuf raises DecodeError, or RuntimeError for deep recursion
         raise MalformedRequest(f"body is not a protobuf ExportTraceServiceRequest: {error}") from None
     return request
+
+
+def count_json_entries(document: dict[str, Any], levels: Sequence[Level], stop_after: int) -> tuple[int, int]:
+    """The resource entries and scope entries of a loaded OTLP/JSON document (of ``levels``); scopes
+    are not counted once the resources number more than ``stop_after``."""
+    resources = entries_named(document, levels[0].keys)
+    if len(resources) > stop_after:
+        return len(resources), 0
+    return len(resources), sum(len(entries_named(resource, levels[1].keys)) for resource in resources)
 
 
 def iter_span_objects(document: dict[str, Any]) -> list[dict[str, Any]]:

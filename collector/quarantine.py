@@ -6,7 +6,7 @@ when PostgreSQL went away meanwhile; dead letters are moved into the table once 
 """
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +35,7 @@ def isolate(
     *,
     replace_gone: bool = True,
     budget: PartitionBudget | None = None,
+    quarantine_ids: Mapping[bytes, Sequence[int]] | None = None,
 ) -> list[Refusal]:
     """Store ``rows``; when PostgreSQL refuses rows, bisect until every good span is stored.
 
@@ -45,7 +46,8 @@ def isolate(
     ``replace_gone``: rows refused because a partition the writer knew was dropped meanwhile are placed
     again (once), so that those of a pruned day get their reason. ``budget``: the new partitions this
     flush may still make (the writer's ``flush_budget`` when None); each half of a bisection is placed
-    from it, so the flush makes no more than one placement would.
+    from it, so the flush makes no more than one placement would. ``quarantine_ids``: the quarantine
+    entries each row's line was retried from; each write deletes those of its rows (``SpanWriter.write``).
     """
     budget = writer.flush_budget() if budget is None else budget
     try:
@@ -53,27 +55,41 @@ def isolate(
     except RowsRefused:
         unplaced = set()  # ``write`` meets the same refusal, and the bisection below keeps the rows
     if not unplaced:
-        return _isolate_placed(writer, rows, expect_duplicates, replace_gone, budget)
+        return _isolate_placed(writer, rows, expect_duplicates, replace_gone, budget, quarantine_ids)
     placed, placed_at, left_out = rows.without_days(unplaced)
     refusals = [writer.left_out(line, index) for index, line in left_out]
     if placed.num_rows:
         refusals += [
             replace(refusal, index=placed_at[refusal.index])
-            for refusal in _isolate_placed(writer, placed, expect_duplicates, replace_gone, budget)
+            for refusal in _isolate_placed(
+                writer, placed, expect_duplicates, replace_gone, budget, quarantine_ids
+            )
         ]
     return refusals
 
 
 def _isolate_placed(
-    writer: SpanWriter, rows: CopyRows, expect_duplicates: bool, replace_gone: bool, budget: PartitionBudget
+    writer: SpanWriter,
+    rows: CopyRows,
+    expect_duplicates: bool,
+    replace_gone: bool,
+    budget: PartitionBudget,
+    quarantine_ids: Mapping[bytes, Sequence[int]] | None,
 ) -> list[Refusal]:
     """``isolate`` of rows whose days all have a partition."""
     try:
-        writer.write(rows, expect_duplicates, budget)
+        writer.write(rows, expect_duplicates, budget, quarantine_ids)
         return []
     except RowsRefused as error:
         if error.partition_gone and replace_gone:
-            return isolate(writer, rows, expect_duplicates, replace_gone=False, budget=budget)
+            return isolate(
+                writer,
+                rows,
+                expect_duplicates,
+                replace_gone=False,
+                budget=budget,
+                quarantine_ids=quarantine_ids,
+            )
         if rows.num_rows == 1:
             return [Refusal(decode_line(rows.lines()[0]), str(error))]
     lines = rows.lines()
@@ -87,6 +103,7 @@ def _isolate_placed(
             expect_duplicates,
             replace_gone=replace_gone,
             budget=budget,
+            quarantine_ids=quarantine_ids,
         )
         refusals += [replace(refusal, index=first + refusal.index) for refusal in half_refusals]
     return refusals

@@ -4,19 +4,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, delete, func, select, update
+from sqlalchemy import ColumnElement, Engine, Row, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from collector.copy_rows import copy_rows
 from collector.quarantine import SUFFIX, isolate
-from collector.records import SpanRecord, record_from_dict
+from collector.records import record_from_dict
 from collector.write import DatabaseDown, SpanWriter
 from evallens.db.models import QuarantinedSpan
 from evallens.errors import DatabaseUnavailable, EvallensError
-
-# Quarantined spans one retry reads, writes and settles at a time.
-RETRY_BATCH_SPANS = 1000
+from evallens.settings.collector import DEFAULT_QUARANTINE_RETRY_BATCH
 
 
 class NothingSelected(EvallensError):
@@ -106,17 +105,18 @@ def retry_quarantine(
     every: bool,
     project: str | None,
     max_new_days: int,
-    batch_size: int = RETRY_BATCH_SPANS,
+    batch_size: int = DEFAULT_QUARANTINE_RETRY_BATCH,
 ) -> RetryReport:
     """Write quarantined spans into ``spans`` again (after the cause was fixed); those PostgreSQL now
     takes leave the quarantine, the others stay with their new reason. Resent spans are stored once.
 
     ``batch_size`` spans at a time, by id, those quarantined when it started (a quarantine of millions
-    is never held in memory whole): each batch is written, then leaves the quarantine or gets its new
-    reasons in a transaction of its own. In rounds, as ingestion does: each makes at most
-    ``max_new_days`` of the partitions the spans need (each locks ``spans`` until its transaction ends;
-    a retry of spans over a year made some 366 in one, while every collector's flush waited) and writes
-    the spans those days hold.
+    is never held in memory whole). Stored spans leave the quarantine in the transaction that stores
+    them (a failure or crash between two transactions left them both stored and quarantined); those
+    still refused get their new reasons in one transaction per batch. In rounds, as ingestion does: each
+    makes at most ``max_new_days`` of the partitions the spans need (each locks ``spans`` until its
+    transaction ends; a retry of spans over a year made some 366 in one, while every collector's flush
+    waited) and writes the spans those days hold.
     """
     conditions = _selected(ids, every, project)
     with Session(engine) as session:
@@ -138,15 +138,12 @@ def retry_quarantine(
                 batch = session.execute(query).all()
             if not batch:  # the rest was dropped meanwhile
                 break
-            reasons = _retry_batch(writer, [record_from_dict(span) for _, span in batch])
-            stored = [row_id for at, (row_id, _) in enumerate(batch) if at not in reasons]
-            with Session(engine) as session, session.begin():
-                if stored:
-                    session.execute(delete(QuarantinedSpan).where(QuarantinedSpan.id.in_(stored)))
-                if reasons:
+            reasons = _retry_batch(writer, batch)
+            if reasons:
+                with Session(engine) as session, session.begin():
                     new_reasons = [{"id": batch[at][0], "reason": reason} for at, reason in reasons.items()]
                     session.execute(update(QuarantinedSpan), new_reasons)
-            num_stored += len(stored)
+            num_stored += len(batch) - len(reasons)
             num_still_refused += len(reasons)
             after = batch[-1][0]
     except DatabaseDown as error:
@@ -156,12 +153,18 @@ def retry_quarantine(
     return RetryReport(num_stored, num_still_refused)
 
 
-def _retry_batch(writer: SpanWriter, spans: list[SpanRecord]) -> dict[int, str]:
-    """Write ``spans`` in rounds of a flush's new partitions; the reasons of those still refused, by place."""
+def _retry_batch(writer: SpanWriter, batch: Sequence[Row[int, dict[str, Any]]]) -> dict[int, str]:
+    """Write the spans of ``batch`` (quarantine ids and spans) in rounds of a flush's new partitions,
+    each leaving the quarantine as it is stored; the reasons of those still refused, by place."""
+    spans = [record_from_dict(span) for _, span in batch]
+    quarantine_ids: dict[bytes, list[int]] = {}
+    for line, (row_id, _) in zip(copy_rows(spans).lines(), batch, strict=True):
+        quarantine_ids.setdefault(line, []).append(row_id)  # a span quarantined twice: one line
     reasons: dict[int, str] = {}
     waiting = list(range(len(spans)))
     while waiting:
-        refusals = isolate(writer, copy_rows([spans[at] for at in waiting]), expect_duplicates=True)
+        rows = copy_rows([spans[at] for at in waiting])
+        refusals = isolate(writer, rows, expect_duplicates=True, quarantine_ids=quarantine_ids)
         for at in waiting:
             reasons.pop(at, None)
         reasons.update({waiting[refusal.index]: refusal.reason for refusal in refusals})

@@ -292,6 +292,7 @@ def span_limits(settings: CollectorSettings) -> SpanLimits:
         max_tokens=settings.collector_max_tokens,
         max_cost_usd=settings.collector_max_cost_usd,
         max_spans_per_request=settings.collector_max_spans_per_request,
+        max_packed_bytes=settings.collector_queue_max_bytes,
     )
 
 

@@ -33,10 +33,24 @@ from collector._body import gunzip_capped
 from collector.copy_rows import PackedSpans, pack_spans
 from collector.decode import Rejections, iter_spans, message_groups
 from collector.logs import LogBatch, LogsJob, decode_logs_body
-from collector.otlp_json import MalformedRequest, iter_span_objects, json_request, load_json_request
+from collector.otlp_json import (
+    TRACE_LEVELS,
+    MalformedRequest,
+    count_json_entries,
+    entries_named,
+    iter_span_objects,
+    json_request,
+    load_json_request,
+)
 from collector.pricebook import PriceBook
 from collector.records import SpanRecord
-from collector.validate import InvalidSpan, SpanLimits, check_record_count
+from collector.validate import (
+    InvalidSpan,
+    SpanLimits,
+    check_entry_counts,
+    check_event_count,
+    check_record_count,
+)
 from evallens.telemetry import attributes as attr
 
 logger = logging.getLogger(__name__)
@@ -86,8 +100,9 @@ class Decoded:
 def decode_body(job: DecodeJob) -> Decoded:
     """Runs in a worker: body bytes to packed, validated, project-stamped, cost-tagged spans.
 
-    Raises ``BodyTooLarge``/``BadEncoding`` (gzip), ``MalformedRequest`` or ``TooManyRecords``.
-    Protobuf is walked span by span (``collector._wire``), so memory follows the body, not its tree.
+    Raises ``BodyTooLarge``/``BadEncoding`` (gzip), ``MalformedRequest``, ``TooManyRecords`` or
+    ``SpansTooLarge``. Protobuf is walked span by span (``collector._wire``), so memory follows the body,
+    not its tree.
     """
     body = gunzip_capped(job.body, job.max_body_bytes) if job.gzip else job.body
     rejections = Rejections()
@@ -96,18 +111,24 @@ def decode_body(job: DecodeJob) -> Decoded:
             # counted on the JSON document: a protobuf message for each of millions of empty spans
             # (``{}`` is 3 bytes) took ~1.4 GB and 40 s before the cap refused them
             document = load_json_request(body)
-            check_record_count(len(iter_span_objects(document)), job.limits, "spans")
+            cap = job.limits.max_spans_per_request
+            check_entry_counts(*count_json_entries(document, TRACE_LEVELS, cap), job.limits, "spans")
+            span_objects = iter_span_objects(document)
+            check_record_count(len(span_objects), job.limits, "spans")
+            check_event_count(sum(len(entries_named(span, ("events",))) for span in span_objects), job.limits)
             request, unreadable = json_request(document)
             for reason in unreadable:
                 rejections.add(InvalidSpan(reason))
             groups, hex_ids = message_groups(request), True
         else:
-            check_record_count(_wire.count_records(body), job.limits, "spans")
+            counted = _wire.count_entries(body, stop_after=job.limits.max_spans_per_request)
+            check_entry_counts(counted.num_resources, counted.num_scopes, job.limits, "spans")
+            check_record_count(counted.num_records, job.limits, "spans")
             groups, hex_ids = _wire.resource_groups(body), False
         spans = iter_spans(groups, job.limits, rejections, hex_ids=hex_ids)
         if job.project is not None:
             spans = stamped(spans, job.project)
-        packed = pack_spans(job.prices.tagged(spans))
+        packed = pack_spans(job.prices.tagged(spans), job.limits.max_packed_bytes)
     except _wire.WireError as error:
         raise MalformedRequest(f"body is not a protobuf ExportTraceServiceRequest: {error}") from None
     return Decoded(packed, rejections.count, tuple(rejections.messages))

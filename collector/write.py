@@ -48,6 +48,7 @@ COPY_SPANS = f"COPY spans ({_COLUMN_LIST}) FROM STDIN"
 INSERT_QUARANTINE = (
     "INSERT INTO collector_quarantine (project, trace_id, span_id, reason, span) VALUES (%s, %s, %s, %s, %s)"
 )
+SETTLE_QUARANTINE = "DELETE FROM collector_quarantine WHERE id = ANY(%s)"
 FLUSHES_CAREFUL_AFTER_CONFLICT = 20
 MOVE_STAGED = (
     f"INSERT INTO spans ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM {STAGING_TABLE} ON CONFLICT DO NOTHING"
@@ -121,23 +122,31 @@ class SpanWriter:
         return PartitionBudget(self.max_new_days)
 
     def write(
-        self, rows: CopyRows, expect_duplicates: bool = False, budget: PartitionBudget | None = None
+        self,
+        rows: CopyRows,
+        expect_duplicates: bool = False,
+        budget: PartitionBudget | None = None,
+        quarantine_ids: Mapping[bytes, Sequence[int]] | None = None,
     ) -> int:
         """Store the spans of ``rows`` in one transaction (committed in ``_copy``); return how many were new.
-        Partitions their days lack are made from ``budget`` (a flush's own when None).
+        Partitions their days lack are made from ``budget`` (a flush's own when None). ``quarantine_ids``:
+        the quarantine entries each row's line was retried from, deleted in that same transaction.
 
         Raises ``DatabaseDown`` or ``RowsRefused``; either way nothing was committed.
         """
+        settled: list[int] = []
+        if quarantine_ids:
+            settled = sorted({entry for line in rows.lines() for entry in quarantine_ids.get(line, ())})
         try:
             self._ensure_partitions(rows, self.flush_budget() if budget is None else budget)
             connection = self._connect()
             if not expect_duplicates and self._careful_flushes == 0:
                 try:
-                    return self._copy(connection, COPY_SPANS, rows)
+                    return self._copy(connection, COPY_SPANS, rows, settled=settled)
                 except psycopg.errors.UniqueViolation:
                     self._careful_flushes = FLUSHES_CAREFUL_AFTER_CONFLICT
             self._careful_flushes = max(self._careful_flushes - 1, 0)
-            return self._copy(connection, COPY_STAGING, rows, then=MOVE_STAGED)
+            return self._copy(connection, COPY_STAGING, rows, then=MOVE_STAGED, settled=settled)
         except Exception as error:
             raise self._classified(error) from error
 
@@ -203,15 +212,25 @@ class SpanWriter:
         return RowsRefused(describe(error))
 
     @staticmethod
-    def _copy(connection: psycopg.Connection[Any], statement: str, rows: CopyRows, then: str = "") -> int:
-        """One batch in one transaction: the rows' bytes as the workers encoded them, committed on exit."""
+    def _copy(
+        connection: psycopg.Connection[Any],
+        statement: str,
+        rows: CopyRows,
+        then: str = "",
+        settled: Sequence[int] = (),
+    ) -> int:
+        """One batch in one transaction: the rows' bytes as the workers encoded them, committed on exit
+        with the quarantine entries ``settled`` deleted."""
         with connection.transaction(), connection.cursor() as cursor:
             with cursor.copy(statement) as copy:
                 copy.write(rows.data)
-            if not then:
-                return rows.num_rows
-            cursor.execute(then)
-            return max(cursor.rowcount, 0)
+            num_new = rows.num_rows
+            if then:
+                cursor.execute(then)
+                num_new = max(cursor.rowcount, 0)
+            if settled:
+                cursor.execute(SETTLE_QUARANTINE, (list(settled),))
+            return num_new
 
     def _connect(self) -> psycopg.Connection[Any]:
         if self._connection is None or self._connection.closed:

@@ -14,6 +14,7 @@ from collector.copy_rows import BadRow, CopyRows, copy_rows, decode_line, encode
 from collector.quarantine import isolate
 from collector.records import RECORD_FIELDS, SPAN_COLUMNS, SpanRecord, datetime_from_ns
 from collector.spool import Spool
+from collector.validate import SpansTooLarge
 from collector.write import SpanWriter
 
 NOW = time.time_ns() // 1000 * 1000  # whole microseconds: what PostgreSQL keeps
@@ -205,3 +206,15 @@ def test_spool_reads_its_rows_and_older_json_batches(tmp_path: Path) -> None:
         Spool.read(damaged)
     with pytest.raises(BadRow):
         decode_line(rows.lines()[0].replace(b"\t", b" ", 1))
+
+
+@pytest.mark.parametrize("rows_per_chunk", [1, 3, 1000])
+def test_rows_past_max_bytes_are_refused_counting_bytes_not_characters(rows_per_chunk: int) -> None:
+    resource = {"service.name": "svc", "note": "é" * 200}  # two bytes a character in UTF-8
+    spans = [record(index, resource=resource) for index in range(5)]
+    num_bytes = sum(len(chunk.data) for chunk in encode_spans(spans, rows_per_chunk))
+
+    packed = list(encode_spans(spans, rows_per_chunk, max_bytes=num_bytes))
+    assert sum(chunk.num_rows for chunk in packed) == 5
+    with pytest.raises(SpansTooLarge, match=f"decode to more than {num_bytes - 1} bytes"):
+        list(encode_spans(spans, rows_per_chunk, max_bytes=num_bytes - 1))

@@ -205,7 +205,8 @@ def to_otlp_json(request: ExportLogsServiceRequest) -> bytes:
         for scope_logs in resource_logs["scopeLogs"]:
             for record in scope_logs["logRecords"]:
                 for key in ("traceId", "spanId"):
-                    record[key] = base64.b64decode(record[key]).hex()
+                    if key in record:  # an empty id is left out
+                        record[key] = base64.b64decode(record[key]).hex()
     return json.dumps(document).encode()
 
 
@@ -373,3 +374,43 @@ def test_log_record_times_outside_the_accepted_window_are_rejected(
             "SELECT messages->0->>'content', (extract(epoch FROM time) * 1e6)::bigint FROM genai_content"
         ).fetchall()
     assert sorted(stored) == [("now", now // 1000), ("observed only", (now - 86_400 * 10**9) // 1000)]
+
+
+@pytest.mark.parametrize("body_format", ["protobuf", "json"])
+def test_a_log_record_with_an_all_zero_id_is_rejected_as_a_span_is(
+    body_format: str, running_collector: Collector, database_url: str
+) -> None:
+    """OTLP: an all-zero trace or span id is invalid. A log record's all-zero span id was stored, joining
+    its content to no span (and every such record of every trace to one id); an all-zero trace id was
+    told it had no ids. Both are refused with the reason a span gets; an empty span id still means none."""
+    trace_id, span_id = (21).to_bytes(16, "big"), (21).to_bytes(8, "big")
+    zero_trace, zero_span = bytes(16), bytes(8)
+    records = [
+        log_record("gen_ai.user.message", {"content": "kept"}, trace_id, span_id),
+        log_record("gen_ai.user.message", {"content": "zero span"}, trace_id, zero_span),
+        log_record("gen_ai.user.message", {"content": "zero trace"}, zero_trace, span_id),
+        log_record("gen_ai.user.message", {"content": "no span"}, trace_id, b""),
+    ]
+    request = logs_request(records)
+    if body_format == "json":
+        content, headers = to_otlp_json(request), {"content-type": "application/json"}
+    else:
+        content, headers = request.SerializeToString(), PROTOBUF
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+
+    answer = httpx.post(url, content=content, headers=headers)
+
+    assert answer.status_code == 200, answer.text
+    if body_format == "json":
+        partial = answer.json()["partialSuccess"]
+        num_rejected, message = int(partial["rejectedLogRecords"]), partial["errorMessage"]
+    else:
+        parsed = ExportLogsServiceResponse.FromString(answer.content).partial_success
+        num_rejected, message = parsed.rejected_log_records, parsed.error_message
+    assert num_rejected == 3, message
+    assert message.split("; ") == [
+        f"gen_ai.user.message: invalid span id '{zero_span.hex()}' (need 8 non-zero bytes)",
+        f"gen_ai.user.message: invalid trace id '{zero_trace.hex()}' (need 16 non-zero bytes)",
+        "gen_ai.user.message has no trace and span id to join it to its span",
+    ]
+    assert [row["messages"][0]["content"] for row in stored_content(database_url)] == ["kept"]

@@ -18,21 +18,24 @@ import grpc
 import httpx
 import orjson
 import psutil
+import psycopg
 import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from collector._wire import varint_bytes
+from collector.logs import LogBatch, LogsJob, decode_logs_body
 from collector.otlp_json import MalformedRequest, load_json_request
 from collector.pricebook import PriceBook
 from collector.runtime import Collector
 from collector.validate import SpanLimits, TooManyRecords
-from collector.workers import DecodeJob, decode_body
+from collector.workers import Decoded, DecodeJob, decode_body
 from evallens.cases import promote_traces, trace_questions
 from evallens.db import create_db_engine
 from evallens.db.models import EvalCase, EvalSet
@@ -50,7 +53,7 @@ from tests.collector.test_genai_content import (
     to_otlp_json,
 )
 from tests.collector.test_poison import quarantined
-from tests.collector.test_transports import TRANSPORTS, otlp_json, send_grpc
+from tests.collector.test_transports import TOO_BIG, TRANSPORTS, otlp_json, send_grpc
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 # Deeper than Python's recursion limit: ``json.loads`` raises RecursionError, not ValueError.
@@ -121,14 +124,24 @@ def test_deeply_nested_json_in_a_content_log_event_is_stored(
     }
 
 
+# An index a user added on the content; a random (incompressible) content this long cannot be a btree
+# index row: PostgreSQL refuses the row with SQLSTATE 54000.
+CONTENT_INDEX = "CREATE INDEX content_blob ON genai_content ((messages -> 0 ->> 'content'))"
+
+
+def add_content_index(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(CONTENT_INDEX)
+
+
 def test_a_log_event_postgres_refuses_is_rejected_not_retried_forever(
     running_collector: Collector, database_url: str
 ) -> None:
-    """An event name too long for the unique index is SQLSTATE 54000, which psycopg raises as the
-    OperationalError class of a lost connection: it must read as a bad record, not as an outage."""
+    """A row too large for an index is SQLSTATE 54000, which psycopg raises as the OperationalError
+    class of a lost connection: it must read as a bad record, not as an outage."""
+    add_content_index(database_url)
     trace_id, span_id = (12).to_bytes(16, "big"), (1).to_bytes(8, "big")
-    poison_name = f"gen_ai.{secrets.token_hex(4000)}.message"  # incompressible: no btree row holds it
-    poison = log_record(poison_name, {"content": "hi"}, trace_id, span_id)
+    poison = log_record("gen_ai.user.message", {"content": secrets.token_hex(4000)}, trace_id, span_id)
     good = log_record("gen_ai.user.message", {"content": QUESTION}, trace_id, span_id)
     url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
     answer = httpx.post(url, content=logs_request([poison, good]).SerializeToString(), headers=PROTOBUF)
@@ -139,6 +152,74 @@ def test_a_log_event_postgres_refuses_is_rejected_not_retried_forever(
     # the collector still takes an honest client's spans
     honest = TRANSPORTS["http-protobuf"](running_collector, make_request([make_span(5)]), {})
     assert honest.ok and len(fetch_spans(database_url)) == 1
+
+
+@pytest.mark.parametrize("body_format", ["protobuf", "json"])
+def test_a_log_event_whose_name_the_unique_index_cannot_hold_is_rejected_before_postgres(
+    body_format: str,
+) -> None:
+    """``uq_genai_content_event`` indexes the project and the event name: a name of 8,000 random
+    characters (``gen_ai.<them>.message``) was refused by PostgreSQL (SQLSTATE 54000), and each such
+    event made its whole batch be stored again in pieces. Refused in the decode worker, as a span's
+    rollup key too wide to index is."""
+    ids = ((1).to_bytes(16, "big"), (1).to_bytes(8, "big"))
+    long_name = f"gen_ai.{secrets.token_hex(4000)}.message"
+    wide_name = f"gen_ai.{'é' * 1300}.message"  # 2,600 bytes of UTF-8 in 1,322 characters
+    records = [
+        log_record(name, {"content": QUESTION}, *ids)
+        for name in (long_name, wide_name, "gen_ai.user.message")
+    ]
+    request = logs_request(records)
+    body = to_otlp_json(request) if body_format == "json" else request.SerializeToString()
+
+    batch = decode_logs_body(LogsJob(body, body_format, False, MIB, SpanLimits(), "p"))
+
+    assert batch.num_rejected == 2 and len(batch.lines) == 1, batch.reasons
+    assert all("can be indexed" in reason and len(reason) < 300 for reason in batch.reasons), batch.reasons
+
+
+# Counts the statements that stored GenAI content (a real trigger; one rolled back is not counted).
+COUNT_CONTENT_INSERTS = """
+CREATE TABLE content_inserts (stored boolean);
+CREATE FUNCTION count_content_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO content_inserts VALUES (true);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER count_content_insert AFTER INSERT ON genai_content
+  FOR EACH STATEMENT EXECUTE FUNCTION count_content_insert();
+"""
+
+
+def test_one_log_event_postgres_refuses_does_not_make_the_rest_go_one_by_one(
+    running_collector: Collector, database_url: str
+) -> None:
+    """A logs request PostgreSQL refused as a whole was stored again one row at a time, each in a
+    savepoint of one transaction: one poison event among 50,000 held a store thread (of two, which
+    every logs request waits for) and that transaction for 546 s. Now the batch is bisected: the good
+    rows go in a few statements, as a refused span batch does. (The poison then was an event name too
+    long for the unique index, refused before PostgreSQL now; here, a user's index.)"""
+    add_content_index(database_url)
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(COUNT_CONTENT_INSERTS)
+    trace_id = (12).to_bytes(16, "big")
+    records = [
+        log_record("gen_ai.user.message", {"content": f"question {i}"}, trace_id, (i + 1).to_bytes(8, "big"))
+        for i in range(200)
+    ]
+    poison = {"content": secrets.token_hex(4000)}
+    records.insert(123, log_record("gen_ai.user.message", poison, trace_id, (1).to_bytes(8, "big")))
+    url = f"http://127.0.0.1:{running_collector.http_port}/v1/logs"
+
+    answer = httpx.post(url, content=logs_request(records).SerializeToString(), headers=PROTOBUF)
+
+    assert answer.status_code == 200, answer.text
+    partial = ExportLogsServiceResponse.FromString(answer.content).partial_success
+    assert partial.rejected_log_records == 1 and "54000" in partial.error_message
+    assert len(stored_content(database_url)) == 200
+    with psycopg.connect(database_url) as connection:
+        (num_statements,) = connection.execute("SELECT count(*) FROM content_inserts").fetchone() or (0,)
+    assert num_statements <= 2 * 8, num_statements  # a few a halving (201 rows: 8 halvings), not 200
 
 
 @pytest.mark.parametrize("value", [DEEP_JSON, f'{{"messages": {DEEP_JSON}'])
@@ -372,6 +453,121 @@ def test_a_logs_body_over_the_record_cap_is_refused_before_its_records_are_built
     del request.resource_logs[0].scope_logs[0].log_records[10]
     assert httpx.post(url, content=request.SerializeToString(), headers=PROTOBUF).status_code == 200
     assert len(stored_content(database_url)) == 1  # ten of one event: one row
+
+
+def with_empty_entries(body_format: str, signal: str, level: str, num_entries: int) -> bytes:
+    """A request of one span or GenAI content event after ``num_entries`` empty resource or scope entries."""
+    ids = (secrets.token_bytes(16), secrets.token_bytes(8))
+    one: Any = (
+        make_request([make_span(0)])
+        if signal == "traces"
+        else logs_request([log_record("gen_ai.user.message", {"content": QUESTION}, *ids)])
+    )
+    resources = one.resource_spans if signal == "traces" else one.resource_logs
+    if body_format == "protobuf":  # field 1 of the request, field 2 of a resource: length 0
+        if level == "resource":
+            return b"\x0a\x00" * num_entries + bytes(one.SerializeToString())
+        resource = b"\x12\x00" * num_entries + bytes(resources[0].SerializeToString())
+        return b"\x0a" + varint_bytes(len(resource)) + resource
+    document = orjson.loads(otlp_json(one) if signal == "traces" else to_otlp_json(one))
+    key = "resourceSpans" if signal == "traces" else "resourceLogs"
+    if level == "resource":
+        document[key] = [{}] * num_entries + document[key]
+    else:
+        scopes = "scopeSpans" if signal == "traces" else "scopeLogs"
+        document[key][0][scopes] = [{}] * num_entries + document[key][0][scopes]
+    return orjson.dumps(document)
+
+
+@pytest.mark.parametrize("level", ["resource", "scope"])
+@pytest.mark.parametrize("body_format", ["protobuf", "json"])
+@pytest.mark.parametrize("signal", ["traces", "logs"])
+def test_more_resource_or_scope_entries_than_a_request_may_hold_spans_are_refused_before_they_are_read(
+    signal: str, body_format: str, level: str
+) -> None:
+    """Only spans and log records were counted against the cap: a 16 MiB protobuf body of 8 million empty
+    resource entries (two bytes each) around one span held a decode worker, which every request waits
+    for, for 59 s; 10 MB of empty scope entries 25 s; as OTLP/JSON ``{}`` entries, 15 MB 39 s and 28 s;
+    a logs body 19 s and 8 s (protobuf), 25 s and 22 s (JSON). Resource entries, and scope entries,
+    are now counted as records are: more than a request may hold records is a 413, refused before they
+    are read (walking a protobuf body's entries stops there). As many pass."""
+    limits = SpanLimits(max_spans_per_request=10)
+    called = "spans" if signal == "traces" else "log records"
+
+    def decode(body: bytes) -> object:
+        if signal == "traces":
+            return decode_body(DecodeJob(body, body_format, False, MIB, limits, None, PriceBook([])))  # type: ignore[arg-type]
+        return decode_logs_body(LogsJob(body, body_format, False, MIB, limits, "p"))
+
+    message = f"holds more than 10 {level} entries; at most 10 per request, as {called}"
+    with pytest.raises(TooManyRecords, match=message):
+        decode(with_empty_entries(body_format, signal, level, 11))
+    decoded = decode(with_empty_entries(body_format, signal, level, 9))  # with the entry of its record: 10
+    if isinstance(decoded, Decoded):
+        assert decoded.packed.num_spans == 1 and decoded.num_rejected == 0
+    else:
+        assert isinstance(decoded, LogBatch) and len(decoded.lines) == 1 and decoded.num_rejected == 0
+
+
+@pytest.mark.parametrize("body_format", ["protobuf", "json"])
+def test_more_span_events_than_a_request_may_hold_spans_are_refused_before_they_are_read(
+    body_format: str,
+) -> None:
+    """Events were not counted: 16 MiB of protobuf held 8 million empty events (two bytes each) on one
+    span, which a decode worker turned into 3.5 GB of Python objects over 19 s before any bound held
+    (as OTLP/JSON ``{}`` entries, 2.3 s a MB). A request's events count against the cap as its spans
+    do, together: more is a 413."""
+    limits = SpanLimits(max_spans_per_request=10)
+
+    def decode(events_per_span: list[int]) -> Decoded:
+        spans = [make_span(i) for i in range(len(events_per_span))]
+        for span, num_events in zip(spans, events_per_span, strict=True):
+            span.events.extend([Span.Event(name="tick")] * num_events)
+        request = make_request(spans)
+        body = otlp_json(request) if body_format == "json" else request.SerializeToString()
+        return decode_body(DecodeJob(body, body_format, False, MIB, limits, None, PriceBook([])))  # type: ignore[arg-type]
+
+    for events_per_span in ([11], [6, 5, 1]):
+        with pytest.raises(TooManyRecords, match="holds more than 10 span events; at most 10 per request"):
+            decode(events_per_span)
+    decoded = decode([6, 4])
+    assert decoded.packed.num_spans == 2 and decoded.num_rejected == 0
+
+
+def test_a_body_of_empty_resource_entries_is_a_413_over_every_transport(
+    database_url: str, make_collector: Callable[..., Collector], transport: str
+) -> None:
+    collector = make_collector(database_url, collector_max_spans_per_request=10)
+    request = make_request([make_span(0)])
+    request.resource_spans.extend([ResourceSpans()] * 11)
+
+    answer = TRANSPORTS[transport](collector, request, {})
+
+    assert (answer.ok, answer.status) == (False, TOO_BIG[transport]), answer
+    assert "more than 10 resource entries" in answer.message, answer
+    assert fetch_spans(database_url) == []
+
+
+def test_a_request_whose_spans_decode_past_the_queue_is_refused_before_they_are_packed(
+    database_url: str, make_collector: Callable[..., Collector], transport: str
+) -> None:
+    """Each span's row carries its resource's attributes: a 0.4 MB body of 2,000 spans sharing a 256 KiB
+    resource packed into 525 MB (a decode worker at 1.1 GB; 16 MiB of body reach terabytes, and a worker
+    killed for memory takes every request in the pool with it), and a request finding the queue empty
+    entered it whatever its size, holding the writer. Now spans decoding past the queue's bytes are
+    refused as too large once they do; nothing of them is stored."""
+    collector = make_collector(database_url, collector_queue_max_bytes=MIB)
+    resource = {"service.name": "svc", "blob": "x" * (64 * 1024)}
+    request = make_request([make_span(i) for i in range(100)], resource)  # 70 KB; 6.6 MB packed
+
+    answer = TRANSPORTS[transport](collector, request, {})
+
+    assert (answer.ok, answer.status) == (False, TOO_BIG[transport]), answer
+    assert f"decode to more than {MIB} bytes" in answer.message, answer
+    assert fetch_spans(database_url) == []
+    honest = make_request([make_span(i) for i in range(100, 110)])
+    assert TRANSPORTS[transport](collector, honest, {}).ok
+    assert len(fetch_spans(database_url)) == 10
 
 
 def stalled_upload(port: int, path: str = "/v1/traces", declared: int = 16 * 2**20 - 1) -> socket.socket:

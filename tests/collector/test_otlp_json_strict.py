@@ -218,7 +218,7 @@ def test_a_protobuf_id_of_the_json_not_hex_marker_s_bytes_is_of_the_wrong_length
     job = LogsJob(logs_request(records).SerializeToString(), "protobuf", False, 1 << 20, SpanLimits(), "p")
     assert decode_logs_body(job).reasons == [
         "gen_ai.user.message: invalid trace id 'ffffff' of 3 bytes (need 16 non-zero bytes)",
-        "gen_ai.user.message: invalid span id 'ffffff' of 3 bytes (need 8 bytes)",
+        "gen_ai.user.message: invalid span id 'ffffff' of 3 bytes (need 8 non-zero bytes)",
         "gen_ai.user.message has no trace and span id to join it to its span",
     ]
 

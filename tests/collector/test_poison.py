@@ -214,8 +214,13 @@ def test_refusals_go_to_a_dead_letter_file_while_postgres_is_away(
 
 @pytest.mark.parametrize(
     "args",
-    [["list", "--limit", str(2**63)], ["retry", str(2**63)], ["drop", "1", str(2**63)]],
-    ids=["list-limit", "retry-id", "drop-id"],
+    [
+        ["list", "--limit", str(2**63)],
+        ["retry", str(2**63)],
+        ["retry", "--all", "--batch-size", str(2**63)],
+        ["drop", "1", str(2**63)],
+    ],
+    ids=["list-limit", "retry-id", "retry-batch-size", "drop-id"],
 )
 def test_quarantine_commands_refuse_numbers_postgres_cannot_hold(
     args: list[str], database_url: str, monkeypatch: pytest.MonkeyPatch
@@ -229,23 +234,32 @@ def test_quarantine_commands_refuse_numbers_postgres_cannot_hold(
 
 
 # Logs, for each quarantined span a retry settles (stored: deleted; still refused: its reason updated),
-# the transaction that did it (a real trigger).
+# and for each span stored, the transaction that did it (real triggers).
 LOG_SETTLED = """
-CREATE TABLE settled (txid bigint, op text, quarantine_id bigint);
+CREATE TABLE settled (txid bigint, op text, quarantine_id bigint, span_id text);
 CREATE FUNCTION log_settled() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO settled VALUES (txid_current(), TG_OP, OLD.id);
+  INSERT INTO settled VALUES (txid_current(), TG_OP, OLD.id, OLD.span_id);
   RETURN NULL;
 END $$;
 CREATE TRIGGER log_settled AFTER UPDATE OR DELETE ON collector_quarantine
   FOR EACH ROW EXECUTE FUNCTION log_settled();
+CREATE TABLE stored (txid bigint, span_id text);
+CREATE FUNCTION log_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO stored SELECT txid_current(), span_id FROM new_spans;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER log_stored AFTER INSERT ON spans REFERENCING NEW TABLE AS new_spans
+  FOR EACH STATEMENT EXECUTE FUNCTION log_stored();
 """
 
 
 def test_a_retry_larger_than_one_batch_reads_and_settles_a_batch_at_a_time(database_url: str) -> None:
     """A retry read every selected span into memory at once (a quarantine of millions exhausted it) and
-    settled them all at the end. Now it goes ``batch_size`` spans at a time by id, each batch settled in
-    a transaction of its own, and reports and keeps the same as before."""
+    settled them all at the end. Now it goes ``batch_size`` spans at a time by id, and reports and keeps
+    the same as before: a stored span leaves the quarantine in the transaction that stored it, and the
+    new reasons of a batch's spans still refused are set in one transaction."""
     add_blob_index(database_url)
     now = time.time_ns()
     poison = {2, 5, 9}  # still refused: in the first, second and last batch
@@ -282,15 +296,118 @@ def test_a_retry_larger_than_one_batch_reads_and_settles_a_batch_at_a_time(datab
     assert sorted(str(row[3]["name"]) for row in kept) == [f"spooled-{i}" for i in sorted(poison)]
     assert all(row[2].startswith("SQLSTATE 54000") for row in kept)
     with psycopg.connect(database_url) as connection:
-        settled = connection.execute(
-            "SELECT txid, op, quarantine_id FROM settled ORDER BY txid, quarantine_id"
+        settled = connection.execute("SELECT txid, op, quarantine_id, span_id FROM settled").fetchall()
+        stored: dict[str, int] = dict(connection.execute("SELECT span_id, txid FROM stored").fetchall())
+    # each span settled once, stored or kept, never both
+    assert sorted(row[2] for row in settled) == ids
+    deleted = {span_id: txid for txid, op, _, span_id in settled if op == "DELETE"}
+    assert deleted == stored  # each left the quarantine in the transaction that stored it
+    updated: dict[int, list[int]] = {}
+    for txid, op, quarantine_id, _ in settled:
+        if op == "UPDATE":
+            updated.setdefault(txid, []).append(quarantine_id)
+    assert sorted(updated.values()) == [[ids[at]] for at in sorted(poison)]  # one transaction a batch
+
+
+# Refuses deleting from the quarantine while ``fail_settle`` has a row: the settle step of a retry
+# fails after PostgreSQL took its spans, as a crash between the two steps would leave them.
+FAIL_SETTLE = """
+CREATE TABLE fail_settle (on_purpose boolean);
+INSERT INTO fail_settle VALUES (true);
+CREATE FUNCTION fail_settle() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT FROM fail_settle) THEN
+    RAISE EXCEPTION 'settle failed on purpose';
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER fail_settle AFTER DELETE ON collector_quarantine
+  FOR EACH STATEMENT EXECUTE FUNCTION fail_settle();
+"""
+
+
+def test_a_retry_whose_settle_fails_leaves_no_span_both_stored_and_quarantined(database_url: str) -> None:
+    """A retry wrote a batch into ``spans`` and then deleted it from the quarantine in a second
+    transaction: when that one failed (or the process died between the two), the batch stayed both
+    stored and quarantined. Now the spans are stored and leave the quarantine in one transaction: a
+    failure keeps them quarantined only, and the next retry stores each once and empties it."""
+    now = time.time_ns()
+    spans = [_record(i, now, {}) for i in range(6)]
+    writer = SpanWriter(database_url)
+    try:
+        writer.quarantine([Refusal(span, "earlier") for span in spans])
+    finally:
+        writer.close()
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(FAIL_SETTLE)
+    engine = create_db_engine(database_url)
+    try:
+        failed = retry_quarantine(engine, database_url, [], True, None, max_new_days=8, batch_size=4)
+
+        assert failed == RetryReport(num_stored=0, num_still_refused=6)
+        assert count_spans(database_url) == 0
+        kept = quarantined(database_url)
+        assert len(kept) == 6 and all("settle failed on purpose" in row[2] for row in kept)
+
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            connection.execute("DELETE FROM fail_settle")
+        assert retry_quarantine(engine, database_url, [], True, None, max_new_days=8, batch_size=4) == (
+            RetryReport(num_stored=6, num_still_refused=0)
         )
-        by_txid: dict[int, list[tuple[str, int]]] = {}
-        for txid, op, quarantine_id in settled:
-            by_txid.setdefault(txid, []).append((op, quarantine_id))
-    # each batch settled whole in its own transaction; each span once, stored or kept, never both
-    expected = [
-        [("UPDATE" if ids.index(i) in poison else "DELETE", i) for i in ids[first : first + 4]]
-        for first in (0, 4, 8)
-    ]
-    assert [sorted(ops, key=lambda op: op[1]) for ops in by_txid.values()] == expected
+    finally:
+        engine.dispose()
+    assert quarantined(database_url) == []
+    with psycopg.connect(database_url) as connection:
+        stored = connection.execute("SELECT span_id, count(*) FROM spans GROUP BY span_id").fetchall()
+        num_spans = connection.execute("SELECT sum(num_spans) FROM trace_summaries").fetchone()
+    assert sorted(stored) == sorted((span.span_id, 1) for span in spans)
+    assert num_spans == (6,)  # the summaries folded each span once
+
+
+# Logs the transaction of each statement that stores spans (a real trigger).
+LOG_STORED = """
+CREATE TABLE stored (txid bigint, span_id text);
+CREATE FUNCTION log_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO stored SELECT txid_current(), span_id FROM new_spans;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER log_stored AFTER INSERT ON spans REFERENCING NEW TABLE AS new_spans
+  FOR EACH STATEMENT EXECUTE FUNCTION log_stored();
+"""
+
+
+@pytest.mark.parametrize("batch_size", ["0", "-3", "many"])
+def test_a_retry_batch_size_that_is_not_a_positive_whole_number_is_a_usage_error(
+    batch_size: str, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    args = ["collector", "quarantine", "retry", "--all", "--batch-size", batch_size]
+    refused = CliRunner().invoke(create_cli(), args)
+    assert refused.exit_code == 2, (refused.output, refused.exception)
+    assert "Invalid value for '--batch-size'" in refused.output
+
+
+def test_a_retry_writes_batch_size_spans_at_a_time(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry batch was a constant (1000) no one could change: ``--batch-size`` sets it."""
+    now = time.time_ns()
+    writer = SpanWriter(database_url)
+    try:
+        writer.quarantine([Refusal(_record(i, now, {}), "earlier") for i in range(5)])
+    finally:
+        writer.close()
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(LOG_STORED)
+    monkeypatch.setenv("EVALLENS_DATABASE_URL", database_url)
+    cli, runner = create_cli(), CliRunner()
+    assert "--batch-size" in runner.invoke(cli, ["collector", "quarantine", "retry", "--help"]).output
+
+    retried = runner.invoke(cli, ["collector", "quarantine", "retry", "--all", "--batch-size", "2"])
+
+    assert retried.exit_code == 0 and "5 stored, 0 still refused" in retried.output, retried.output
+    with psycopg.connect(database_url) as connection:
+        batches = connection.execute("SELECT count(*) FROM stored GROUP BY txid ORDER BY min(span_id)")
+        assert [row[0] for row in batches] == [2, 2, 1]
+    assert quarantined(database_url) == []

@@ -14,6 +14,9 @@ MIB = 1024 * 1024
 # The longest key (project, tenant, user, feature, eval run or case id, model) the collector keeps by
 # default; the reference service refuses longer tag headers, whose spans the collector would reject.
 DEFAULT_MAX_KEY_CHARS = 256
+# Quarantined spans `evallens collector quarantine retry` reads, writes and settles at a time unless
+# --batch-size says otherwise: a quarantine of millions is never held in memory whole.
+DEFAULT_QUARANTINE_RETRY_BATCH = 1000
 
 
 class CollectorSettings(DatabaseSettings, AuthSettings):
@@ -94,7 +97,11 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
     collector_queue_max_bytes: int = Field(
         default=128 * MIB,
         ge=1024,
-        description="Bytes of decoded (packed) spans waiting to be written before new requests get 429.",
+        description=(
+            "Bytes of decoded (packed) spans waiting to be written before new requests get 429; a request "
+            "whose spans alone decode to more (each span's row repeats its resource) gets 413 "
+            "(gRPC: INVALID_ARGUMENT)."
+        ),
     )
     collector_project_share: float = Field(
         default=0.5,
@@ -120,7 +127,8 @@ class CollectorSettings(DatabaseSettings, AuthSettings):
         default=500_000,
         ge=1,
         description=(
-            "Most spans (or log records) one export request may hold; more: 413 (gRPC: INVALID_ARGUMENT)."
+            "Most spans (or log records) one export request may hold, and resource entries, scope "
+            "entries and span events; more: 413 (gRPC: INVALID_ARGUMENT)."
         ),
     )
     collector_decode_workers: int = Field(

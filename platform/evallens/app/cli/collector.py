@@ -8,6 +8,7 @@ from rich.console import Console
 
 from evallens.app.cli._output import output_console, print_table
 from evallens.settings import CollectorSettings
+from evallens.settings.collector import DEFAULT_QUARANTINE_RETRY_BATCH
 
 app = typer.Typer(help="OTLP/HTTP and gRPC trace receiver, Prometheus scraper, retention, quarantine.")
 quarantine_app = typer.Typer(
@@ -88,11 +89,20 @@ def quarantine_retry(
     ids: QuarantineIds = None,
     every: Annotated[bool, typer.Option("--all", help="Every quarantined span (of --project).")] = False,
     project: Annotated[str | None, typer.Option(help=PROJECT_HELP)] = None,
+    batch_size: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_BIGINT,
+            help="Quarantined spans read and written at a time: fewer hold less in memory, more make "
+            "fewer transactions.",
+        ),
+    ] = DEFAULT_QUARANTINE_RETRY_BATCH,
 ) -> None:
     """Write quarantined spans again (after fixing the cause); stored ones leave the quarantine."""
     from collector.commands import quarantine_retry as retry
 
-    report = retry(CollectorSettings(), ids or [], every, project)
+    report = retry(CollectorSettings(), ids or [], every, project, batch_size)
     Console().print(f"{report.num_stored} stored, {report.num_still_refused} still refused (kept)")
 
 
