@@ -233,17 +233,8 @@ def test_quarantine_commands_refuse_numbers_postgres_cannot_hold(
     assert "Invalid value" in refused.output
 
 
-# Logs, for each quarantined span a retry settles (stored: deleted; still refused: its reason updated),
-# and for each span stored, the transaction that did it (real triggers).
-LOG_SETTLED = """
-CREATE TABLE settled (txid bigint, op text, quarantine_id bigint, span_id text);
-CREATE FUNCTION log_settled() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO settled VALUES (txid_current(), TG_OP, OLD.id, OLD.span_id);
-  RETURN NULL;
-END $$;
-CREATE TRIGGER log_settled AFTER UPDATE OR DELETE ON collector_quarantine
-  FOR EACH ROW EXECUTE FUNCTION log_settled();
+# Logs the transaction of each statement that stores spans (a real trigger).
+LOG_STORED = """
 CREATE TABLE stored (txid bigint, span_id text);
 CREATE FUNCTION log_stored() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -253,6 +244,22 @@ END $$;
 CREATE TRIGGER log_stored AFTER INSERT ON spans REFERENCING NEW TABLE AS new_spans
   FOR EACH STATEMENT EXECUTE FUNCTION log_stored();
 """
+
+# Logs, for each quarantined span a retry settles (stored: deleted; still refused: its reason updated),
+# and for each span stored, the transaction that did it (real triggers).
+LOG_SETTLED = (
+    """
+CREATE TABLE settled (txid bigint, op text, quarantine_id bigint, span_id text);
+CREATE FUNCTION log_settled() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO settled VALUES (txid_current(), TG_OP, OLD.id, OLD.span_id);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER log_settled AFTER UPDATE OR DELETE ON collector_quarantine
+  FOR EACH ROW EXECUTE FUNCTION log_settled();
+"""
+    + LOG_STORED
+)
 
 
 def test_a_retry_larger_than_one_batch_reads_and_settles_a_batch_at_a_time(database_url: str) -> None:
@@ -362,19 +369,6 @@ def test_a_retry_whose_settle_fails_leaves_no_span_both_stored_and_quarantined(d
         num_spans = connection.execute("SELECT sum(num_spans) FROM trace_summaries").fetchone()
     assert sorted(stored) == sorted((span.span_id, 1) for span in spans)
     assert num_spans == (6,)  # the summaries folded each span once
-
-
-# Logs the transaction of each statement that stores spans (a real trigger).
-LOG_STORED = """
-CREATE TABLE stored (txid bigint, span_id text);
-CREATE FUNCTION log_stored() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO stored SELECT txid_current(), span_id FROM new_spans;
-  RETURN NULL;
-END $$;
-CREATE TRIGGER log_stored AFTER INSERT ON spans REFERENCING NEW TABLE AS new_spans
-  FOR EACH STATEMENT EXECUTE FUNCTION log_stored();
-"""
 
 
 @pytest.mark.parametrize("batch_size", ["0", "-3", "many"])
