@@ -106,7 +106,9 @@ def test_a_run_marked_failed_while_it_ran_stays_failed_and_its_process_says_so(
             process.kill()
             process.communicate()
     assert process.returncode == 2, stderr
-    assert stderr.strip().splitlines() == [
+    # a loaded machine may add progress heartbeats ("scoring 4 answers: 10 s elapsed"): only the error counts
+    assert "Traceback" not in stderr
+    assert [line for line in stderr.splitlines() if line.startswith("evallens: ")] == [
         f"evallens: error: run {run_id} failed: another process marked it failed while it ran "
         f"('{ABANDONED}'), so its answers were not stored; behind a pooler in transaction mode a live run "
         "looks abandoned (use session mode)"
