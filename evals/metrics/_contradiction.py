@@ -40,6 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from evals.metrics._denials import denial_conflicts
+from evals.metrics._exclusive import exclusivity_conflicts
 from evals.metrics._facts import STOPWORDS, Tokenised, alternatives
 from evals.metrics._polarity import negated_at, polarity_conflicts
 from evals.metrics._qualifiers import qualifier_conflicts
@@ -84,7 +85,8 @@ _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "p
 _UNIVERSAL = re.compile(
     r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
     r"|instant(?:ly)?|no matter|regardless|guaranteed|any ?time|24/7|no questions asked|without exception"
-    r"|whatever (?:you|they)|everyone|everybody|no (?:[a-z-]+ )?limit"
+    r"|whatever (?:you|they|the)|whichever \w+ (?:you|they)|at any point|everyone|everybody"
+    r"|no (?:[a-z-]+ )?limit"
     r"|(?:every|any|all) (?:types?|kinds?|sorts?) of|(?:of|at) any (?:age|size|length|weight|value|amount)"
     r"|as (?:many|much|often)(?: \w+){0,2} as you (?:like|want|wish))\b"
 )
@@ -92,6 +94,12 @@ _UNIVERSAL = re.compile(
 _LIMITLESS = re.compile(
     r"\b(?:unlimited|no (?:[a-z-]+ )?(?:limit|cap|maximum)|as (?:many|much|often)\b[^.]{0,20}\bas you)"
 )
+_WHATEVER = re.compile(r"whatever the\b|whichever")
+_REGARDLESS = re.compile(r"no matter|regardless")
+_CAPPED = re.compile(r"\b(?:above|cap|capped|caps|max|maximum|up to|at most|more than|exceed\w*)\b")
+_PEOPLE_OR_THINGS = re.compile(r"everyone|everybody|everything")
+_ALL = re.compile(r"\b(?:all|All)\b")
+_EVERY = re.compile(r"\b(?:every|any|all|regardless|no matter|no minimum)\b")
 # "you can always add cash" offers an option; "if you use it every day" supposes, it claims nothing
 _NOT_A_CLAIM = re.compile(r"\b(?:can|could|may) (?:also )?$|\b(?:if|whenever|unless|in case)\b[^,;:\u2014]*$")
 _DAILY = re.compile(r"\b(?:7 days? (?:a|per) week|daily)\b")
@@ -114,6 +122,7 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     reasons += _added_conditions(reference, answer, question)
     reasons += _extended_scope(reference, answer, question)
     reasons += _swapped_values(Tokenised.of(reference), answer_tokens)
+    reasons += exclusivity_conflicts(reference, answer)
     return reasons
 
 
@@ -163,7 +172,8 @@ def _naming(words: Iterable[str]) -> set[str]:
 
 # "only if you drop it at a depot": a condition the answer sets; "for as long as 56 days" is a duration
 _CONDITION = re.compile(
-    r"(?<!for )\b(?:only (?:if|when|for|on)|as long as|provided(?: that)?)\b([^.;:!?\u2014()]*)"
+    # "read-only for 90 days" names a state, it sets no condition
+    r"(?<!for )(?<!-)\b(?:only (?:if|when|for|on)|as long as|provided(?: that)?)\b([^.;:!?\u2014()]*)"
 )
 
 
@@ -544,6 +554,18 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
             if claim == "every day" and _DAILY.search(normalise(reference)):
                 continue  # "every day" is "7 days a week"
             if _LIMITLESS.match(claim) and _LIMITLESS.search(clean(reference).lower()):
+                continue
+            # "whatever the order size" says again what "on every order" says
+            # "it never goes above $5 no matter how big the invoice is" restates a cap
+            if _REGARDLESS.fullmatch(claim) and _CAPPED.search(sentence.lower()):
+                continue
+            if _WHATEVER.match(claim) and _EVERY.search(clean(reference).lower()):
+                continue
+            # "optional for everyone else" names the rest, not everyone; "keep everything" where the
+            # reference keeps "the item and all packaging" says its "all" again
+            if _PEOPLE_OR_THINGS.fullmatch(claim) and (
+                sentence[found.end() :].lstrip().lower().startswith("else") or _ALL.search(clean(reference))
+            ):
                 continue
             # "instantly" is what an "instant" freeze does
             if not {w.removesuffix("ly") for w in match_tokens(claim)} <= reference_words:

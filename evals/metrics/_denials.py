@@ -11,7 +11,8 @@ a relative clause such as "ones that are not defective" denies nothing); what a 
 to be for ("not designed for snow loads", two words or more) stated plainly, unless the sentence
 says to avoid it; what the reference says is not required ("does not have to be the account
 holder") said to be required ("must", "have to", "need"); something the reference prices and never
-calls free said to be free, in a clause that names nothing the reference and question do not; and
+calls free said to be free, in a clause that names nothing the reference and question do not before
+any condition of its own ("free if you book before Thursday"); and
 what the reference says a subject does ("resetting your password unlocks it") denied of that
 subject, unless the answer's clause limits it or names an object the reference does not; and what
 the reference says the thing is not ("It is not dishwasher-safe", "splash resistant, not waterproof")
@@ -39,6 +40,7 @@ from evals.metrics._text import BOUNDARY, clean, match_tokens
 # a sentence that limits or conditions what it says ("can only be returned if defective") claims little
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
 _ONLY = frozenset(["only", "unless", "except"])
+_CONDITIONS = frozenset(["if", "unless", "when", "once", "provided"])
 _MONEY = frozenset(["usd", "eur", "gbp"])
 # "free", "included" (in the price): no charge of its own; "waived" is often under a condition
 _NO_CHARGE = frozenset(["free", "includ", "include"])
@@ -260,7 +262,9 @@ def _free_claims(question: str, reference: str, answer: str) -> list[str]:
             words = set(clause)
             if not words & _NO_CHARGE or words & NEGATING:
                 continue
-            content = {w for w in words if _is_content(w) and w not in UNITS}
+            # what a condition names ("free if you book before Thursday") is no other thing called free
+            said = clause[: next((i for i, w in enumerate(clause) if w in _CONDITIONS), len(clause))]
+            content = {w for w in said if _is_content(w) and w not in UNITS}
             if not content - named - _LIMITS - _ASIDES - _NO_CHARGE:
                 return [f"calls '{' '.join(clause)}' free where the reference prices it"]
     return []

@@ -23,7 +23,7 @@ NEGATING = NEGATORS | {"no"}
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,?\s+\bbut\b\s*")
 # words after which "not"/"no" limits a value instead of denying it ("not after 30 days", "no more than")
 BOUNDS = frozenset(["after", "beyond", "past", "later", "more", "longer", "over", "exceed", "exceeding",
-                    "until", "only", "less", "fewer", "under", "below"])  # fmt: skip
+                    "until", "only", "less", "fewer", "under", "below", "above"])  # fmt: skip
 _AFFIRM = re.compile(
     r"^(?:yes|yeah|yep|yup|sure|absolutely|definitely|of course|certainly|correct|indeed|that is right)\b"
 )
@@ -38,6 +38,8 @@ _ECHO = re.compile(
 )
 _SAME_AUX = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "do", "will": "will",
              "would": "will", "is": "be", "are": "be", "am": "be", "was": "be"}  # fmt: skip
+_REACH = 4  # words back a negation reaches ("not within 30 days")
+_LISTED_REACH = 5  # and a "no" across a list ("no utility bill or proof of address")
 _POLAR = re.compile(r"^\W*(?:can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b")
 _ASKED = re.compile(r"[^.!?]*\?")
 
@@ -45,13 +47,17 @@ _ASKED = re.compile(r"[^.!?]*\?")
 def negated_at(words: Sequence[str], start: int) -> bool:
     """An odd number of negations in the few words before ``start`` within its clause."""
     count = 0
-    for offset in range(1, 4):
+    for offset in range(1, _LISTED_REACH + 1):
         index = start - offset
         if index < 0 or words[index] in {BOUNDARY, "but", "and"}:
             break
         word = words[index]
-        following = words[index + 1] if index + 1 < len(words) else ""
-        if word == "no" and offset == 1 or word in NEGATORS and following not in BOUNDS:
+        # "never goes above $5" bounds a value as "not above" does: one verb may come between
+        following = next((w for w in words[index + 1 : index + 3] if w in BOUNDS), words[index + 1])
+        # "no utility bill or proof of address": a "no" before an "or" denies what follows it too
+        listed = "or" in words[index + 1 : start]
+        negator = offset < _REACH and word in NEGATORS and following not in BOUNDS
+        if word == "no" and (offset == 1 or listed) or negator:
             count += 1
     return count % 2 == 1
 

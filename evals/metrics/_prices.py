@@ -11,19 +11,45 @@ are read. Where they price nothing at all, one sum the answer gives is a charge 
 make ("full refund, minus a €25 service fee"; "but the £1.50 per withdrawal still applies"); two or
 more are read as a worked example ("£210 becomes £231"). What it cannot see: a wrong sum that happens
 to be one of these results, a new charge in another currency, or a worked example that is wrong.
+
+A charge named without a sum counts too: a fee, surcharge or penalty the reference and question never
+mention ("though there's a small fee while it's paused" for a free pause; "refunded minus a restocking
+fee"), in a sentence that gives no sum of money (the sums are read above) and neither denies it ("no fee",
+"without any fee") nor waives it. It cannot see a charge worded without one of those nouns ("you pay a bit
+extra").
 """
 
 from collections.abc import Iterable, Sequence
 from itertools import product
 
 from evals.metrics._facts import alternatives
+from evals.metrics._polarity import NEGATING, SENTENCE
 from evals.metrics._quantities import Quantity, quantities
+from evals.metrics._text import clean, match_tokens
 from evals.sets.format import Fact
 
 _MONEY = frozenset(["usd", "eur", "gbp"])
 # counts that multiply a price without being written as figures: "a week" of a daily price, "a year"
 _SMALL_COUNTS = (2.0, 3.0, 4.0, 7.0, 12.0, 52.0)
 _CENT = 0.011
+_CHARGES = frozenset(["fee", "surcharge", "penalty"])  # nouns that name a charge (match tokens)
+_NOT_CHARGED = frozenset([*NEGATING, "waiv", "free", "never", "zero"])
+
+
+def new_charges(question: str, reference: str, answer: str) -> list[str]:
+    """Charges the answer names ("a small fee") where the reference and question name none."""
+    known = [*match_tokens(reference), *match_tokens(question)]
+    if _CHARGES & set(known):
+        return []
+    named = []
+    for sentence in SENTENCE.split(clean(answer)):
+        words = match_tokens(sentence)
+        charges = [word for word in words if word in _CHARGES]
+        # "the £3 Next Day fee" names the reference's own price (new_prices reads the sums)
+        priced = any(q.unit in _MONEY for q in quantities(sentence))
+        if charges and not priced and not set(words) & _NOT_CHARGED:
+            named.append(f"names a {charges[0]} the reference does not charge")
+    return named
 
 
 def new_prices(question: str, reference: str, facts: Sequence[Fact], answer: str) -> list[str]:

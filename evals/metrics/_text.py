@@ -253,7 +253,8 @@ def _fractions(text: str) -> str:
 
 def _money(text: str) -> str:
     amount = r"(\d+(?:\.\d+)?)"
-    text = re.sub(rf"(?:us ?\$|\$) ?{amount}", r"\1 usd", text)
+    # "plus $5" is not "pl" and "US$5"
+    text = re.sub(rf"(?:\bus ?\$|\$) ?{amount}", r"\1 usd", text)
     text = re.sub(rf"\b(?:usd|us dollars?) ?{amount}", r"\1 usd", text)
     text = re.sub(rf"{amount}[ -]?(?:usd|us dollars?|dollars?|bucks)\b", r"\1 usd", text)
     text = re.sub(
@@ -272,7 +273,7 @@ def _money(text: str) -> str:
     text = re.sub(
         r"\b(\d+) (usd|eur) and (\d{1,2}) cents?\b", lambda m: f"{m[1]}.{int(m[3]):02d} {m[2]}", text
     )
-    text = re.sub(r"\b(\d{1,2}) cents?\b", lambda m: f"0.{int(m.group(1)):02d} usd", text)
+    text = re.sub(r"\b(\d{1,2}) ?(?:cents?\b|\u00a2)", lambda m: f"0.{int(m.group(1)):02d} usd", text)
     return re.sub(r"(\d+(?:\.\d+)?) usd usd\b", r"\1 usd", text)
 
 

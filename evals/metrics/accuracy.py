@@ -5,19 +5,21 @@ alternative of an any-of fact, in any common wording: ``_text.normalise``), cont
 reference nor the facts (a conflicting number, a negated fact, an unsupported universal claim:
 ``_contradiction``), gives no sum of money the reference, question and facts neither give nor imply by
 simple arithmetic, nor one sum where they price nothing ("£12 a month, but it goes up to £15 after the
-first year": ``_prices``), does not take a fact back (said last before a self-correction, "two years —
-wait, let me correct that: ...", and not again after it), is not a refusal or "I don't know" (a decline
-that conveys every required fact outside its own clauses, "I can't advise on visas; please ask the
-embassy", or gives a value a fact asks for, "contact the police within a day", answers), and its cosine
-similarity (all-MiniLM-L6-v2) to the reference answer or to the question, whichever is higher, reaches
-``similarity_threshold``. Verdicts within ``judge_margin`` of the threshold, that rest on a
-contradiction heuristic, or that miss a fact although the answer is close to the reference and states no
-conflicting value (similarity 0.6 or more: perhaps a paraphrase the matcher missed) are marked unsure
-for the judge. It cannot see: a wrong claim with no number, negation, universal word or new "only if"
-condition that the reference does not contradict (an extra fee or exception: "minus a €25 service fee",
-"unless you tell us before you travel"; a condition worded with the reference's own words), or a correct
-fact worded so differently that neither the matcher nor similarity finds it ("what they actually weigh"
-for "actual weight").
+first year": ``_prices``) nor names a fee, surcharge or penalty where they name none, widens or narrows
+what "only" limits ("either the sender or the recipient" for "only the sender": ``_exclusive``), does not
+take a fact back (said last before a self-correction, "two years — wait, let me correct that: ...", and
+not again after it), is not a refusal or "I don't know" (a decline that conveys every required fact
+outside its own clauses, "I can't advise on visas; please ask the embassy", or gives a value a fact asks
+for, "contact the police within a day", answers), and its cosine similarity (all-MiniLM-L6-v2) to the
+reference answer or to the question, whichever is higher, reaches ``similarity_threshold`` (an answer of
+six words or fewer that states every required fact, "Zero percent.", is judged by its facts: too short to
+resemble anything). Verdicts within ``judge_margin`` of the threshold, that rest on a contradiction
+heuristic, or that miss a fact although the answer is close to the reference and states no conflicting
+value (similarity 0.6 or more: perhaps a paraphrase the matcher missed) are marked unsure for the judge.
+It cannot see: a wrong claim with no number, negation, universal word or new "only if" condition that the
+reference does not contradict (an exception or a charge without a fee's name: "unless you tell us before
+you travel"; a condition worded with the reference's own words), or a correct fact worded so differently
+that neither the matcher nor similarity finds it ("what they actually weigh" for "actual weight").
 A failed request scores 0.
 """
 
@@ -25,13 +27,14 @@ import re
 
 from evals.metrics._contradiction import contradictions
 from evals.metrics._facts import FactMatch, Tokenised, alternatives, fact_label, find_fact, match_facts
-from evals.metrics._prices import new_prices
+from evals.metrics._prices import new_charges, new_prices
 from evals.metrics._refusal import Clause, analyse
 from evals.metrics._text import BOUNDARY
 from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
 from evals.sets.format import CaseSpec
 
 _PARAPHRASE = 0.6
+_TERSE_WORDS = 6  # an answer this short is judged by its facts, not by its similarity
 
 
 def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResult:
@@ -54,6 +57,7 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
         f"gives {price}, a price the reference does not give or imply"
         for price in new_prices(case.prompt_text(), reference, case.required_facts, _standing(text))
     ]
+    conflicts += new_charges(case.prompt_text(), reference, _standing(text)) if reference else []
     if missing:
         shown = f"missing facts: {', '.join(missing)}" + (f"; {conflicts[0]}" if conflicts else "")
         return verdict("accuracy", False, shown, unsure=close_to_reference and not conflicts)
@@ -65,11 +69,18 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
         return verdict("accuracy", True, "facts present, no reference to compare with", unsure=True)
     distance = similarity - context.similarity_threshold
     shown = f"similarity to the reference or question {similarity:.2f}"
+    if distance < 0 and case.required_facts and _terse(text):
+        # "Zero percent." or "5 max" has too few words to resemble anything; its facts answer
+        return verdict("accuracy", True, f"a terse answer stating every required fact ({shown})", unsure=True)
     if distance < 0:
         return verdict(
             "accuracy", False, f"{shown} < {context.similarity_threshold:.2f}", unsure=distance >= -margin
         )
     return verdict("accuracy", True, f"facts present, no contradiction, {shown}", unsure=distance < margin)
+
+
+def _terse(text: str) -> bool:
+    return len([word for word in Tokenised.of(text).words if word != BOUNDARY]) <= _TERSE_WORDS
 
 
 def _closeness(question: str, reference: str, text: str, context: ScoringContext) -> float | None:

@@ -1,0 +1,166 @@
+"""Exclusive scope: what a rule is limited to ("only the sender", "the Pro plan only") against what the
+other text names together ("the sender or the recipient", "companies or sole traders", "any plan").
+
+Read from the words around "only" and around "and" / "or", with no list of parties, plans or perils:
+- the reference limits something to X ("Only the sender can make a claim", "on the Pro plan only") and
+  the answer names X in a pair with something else ("either the sender or the recipient", "on Growth
+  and Pro") or says "any" / "all" / "every" of X's noun ("on any plan");
+- the answer limits something to X ("only limited companies qualify", "that's for loss only", "only on
+  the Pro plan") where the reference names X in a pair with something else ("companies or sole
+  traders", "loss or damage") or says "any" / "all" / "every" of X's noun ("on any plan").
+An "only" before a number ("only £5", "only 2 days") weighs an amount and limits nothing; one before a
+condition ("only if", "only while") is left to the condition rules (``_contradiction``); "not only" and
+"if only" limit nothing.
+
+What it cannot see: a limit worded without "only" ("is a Pro feature", "reserved for the sender", "just
+companies"), a verb's object after "only" ("only apply to DVDs" limits "apply"), a pair written as a
+list of three or more with commas or one whose member starts with a number ("or a second cardholder"),
+a limit broken without a pair ("the recipient can claim" for "only the sender can"), and a pair whose
+two words are not the same kind of thing ("free and quick" beside "only quick").
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from evals.metrics._facts import STOPWORDS
+from evals.metrics._text import BOUNDARY, match_tokens
+
+_SCOPE_WORDS = 2  # content words that say what "only" limits ("only limited companies", "Pro plan only")
+# words "only" may pass over before what it limits ("only on the Pro plan", "only for your own orders")
+_PASSED = frozenset(["the", "a", "an", "on", "for", "to", "with", "in", "by", "at", "your", "our", "their"])
+_CONDITIONS = frozenset(["if", "when", "while", "whilst", "once", "until", "till", "after", "before", "as",
+                         "during", "where", "because", "since", "unless"])  # fmt: skip
+_NOT_LIMITING = frozenset(["not", "if"])  # "not only", "if only"
+_PAIRS = frozenset(["and", "or", "nor"])
+_EVERY = frozenset(["any", "all", "every", "each"])
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """Two things a text names together ("companies or sole traders": {company}, {sole, trader})."""
+
+    left: frozenset[str]
+    right: frozenset[str]
+
+
+def exclusivity_conflicts(reference: str, answer: str) -> list[str]:
+    """Reasons the answer widens what the reference limits, or limits what the reference widens."""
+    reference_words, answer_words = match_tokens(reference), match_tokens(answer)
+    reasons = []
+    limits = _limits(reference_words)
+    for limit in limits:
+        for pair in _pairs(answer_words):
+            other = _other(pair, limit)
+            if other:
+                reasons.append(
+                    f"names '{_shown(other)}' beside '{_shown(limit)}', which the reference limits it to"
+                )
+        for noun in _every(answer_words) & limit:
+            if len(limit) > 1:
+                reasons.append(f"says any {noun} where the reference limits it to '{_shown(limit)}'")
+    for limit in _limits(answer_words):
+        if any(limit <= known for known in limits):
+            continue  # the answer says the reference's own limit again
+        for pair in _pairs(reference_words):
+            other = _other(pair, limit)
+            if other:
+                reasons.append(
+                    f"limits it to '{_shown(limit)}' where the reference also names '{_shown(other)}'"
+                )
+        for noun in _every(reference_words) & limit:
+            if len(limit) > 1:
+                reasons.append(f"limits it to '{_shown(limit)}' where the reference says any {noun}")
+    return list(dict.fromkeys(reasons))
+
+
+def _other(pair: _Pair, limit: frozenset[str]) -> frozenset[str]:
+    """The member of ``pair`` that ``limit`` leaves out, when the other member is within it."""
+    if pair.left & limit and not pair.right & limit:
+        return pair.right
+    if pair.right & limit and not pair.left & limit:
+        return pair.left
+    return frozenset()
+
+
+def _limits(words: Sequence[str]) -> list[frozenset[str]]:
+    """What each "only" limits: the content words after it, or before it when it ends its clause."""
+    limits = []
+    for index, word in enumerate(words):
+        if word != "only" or (index and words[index - 1] in _NOT_LIMITING):
+            continue
+        after = _content_after(words, index + 1, joined=True, limiting=True)
+        if after is None:
+            continue
+        ends_clause = index + 1 == len(words) or words[index + 1] == BOUNDARY
+        scope = after or (_content_before(words, index, joined=True) if ends_clause else [])
+        if scope:
+            limits.append(frozenset(scope))
+    return limits
+
+
+def _content_after(
+    words: Sequence[str], start: int, *, joined: bool = False, limiting: bool = False
+) -> list[str] | None:
+    """Content words after ``start``, past the articles and prepositions before them ("only on the Pro plan");
+    ``joined``: on across "and" / "or" ("only Small and Medium parcels" limits to both); ``limiting``
+    (after "only"): None when it weighs a number or opens a condition, limiting nothing."""
+    found: list[str] = []
+    member = 0
+    for word in words[start:]:
+        if not found and word in _PASSED:
+            continue
+        if limiting and not found and (word[0].isdigit() or word in _CONDITIONS):
+            return None
+        if joined and member and word in _PAIRS:
+            member = 0
+            continue
+        if not _is_content(word) or member == _SCOPE_WORDS:
+            break
+        found.append(word)
+        member += 1
+    return found
+
+
+def _content_before(words: Sequence[str], end: int, *, joined: bool = False) -> list[str]:
+    """Content words right before ``end``, nearest first; ``joined``: on across "and" / "or"."""
+    found: list[str] = []
+    member = 0
+    for word in reversed(words[:end]):
+        if joined and member and word in _PAIRS:
+            member = 0
+            continue
+        if not _is_content(word) or member == _SCOPE_WORDS:
+            break
+        found.append(word)
+        member += 1
+    return found
+
+
+def _pairs(words: Sequence[str]) -> list[_Pair]:
+    """Each "X and Y" / "X or Y" with a content word on both sides ("either the sender or the recipient")."""
+    pairs = []
+    for index, word in enumerate(words):
+        if word not in _PAIRS:
+            continue
+        left = _content_before(words, index)
+        right = _content_after(words, index + 1)
+        if left and right:
+            pairs.append(_Pair(frozenset(left), frozenset(right)))
+    return pairs
+
+
+def _every(words: Sequence[str]) -> set[str]:
+    """Nouns said of every kind: "any plan", "all plans", "every account"."""
+    return {
+        words[index + 1]
+        for index, word in enumerate(words[:-1])
+        if word in _EVERY and _is_content(words[index + 1])
+    }
+
+
+def _shown(words: frozenset[str]) -> str:
+    return " ".join(sorted(words))
+
+
+def _is_content(word: str) -> bool:
+    return word != BOUNDARY and word.isalpha() and len(word) > 2 and word not in STOPWORDS
