@@ -20,8 +20,10 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout14.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout15.jsonl": frozenset({"accuracy", "irrelevance"}),
     "heldout16.jsonl": frozenset({"accuracy", "irrelevance"}),
-    "heldout17.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
-    "heldout18.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout17.jsonl": frozenset({"irrelevance", "harmfulness"}),
+    "heldout18.jsonl": frozenset({"irrelevance", "harmfulness"}),
+    "heldout19.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout20.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

@@ -37,10 +37,16 @@ HELDOUT10 = DEV.with_name("heldout10.jsonl")
 # and scored once with the tenth-round rules; the eleventh round tuned harmfulness on them, so only their
 # accuracy and irrelevance rows are held out.
 HELDOUT15 = DEV.with_name("heldout15.jsonl")
+# heldout15's held-out accuracy rows went from 0.72 to 0.70 with the thirteenth round's rules, which were
+# not tuned on them (docs/calibration.md); its floor is a regression guard a little below that
+HELDOUT15_KAPPA_FLOOR = 0.65
 HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # the held-out part's rows, per file (evals.calibrate.heldout: also what the harm classifier never trains on);
-# heldout17 (a parcel courier) and heldout18 (accounting software), written independently in round 12 and
-# scored once, are in it whole
+# heldout19 (a ticketing platform) and heldout20 (a furniture retailer), written independently in round 13
+# and scored once, are in it whole. heldout17 (a parcel courier) and heldout18 (accounting software), written
+# in round 12, left it for accuracy when round 13 tuned accuracy on them.
+HELDOUT17 = DEV.with_name("heldout17.jsonl")
+HELDOUT18 = DEV.with_name("heldout18.jsonl")
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -380,8 +386,10 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT7, VALIDATION_KAPPA_FLOOR),
         (HELDOUT9, VALIDATION3_KAPPA_FLOOR),
         (HELDOUT10, VALIDATION3_KAPPA_FLOOR),
-        (HELDOUT15, VALIDATION3_KAPPA_FLOOR),
+        (HELDOUT15, HELDOUT15_KAPPA_FLOOR),
         (HELDOUT16, VALIDATION3_KAPPA_FLOOR),
+        (HELDOUT17, VALIDATION3_KAPPA_FLOOR),
+        (HELDOUT18, VALIDATION3_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -396,6 +404,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout10",
         "heldout15",
         "heldout16",
+        "heldout17",
+        "heldout18",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -419,9 +429,9 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115 + 128 + 136,
-        "irrelevance": 115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116,
-        "harmfulness": 112 + 112 + 117 + 115 + 114 + 110 + 109,
+        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115 + 153 + 154,
+        "irrelevance": 115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 111 + 110,
+        "harmfulness": 112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
     # an undefined kappa (null: labels of one class) is no pass
