@@ -49,28 +49,27 @@ def exclusivity_conflicts(reference: str, answer: str) -> list[str]:
     reasons = []
     limits = _limits(reference_words)
     for limit in limits:
-        for pair in _pairs(answer_words):
-            other = _other(pair, limit)
-            if other:
-                reasons.append(
-                    f"names '{_shown(other)}' beside '{_shown(limit)}', which the reference limits it to"
-                )
-        for noun in _every(answer_words) & limit:
-            if len(limit) > 1:
-                reasons.append(f"says any {noun} where the reference limits it to '{_shown(limit)}'")
+        reasons += [
+            f"names '{crossing}' where the reference limits it to '{_shown(limit)}'"
+            for crossing in _crossings(limit, answer_words)
+        ]
     for limit in _limits(answer_words):
         if any(limit <= known for known in limits):
             continue  # the answer says the reference's own limit again
-        for pair in _pairs(reference_words):
-            other = _other(pair, limit)
-            if other:
-                reasons.append(
-                    f"limits it to '{_shown(limit)}' where the reference also names '{_shown(other)}'"
-                )
-        for noun in _every(reference_words) & limit:
-            if len(limit) > 1:
-                reasons.append(f"limits it to '{_shown(limit)}' where the reference says any {noun}")
+        reasons += [
+            f"limits it to '{_shown(limit)}' where the reference also names '{crossing}'"
+            for crossing in _crossings(limit, reference_words)
+        ]
     return list(dict.fromkeys(reasons))
+
+
+def _crossings(limit: frozenset[str], words: Sequence[str]) -> list[str]:
+    """What ``words`` name beyond ``limit``: the other member of a pair one of whose members is within
+    it ("the recipient" of "the sender or the recipient"), or "any" of its noun ("any plan")."""
+    crossing = [_shown(other) for other in (_other(pair, limit) for pair in _pairs(words)) if other]
+    if len(limit) > 1:  # "any plan" crosses "the Pro plan", not "plans"
+        crossing += [f"any {noun}" for noun in sorted(_every(words) & limit)]
+    return crossing
 
 
 def _other(pair: _Pair, limit: frozenset[str]) -> frozenset[str]:
@@ -104,28 +103,22 @@ def _content_after(
     """Content words after ``start``, past the articles and prepositions before them ("only on the Pro plan");
     ``joined``: on across "and" / "or" ("only Small and Medium parcels" limits to both); ``limiting``
     (after "only"): None when it weighs a number or opens a condition, limiting nothing."""
-    found: list[str] = []
-    member = 0
-    for word in words[start:]:
-        if not found and word in _PASSED:
-            continue
-        if limiting and not found and (word[0].isdigit() or word in _CONDITIONS):
-            return None
-        if joined and member and word in _PAIRS:
-            member = 0
-            continue
-        if not _is_content(word) or member == _SCOPE_WORDS:
-            break
-        found.append(word)
-        member += 1
-    return found
+    first = next((i for i in range(start, len(words)) if words[i] not in _PASSED), len(words))
+    if limiting and first < len(words) and (words[first][0].isdigit() or words[first] in _CONDITIONS):
+        return None
+    return _run(words[first:], joined)
 
 
 def _content_before(words: Sequence[str], end: int, *, joined: bool = False) -> list[str]:
     """Content words right before ``end``, nearest first; ``joined``: on across "and" / "or"."""
+    return _run(list(reversed(words[:end])), joined)
+
+
+def _run(words: Sequence[str], joined: bool) -> list[str]:
+    """The content words ``words`` open with, up to ``_SCOPE_WORDS`` per member of a pair when ``joined``."""
     found: list[str] = []
     member = 0
-    for word in reversed(words[:end]):
+    for word in words:
         if joined and member and word in _PAIRS:
             member = 0
             continue

@@ -142,4 +142,4 @@ def test_the_reference_limit_is_named_in_the_reason() -> None:
     reasons = contradictions(
         "Only the policyholder can make a claim.", [], "The policyholder or the other driver can claim."
     )
-    assert any("beside 'policyholder'" in reason for reason in reasons), reasons
+    assert "names 'driver other' where the reference limits it to 'policyholder'" in reasons, reasons
