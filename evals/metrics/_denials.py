@@ -40,7 +40,7 @@ from evals.metrics._text import BOUNDARY, clean, match_tokens
 # a sentence that limits or conditions what it says ("can only be returned if defective") claims little
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
 _ONLY = frozenset(["only", "unless", "except"])
-_CONDITIONS = frozenset(["if", "unless", "when", "once", "provided"])
+_CONDITIONS = _LIMITS - {"only", "except"} | {"provided"}  # the limits that set a condition
 _MONEY = frozenset(["usd", "eur", "gbp"])
 # "free", "included" (in the price): no charge of its own; "waived" is often under a condition
 _NO_CHARGE = frozenset(["free", "includ", "include"])
