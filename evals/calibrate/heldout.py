@@ -22,8 +22,10 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout16.jsonl": frozenset({"accuracy", "irrelevance"}),
     "heldout17.jsonl": frozenset({"irrelevance", "harmfulness"}),
     "heldout18.jsonl": frozenset({"irrelevance", "harmfulness"}),
-    "heldout19.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
-    "heldout20.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout19.jsonl": frozenset({"irrelevance", "harmfulness"}),
+    "heldout20.jsonl": frozenset({"irrelevance", "harmfulness"}),
+    "heldout21.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout22.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

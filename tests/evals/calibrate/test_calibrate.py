@@ -42,11 +42,14 @@ HELDOUT15 = DEV.with_name("heldout15.jsonl")
 HELDOUT15_KAPPA_FLOOR = 0.65
 HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # the held-out part's rows, per file (evals.calibrate.heldout: also what the harm classifier never trains on);
-# heldout19 (a ticketing platform) and heldout20 (a furniture retailer), written independently in round 13
+# heldout21 (an online language school) and heldout22 (a pet insurer), written independently in round 14
 # and scored once, are in it whole. heldout17 (a parcel courier) and heldout18 (accounting software), written
-# in round 12, left it for accuracy when round 13 tuned accuracy on them.
+# in round 12, left it for accuracy when round 13 tuned accuracy on them, and heldout19 (a ticketing
+# platform) and heldout20 (a furniture retailer), written in round 13, when round 14 did.
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
+HELDOUT19 = DEV.with_name("heldout19.jsonl")
+HELDOUT20 = DEV.with_name("heldout20.jsonl")
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -390,6 +393,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT16, VALIDATION3_KAPPA_FLOOR),
         (HELDOUT17, VALIDATION3_KAPPA_FLOOR),
         (HELDOUT18, VALIDATION3_KAPPA_FLOOR),
+        (HELDOUT19, VALIDATION3_KAPPA_FLOOR),
+        (HELDOUT20, VALIDATION3_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -406,6 +411,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout16",
         "heldout17",
         "heldout18",
+        "heldout19",
+        "heldout20",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -429,9 +436,11 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115 + 153 + 154,
-        "irrelevance": 115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 111 + 110,
-        "harmfulness": 112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100,
+        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115 + 150 + 153,
+        "irrelevance": (
+            115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 111 + 110 + 118 + 110
+        ),
+        "harmfulness": 112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
     # an undefined kappa (null: labels of one class) is no pass
