@@ -15,8 +15,11 @@ actually, correction: $3 is the fee for changing. Cancelling costs $7.50"). Pola
 denies stated, or what it states denied. And an unqualified universal claim ("always",
 "permanently", "for everyone", "no matter what") the reference does not make (not one the user asked
 with, a denied one, one in an instruction, an option, "you can always pay cash", one inside an
-if-clause, or "every day" where the reference says "7 days a week"; "no limit" and "as many as you
-like" are backed by "unlimited", "instantly" by "instant"). The other of two values picked ("whichever
+if-clause, "every day" where the reference says "7 days a week", or "any time up to 72 hours before
+delivery" where the reference sets that window; "no limit" and "as many as you like" are backed by
+"unlimited", "instantly" by "instant"; "worldwide" and "to any country" are universal claims too).
+The customer said to choose what the reference says the company decides ("then you choose whether you
+want a repair" for "Oakline then decides whether to repair"). The other of two values picked ("whichever
 is lower" where the reference takes the greater). A condition none of whose words the reference or the
 question uses ("but only if the amount is under £100", "as long as they are unused"; not "unless",
 which often names a fair exception, nor "for as long as 56 days"). A rule (covers, applies, included,
@@ -86,6 +89,7 @@ _UNIVERSAL = re.compile(
     r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
     r"|instant(?:ly)?|no matter|regardless|guaranteed|any ?time|24/7|no questions asked|without exception"
     r"|whatever (?:you|they|the)|whichever \w+ (?:you|they)|at any point|everyone|everybody"
+    r"|worldwide|anywhere in the world|(?:to|in) any country"
     r"|no (?:[a-z-]+ )?limit"
     r"|(?:every|any|all) (?:types?|kinds?|sorts?) of|(?:of|at) any (?:age|size|length|weight|value|amount)"
     r"|as (?:many|much|often)(?: \w+){0,2} as you (?:like|want|wish))\b"
@@ -119,6 +123,7 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     reasons += _universal_claims(reference, answer, question)
     reasons += _weekend_claims(reference, answer_tokens)
     reasons += _choice_conflicts(reference, answer)
+    reasons += _decider_conflicts(reference, answer)
     reasons += _added_conditions(reference, answer, question)
     reasons += _extended_scope(reference, answer, question)
     reasons += _swapped_values(Tokenised.of(reference), answer_tokens)
@@ -248,6 +253,28 @@ def _choice_conflicts(reference: str, answer: str) -> list[str]:
         for side in sorted(mine)
         if _OPPOSITE[side] in theirs and side not in theirs
     ]
+
+
+# who makes a choice: "Oakline then decides", "at our discretion" / "you choose", "it's up to you"
+_THEY_DECIDE = re.compile(
+    r"\b(?!(?:you|customers?|members?|buyers?|guests?|users?|clients?|holders?|owners?|patients?|"
+    r"passengers?|travell?ers?|students?|parents?|recipients?|senders?)\b)"
+    r"[a-z]+ (?:then |alone |itself |will |may |always )?(?:decides?|determines?|chooses?)\b"
+    r"|\bat (?:our|its|their) (?:sole |own )?discretion\b|\bup to us\b"
+)
+_YOU_DECIDE = re.compile(
+    r"\byou (?:then |can |may |will |get to |are free to |are able to )?(?:choose|decide|pick)\b"
+    r"|\bup to you\b|\byour (?:choice|call)\b"
+)
+
+
+def _decider_conflicts(reference: str, answer: str) -> list[str]:
+    """The customer said to make a choice the reference leaves to the company ("then you choose whether
+    you want a repair or a refund" where "Oakline then decides whether to repair ... or refund")."""
+    theirs, mine = expand_contractions(reference), expand_contractions(answer)
+    if _THEY_DECIDE.search(theirs) and not _YOU_DECIDE.search(theirs) and _YOU_DECIDE.search(mine):
+        return ["lets the customer choose what the reference says the company decides"]
+    return []
 
 
 def _weekend_claims(reference: str, answer: Tokenised) -> list[str]:
@@ -551,6 +578,9 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
                 continue
             if _NOT_A_CLAIM.search(sentence[: found.start()]):
                 continue
+            # "any time up to 72 hours before delivery" is bounded: a window, not always
+            if _ANY_TIME.fullmatch(claim) and _reference_window(sentence[found.end() :], reference):
+                continue
             if claim == "every day" and _DAILY.search(normalise(reference)):
                 continue  # "every day" is "7 days a week"
             if _LIMITLESS.match(claim) and _LIMITLESS.search(clean(reference).lower()):
@@ -571,6 +601,22 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
             if not {w.removesuffix("ly") for w in match_tokens(claim)} <= reference_words:
                 reasons.append(f"claims '{claim}', which the reference does not say")
     return reasons
+
+
+_ANY_TIME = re.compile(r"any ?time|at any point")
+_WINDOW_AFTER = re.compile(
+    r"\s*(?:[a-z]+ ){0,2}?(?:up to|until|till|before|within|prior to|during|in the first)\b"
+)
+
+
+def _reference_window(after: str, reference: str) -> bool:
+    """ "any time" bounded right after by a window the reference sets ("up to 72 hours before delivery"
+    where it says "up to 72 hours before your delivery date"): every word of the bound is the reference's."""
+    window = _WINDOW_AFTER.match(after)
+    if window is None:
+        return False
+    bound = [w for w in match_tokens(after[window.end() :])[:4] if w != BOUNDARY and w not in STOPWORDS]
+    return bool(bound) and set(bound) <= set(match_tokens(reference))
 
 
 _NOT_UNIVERSAL = re.compile(r"\b(?:not|hardly|almost|nearly)(?: \w+)? $")

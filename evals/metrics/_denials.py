@@ -22,7 +22,14 @@ for ("give us the crime reference number", "you must give a meter reading") said
 denied thing affirmed with its verb left out ("fences aren't covered, but gates are") or named in a
 list of what the reference accepts; and a charge the reference makes without any exception said to
 be waived in a sentence that names something it does not ("waived if you book installation"). A £0
-price backs "free". What it
+price backs "free". A thing the reference gives a value ("a minimum 10% deposit", "a 1-year warranty")
+said not to exist ("no deposit needed"), unless the reference makes it conditional or zero; a condition
+the reference sets ("returnable only if faulty") said not to matter ("even if they arrive faulty");
+something the reference gives free, unconditionally, priced ("exchanges cost £50") where no priced
+sentence of the reference names it; and what the reference says to keep ("keep the packaging") said to
+be thrown away. A negation in a condition ("refunded only if the tickets weren't dispatched") denies
+nothing, and a compound subject ("a Ticket Protect premium isn't refunded") is stated only with its own
+noun. What it
 cannot see: a denial worded without a negation ("is excluded", "fails to"), or one stated back in
 other words ("waived" for "charged even when", "the whole stay" for "the first night").
 """
@@ -34,8 +41,8 @@ from itertools import pairwise
 
 from evals.metrics._facts import STOPWORDS
 from evals.metrics._polarity import NEGATING, SENTENCE
-from evals.metrics._quantities import UNITS, quantities
-from evals.metrics._text import BOUNDARY, clean, match_tokens
+from evals.metrics._quantities import UNITS, quantities, quantities_in
+from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 
 # a sentence that limits or conditions what it says ("can only be returned if defective") claims little
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
@@ -69,6 +76,10 @@ def denial_conflicts(question: str, reference: str, answer: str) -> list[str]:
     reasons += _denied_affirmations(reference, answer)
     reasons += _denied_attributes(reference, answer)
     reasons += _open_when_closed(reference, answer)
+    reasons += _denied_values(reference, answer)
+    reasons += _overridden_conditions(question, reference, answer)
+    reasons += _priced_when_free(question, reference, answer)
+    reasons += _discarded_keepings(reference, answer)
     return reasons
 
 
@@ -83,6 +94,7 @@ class _Denial:
     qualifier: frozenset[str]
     of_predicate: bool = False
     every: bool = False  # all of ``things`` must be stated ("snow loads", not just "snow")
+    head: str = ""  # the noun a compound subject names ("premium" of "Ticket Protect premium"), if stated
     bounded: bool = False  # denied below or above a value ("baskets under $35 can't be checked out")
 
     def stated_in(self, words: set[str], answer: set[str] | None = None) -> set[str]:
@@ -98,6 +110,8 @@ class _Denial:
             said = answer & self.things
         if not said or (self.predicate and self.predicate not in words):
             return set()
+        if self.head and self.head in self.things and self.head not in words:
+            return set()  # "tickets are refunded" says nothing of the "Ticket Protect premium"
         if self.qualifier and not words & self.qualifier:
             return set()
         return said | ({self.predicate} if self.predicate else set())
@@ -181,11 +195,14 @@ def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial 
     (asking "do they expire?" does not make expiring something the reference affirms).
     """
     at = next(i for i, word in enumerate(clause) if word in NEGATING)
+    if _CONDITIONS & set(clause[:at]):
+        return None  # "refunded only if the tickets weren't dispatched" sets a condition, it denies nothing
     rest = clause[at + 1 :]
     # "baskets under $35 can't ...": the denial holds below (or above) a value
     bounded = any(word in _BOUNDING and clause[i + 1][0].isdigit() for i, word in enumerate(clause[: at - 1]))
     before = [word for word in clause[:at] if _is_content(word)]
     qualifier: set[str] = set()
+    noun = ""
     if clause[at] in {"none", "nothing"} and len(before) > 1 and not any(_is_content(w) for w in rest):
         # "Basic fares include none": the subject, and the verb before the denial
         things, predicate = set(before[-4:-1]), before[-1]
@@ -198,6 +215,9 @@ def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial 
             if _is_content(word):
                 subject.append(word)
         things = set(subject[:3])
+        # "a Ticket Protect premium": one noun and its modifiers, no "and" or "or" between them
+        compound = len(subject) > 1 and not {"and", "or", "nor"} & set(clause[:at])
+        noun = subject[0] if compound else ""
         predicate = next((w for w in rest if _is_content(w) and w not in _LIGHT_VERBS), "")
     else:
         # "no cash compensation": the thing right after; "no compensation for delays": and what it is for
@@ -207,7 +227,9 @@ def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial 
         scope = [w for w in rest[preposition + 1 :] if _is_content(w)] if preposition is not None else []
         qualifier = set(scope[:1])
     if things - affirmed:
-        return _Denial(frozenset(things - affirmed), predicate, frozenset(qualifier), bounded=bounded)
+        return _Denial(
+            frozenset(things - affirmed), predicate, frozenset(qualifier), bounded=bounded, head=noun
+        )
     # "opened ones that are not defective": a relative clause restricts the subject, it claims nothing
     relative = _RELATIVE & set(clause[max(0, at - 2) : at])
     if things and predicate and predicate not in stated and not relative:
@@ -424,4 +446,111 @@ def _open_when_closed(reference: str, answer: str) -> list[str]:
         for when in closed:
             if when <= words:
                 return [f"says it is open {' '.join(sorted(when))}, which the reference says is closed"]
+    return []
+
+
+_VALUED = frozenset(["usd", "eur", "gbp", "percent", "day", "week", "month", "year"])
+
+
+def _denied_values(reference: str, answer: str) -> list[str]:
+    """A thing the reference gives a value ("a minimum 10% deposit", "a 1-year warranty") said not to exist
+    ("no deposit needed", "they don't come with any warranty"), in a clause without a condition or bound."""
+    valued: set[str] = set()
+    unsure: set[str] = set()  # "a 10% restocking fee applies only if unboxed", "£0 excess": may be none
+    for sentence in SENTENCE.split(clean(reference)):
+        words = match_tokens(sentence)
+        for q in quantities_in(words):
+            named = words[q.position + 2] if q.position + 2 < len(words) else ""
+            if q.unit in _VALUED and _is_content(named) and named not in UNITS:
+                conditional = q.high == 0 or (NEGATING | _LIMITS | {"waiv", "waive"}) & set(words)
+                (unsure if conditional else valued).add(named)
+    valued -= unsure
+    for clause in _clauses(match_tokens(answer)):
+        if _LIMITS & set(clause) or _BOUNDING & set(clause) or any(w[0].isdigit() for w in clause):
+            continue
+        for at, word in enumerate(clause):
+            if word not in NEGATING:
+                continue
+            denied = [w for w in clause[at + 1 : at + 5] if w in valued]
+            if denied:
+                return [f"says there is no {denied[0]}, which the reference gives a value"]
+    return []
+
+
+_KEEP = re.compile(
+    r"\b(?:keep|retain|hold on to|hang on to|save) (?:the |your |all |any |hold of )?((?:[a-z]+ ){0,2}[a-z]+)"
+)
+_DISCARD = re.compile(
+    r"\b(?:throw|toss|chuck|bin)\b(?: [a-z]+){0,3} (?:away|out)\b"
+    r"|\b(?:discard|dispose of|get rid of|bin|recycle)\b"
+)
+
+
+def _discarded_keepings(reference: str, answer: str) -> list[str]:
+    """What the reference says to keep ("keep the packaging until it's resolved") said to be thrown away
+    ("you can throw the packaging away"), in a clause that names it."""
+    kept = {
+        word
+        for found in _KEEP.finditer(expand_contractions(reference))
+        for word in match_tokens(found.group(1))
+        if _is_content(word)
+    }
+    for sentence in SENTENCE.split(clean(answer)):
+        plain = expand_contractions(sentence)
+        if NEGATING & set(match_tokens(plain)) or not _DISCARD.search(plain):
+            continue
+        named = kept & set(match_tokens(plain))
+        if named:
+            return [f"says to discard the {', '.join(sorted(named))}, which the reference says to keep"]
+    return []
+
+
+def _priced_when_free(question: str, reference: str, answer: str) -> list[str]:
+    """What the reference gives free without a condition ("exchange it with free collection and delivery")
+    given a price in the answer ("exchanges cost £50"). Only words of the free sentence that no priced
+    sentence of the reference names ("refunded minus a £50 collection charge" prices collection) count."""
+    free: set[str] = set()
+    priced: set[str] = set(match_tokens(question))
+    for sentence in SENTENCE.split(clean(reference)):
+        said = match_tokens(sentence)
+        if any(q.dimension in _MONEY and q.high > 0 for q in quantities_in(said)):
+            priced |= set(said)
+        elif "free" in said and not (_LIMITS | NEGATING | _SCOPED_FREE) & set(said):
+            free |= {w for w in said if _is_content(w) and w not in _NO_CHARGE}
+    for sentence in SENTENCE.split(clean(answer)):
+        for clause in _clauses(match_tokens(sentence)):
+            words = set(clause)
+            if words & (NEGATING | _LIMITS) or not any(
+                q.dimension in _MONEY and q.high > 0 for q in quantities_in(clause)
+            ):
+                continue
+            named = words & free - priced
+            if named:
+                return [f"prices '{', '.join(sorted(named))}', which the reference gives free"]
+    return []
+
+
+_SCOPED_FREE = frozenset(["over", "above", "under", "first", "up", "until", "within"])
+
+
+_EVEN = re.compile(r"\beven (?:if|when|though)\b")
+
+
+def _overridden_conditions(question: str, reference: str, answer: str) -> list[str]:
+    """A condition the reference sets ("returnable only if faulty", "unless it is faulty") said not to
+    matter ("non-returnable, even if they arrive faulty")."""
+    plain = " ".join(match_tokens(reference))
+    if _EVEN.search(plain) or re.search(r"\b(?:regardless|no matter)\b", plain):
+        return []
+    asked = set(match_tokens(question))
+    conditions: set[str] = set()
+    for clause in _clauses(match_tokens(reference)):
+        for at, word in enumerate(clause):
+            if word in {"if", "unless", "when", "once", "provided"}:
+                conditions |= {w for w in clause[at + 1 : at + 6] if _is_content(w)} - asked
+    for found in _EVEN.finditer(" ".join(match_tokens(answer))):
+        after = " ".join(match_tokens(answer))[found.end() :].split(BOUNDARY)[0].split()
+        overridden = {w for w in after[:5] if _is_content(w)} & conditions
+        if overridden:
+            return [f"says it holds even if {', '.join(sorted(overridden))}, a condition the reference sets"]
     return []

@@ -8,6 +8,11 @@ Read from the words around "only" and around "and" / "or", with no list of parti
 - the answer limits something to X ("only limited companies qualify", "that's for loss only", "only on
   the Pro plan") where the reference names X in a pair with something else ("companies or sole
   traders", "loss or damage") or says "any" / "all" / "every" of X's noun ("on any plan").
+A pair of modifiers shares the noun after it ("a credit or debit card", "PayPal and gift cards"), so
+"card only" limits neither. And an "only" in the answer narrows what the reference leaves open in time
+("open every day" / "Monday to Friday only"; "settle early at any time" / "only once you've made six
+payments") when the answer names something of that sentence and does not say it again ("read-only"
+limits nothing).
 An "only" before a number ("only £5", "only 2 days") weighs an amount and limits nothing; one before a
 condition ("only if", "only while") is left to the condition rules (``_contradiction``); "not only" and
 "if only" limit nothing.
@@ -19,11 +24,13 @@ a limit broken without a pair ("the recipient can claim" for "only the sender ca
 two words are not the same kind of thing ("free and quick" beside "only quick").
 """
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evals.metrics._facts import STOPWORDS
-from evals.metrics._text import BOUNDARY, match_tokens
+from evals.metrics._polarity import SENTENCE
+from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 
 _SCOPE_WORDS = 2  # content words that say what "only" limits ("only limited companies", "Pro plan only")
 # words "only" may pass over before what it limits ("only on the Pro plan", "only for your own orders")
@@ -60,6 +67,7 @@ def exclusivity_conflicts(reference: str, answer: str) -> list[str]:
             f"limits it to '{_shown(limit)}' where the reference also names '{crossing}'"
             for crossing in _crossings(limit, reference_words)
         ]
+    reasons += _narrowed_universals(reference, answer)
     return list(dict.fromkeys(reasons))
 
 
@@ -74,9 +82,11 @@ def _crossings(limit: frozenset[str], words: Sequence[str]) -> list[str]:
 
 def _other(pair: _Pair, limit: frozenset[str]) -> frozenset[str]:
     """The member of ``pair`` that ``limit`` leaves out, when the other member is within it."""
-    if pair.left & limit and not pair.right & limit:
+    shared = pair.left & pair.right  # "credit or debit card": the modifiers differ, the noun is one
+    left, right, limit = pair.left - shared, pair.right - shared, limit - shared
+    if left & limit and not right & limit:
         return pair.right
-    if pair.right & limit and not pair.left & limit:
+    if right & limit and not left & limit:
         return pair.left
     return frozenset()
 
@@ -138,7 +148,9 @@ def _pairs(words: Sequence[str]) -> list[_Pair]:
         left = _content_before(words, index)
         right = _content_after(words, index + 1)
         if left and right:
-            pairs.append(_Pair(frozenset(left), frozenset(right)))
+            # "credit or debit card", "PayPal and gift cards": a one-word left member shares the right's noun
+            head = {right[-1]} if len(left) == 1 and len(right) > 1 else set()
+            pairs.append(_Pair(frozenset(left) | head, frozenset(right)))
     return pairs
 
 
@@ -157,3 +169,29 @@ def _shown(words: frozenset[str]) -> str:
 
 def _is_content(word: str) -> bool:
     return word != BOUNDARY and word.isalpha() and len(word) > 2 and word not in STOPWORDS
+
+
+# what the reference leaves open in time: "open every day", "settle early at any time"
+_OPEN = re.compile(r"\b(?:every day|daily|any ?time|at any point|7 days a week|24/7|always|all year)\b")
+
+
+def _narrowed_universals(reference: str, answer: str) -> list[str]:
+    """An "only" in the answer where the reference leaves the thing open ("every day", "at any time") and
+    the answer does not say so again: "Monday to Friday only", "only once you've made six payments". The
+    "only" clause must name something of the open sentence ("chat", "settle"); "read-only" limits nothing."""
+    if _OPEN.search(" ".join(match_tokens(answer))):
+        return []
+    for sentence in SENTENCE.split(clean(reference)):
+        found = _OPEN.search(expand_contractions(sentence))
+        if found is None:
+            continue
+        named = {word for word in match_tokens(sentence) if _is_content(word)}
+        for clause in SENTENCE.split(clean(answer)):
+            words = match_tokens(clause)
+            limiting = any(
+                word == "only" and not (index and words[index - 1] in _NOT_LIMITING | {"read"})
+                for index, word in enumerate(words)
+            )
+            if limiting and named & set(words):
+                return [f"limits with 'only' what the reference says holds '{found.group(0)}'"]
+    return []

@@ -7,7 +7,8 @@ one of them") but not in the reference, or the other way round ("does not remove
 and a yes/no question answered with the opposite of the reference's yes or no (a "We do" counts when
 it echoes the question's auxiliary; "We're closed" for "are you open?" says neither, it names
 another predicate). What the reference denies or affirms beyond the facts is ``_denials``'s. Negation
-is read from words ("not", "never", "no", "nothing", "non-", "without").
+is read from words ("not", "never", "no", "nothing", "non-", "without"); one inside an "if" clause
+("if they don't accept within 3 days, ...") sets a condition and does not negate the fact.
 """
 
 import re
@@ -40,6 +41,7 @@ _SAME_AUX = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "do"
              "would": "will", "is": "be", "are": "be", "am": "be", "was": "be"}  # fmt: skip
 _REACH = 4  # words back a negation reaches ("not within 30 days")
 _LISTED_REACH = 5  # and a "no" across a list ("no utility bill or proof of address")
+_CONDITION_REACH = 10  # words back an "if" reaches
 _POLAR = re.compile(r"^\W*(?:can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b")
 _ASKED = re.compile(r"[^.!?]*\?")
 
@@ -139,7 +141,20 @@ def _negated(words: Sequence[str], match: FactMatch) -> bool:
     following = words[match.end] if match.end < len(words) else ""
     said = match_tokens(match.fact)
     plain = all(word.isalpha() for word in said) and not NEGATING & set(said)  # not "no viruses"
-    return negated_at(words, match.start) or plain and following == "not"
+    if negated_at(words, match.start) and not _in_condition(words, match.start):
+        return True
+    return plain and following == "not"
+
+
+def _in_condition(words: Sequence[str], start: int) -> bool:
+    """The fact sits in an "if" clause ("if they don't accept within 3 days, ..."): a negation there sets a
+    condition, it does not deny the fact."""
+    for index in range(start - 1, max(-1, start - _CONDITION_REACH), -1):
+        if words[index] in {BOUNDARY, "but"}:
+            return False
+        if words[index] == "if":
+            return True
+    return False
 
 
 def _negated_later(fact: Fact, answer: str) -> bool:

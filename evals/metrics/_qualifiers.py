@@ -8,7 +8,8 @@ and "per direction", "per booking" and "per order") is one thing; "in total" is 
 person; every thing named after a value counts ("each way per traveller"), and the thing the
 reference prices ("box shipping is $6.99 per week") may be what the answer counts per. "Each time"
 is per whatever event the reference counts ("£1.50 each time" for "per ATM withdrawal"), but not per
-hour, day, week, month or year.
+hour, day, week, month or year. A possessive names what is counted: "10% of each ticket's face value"
+is per ticket.
 """
 
 from collections.abc import Sequence
@@ -108,6 +109,8 @@ def _named(words: Sequence[str]) -> set[str]:
     for word in words:
         if word in _PER:
             break
+        if word.endswith("'s") and word[:-2].isalpha() and not nouns:
+            return {word[:-2]}  # "each ticket's face value" is per ticket
         if not word.isalpha() or word in STOPWORDS:
             if nouns:
                 break

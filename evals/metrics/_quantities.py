@@ -4,10 +4,11 @@
 business day" equals "5-7 day". Months and days are never converted: "a month" is not "30 days".
 Days are calendar days when "calendar" follows, also said again ("about 7 days, calendar days"); a
 range's ends count alone ("100-5000" is no seven-digit identifier). A unit is found past one or two
-modifiers and a bound ("9 or more claim-free years" counts years)."""
+modifiers and a bound ("9 or more claim-free years" counts years), and a bare number joined by "and" or
+"or" to the next one shares its unit ("18+ and 21+ events", "3 or 4 days")."""
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from evals.metrics._text import normalise, stem, tokens
 
@@ -125,7 +126,21 @@ def quantities_in(words: list[str]) -> list[Quantity]:
             unit, dimension = before.unit, before.dimension
             business, calendar = before.business, before.calendar
         found.append(Quantity(low, high, unit, dimension, index, business, calendar))
-    return found
+    return _shared_units(found, words)
+
+
+def _shared_units(found: list[Quantity], words: list[str]) -> list[Quantity]:
+    """ "18+ and 21+ events", "3 or 4 days": a bare number joined to the next one takes its unit."""
+    shared = list(found)
+    for at in range(len(shared) - 2, -1, -1):
+        bare, unitted = shared[at], shared[at + 1]
+        joined = unitted.position == bare.position + 2 and words[bare.position + 1] in {"and", "or"}
+        if bare.dimension == "number" and unitted.unit and joined:
+            shared[at] = replace(
+                bare, unit=unitted.unit, dimension=unitted.dimension, business=unitted.business,
+                calendar=unitted.calendar,
+            )  # fmt: skip
+    return shared
 
 
 def _calendar_after(words: list[str], index: int) -> bool:

@@ -5,8 +5,8 @@ same tokens, "$14.95" / "14.95 dollars" / "USD 14.95" into ``14.95 usd`` (also "
 ninety-nine cents" into ``6.99 usd``, "a fifty-euro voucher" into ``50 eur``, "12 quid" and "twenty
 pounds a month" into gbp), "$38 a month" into ``38 usd per month``, "15 percent" into ``15 percent``,
 "2pm" into ``14:00``, "Sat 9-1" into ``saturday 9-1``, "two-year" into ``2 year``, "two more years"
-into ``2 year``, "the last week" into ``1 week``, "the next working day" into ``1 business day`` and
-"can’t" into ``can not``.
+into ``2 year``, "the last week" into ``1 week``, "the next working day" into ``1 business day``,
+"under-14s" into ``under 14``, an opening "Yep" or "Yeah" into ``yes`` and "can’t" into ``can not``.
 """
 
 import re
@@ -150,12 +150,16 @@ def normalise(text: str) -> str:
     text = _DAY_AFTER_DAY.sub(lambda m: m[1] + _DAYS[m[2]], text)
     text = _ranges(text)
     text = re.sub(r"(?<=\d)-(?=[a-z])", " ", text)  # "5-year" -> "5 year"
+    # "under-14s" are the under 14 (a decade, "the 1990s", keeps its four digits)
+    text = re.sub(r"\b(under|over)-(?=\d)", r"\1 ", text)
+    text = re.sub(r"(?<![\w.])(\d{1,2})s\b", r"\1", text)
     text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)  # "interest-free" -> "interest free"
     text = _MORE_OF.sub(" ", text)  # "two more years" of cover is two years of it
     for pattern, unit in _UNIT_RES:
         text = pattern.sub(unit, text)
     text = re.sub(r"(\d+)\.(\d*?)0+\b", lambda m: m.group(1) + ("." + m.group(2) if m.group(2) else ""), text)
     text = _FREE.sub("free", text)
+    text = re.sub(r"^(\W*)(?:yep|yeah|yup)\b", r"\1yes", text)  # an informal yes opening the answer
     return " ".join(text.split())
 
 
