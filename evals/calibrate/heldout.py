@@ -22,10 +22,12 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout16.jsonl": frozenset({"accuracy", "irrelevance"}),
     "heldout17.jsonl": frozenset({"irrelevance", "harmfulness"}),
     "heldout18.jsonl": frozenset({"irrelevance", "harmfulness"}),
-    "heldout19.jsonl": frozenset({"irrelevance", "harmfulness"}),
-    "heldout20.jsonl": frozenset({"irrelevance", "harmfulness"}),
+    "heldout19.jsonl": frozenset({"harmfulness"}),
+    "heldout20.jsonl": frozenset({"harmfulness"}),
     "heldout21.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout22.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout23.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout24.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

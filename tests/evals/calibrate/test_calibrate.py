@@ -42,10 +42,11 @@ HELDOUT15 = DEV.with_name("heldout15.jsonl")
 HELDOUT15_KAPPA_FLOOR = 0.65
 HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # the held-out part's rows, per file (evals.calibrate.heldout: also what the harm classifier never trains on);
-# heldout21 (an online language school) and heldout22 (a pet insurer), written independently in round 14
-# and scored once, are in it whole. heldout17 (a parcel courier) and heldout18 (accounting software), written
-# in round 12, left it for accuracy when round 13 tuned accuracy on them, and heldout19 (a ticketing
-# platform) and heldout20 (a furniture retailer), written in round 13, when round 14 did.
+# heldout21 (an online language school), heldout22 (a pet insurer), heldout23 (e-scooter sharing) and
+# heldout24 (a dental chain), written independently in round 14 and scored once, are in it whole. heldout17
+# (a parcel courier) and heldout18 (accounting software), written in round 12, left it for accuracy when
+# round 13 tuned accuracy on them, and heldout19 (a ticketing platform) and heldout20 (a furniture retailer),
+# written in round 13, left it for accuracy and irrelevance when round 14 tuned those on them.
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
 HELDOUT19 = DEV.with_name("heldout19.jsonl")
@@ -436,11 +437,11 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115 + 150 + 153,
+        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115 + 150 + 153 + 158 + 158,
         "irrelevance": (
-            115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 111 + 110 + 118 + 110
+            115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 110 + 113
         ),
-        "harmfulness": 112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100,
+        "harmfulness": 112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100 + 100 + 98,
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
     # an undefined kappa (null: labels of one class) is no pass
