@@ -1,22 +1,24 @@
 """Does an answer have the shape of an answer to this question?
 
 "How much ...?" wants an amount (or "free"; "how much data ...?" an amount of data, not a price),
-"how long / when ...?" a duration or a time, a deadline a duration, "what are your hours" times of
-day, "what size" lengths or dimensions ("55 x 40 x 23 cm"), "where do I find ...?" a place or a path
-through menus, "how many ...?" a number ("how many miles" also "25,000 miles"), a yes/no question a
-yes or a no (also hedged, "I think so?", conditional, "They do if ...", or restricted, "Only on Flex
-fares"; the question may ask it at its end, "..., is that from you?", or elliptically, "Allowed in
-the cabin?"); a reference that states a quantity wants a quantity of the same kind and scale (a
-warranty of "2 years" is not answered by "12 hours"). An answer that states a required fact has the
-right shape too. A wrong value still has the right shape: this separates "answers a different
-question" from "answers this one wrongly".
+"how long / when ...?" a duration or a time ("instantly", "the same day", "30 nights" too), a deadline
+a duration, "what are your hours" times of day, "what size" lengths or dimensions ("55 x 40 x 23 cm"),
+"where do I find ...?" a place or a path through menus, "how many ...?" a number ("how many miles" also
+"25,000 miles"), a yes/no question a yes or a no (also hedged, "I think so?", conditional, "They do if
+...", restricted, "Only on Flex fares", or a denial with the question's own auxiliary, "We don't offer
+any" for "do you do ...?"; the question may ask it at its end, "..., is that from you?", or
+elliptically, "Allowed in the cabin?", and a greeting before it, "hi, do you ...?", asks nothing); a
+reference that states a quantity wants a quantity of the same kind and scale (a warranty of "2 years"
+is not answered by "12 hours"). An answer that states a required fact has the right shape too. A wrong
+value still has the right shape: this separates "answers a different question" from "answers this one
+wrongly".
 """
 
 import re
 from collections.abc import Sequence
 
 from evals.metrics._facts import Tokenised, alternatives, find_fact, names_fact
-from evals.metrics._polarity import is_polar
+from evals.metrics._polarity import is_polar, opening_polarity, without_greeting
 from evals.metrics._quantities import Quantity
 from evals.metrics._refusal import analyse
 from evals.metrics._text import expand_contractions
@@ -91,6 +93,11 @@ _ECHO = re.compile(
     r" (?:sure |certainly |definitely |absolutely |really |surely )?(?:do|does|can|will|is|are|am|did|would)"
     r"(?: not)?"
 )
+# "payouts are instant", "it's dispatched the same day", "a 30-night trial": when, or how long
+_SOON = re.compile(
+    r"\b(?:instant(?:ly)?|immediately|right away|straight away|same day|next day|overnight|today|tomorrow)\b"
+    r"|\d\s*-?\s*nights?\b"
+)
 _FREE = re.compile(r"\bfree\b|\bno (?:charge|cost|fee)\b")
 # "55 x 40 x 23 cm", "21.5 x 15.5 x 9 in": a size given as its dimensions
 _SIZE = re.compile(r"\d(?:[\d.,]*)\s*(?:[a-z]{1,2}\s*)?[x×]\s*\d")
@@ -121,7 +128,10 @@ def shows_answer_type(question: str, reference: str, facts: Sequence[Fact], answ
         return True
     wanted = _asked_kinds(question)
     polar = is_polar(question)
-    if (polar or asks_yes_or_no(question)) and _starts_with_polarity(answer):
+    # "We don't offer any" for "do you do ...?" denies with the question's own auxiliary: a no (a plain
+    # "You can update the email" for "can I change the address?" may answer another question)
+    polar_no = opening_polarity(answer, question) < 0
+    if (polar or asks_yes_or_no(question)) and (_starts_with_polarity(answer) or polar_no):
         return True
     if _counts_what_was_asked(question, answer):
         return True
@@ -143,7 +153,7 @@ def asks_yes_or_no(question: str) -> bool:
     if not asked:
         return False
     parts = re.split(r"[,;:\u2014\u2013]|\s-\s", asked[-1])
-    if any(_AUXILIARY.match(part.strip()) for part in parts):
+    if any(_AUXILIARY.match(without_greeting(part.strip())) for part in parts):
         return True
     return not _WH.search(asked[-1]) and not _asked_kinds(asked[-1])
 
@@ -216,6 +226,8 @@ def _states_wanted_kind(
     if "length" in wanted and _SIZE.search(plain):
         return True
     if "place" in wanted and _PLACE.search(plain.strip(" *-\"'")):
+        return True
+    if wanted & _DURATION and _SOON.search(plain):
         return True
     for stated in answer_tokens.quantities:
         if stated.dimension not in wanted:

@@ -42,6 +42,10 @@ _SAME_AUX = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "do"
 _REACH = 4  # words back a negation reaches ("not within 30 days")
 _LISTED_REACH = 5  # and a "no" across a list ("no utility bill or proof of address")
 _CONDITION_REACH = 10  # words back an "if" reaches
+# "hi, do you ...?", "Hello there - can I ...?": a greeting before the question asks nothing
+_GREETING = re.compile(
+    r"^\W*(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening))(?: there| team| all)?\b\W*"
+)
 _POLAR = re.compile(r"^\W*(?:can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b")
 _ASKED = re.compile(r"[^.!?]*\?")
 
@@ -73,7 +77,7 @@ def polarity_conflicts(question: str, reference: str, facts: Sequence[Fact], ans
 
 def is_polar(question: str) -> bool:
     """A yes/no question: it opens with an auxiliary, or one of its questions does ("Is it covered?")."""
-    plain = expand_contractions(question)
+    plain = without_greeting(expand_contractions(question))
     return bool(_POLAR.match(plain)) or any(_POLAR.match(asked.strip()) for asked in _ASKED.findall(plain))
 
 
@@ -99,8 +103,13 @@ def opening_polarity(text: str, question: str = "") -> int:
     return 0
 
 
+def without_greeting(question: str) -> str:
+    """The question without a greeting before it ("hi do you do student discounts?")."""
+    return _GREETING.sub("", question, count=1)
+
+
 def _last_question(question: str) -> str:
-    plain = expand_contractions(question)
+    plain = without_greeting(expand_contractions(question))
     asked = [a.strip() for a in _ASKED.findall(plain)]
     return next((a for a in reversed(asked) if _POLAR.match(a)), plain)
 

@@ -10,8 +10,9 @@ comma ("it's still covered" is one clause). A decline says the request is outsid
 scope, whatever the shop is called ("not really my department", "that’s one for a doctor", "I only
 handle Acme orders", "I'm only set up for X orders", "not what I'm here for", "I'm not set up to
 answer", "I'll leave geography quizzes to someone else", "I'm not the right source", "that's up to
-the border authorities", "I don't have live exchange rates"). Redirects offer other help, also a
-referral to a source ("your bank or a currency site will", "the park's website lists campsites");
+the border authorities", "I don't have live exchange rates", "not a debate I can weigh in on").
+Redirects offer other help, also a referral to a source ("your bank or a currency site will", "the
+park's website lists campsites", "a weather app will have the latest");
 pleasantries ("Happy travels!") carry no content. "US" the country is no "us". Everything else is
 substantive: an answer, or compliance when it follows a refusal.
 """
@@ -120,6 +121,10 @@ _DECLINE = re.compile(
     r"|\b(?:that is|it is|that would be|this is) (?:entirely |really |ultimately )?(?:up to|decided by)"
     r" (?:the|your|each)\b"
     r"|\bi am not (?:a|an|your) [\w&' -]{0,30}(?:assistant|bot|expert|doctor|lawyer|advisor|adviser)\b"
+    # "not a debate I can weigh in on", "not something we can comment on"
+    r"|\bnot (?:a|an|something|one|the kind of)(?: [\w-]+){0,2} (?:i|we)"
+    r" (?:can|could|should|would|am able to) (?:weigh in on|comment on|answer|help with|settle|judge"
+    r"|get into|take sides on|advise on)\b"
 )
 _DONT_KNOW = re.compile(
     r"\b(?:i do not know|no idea|not sure|i could not find|i can not find|i am unable to find|no information"
@@ -135,6 +140,9 @@ _REDIRECT = re.compile(
     r" (?:us|our|customer support|support|a |an |your |the |them|their|a local|directly)"
     r"|\b(?:their|its|the) (?:website|site|help pages?|help center|support team|customer service)\b"
     r"|\bacme\b|\b(?:our|us)\b|\bwe (?:will|can|would|could) \w+"
+    # a source that will know: "a weather app or the National Weather Service will have the latest"
+    r"|\b(?:will|would|should|can) (?:have|know|tell you|give you) (?:the latest|the details|the answer"
+    r"|more|up-to-date)\b"
     r"|\b(?:would be|will be|is|are) (?:the|a|your) (?:right|best|better) (?:place|person|people"
     r"|ones?|resource"
     r"|source|bet|option|choice)\b"

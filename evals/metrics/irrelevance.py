@@ -26,12 +26,14 @@ similar to the question (redirects to the shop, referrals to a source, pleasantr
 back, an alternative offered "instead", a remark that leads into an offer, "broccoli is on offer —
 want me to add some?", the request's own verb said not to be done, "I can't guarantee entry", and,
 declined for another company, the shop's own equivalent, "On Skylark, by comparison, ...", do not
-count), or turns ("but ...", "what I can say is ...") to say something of its own that is neither an
-offer nor what the user can do with their own account ("but you can't go wrong with Ratatouille").
+count; "For Oakline, ..." names the shop's own), or turns ("but ...", "what I can say is ...") to say
+something of its own that is neither an offer, nor what the user can do with their own account, nor
+the shop's own range ("though, the app lists every date we sell"): "but you can't go wrong with
+Ratatouille".
 It cannot see: an off-topic answer that happens to have the right shape and wording, an on-topic one
 that paraphrases the topic words ("money back" for "refund", "ship" for "delivery"), or a pointer
-about the shop's own products after a decline that does not name another company (it reads as
-engagement). Lower is better; a failed request scores 1.
+about the shop's own products after a decline that neither names another company nor says "we" or
+"our" (it reads as engagement). Lower is better; a failed request scores 1.
 """
 
 import re
@@ -64,7 +66,14 @@ _OTHER_COMPANY = re.compile(
     r"|\bother (?:airlines|stores|shops|companies|banks|retailers|brands|carriers|providers|businesses"
     r"|sellers)\b"
 )
-_OURS = re.compile(r"\b(?:our|ours|we|us|by comparison|here at)\b")
+# the shop's own: "our stores", "here at ...", or a clause that opens on one name ("For Oakline, ...")
+_OURS = re.compile(
+    r"\b(?:our|ours|we|us|by comparison|here at)\b|^(?:for|at|with) [a-z][\w-]*(?: [a-z][\w-]*)?,"
+)
+# "the app lists every date we sell": a pointer to the shop's own range, not the request done anyway
+_OUR_RANGE = re.compile(
+    r"\bwe (?:sell|offer|stock|carry|list|run|have)\b|\bour (?:app|site|website|range|shop|store)\b"
+)
 # what the user can do with their own account or plan: "though, you can do it for up to 8 weeks"
 _YOUR_OPTIONS = re.compile(r"^you (?:can|could|may|might)(?! not)\b")
 _PITCH = re.compile(r"^(?:do you |would you )?(?:want|like) (?:me|us) to\b|^shall (?:i|we)\b")
@@ -225,7 +234,7 @@ def _turns_to_answer(stance: Stance) -> str | None:
     """A clause after the decline that turns ("but typically ...") to state a measured value."""
     for clause in stance.after_refusal:
         rest = _TURN.sub("", clause.plain).strip(" ,")
-        if _YOUR_OPTIONS.match(rest) or _leads_to_offer(stance, clause):
+        if _YOUR_OPTIONS.match(rest) or _leads_to_offer(stance, clause) or _OUR_RANGE.search(rest):
             continue
         measured = [q for q in Tokenised.of(clause.text).quantities if q.dimension not in {"number", "count"}]
         # or turns to say something of its own ("but you can't go wrong with Ratatouille"), not an offer
