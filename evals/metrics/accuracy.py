@@ -53,11 +53,12 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
     found, missing = match_facts(case.required_facts, Tokenised.of(text), Tokenised.of(reference))
     missing += _retracted(case, text, found)
     conflicts = contradictions(reference, case.required_facts, text, case.prompt_text())
+    standing = _standing(text)  # prices and charges count as the answer last states them
     conflicts += [
         f"gives {price}, a price the reference does not give or imply"
-        for price in new_prices(case.prompt_text(), reference, case.required_facts, _standing(text))
+        for price in new_prices(case.prompt_text(), reference, case.required_facts, standing)
     ]
-    conflicts += new_charges(case.prompt_text(), reference, _standing(text)) if reference else []
+    conflicts += new_charges(case.prompt_text(), reference, standing) if reference else []
     if missing:
         shown = f"missing facts: {', '.join(missing)}" + (f"; {conflicts[0]}" if conflicts else "")
         return verdict("accuracy", False, shown, unsure=close_to_reference and not conflicts)
