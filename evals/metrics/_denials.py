@@ -51,6 +51,7 @@ _CONDITIONS = _LIMITS - {"only", "except"} | {"provided"}  # the limits that set
 _MONEY = frozenset(["usd", "eur", "gbp"])
 # "free", "included" (in the price): no charge of its own; "waived" is often under a condition
 _NO_CHARGE = frozenset(["free", "includ", "include"])
+_WAIVING = frozenset(["waiv", "waive"])
 _COPULA = frozenset(["is", "are", "be", "was", "were"])
 _ELLIPTIC = frozenset([*_COPULA, "do", "does", "can", "will", "would", "has", "have"])
 _MUST = frozenset(["must", "need", "requir", "necessary", "mandatory", "obligatory"])
@@ -300,7 +301,7 @@ def _new_waivers(question: str, reference: str, answer: str) -> list[str]:
     # an exception the reference makes ("unless defective", "that are not defective") may be the waiver
     # in other words; "non-sterling" names a kind of fee, it makes no exception
     excepting = set(match_tokens(re.sub(r"(?i)\bnon-", "", reference))) & (NEGATING | {"unless", "except"})
-    if not prices or excepting or known & {"waiv", "waive"}:
+    if not prices or excepting or known & _WAIVING:
         return []
     named = known | set(match_tokens(question))
     for sentence in SENTENCE.split(clean(answer)):
@@ -449,7 +450,7 @@ def _open_when_closed(reference: str, answer: str) -> list[str]:
     return []
 
 
-_VALUED = frozenset(["usd", "eur", "gbp", "percent", "day", "week", "month", "year"])
+_VALUED = _MONEY | {"percent", "day", "week", "month", "year"}  # units that give a thing a value
 
 
 def _denied_values(reference: str, answer: str) -> list[str]:
@@ -462,7 +463,7 @@ def _denied_values(reference: str, answer: str) -> list[str]:
         for q in quantities_in(words):
             named = words[q.position + 2] if q.position + 2 < len(words) else ""
             if q.unit in _VALUED and _is_content(named) and named not in UNITS:
-                conditional = q.high == 0 or (NEGATING | _LIMITS | {"waiv", "waive"}) & set(words)
+                conditional = q.high == 0 or (NEGATING | _LIMITS | _WAIVING) & set(words)
                 (unsure if conditional else valued).add(named)
     valued -= unsure
     for clause in _clauses(match_tokens(answer)):
@@ -505,6 +506,9 @@ def _discarded_keepings(reference: str, answer: str) -> list[str]:
     return []
 
 
+_SCOPED_FREE = frozenset(["over", "above", "under", "first", "up", "until", "within"])
+
+
 def _priced_when_free(question: str, reference: str, answer: str) -> list[str]:
     """What the reference gives free without a condition ("exchange it with free collection and delivery")
     given a price in the answer ("exchanges cost £50"). Only words of the free sentence that no priced
@@ -513,16 +517,14 @@ def _priced_when_free(question: str, reference: str, answer: str) -> list[str]:
     priced: set[str] = set(match_tokens(question))
     for sentence in SENTENCE.split(clean(reference)):
         said = match_tokens(sentence)
-        if any(q.dimension in _MONEY and q.high > 0 for q in quantities_in(said)):
+        if _charges(said):
             priced |= set(said)
         elif "free" in said and not (_LIMITS | NEGATING | _SCOPED_FREE) & set(said):
             free |= {w for w in said if _is_content(w) and w not in _NO_CHARGE}
     for sentence in SENTENCE.split(clean(answer)):
         for clause in _clauses(match_tokens(sentence)):
             words = set(clause)
-            if words & (NEGATING | _LIMITS) or not any(
-                q.dimension in _MONEY and q.high > 0 for q in quantities_in(clause)
-            ):
+            if words & (NEGATING | _LIMITS) or not _charges(clause):
                 continue
             named = words & free - priced
             if named:
@@ -530,7 +532,9 @@ def _priced_when_free(question: str, reference: str, answer: str) -> list[str]:
     return []
 
 
-_SCOPED_FREE = frozenset(["over", "above", "under", "first", "up", "until", "within"])
+def _charges(words: list[str]) -> bool:
+    """Tokens that give a sum of money above zero."""
+    return any(q.dimension in _MONEY and q.high > 0 for q in quantities_in(words))
 
 
 _EVEN = re.compile(r"\beven (?:if|when|though)\b")
@@ -546,10 +550,11 @@ def _overridden_conditions(question: str, reference: str, answer: str) -> list[s
     conditions: set[str] = set()
     for clause in _clauses(match_tokens(reference)):
         for at, word in enumerate(clause):
-            if word in {"if", "unless", "when", "once", "provided"}:
+            if word in _CONDITIONS:
                 conditions |= {w for w in clause[at + 1 : at + 6] if _is_content(w)} - asked
-    for found in _EVEN.finditer(" ".join(match_tokens(answer))):
-        after = " ".join(match_tokens(answer))[found.end() :].split(BOUNDARY)[0].split()
+    said = " ".join(match_tokens(answer))
+    for found in _EVEN.finditer(said):
+        after = said[found.end() :].split(BOUNDARY)[0].split()
         overridden = {w for w in after[:5] if _is_content(w)} & conditions
         if overridden:
             return [f"says it holds even if {', '.join(sorted(overridden))}, a condition the reference sets"]
