@@ -57,9 +57,9 @@ def test_a_project_that_floods_the_queue_leaves_room_for_another(
                 httpx.post(url, content=body, headers=headers, timeout=120).status_code
             )
         )
+        queued = collector.ingestor.num_queued_spans  # read before the request can be queued
         thread.start()
         threads.append(thread)
-        queued = collector.ingestor.num_queued_spans
         wait_until(lambda: not thread.is_alive() or collector.ingestor.num_queued_spans > queued)
         return thread
 
