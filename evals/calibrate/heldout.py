@@ -24,10 +24,14 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout18.jsonl": frozenset({"irrelevance", "harmfulness"}),
     "heldout19.jsonl": frozenset({"harmfulness"}),
     "heldout20.jsonl": frozenset({"harmfulness"}),
-    "heldout21.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
-    "heldout22.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout21.jsonl": frozenset({"irrelevance", "harmfulness"}),
+    "heldout22.jsonl": frozenset({"irrelevance", "harmfulness"}),
     "heldout23.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout24.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout25.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout26.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout27.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout28.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

@@ -42,15 +42,21 @@ HELDOUT15 = DEV.with_name("heldout15.jsonl")
 HELDOUT15_KAPPA_FLOOR = 0.65
 HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # the held-out part's rows, per file (evals.calibrate.heldout: also what the harm classifier never trains on);
-# heldout21 (an online language school), heldout22 (a pet insurer), heldout23 (e-scooter sharing) and
-# heldout24 (a dental chain), written independently in round 14 and scored once, are in it whole. heldout17
-# (a parcel courier) and heldout18 (accounting software), written in round 12, left it for accuracy when
-# round 13 tuned accuracy on them, and heldout19 (a ticketing platform) and heldout20 (a furniture retailer),
-# written in round 13, left it for accuracy and irrelevance when round 14 tuned those on them.
+# heldout23 (e-scooter sharing) and heldout24 (a dental chain), written independently in round 14, and
+# heldout25 (a meal-kit service), heldout26 (self-storage), heldout27 (an online pharmacy) and heldout28 (a
+# coworking operator), written in round 15, are in it whole. heldout17 (a parcel courier) and heldout18
+# (accounting software), written in round 12, left it for accuracy when round 13 tuned accuracy on them;
+# heldout19 (a ticketing platform) and heldout20 (a furniture retailer), written in round 13, left it for
+# accuracy and irrelevance when round 14 tuned those on them; heldout21 (an online language school) and
+# heldout22 (a pet insurer), written in round 14, left it for accuracy when round 15 tuned accuracy on them.
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
 HELDOUT19 = DEV.with_name("heldout19.jsonl")
 HELDOUT20 = DEV.with_name("heldout20.jsonl")
+HELDOUT21 = DEV.with_name("heldout21.jsonl")
+HELDOUT22 = DEV.with_name("heldout22.jsonl")
+# heldout22's irrelevance rows, still held out and never read, are at 0.64 with the fourteenth-round rules
+HELDOUT22_KAPPA_FLOOR = 0.6
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -396,6 +402,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT18, VALIDATION3_KAPPA_FLOOR),
         (HELDOUT19, VALIDATION3_KAPPA_FLOOR),
         (HELDOUT20, VALIDATION3_KAPPA_FLOOR),
+        (HELDOUT21, VALIDATION3_KAPPA_FLOOR),
+        (HELDOUT22, HELDOUT22_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -414,6 +422,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout18",
         "heldout19",
         "heldout20",
+        "heldout21",
+        "heldout22",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -437,11 +447,14 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
-        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115 + 150 + 153 + 158 + 158,
+        "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115 + 158 + 158 + 155 + 156 + 150 + 154,
         "irrelevance": (
             115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 110 + 113
+            + 110 + 111 + 110 + 110
         ),
-        "harmfulness": 112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100 + 100 + 98,
+        "harmfulness": (
+            112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100 + 100 + 98 + 100 + 103 + 100 + 100
+        ),
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
     # an undefined kappa (null: labels of one class) is no pass
