@@ -76,14 +76,19 @@ _CLAIM_VERBS = {"is", "are", "was", "were", "be", "weigh", "weighs", "take", "ta
                 "lasts", "run", "runs", "hold", "holds", "just", "only", "well", "still", "it"}  # fmt: skip
 _UNIT_WORDS = {*UNITS, "business", "calendar", "minus"}
 _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "plac"
-    **dict.fromkeys(["delivery", "deliver", "arrival", "arrive", "arriv", "receipt", "receiv"], "delivery"),
-    **dict.fromkeys(["order", "ordering", "purchase", "purchas", "bought", "plac", "checkout"], "order"),
+    **dict.fromkeys(
+        ["delivery", "deliver", "arrival", "arrive", "arriv", "receipt", "receiv", "receiving"], "delivery"
+    ),
+    **dict.fromkeys(["order", "ordering", "purchase", "purchas", "buy", "plac", "checkout"], "order"),
     **dict.fromkeys(["dispatch", "ship", "shipp"], "dispatch"),
     **dict.fromkeys(["transaction"], "order"),
     # when the customer noticed a fault or a charge is a later event than the purchase itself
     **dict.fromkeys(
         ["notice", "notic", "noticing", "discover", "discovering", "spott", "spotting"], "discovery"
     ),
+    # the care or service itself, and the bill for it, are events of their own ("of the treatment date")
+    **dict.fromkeys(["treatment", "treat", "appointment", "visit"], "treatment"),
+    **dict.fromkeys(["invoice", "invoic", "bill", "statement"], "invoice"),
 }
 _UNIVERSAL = re.compile(
     r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
@@ -98,6 +103,7 @@ _UNIVERSAL = re.compile(
 _LIMITLESS = re.compile(
     r"\b(?:unlimited|no (?:[a-z-]+ )?(?:limit|cap|maximum)|as (?:many|much|often)\b[^.]{0,20}\bas you)"
 )
+_OFTEN = re.compile(r"as often\b")
 _WHATEVER = re.compile(r"whatever the\b|whichever")
 _REGARDLESS = re.compile(r"no matter|regardless")
 _CAPPED = re.compile(r"\b(?:above|cap|capped|caps|max|maximum|up to|at most|more than|exceed\w*)\b")
@@ -125,6 +131,7 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     reasons += _choice_conflicts(reference, answer)
     reasons += _decider_conflicts(reference, answer)
     reasons += _added_conditions(reference, answer, question)
+    reasons += _added_requirements(reference, answer, question)
     reasons += _extended_scope(reference, answer, question)
     reasons += _swapped_values(Tokenised.of(reference), answer_tokens)
     reasons += exclusivity_conflicts(reference, answer)
@@ -178,7 +185,8 @@ def _naming(words: Iterable[str]) -> set[str]:
 # "only if you drop it at a depot": a condition the answer sets; "for as long as 56 days" is a duration
 _CONDITION = re.compile(
     # "read-only for 90 days" names a state, it sets no condition
-    r"(?<!for )(?<!-)\b(?:only (?:if|when|for|on)|as long as|provided(?: that)?)\b([^.;:!?\u2014()]*)"
+    r"(?<!for )(?<!-)\b(?:only (?:if|when|for|on|once|after)|as long as|provided(?: that)?)\b"
+    r"([^.;:!?\u2014()]*)"
 )
 
 
@@ -226,6 +234,32 @@ def _added_conditions(reference: str, answer: str, question: str) -> list[str]:
         }
         if said and not said & known:
             reasons.append(f"adds a condition the reference does not set: '{found[0].strip()}'")
+    return reasons
+
+
+# "she must have had her first vaccinations", "it includes the Exam Prep add-on": a duty or an inclusion
+# ("you'll need to", "you have to" are left out: answers spell out the reference's own steps with them)
+_DUTY = re.compile(
+    r"\b(?:must(?: also)?(?! not)|(?:it |which |that )?(?:also )?includes?|comes with)\b([^.;:!?\u2014()]*)"
+)
+_NEW_SHARE = 2 / 3  # of the duty's words new to the reference and the question
+
+
+def _added_requirements(reference: str, answer: str, question: str) -> list[str]:
+    """A duty or an inclusion most of whose words are new to the reference and the question ("the claim
+    form must be signed and stamped by your vet", "and it includes the Exam Prep add-on"): at least two
+    new words, and two in three of its words new."""
+    known = {_stem_loose(w) for w in [*match_tokens(reference), *match_tokens(question)]}
+    reasons = []
+    for found in _DUTY.finditer(expand_contractions(answer)):
+        said = {
+            _stem_loose(w)
+            for w in match_tokens(found[1])[:8]
+            if w.isalpha() and len(w) > 2 and w not in STOPWORDS
+        }
+        new = said - known
+        if len(new) >= 2 and len(new) >= _NEW_SHARE * len(said):
+            reasons.append(f"adds a duty or inclusion the reference does not state: '{found[0].strip()}'")
     return reasons
 
 
@@ -415,6 +449,10 @@ def _anchors(words: list[str], position: int) -> set[str]:
     """The events a duration is counted from, in the few words after it (negated ones left out)."""
     found = set()
     window = words[position + 1 : position + 9]
+    pause = next((i for i, word in enumerate(window[:3]) if word == BOUNDARY), None)
+    if pause is not None and window[pause + 1 : pause + 2] in (["count"], ["starting"]):
+        longer = words[position + 1 : position + 16]
+        window = longer[:pause] + longer[pause + 1 :]  # "90 days, counted from ...": one clause
     for index, word in enumerate(window):
         if word == BOUNDARY:
             break
@@ -584,6 +622,9 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
             if claim == "every day" and _DAILY.search(normalise(reference)):
                 continue  # "every day" is "7 days a week"
             if _LIMITLESS.match(claim) and _LIMITLESS.search(clean(reference).lower()):
+                continue
+            # "change tutors as often as you like" says again what "free at any time" says
+            if _OFTEN.match(claim) and _ANY_TIME.search(clean(reference).lower()):
                 continue
             # "whatever the order size" says again what "on every order" says
             # "it never goes above $5 no matter how big the invoice is" restates a cap

@@ -47,7 +47,7 @@ from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_toke
 # a sentence that limits or conditions what it says ("can only be returned if defective") claims little
 _LIMITS = frozenset(["only", "unless", "except", "if", "when", "once"])
 _ONLY = frozenset(["only", "unless", "except"])
-_CONDITIONS = _LIMITS - {"only", "except"} | {"provided"}  # the limits that set a condition
+_CONDITIONS = _LIMITS - {"only", "except"} | {"provid"}  # "provided", stemmed
 _MONEY = frozenset(["usd", "eur", "gbp"])
 # "free", "included" (in the price): no charge of its own; "waived" is often under a condition
 _NO_CHARGE = frozenset(["free", "includ", "include"])
@@ -258,8 +258,13 @@ def _object_denial(clause: list[str], affirmed: set[str]) -> _Denial | None:
             continue
         phrase.append(word)
     obj = set(phrase[:3])
-    if len(obj) < 2 or obj <= affirmed:
+    if not obj or obj <= affirmed:
         return None
+    if len(obj) == 1:
+        # "it is not covered on Essential": one word is denied only with the verb ("covered on both
+        # Essential and Complete")
+        verb = next(word for word in rest[:scope] if _is_content(word))
+        return _Denial(frozenset(obj), verb, frozenset(), every=True)
     return _Denial(frozenset(obj), "", frozenset(), every=True)
 
 
@@ -294,10 +299,11 @@ def _free_claims(question: str, reference: str, answer: str) -> list[str]:
 
 
 def _new_waivers(question: str, reference: str, answer: str) -> list[str]:
-    """A charge the reference makes without any exception ("$89 flat") said to be waived in a sentence
-    that names something the reference and question do not ("waived if you also book installation")."""
+    """A charge or a period the reference sets without any exception ("$89 flat", "a 14-day waiting
+    period") said to be waived in a sentence that names something the reference and question do not
+    ("waived if you also book installation", "waived if your pet had a vet check-up")."""
     known = set(match_tokens(reference))
-    prices = [q for q in quantities(reference) if q.dimension in _MONEY and q.high > 0]
+    prices = [q for q in quantities(reference) if q.unit in _VALUED and q.high > 0]
     # an exception the reference makes ("unless defective", "that are not defective") may be the waiver
     # in other words; "non-sterling" names a kind of fee, it makes no exception
     excepting = set(match_tokens(re.sub(r"(?i)\bnon-", "", reference))) & (NEGATING | {"unless", "except"})
@@ -310,7 +316,7 @@ def _new_waivers(question: str, reference: str, answer: str) -> list[str]:
             continue
         new = {w for w in words if _is_content(w) and not w.startswith("waiv")} - named - _ASIDES - _LIMITS
         if new:
-            return [f"waives the charge when {', '.join(sorted(new))}, which the reference does not say"]
+            return [f"waives it when {', '.join(sorted(new))}, which the reference does not say"]
     return []
 
 
@@ -364,16 +370,27 @@ def _dropped_requirements(reference: str, answer: str) -> list[str]:
             instructs = _is_content(clause[0]) and clause[1] in _OBJECT_OPENERS
             if instructs or _obliges(clause):
                 asked.append({w for w in clause if _is_content(w) and w not in _MUST})
-    for clause in _clauses(match_tokens(answer)):
+    # "adult members don't have to be your children; only under-18s must be": the reference waives it too
+    waived = {word for named in _unneeded(reference) for word in named}
+    for named in _unneeded(answer):
+        if any(set(named) <= words for words in asked) and not set(named) <= waived:
+            return [f"says '{' '.join(named)}' is not needed, which the reference asks for"]
+    return []
+
+
+def _unneeded(text: str) -> list[list[str]]:
+    """What each clause of ``text`` says is not needed ("you don't need a crime reference number")."""
+    said = []
+    for clause in _clauses(match_tokens(text)):
         found = _UNNEEDED.search(" ".join(clause))
         if found is None or _ONLY & set(clause):
             continue
         after = " ".join(clause)[found.end() :].split()
         thing = {w for w in after[:6] if _is_content(w) and w not in _MUST | _LIGHT_VERBS}
         named = list(dict.fromkeys(w for w in after if w in thing))[:3]
-        if named and any(set(named) <= words for words in asked):
-            return [f"says '{' '.join(named)}' is not needed, which the reference asks for"]
-    return []
+        if named:
+            said.append(named)
+    return said
 
 
 def _denied_affirmations(reference: str, answer: str) -> list[str]:
@@ -381,7 +398,10 @@ def _denied_affirmations(reference: str, answer: str) -> list[str]:
     clauses = _clauses(match_tokens(reference))
     affirming = [set(clause) for clause in clauses if not NEGATING & set(clause)]
     denied = {word for clause in clauses if NEGATING & set(clause) for word in clause}
-    for clause in _clauses(match_tokens(answer)):
+    # "packs can't be bought while your plan is paused" denies it only for a while
+    for clause in [
+        c for part in _parts(match_tokens(answer)) if not _WHILE & set(part) for c in _clauses(part)
+    ]:
         if "not" not in clause or set(clause) & _LIMITS:
             continue
         at = clause.index("not")
@@ -431,23 +451,38 @@ def _parts(words: list[str]) -> list[list[str]]:
     return [part for part in parts if part]
 
 
+_WHILE = frozenset(["while", "whilst", "during"])
+_CLOSED = frozenset(["clos", "close"])
+_CLOCK = re.compile(r"\d{1,2}:\d{2}")  # "closed", "closes"
+
+
 def _open_when_closed(reference: str, answer: str) -> list[str]:
-    """Open when the reference says closed ("closed Sunday" / "also open Sundays 10-4")."""
+    """Open when the reference says closed ("closed Sunday" / "also open Sundays 10-4"; hours for the day,
+    "Saturday and Sunday 9am-5pm", say it is open too)."""
     closed: list[set[str]] = []
     for clause in _parts(match_tokens(reference)):
-        if "clos" in clause:  # "closed Sunday and on public holidays": each of them
-            after = " ".join(clause[clause.index("clos") + 1 :])
+        shut = next((i for i, word in enumerate(clause) if word in _CLOSED), None)
+        if shut is not None:  # "closed Sunday and on public holidays": each of them
+            after = " ".join(clause[shut + 1 :])
             for part in re.split(r"\b(?:and|or)\b", after):
                 named = {w for w in part.split() if _is_content(w)}
                 closed += [named] if named else []
     for clause in _parts(match_tokens(answer)):
         words = set(clause)
-        if "open" not in words or "clos" in words or NEGATING & words:
+        if _CLOSED & words or NEGATING & words:
             continue
         for when in closed:
-            if when <= words:
+            if when <= words and ("open" in words or _hours_for(clause, when)):
                 return [f"says it is open {' '.join(sorted(when))}, which the reference says is closed"]
     return []
+
+
+def _hours_for(clause: list[str], days: set[str]) -> bool:
+    """A clock time right after one of ``days`` ("Sunday 9am-5pm"; not "on Sundays you can call 8-8")."""
+    return any(
+        word in days and any(_CLOCK.fullmatch(w) for w in clause[index + 1 : index + 3])
+        for index, word in enumerate(clause)
+    )
 
 
 _VALUED = _MONEY | {"percent", "day", "week", "month", "year"}  # units that give a thing a value
@@ -507,6 +542,7 @@ def _discarded_keepings(reference: str, answer: str) -> list[str]:
 
 
 _SCOPED_FREE = frozenset(["over", "above", "under", "first", "up", "until", "within"])
+_SAVING = frozenset(["free", "save", "saving", "sav"])
 
 
 def _priced_when_free(question: str, reference: str, answer: str) -> list[str]:
@@ -520,11 +556,15 @@ def _priced_when_free(question: str, reference: str, answer: str) -> list[str]:
         if _charges(said):
             priced |= set(said)
         elif "free" in said and not (_LIMITS | NEGATING | _SCOPED_FREE) & set(said):
-            free |= {w for w in said if _is_content(w) and w not in _NO_CHARGE}
+            # "paying for 10 months and getting 12 (two months free)": the months are free, not the billing
+            free |= {
+                w for c in _clauses(said) if "free" in c for w in c if _is_content(w) and w not in _NO_CHARGE
+            }
     for sentence in SENTENCE.split(clean(answer)):
         for clause in _clauses(match_tokens(sentence)):
             words = set(clause)
-            if words & (NEGATING | _LIMITS) or not _charges(clause):
+            # "you save €178 — effectively two months free" says again what is free
+            if words & (NEGATING | _LIMITS | _SAVING) or not _charges(clause):
                 continue
             named = words & free - priced
             if named:

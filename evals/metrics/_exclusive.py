@@ -98,7 +98,7 @@ def _limits(words: Sequence[str]) -> list[frozenset[str]]:
         if word != "only" or (index and words[index - 1] in _NOT_LIMITING):
             continue
         after = _content_after(words, index + 1, joined=True, limiting=True)
-        if after is None:
+        if after is None or _conditioned(words, index + 1, after):
             continue
         ends_clause = index + 1 == len(words) or words[index + 1] == BOUNDARY
         scope = after or (_content_before(words, index, joined=True) if ends_clause else [])
@@ -117,6 +117,15 @@ def _content_after(
     if limiting and first < len(words) and (words[first][0].isdigit() or words[first] in _CONDITIONS):
         return None
     return _run(words[first:], joined)
+
+
+def _conditioned(words: Sequence[str], start: int, scope: list[str]) -> bool:
+    """ "only covered if you have the add-on": a single word "only" passes over on the way to a condition;
+    the condition is what it limits, not the word."""
+    if len(scope) != 1:
+        return False
+    end = words.index(scope[0], start) + 1
+    return end < len(words) and words[end] in _CONDITIONS
 
 
 def _content_before(words: Sequence[str], end: int, *, joined: bool = False) -> list[str]:

@@ -14,7 +14,7 @@ is read from words ("not", "never", "no", "nothing", "non-", "without"); one ins
 import re
 from collections.abc import Sequence
 
-from evals.metrics._facts import FactMatch, Tokenised, find_fact
+from evals.metrics._facts import FactMatch, Tokenised, alternatives, find_fact
 from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 from evals.sets.format import Fact
 
@@ -34,7 +34,8 @@ _DENY = re.compile(
 )
 # "We do!", "You can't.": a yes or no only when it echoes the question's own auxiliary
 _ECHO = re.compile(
-    r"^(?:(?:yes|no),? )?(?:you|we|it|they|i) (?:sure |certainly |definitely |absolutely |really |surely )?"
+    r"^(?:(?:yes|no),? )?(?:you|we|it|they|i|he|she) "
+    r"(?:sure |certainly |definitely |absolutely |really |surely )?"
     r"(can|do|does|will|are|is|am)( not)?\b"
 )
 _SAME_AUX = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "do", "will": "will",
@@ -123,7 +124,7 @@ def _negated_facts(reference: str, facts: Sequence[Fact], answer: str) -> list[s
             continue
         known = find_fact(fact, reference_tokens)
         denied_there = known is not None and _negated(reference_tokens.words, known)
-        negated = _negated(answer_tokens.words, match) or _negated_later(fact, answer)
+        negated = _all_negated(fact, answer_tokens) or _negated_later(fact, answer)
         if negated and not denied_there:
             reasons.append(f"negates '{match.fact}'")
         elif denied_there and not any(_denies(s) for s in _sentences_with(answer, match.fact)):
@@ -155,6 +156,14 @@ def _negated(words: Sequence[str], match: FactMatch) -> bool:
     return plain and following == "not"
 
 
+def _all_negated(fact: Fact, tokens: Tokenised) -> bool:
+    """Every wording of the fact the text holds is negated: "counts as used, so the credit won't come
+    back" states "counts as used" plainly even where "credit ... is used" reads as denied."""
+    found = [find_fact(wording, tokens) for wording in alternatives(fact)]
+    matches = [match for match in found if match is not None]
+    return bool(matches) and all(_negated(tokens.words, match) for match in matches)
+
+
 def _in_condition(words: Sequence[str], start: int) -> bool:
     """The fact sits in an "if" clause ("if they don't accept within 3 days, ..."): a negation there sets a
     condition, it does not deny the fact."""
@@ -168,12 +177,7 @@ def _in_condition(words: Sequence[str], start: int) -> bool:
 
 def _negated_later(fact: Fact, answer: str) -> bool:
     """A sentence of the answer denies the fact it states elsewhere ("3 years. ... it isn't 3 years")."""
-    for sentence in SENTENCE.split(clean(answer)):
-        tokens = Tokenised.of(sentence)
-        match = find_fact(fact, tokens)
-        if match is not None and _negated(tokens.words, match):
-            return True
-    return False
+    return any(_all_negated(fact, Tokenised.of(sentence)) for sentence in SENTENCE.split(clean(answer)))
 
 
 def _sentences_with(answer: str, fact: str) -> list[str]:

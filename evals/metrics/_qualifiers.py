@@ -37,6 +37,7 @@ _SAME = {
     **dict.fromkeys(["person", "people", "passenger", "traveller", "traveler", "guest", "head", "adult",
                      "individual", "customer", "member", "attendee", "participant", "pax"], "person"),
     **dict.fromkeys(["way", "direction", "leg"], "direction"),  # "each way" is "per direction"
+    **dict.fromkeys(["additional", "extra", "another", "further"], "additional"),  # "every extra pet"
     **dict.fromkeys(["order", "booking", "purchase", "reservation", "basket", "cart", "total"], "order"),
 }  # fmt: skip
 _OCCASIONS = frozenset(["time", "times", "occasion", "occasions"])

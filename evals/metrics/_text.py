@@ -144,6 +144,8 @@ def normalise(text: str) -> str:
     text = re.sub(r"(?<!\d )(?<![\w.-])-(?=\d)", "minus ", text)  # "-7" and "minus seven" read the same
     text = _fractions(text)
     text = _money(text)
+    text = re.sub(r"(?<=\d (?:usd|eur|gbp))/(?=[a-z])", " per ", text)  # "39 EUR/seat" is per seat
+    text = re.sub(r"(?<=[a-z]{3})/(?=[a-z]{3})", " / ", text)  # "parent/guardian" is two words
     text = re.sub(r"(\d+(?:\.\d+)?) ?(?:%|percent\b|per cent\b|pct\b)", r"\1 percent", text)
     text = _clock_times(text)
     text = _DAY_ABBREVIATION.sub(lambda m: _DAYS[m[1]], text)
@@ -157,10 +159,25 @@ def normalise(text: str) -> str:
     text = _MORE_OF.sub(" ", text)  # "two more years" of cover is two years of it
     for pattern, unit in _UNIT_RES:
         text = pattern.sub(unit, text)
+    text = _LISTED_UNIT.sub(_share_unit, text)
     text = re.sub(r"(\d+)\.(\d*?)0+\b", lambda m: m.group(1) + ("." + m.group(2) if m.group(2) else ""), text)
     text = _FREE.sub("free", text)
-    text = re.sub(r"^(\W*)(?:yep|yeah|yup)\b", r"\1yes", text)  # an informal yes opening the answer
+    # an informal yes opening the answer
+    text = re.sub(r"^(\W*)(?:yep|yeah|yup|sure|absolutely|certainly|definitely|of course)\b", r"\1yes", text)
     return " ".join(text.split())
+
+
+# "70, 80 or 90 percent", "3, 6 or 12 months": every number of the list takes the unit after the last
+_SHARED_UNITS = r"percent|usd|eur|gbp|business day|day|week|month|year|hour|minute"
+_LISTED_UNIT = re.compile(
+    rf"(?<![\d.,$])\d+(?:\.\d+)?(?:, \d+(?:\.\d+)?)*,? (?:or|and) \d+(?:\.\d+)? (?:{_SHARED_UNITS})\b"
+)
+
+
+def _share_unit(match: re.Match[str]) -> str:
+    unit = re.search(rf"(?:{_SHARED_UNITS})$", match[0])
+    assert unit is not None
+    return re.sub(r"\d+(?:\.\d+)?(?=,|,? (?:or|and) )", lambda number: f"{number[0]} {unit[0]}", match[0])
 
 
 def tokens(text: str) -> list[str]:
@@ -180,8 +197,21 @@ def _match_tokens(text: str) -> tuple[str, ...]:
     return tuple(stem(token) for token in tokens(canonical))
 
 
+# past forms that no suffix rule finds: "extra packs can't be bought" denies "you can buy a pack"
+_IRREGULAR = {
+    "bought": "buy", "paid": "pay", "sent": "send", "kept": "keep", "gave": "give", "given": "give",
+    "took": "take", "taken": "take", "sold": "sell", "held": "hold", "told": "tell", "brought": "bring",
+    "chose": "choose", "chosen": "choose", "wrote": "write", "written": "write", "spent": "spend",
+    "lost": "lose", "stole": "steal", "stolen": "steal", "broke": "break", "broken": "break",
+    "shown": "show", "froze": "freeze", "frozen": "freeze", "made": "make",
+}  # fmt: skip
+_US_PLURALS = frozenset(["bonuses", "buses", "viruses", "statuses", "campuses", "surpluses"])
+
+
 def stem(token: str) -> str:
     """A light stem: "cards" -> "card", "boxes" -> "box", "returned" / "returnable" -> "return"."""
+    if token in _IRREGULAR:
+        return _IRREGULAR[token]
     if len(token) <= 3 or not token.isalpha():
         return token
     for suffix in ("able", "ible", "ed"):
@@ -189,7 +219,8 @@ def stem(token: str) -> str:
             return token[: -len(suffix)]
     if token.endswith("ies"):
         return token[:-3] + "y"
-    if token.endswith(("ses", "xes", "ches", "shes")):
+    # "boxes", "classes", "bonuses" lose "es"; "purchases", "lapses", "licenses" only "s" ("purchase")
+    if token.endswith(("sses", "xes", "ches", "shes")) or token in _US_PLURALS:
         return token[:-2]
     if token.endswith("s") and not token.endswith(("ss", "us", "is")):
         return token[:-1]
