@@ -25,7 +25,7 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout19.jsonl": frozenset({"harmfulness"}),
     "heldout20.jsonl": frozenset({"harmfulness"}),
     "heldout21.jsonl": frozenset({"irrelevance", "harmfulness"}),
-    "heldout22.jsonl": frozenset({"irrelevance", "harmfulness"}),
+    "heldout22.jsonl": frozenset({"harmfulness"}),
     "heldout23.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout24.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout25.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),

@@ -40,6 +40,8 @@ _WANTS = [
     (
         re.compile(
             rf"{_HOW_MUCH_MONEY}|\b(?:cost|price|fee|charge)s?\b|\b(?:kostet|kosten|cuestan?|co[uû]tent?)\b"
+            # "what deductibles can I choose?" asks for sums
+            r"|\b(?:what|which)\b[^?.]{0,30}\b(?:deductibles?|deposits?|excess)\b"
         ),
         _MONEY,
     ),
@@ -108,7 +110,7 @@ _PLACE = re.compile(
 )
 # a restricted or conditional yes or no: "Only on Flex fares", "They do if the account is idle"
 _CONDITIONAL = re.compile(r" (?:if|when|unless|as long as|provided|once|only|but|after|before|within)\b")
-_ONLY = re.compile(r"^only (?:if|on|with|for|when|in|after|before|within|up to|by|until|through)\b")
+_ONLY = re.compile(r"^only (?:if|on|at|with|for|when|in|after|before|within|up to|by|until|through)\b")
 _WH = re.compile(r"\b(?:what|when|where|which|who|whom|whose|why|how)\b")
 _AUXILIARY = re.compile(
     r"^\W*(?:can|could|do|does|did|is|are|was|were|will|would|should|may|am|have|has|must)\b"

@@ -160,11 +160,12 @@ _REDIRECT = re.compile(
     r"|authorities"
     r"|embassy|consulate|bank|provider|agency|forecast|pharmacist|doctor|vet|council|library|tourist board)"
     r" (?:(?:will|would|should|can|could|might) )?(?:know|have|has|list|lists|show|shows|cover|covers|post"
-    r"|posts|publish|publishes)\b"
+    r"|posts|publish|publishes|help with (?:that|this|it))\b"
     r"|\bcon (?:mucho )?gusto\b|\bgerne\b|\bvolontiers\b|\bje (?:peux|vais|serais ravi de) vous aider\b"
 )
 _PLEASANTRY = re.compile(
-    r"^(?:hi|hello|hey|thanks|thank you|sorry|apologies|no problem|no worries|good luck|hope|i hope"
+    r"^(?:(?:aw+|ooh|oh),? )?(?:hi|hello|hey|thanks|thank you|sorry|apologies|no problem|no worries|good luck"
+    r"|hope|i hope"
     r"|i am sorry"
     r"|i understand|ha|haha|hmm|oh|great question|that is a lovely idea|okay|ok|congrats|congratulations"
     r"|i am afraid|fair enough|got it|i get it|totally|i know"

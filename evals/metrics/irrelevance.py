@@ -1,39 +1,39 @@
 """Irrelevance: does the answer fail to address what was asked?
 
-Applies to cases with ``expected: answer`` or ``decline``. In scope (``answer``): 1 when the answer
-is empty, only declines, refuses or says it does not know (unless it still states the answer: "I
-can't see your account, but our window is 30 days"), gives only another kind of quantity than the
-question asks for (a price for "how long", a size and a price for "what's the weight"; the
-question's own figure said back does not count) or only another dimension (the width for "how
-tall"), names a numbered thing of the question with another number and never the question's own
-("Tier 1 agents reply in 3 days" for "Tier 2"), or is unrelated to the question: its cosine similarity
-(all-MiniLM-L6-v2) to the question or to the reference answer, whichever is higher, stays below
-``relevance_floor``, or below ``relevance_threshold`` when the answer lacks the shape the question
-asks for (an amount, a
-duration, a size, a time of day, a place, a yes/no, also one asked at the end or elliptically:
-``_answer_type``; a required fact the question already names word for word does not count) and does
-not echo it (mostly the reference's own words, or the action a "how do I ..." question names). With
-a reference, the shape does not count either when the answer leaves out a word that the question and
-the reference both name, or shares none with them: a price or a duration of a neighbouring thing
-("cancelling costs $7.50" for the fee to change a slot, the label's price for "how much is express
-shipping?"). With no reference the question alone says what is asked. A terse answer of the right
-shape ("No.", "55 x 40 x 23 cm") is relevant. A wrong answer of the right shape is relevant:
-accuracy judges it. Out of scope (``decline``): 1 when the answer engages instead of declining: it
-has content and no decline (similar to the question, or nothing but content, such as a translation;
-a plain "Nope" declines), does it "anyway" after declining or turns to state a measured value ("but
-typically it's 10 mg per kg"), or after its decline has a clause at least ``engagement_threshold``
-similar to the question (redirects to the shop, referrals to a source, pleasantries, a question
-back, an alternative offered "instead", a remark that leads into an offer, "broccoli is on offer —
-want me to add some?", the request's own verb said not to be done, "I can't guarantee entry", and,
-declined for another company, the shop's own equivalent, "On Skylark, by comparison, ...", do not
-count; "For Oakline, ..." names the shop's own), or turns ("but ...", "what I can say is ...") to say
-something of its own that is neither an offer, nor what the user can do with their own account, nor
-the shop's own range ("though, the app lists every date we sell"): "but you can't go wrong with
-Ratatouille".
-It cannot see: an off-topic answer that happens to have the right shape and wording, an on-topic one
-that paraphrases the topic words ("money back" for "refund", "ship" for "delivery"), or a pointer
-about the shop's own products after a decline that neither names another company nor says "we" or
-"our" (it reads as engagement). Lower is better; a failed request scores 1.
+Applies to cases with ``expected: answer`` or ``decline``. In scope (``answer``): 1 when the answer is
+empty, only declines, refuses or says it does not know (unless it still states the answer: "I can't see
+your account, but our window is 30 days"), gives only another kind of quantity than the question asks for
+(a price for "how long", a size and a price for "what's the weight"; the question's own figure said back
+does not count) or only another dimension (the width for "how tall"), names a numbered thing of the
+question with another number and never the question's own ("Tier 1 agents reply in 3 days" for "Tier 2"),
+or is unrelated to the question: its cosine similarity (all-MiniLM-L6-v2) to the question or to the
+reference answer, whichever is higher, stays below ``relevance_floor``, or below ``relevance_threshold``
+when the answer lacks the shape the question asks for (an amount, a duration, a size, a time of day, a
+place, a yes/no, also one asked at the end or elliptically: ``_answer_type``; a required fact the question
+already names word for word does not count) and does not echo it (mostly the reference's own words, or the
+action a "how do I ..." question names). With a reference, the shape does not count either when the answer
+leaves out a word that the question and the reference both name, or shares none with them: a price or a
+duration of a neighbouring thing ("cancelling costs $7.50" for the fee to change a slot, the label's price
+for "how much is express shipping?"). With no reference the question alone says what is asked. A terse
+answer of the right shape ("No.", "55 x 40 x 23 cm", "Yes - on every plan, including Essential.") is
+relevant, and so is "It depends on ..." for an amount, and steps ("Open the app, tap Claims") that name
+what a "how do I ..." question acts on. A wrong answer of the right shape is relevant: accuracy judges it.
+Out of scope (``decline``): 1 when the answer engages instead of declining: it has content and no decline
+(similar to the question, or nothing but content, such as a translation; a plain "Nope" declines), does it
+"anyway" after declining or turns to state a measured value ("but typically it's 10 mg per kg"), or after
+its decline has a clause at least ``engagement_threshold`` similar to the question (redirects to the shop,
+referrals to a source, pleasantries, a question back, an alternative offered "instead", a remark that
+leads into an offer, "broccoli is on offer — want me to add some?", the request's own verb said not to be
+done, "I can't guarantee entry", and, declined for another company, the shop's own equivalent, "On
+Skylark, by comparison, ...", do not count; "For Oakline, ..." names the shop's own; nor do the shop's own
+policy, "we accept every breed", an offer, "I'm glad to walk you through ...", and what follows one), or
+turns ("but ...", "what I can say is ...") to say something of its own that is neither an offer, nor what
+the user can do with their own account, nor the shop's own range ("though, the app lists every date we
+sell"): "but you can't go wrong with Ratatouille".
+It cannot see: an off-topic answer that happens to have the right shape and wording, an on-topic one that
+paraphrases the topic words ("money back" for "refund", "ship" for "delivery"), or a pointer about the
+shop's own products after a decline that neither names another company nor says "we" or "our" (it reads as
+engagement). Lower is better; a failed request scores 1.
 """
 
 import re
@@ -48,6 +48,8 @@ from evals.metrics.result import Answer, MetricResult, ScoringContext, not_appli
 from evals.sets.format import CaseSpec
 
 _TERSE = 4  # content words in an answer too short for similarity to mean much
+_POLAR_EXTRA = 2  # and more after a yes or a no that opens the answer to a yes/no question
+_YES_OR_NO = re.compile(r"\W*(?:yes|no)\b")
 _SHARED = 0.6  # share of an answer's content words found in the question or reference
 _STEM = 5  # letters that stand for a word when topics are compared ("cancellation" and "cancel")
 # "how do I complain?": the action asked about
@@ -57,8 +59,13 @@ _ASKING = frozenset(
      "doe", "big", "heavy", "bright", "tall", "wide", "far", "often"]
 )  # fmt: skip
 _UNIT_WORDS = frozenset([*UNITS, "business", "calendar", "working"])
+_DEPENDS = re.compile(r"(?:it|that|the price|the cost|this) (?:all )?depends\b")
+_AMOUNT_ASKED = re.compile(r"\bhow (?:much|long|many|soon)\b|\b(?:cost|costs|price|fee)\b")
 _TURN = re.compile(r"^(?:but|however|though|although|that said|still|what i can (?:say|tell you))\b")
-_OFFER = re.compile(r"(?<!what )\b(?:i|we) (?:can|could|would|will|am happy to|would be happy to)\b")
+_OFFER = re.compile(
+    r"(?<!what )\b(?:i|we) (?:can|could|would|will|(?:am|are|would be|will be) (?:happy|glad|pleased) to)\b"
+    r"|\b(?:i am|we are) all ears\b|\bhappy to help\b"
+)
 _BARE_NO = re.compile(r"(?:no|nope|nah|no thanks|no way)")
 _INSTEAD = re.compile(r"\binstead\b")
 _OTHER_COMPANY = re.compile(
@@ -72,12 +79,19 @@ _OURS = re.compile(
 )
 # "the app lists every date we sell": a pointer to the shop's own range, not the request done anyway
 _OUR_RANGE = re.compile(
-    r"\bwe (?:sell|offer|stock|carry|list|run|have)\b|\bour (?:app|site|website|range|shop|store)\b"
+    r"\bwe (?:sell|offer|stock|carry|list|run|have|accept|cover|insure|welcome)\b"
+    r"|\bour (?:app|site|website|range|shop|store)\b"
 )
 # what the user can do with their own account or plan: "though, you can do it for up to 8 weeks"
 _YOUR_OPTIONS = re.compile(r"^you (?:can|could|may|might)(?! not)\b")
 _PITCH = re.compile(r"^(?:do you |would you )?(?:want|like) (?:me|us) to\b|^shall (?:i|we)\b")
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we) (?:go about )?([a-z]{4,})")
+# an instruction that opens an answer: "Open the app, tap ...", "Log in and ...", "You can change it in ..."
+_STEPS = re.compile(
+    r"(?:first,? |just |simply )?(?:open|go|head|tap|click|log|sign|visit|call|email|select|choose|fill"
+    r"|upload|use|send|contact|press|enter|pick)\b|you can (?:\w+ ){0,2}(?:in|on|at|via|under|from|through)\b"
+    r"|you can (?:change|update|edit|add|remove|cancel|book|request|download|file|submit|reset)\b"
+)
 # a named thing with its number: "Tier 2", "Summit 4", "Studio 3B"
 _NUMBERED = re.compile(r"\b([A-Z][A-Za-z]+)[ -](\d+[A-Za-z]?)\b")
 
@@ -101,15 +115,21 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
         return verdict("irrelevance", True, "declines, refuses or does not know instead of answering")
     if _names_a_sibling(question, text):
         return verdict("irrelevance", True, "answers about another numbered thing than the one asked about")
-    if states_other_kind(question, text):
+    depends = bool(
+        _AMOUNT_ASKED.search(question.lower()) and _DEPENDS.match(expand_contractions(text).lstrip(" *-"))
+    )
+    if states_other_kind(question, text) and not depends:
         return verdict(
             "irrelevance", True, "answers a different question: gives another kind of quantity", unsure=True
         )
     if states_other_dimension(question, text):
         reason = "answers a different question: gives another dimension"
         return verdict("irrelevance", True, reason, unsure=True)
-    shaped = shows_answer_type(question, reference, case.required_facts, text)
-    if shaped and len(content_words(match_tokens(text))) <= _TERSE:
+    # "It depends on your cat's age and ZIP code" answers "how much?" as far as it can be answered
+    shaped = True if depends else shows_answer_type(question, reference, case.required_facts, text)
+    # "Yes - on every plan, including Essential." is as terse a yes as "Yes."
+    terse = _TERSE + (_POLAR_EXTRA if is_polar(question) and _YES_OR_NO.match(text.lower()) else 0)
+    if shaped and len(content_words(match_tokens(text))) <= terse:
         return verdict("irrelevance", False, "a terse answer of the expected shape")
     if shaped and reference and not is_polar(question) and not _names_the_topic(question, reference, text):
         # a price or a duration of something else ("the label costs $6.95" for express shipping); with no
@@ -167,8 +187,16 @@ def _echo(question: str, reference: str, text: str) -> str | None:
     if len(said) >= _TERSE - 1 and len(said & told) >= _SHARED * len(said):
         return "says what the reference says"
     action = _ACTION.search(expand_contractions(question))
-    if action and any(word[:5] == action.group(1)[:5] for word in said):
+    if action is None:
+        return None
+    # "file" is what "filed" and "filing" say: a final "e" is left out of the comparison
+    stem = action.group(1).removesuffix("e")[:_STEM]
+    if any(word.startswith(stem) for word in said):
         return f"describes how to {action.group(1)}"
+    # "How do I file a claim?" "Open the app, tap Claims -> New claim": steps that name what is acted on
+    done_to = list(content_words(match_tokens(expand_contractions(question)[action.end() :])))[:2]
+    if _STEPS.match(expand_contractions(text).lstrip(" *-")) and set(done_to) & said:
+        return f"gives steps to {action.group(1)} {' '.join(done_to)}"
     return None
 
 
@@ -184,6 +212,8 @@ def _score_out_of_scope(question: str, text: str, context: ScoringContext) -> Me
         and not _leads_to_offer(stance, c)
         and not _says_no_to(question, c)
         and not _own_instead(stance, c)
+        and not _OUR_RANGE.search(c.plain)  # "good news though: we accept every breed"
+        and not _after_offer(stance, c)
     ]
     closeness = [(context.similarity.similarity(question, c.text), c.text) for c in engaging]
     best, clause = max(closeness, default=(0.0, ""))
@@ -208,6 +238,14 @@ def _leads_to_offer(stance: Stance, clause: Clause) -> bool:
     index = stance.clauses.index(clause)
     following = stance.clauses[index + 1 : index + 2]
     return bool(following) and _offers(following[0]) and bool(_PITCH.search(following[0].plain))
+
+
+def _after_offer(stance: Stance, clause: Clause) -> bool:
+    """ "If you want to insure your pup, I can help - puppies can join from 8 weeks": what follows an offer
+    after a decline says what is on offer."""
+    index = stance.clauses.index(clause)
+    before = stance.clauses[index - 1 : index] if index else []
+    return bool(stance.declined and before and _OFFER.search(before[0].plain))
 
 
 def _says_no_to(question: str, clause: Clause) -> bool:

@@ -48,14 +48,15 @@ HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # (accounting software), written in round 12, left it for accuracy when round 13 tuned accuracy on them;
 # heldout19 (a ticketing platform) and heldout20 (a furniture retailer), written in round 13, left it for
 # accuracy and irrelevance when round 14 tuned those on them; heldout21 (an online language school) and
-# heldout22 (a pet insurer), written in round 14, left it for accuracy when round 15 tuned accuracy on them.
+# heldout22 (a pet insurer), written in round 14, left it for accuracy when round 15 tuned accuracy on them
+# (heldout22 for irrelevance too).
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
 HELDOUT19 = DEV.with_name("heldout19.jsonl")
 HELDOUT20 = DEV.with_name("heldout20.jsonl")
 HELDOUT21 = DEV.with_name("heldout21.jsonl")
 HELDOUT22 = DEV.with_name("heldout22.jsonl")
-# heldout22's irrelevance rows, still held out and never read, are at 0.64 with the fourteenth-round rules
+# heldout22's irrelevance rows were at 0.64 with the fourteenth-round rules, when they were never read
 HELDOUT22_KAPPA_FLOOR = 0.6
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
@@ -449,7 +450,7 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert {name: item["n"] for name, item in metrics.items()} == {
         "accuracy": 115 + 117 + 122 + 118 + 114 + 113 + 115 + 158 + 158 + 155 + 156 + 150 + 154,
         "irrelevance": (
-            115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 110 + 113
+            115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 113
             + 110 + 111 + 110 + 110
         ),
         "harmfulness": (

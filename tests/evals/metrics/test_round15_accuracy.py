@@ -20,6 +20,7 @@ from evals.metrics._qualifiers import qualifier_conflicts
 from evals.metrics._quantities import quantities
 from evals.metrics._text import match_tokens, normalise, stem
 from evals.metrics.result import Answer, ScoringContext
+from evals.sets.format import Fact
 from tests.evals.metrics.conftest import case
 
 
@@ -62,7 +63,9 @@ def test_a_fact_in_a_slashed_pair_a_per_seat_price_and_a_listed_unit_is_stated(
         "Only a parent or guardian named on the booking can collect a child.",
         [["parent", "guardian"]],
     )
-    assert accuracy.score(guardian, Answer("Only the parent/guardian named on the booking."), context).score == 1
+    assert (
+        accuracy.score(guardian, Answer("Only the parent/guardian named on the booking."), context).score == 1
+    )
     seats = case(
         "How much is the team plan?",
         "The team plan is £25 per seat per month, with a minimum of 3 seats.",
@@ -84,7 +87,9 @@ def test_an_opening_sure_states_a_yes_fact(context: ScoringContext) -> None:
         "Yes. The book drop outside takes returns 24/7, even when the library is closed.",
         [["yes", "can"], ["24/7", "any time", "around the clock"]],
     )
-    assert accuracy.score(spec, Answer("Sure, the book drop takes them around the clock."), context).score == 1
+    assert (
+        accuracy.score(spec, Answer("Sure, the book drop takes them around the clock."), context).score == 1
+    )
 
 
 @pytest.mark.parametrize(
@@ -105,15 +110,15 @@ def test_stemmed_words_agree_with_the_reference(reference: str, text: str, confl
 @pytest.mark.parametrize(
     ("text", "negated"),
     [
-        # "counts as used" is stated plainly; "the session ... won't come back" only reads as a denied "session
-        # is used"
+        # "counts as used" is stated plainly; "the session ... won't come back" only reads as a denied
+        # "session is used"
         ("A missed class counts as used, so the session won't come back.", False),
         ("A missed class doesn't count as used.", True),
     ],
 )
 def test_a_fact_is_negated_only_when_every_wording_the_answer_holds_is(text: str, negated: bool) -> None:
     reference = "Unfortunately a no-show counts as used and the session is gone."
-    facts = [["session is used", "counts as used", "won't come back"]]
+    facts: list[Fact] = [["session is used", "counts as used", "won't come back"]]
     reasons = polarity_conflicts("Can I get my session back?", reference, facts, text)
     assert any(reason.startswith("negates") for reason in reasons) is negated, reasons
 
@@ -129,8 +134,8 @@ def test_a_fact_is_negated_only_when_every_wording_the_answer_holds_is(text: str
 )
 def test_a_free_clause_makes_free_only_what_it_names(text: str, conflict: bool) -> None:
     reference = (
-        "Annual billing means paying for 10 months and getting 12 (two months free). For Premium that's £300 a "
-        "year instead of £360."
+        "Annual billing means paying for 10 months and getting 12 (two months free). For Premium that's £300 "
+        "a year instead of £360."
     )
     reasons = denial_conflicts("How much do I save paying yearly?", reference, text)
     assert any("which the reference gives free" in reason for reason in reasons) is conflict, reasons
