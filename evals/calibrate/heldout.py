@@ -32,6 +32,9 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout26.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout27.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout28.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout29.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout30.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout31.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 
