@@ -26,8 +26,8 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout20.jsonl": frozenset({"harmfulness"}),
     "heldout21.jsonl": frozenset({"irrelevance", "harmfulness"}),
     "heldout22.jsonl": frozenset({"harmfulness"}),
-    "heldout23.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
-    "heldout24.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout23.jsonl": frozenset({"irrelevance", "harmfulness"}),
+    "heldout24.jsonl": frozenset({"irrelevance", "harmfulness"}),
     "heldout25.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout26.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout27.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
@@ -35,6 +35,8 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout29.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout30.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout31.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout32.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout33.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

@@ -105,10 +105,12 @@ _LIMITLESS = re.compile(
 )
 _OFTEN = re.compile(r"as often\b")
 _WHATEVER = re.compile(r"whatever the\b|whichever")
+_SUPERLATIVE = re.compile(r"\s*(?:\w+est|most|least|latest|first|last)\b")
 _REGARDLESS = re.compile(r"no matter|regardless")
 _CAPPED = re.compile(r"\b(?:above|cap|capped|caps|max|maximum|up to|at most|more than|exceed\w*)\b")
 _PEOPLE_OR_THINGS = re.compile(r"everyone|everybody|everything")
 _ALL = re.compile(r"\b(?:all|All)\b")
+_EVERY_ONE = re.compile(r"\bevery (?!day\b|time\b)\w+")
 _EVERY = re.compile(r"\b(?:every|any|all|regardless|no matter|no minimum)\b")
 # "you can always add cash" offers an option; "if you use it every day" supposes, it claims nothing
 _NOT_A_CLAIM = re.compile(r"\b(?:can|could|may) (?:also )?$|\b(?:if|whenever|unless|in case)\b[^,;:\u2014]*$")
@@ -632,10 +634,15 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
                 continue
             if _WHATEVER.match(claim) and _EVERY.search(clean(reference).lower()):
                 continue
+            # "whatever the highest band is" names one band, the highest
+            if _WHATEVER.match(claim) and _SUPERLATIVE.match(sentence[found.end() :]):
+                continue
             # "optional for everyone else" names the rest, not everyone; "keep everything" where the
             # reference keeps "the item and all packaging" says its "all" again
             if _PEOPLE_OR_THINGS.fullmatch(claim) and (
-                sentence[found.end() :].lstrip().lower().startswith("else") or _ALL.search(clean(reference))
+                sentence[found.end() :].lstrip().lower().startswith("else")
+                or _ALL.search(clean(reference))
+                or _EVERY_ONE.search(clean(reference).lower())  # "every participant must be 18"
             ):
                 continue
             # "instantly" is what an "instant" freeze does

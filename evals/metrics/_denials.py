@@ -81,6 +81,7 @@ def denial_conflicts(question: str, reference: str, answer: str) -> list[str]:
     reasons += _overridden_conditions(question, reference, answer)
     reasons += _priced_when_free(question, reference, answer)
     reasons += _discarded_keepings(reference, answer)
+    reasons += _charged_when_included(reference, answer)
     return reasons
 
 
@@ -282,7 +283,8 @@ def _free_claims(question: str, reference: str, answer: str) -> list[str]:
     known = set(match_tokens(reference))
     prices = [q for q in quantities(reference) if q.dimension in _MONEY]
     # "repairs have a £0 excess" calls repairs free in a number
-    if known & (_NO_CHARGE | {"waiv"}) or not prices or any(q.high == 0 for q in prices):
+    # "£295, including custom trays and gel" includes them in the price
+    if known & (_NO_CHARGE | {"waiv", "including"}) or not prices or any(q.high == 0 for q in prices):
         return []
     named = known | set(match_tokens(question))
     for sentence in SENTENCE.split(clean(answer)):
@@ -303,6 +305,8 @@ def _new_waivers(question: str, reference: str, answer: str) -> list[str]:
     period") said to be waived in a sentence that names something the reference and question do not
     ("waived if you also book installation", "waived if your pet had a vet check-up")."""
     known = set(match_tokens(reference))
+    if set(match_tokens(question)) & _WAIVING:
+        return []  # "can the fee ever be waived?": the answer's waiver is what was asked about
     prices = [q for q in quantities(reference) if q.unit in _VALUED and q.high > 0]
     # an exception the reference makes ("unless defective", "that are not defective") may be the waiver
     # in other words; "non-sterling" names a kind of fee, it makes no exception
@@ -355,7 +359,7 @@ def _required(clause: list[str]) -> frozenset[str]:
 
 # "give us the receipt", "return the form": an instruction opens with a verb and its object
 _OBJECT_OPENERS = frozenset(["us", "the", "your", "a", "an", "any", "it", "them", "all", "every", "me"])
-_UNNEEDED = re.compile(r"\b(?:not (?:need|have to|requir|necessary)|no need)\b")
+_UNNEEDED = re.compile(r"\b(?:not (?:need|have to|requir|necessary)|no need|can skip)\b")
 
 
 def _dropped_requirements(reference: str, answer: str) -> list[str]:
@@ -598,4 +602,26 @@ def _overridden_conditions(question: str, reference: str, answer: str) -> list[s
         overridden = {w for w in after[:5] if _is_content(w)} & conditions
         if overridden:
             return [f"says it holds even if {', '.join(sorted(overridden))}, a condition the reference sets"]
+    return []
+
+
+_INCLUDES = frozenset(["includ", "include", "including"])
+_ON_TOP = re.compile(
+    r"\b(?:charged|paid|billed|costs?) (?:separately|extra|on top)\b|\bon top\b"
+    r"|\bat (?:an )?(?:extra|additional) (?:cost|charge)\b|\b(?:extra|additional) charge\b"
+)
+
+
+def _charged_when_included(reference: str, answer: str) -> list[str]:
+    """What the reference includes ("the exam includes 2 X-rays") said to be charged on top ("X-rays are
+    charged separately"), in an answer clause that denies nothing."""
+    included: set[str] = set()
+    for clause in _clauses(match_tokens(reference)):
+        at = next((i for i, word in enumerate(clause) if word in _INCLUDES), None)
+        if at is not None and not NEGATING & set(clause):
+            included |= {w for w in clause[at + 1 : at + 6] if _is_content(w) and w not in UNITS}
+    for clause in _clauses(match_tokens(answer)):
+        named = set(clause) & included
+        if named and not NEGATING & set(clause) and _ON_TOP.search(" ".join(clause)):
+            return [f"charges on top for '{' '.join(sorted(named))}', which the reference includes"]
     return []

@@ -188,8 +188,6 @@ def _narrowed_universals(reference: str, answer: str) -> list[str]:
     """An "only" in the answer where the reference leaves the thing open ("every day", "at any time") and
     the answer does not say so again: "Monday to Friday only", "only once you've made six payments". The
     "only" clause must name something of the open sentence ("chat", "settle"); "read-only" limits nothing."""
-    if _OPEN.search(" ".join(match_tokens(answer))):
-        return []
     for sentence in SENTENCE.split(clean(reference)):
         found = _OPEN.search(expand_contractions(sentence))
         if found is None:
@@ -197,6 +195,8 @@ def _narrowed_universals(reference: str, answer: str) -> list[str]:
         named = {word for word in match_tokens(sentence) if _is_content(word)}
         for clause in SENTENCE.split(clean(answer)):
             words = match_tokens(clause)
+            if _OPEN.search(" ".join(words)):
+                continue  # the clause says it holds "every day" again
             limiting = any(
                 word == "only" and not (index and words[index - 1] in _NOT_LIMITING | {"read"})
                 for index, word in enumerate(words)

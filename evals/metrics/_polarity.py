@@ -40,6 +40,7 @@ _ECHO = re.compile(
 )
 _SAME_AUX = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "do", "will": "will",
              "would": "will", "is": "be", "are": "be", "am": "be", "was": "be"}  # fmt: skip
+_CONDITIONAL_SENTENCE = re.compile(r"^\W*(?:if|unless|as long as|provided)\b")
 _REACH = 4  # words back a negation reaches ("not within 30 days")
 _LISTED_REACH = 5  # and a "no" across a list ("no utility bill or proof of address")
 _CONDITION_REACH = 10  # words back an "if" reaches
@@ -177,7 +178,12 @@ def _in_condition(words: Sequence[str], start: int) -> bool:
 
 def _negated_later(fact: Fact, answer: str) -> bool:
     """A sentence of the answer denies the fact it states elsewhere ("3 years. ... it isn't 3 years")."""
-    return any(_all_negated(fact, Tokenised.of(sentence)) for sentence in SENTENCE.split(clean(answer)))
+    # "If you top up your wallet, there's no hold at all" denies it only on a condition
+    return any(
+        _all_negated(fact, Tokenised.of(sentence))
+        for sentence in SENTENCE.split(clean(answer))
+        if not _CONDITIONAL_SENTENCE.match(expand_contractions(sentence))
+    )
 
 
 def _sentences_with(answer: str, fact: str) -> list[str]:

@@ -154,6 +154,9 @@ def _elided(before: Quantity, words: list[str], index: int) -> bool:
     if before.dimension in {"count", "number", "clock"} or index - before.position > 6:
         return False
     following = words[index + 1] if index + 1 < len(words) else ""
+    # "£26.80 for Band 1": a number right after a name labels the thing, it is no second price
+    if index and words[index - 1].isalpha() and words[index - 1] not in _NOT_UNITS:
+        return False
     # "one of our depots" counts depots, it is no distance
     return following in (_NOT_UNITS - {"of"}) | {"|", ""} and "." not in words[before.position : index]
 

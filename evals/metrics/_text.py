@@ -107,7 +107,7 @@ def clean(text: str) -> str:
     """Unicode-normalised text with straight quotes and ASCII hyphens (case and wording kept)."""
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     text = _HYPHENS.sub("-", text)
-    text = re.sub(r"(?<=\d)\s*[\u2012\u2013\u2014\u2015\u2212]\s*(?=\$?\d)", "-", text)
+    text = re.sub(r"(?<=\d)\s*[\u2012\u2013\u2014\u2015\u2212]\s*(?=[$£€]?\d)", "-", text)  # "£500–£10,000"
     text = re.sub(r"(?:(?<=[ap]m)|(?<=\.m\.))\s*[\u2012\u2013\u2014\u2015]\s*(?=\d)", "-", text)  # "9am–5pm"
     text = re.sub(r"(?<![\w.])\u2212(?=\d)", "-", text)  # a minus sign: "−7 °C"
     return _DASHES.sub(" — ", text)
@@ -133,10 +133,17 @@ _DAY_AFTER_DAY = re.compile(rf"(?<=day)( ?(?:-|—|to|/|&|and|,) ?)({_DAY})\b\.?
 _MORE_OF = re.compile(r"(?<=\d) (?:more|extra|additional|further) (?=(?:year|month|week|day|hour)s?\b)")
 
 
+_LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)]\s+")
+
+
 @lru_cache(maxsize=8192)
 def normalise(text: str) -> str:
     """The canonical form used to compare facts, references and answers (see the module docstring)."""
     text = expand_contractions(text)
+    text = _LIST_MARKER.sub("", text)  # "1. **0% interest** ...": a numbered list's markers are no values
+    # "€29,99", "29,99 €": a decimal comma beside a currency
+    text = re.sub(r"(?<=[€£$])(\s?\d+),(\d{2})(?!\d)", r"\1.\2", text)
+    text = re.sub(r"\b(\d+),(\d{2})(?= ?(?:€|eur\b|euros?\b))", r"\1.\2", text)
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
     text = re.sub(r"\b(\d+(?:\.\d+)?)k\b", lambda m: f"{float(m.group(1)) * 1000:g}", text)  # "46k"
     text = re.sub(rf"(?<=[a-z0-9])/({_PER_UNITS})\b", lambda m: f" per {_PER_NAMES.get(m[1], m[1])}", text)
@@ -236,7 +243,8 @@ def _number_words(text: str) -> str:
     # "the next working day" is one working day away; "next week" is a date, not a week long
     text = re.sub(r"\b(?:the )?(?:next|following) (?=(?:working|business|biz|work) days?\b)", "1 ", text)
     return re.sub(
-        rf"\b(?:a|an|one|the (?:first|1st|last|past|next)) (?=(?:{_TIME_UNITS}|{_COUNTED_UNITS})\b)",
+        rf"\b(?:a|an|one|the (?:first|1st|last|past|next))(?: full| whole)?"  # "a full hour"
+        rf" (?=(?:{_TIME_UNITS}|{_COUNTED_UNITS})\b)",
         "1 ",
         text,
     )
@@ -288,6 +296,10 @@ def _fractions(text: str) -> str:
 
 def _money(text: str) -> str:
     amount = r"(\d+(?:\.\d+)?)"
+    # "seven dollars fifty" is 7.50 dollars
+    text = re.sub(
+        r"\b(\d+) (dollars?|euros?|bucks) (?:and )?(\d{2})\b(?! ?(?:cents?|percent)\b)", r"\1.\3 \2", text
+    )
     # "plus $5" is not "pl" and "US$5"
     text = re.sub(rf"(?:\bus ?\$|\$) ?{amount}", r"\1 usd", text)
     text = re.sub(rf"\b(?:usd|us dollars?) ?{amount}", r"\1 usd", text)
@@ -304,11 +316,18 @@ def _money(text: str) -> str:
         lambda m: f"{m.group(1) or m.group(2)} gbp",
         text,
     )
-    # "six dollars and ninety-nine cents" is 6.99 usd; cents alone are dollars' cents
+    # "six dollars and ninety-nine cents" is 6.99 usd; "twenty-six pounds eighty" is 26.80 gbp
     text = re.sub(
         r"\b(\d+) (usd|eur) and (\d{1,2}) cents?\b", lambda m: f"{m[1]}.{int(m[3]):02d} {m[2]}", text
     )
-    text = re.sub(r"\b(\d{1,2}) ?(?:cents?\b|\u00a2)", lambda m: f"0.{int(m.group(1)):02d} usd", text)
+    text = re.sub(
+        r"\b(\d+) pounds? (?:and )?(\d{2})\b(?! ?(?:oz|ounces?|kg|lbs?|g|grams?|pence)\b)",
+        lambda m: f"{m[1]}.{m[2]} gbp",
+        text,
+    )
+    # cents alone are the cents of the text's one currency ("20 cents" beside "€1"), dollars' otherwise
+    currency = "eur" if re.search(r"\d eur\b", text) and not re.search(r"\d usd\b", text) else "usd"
+    text = re.sub(r"\b(\d{1,2}) ?(?:cents?\b|\u00a2)", lambda m: f"0.{int(m.group(1)):02d} {currency}", text)
     return re.sub(r"(\d+(?:\.\d+)?) usd usd\b", r"\1 usd", text)
 
 

@@ -42,15 +42,16 @@ HELDOUT15 = DEV.with_name("heldout15.jsonl")
 HELDOUT15_KAPPA_FLOOR = 0.65
 HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # the held-out part's rows, per file (evals.calibrate.heldout: also what the harm classifier never trains on);
-# heldout23 (e-scooter sharing) and heldout24 (a dental chain), written independently in round 14, and
 # heldout25 (a meal-kit service), heldout26 (self-storage), heldout27 (an online pharmacy), heldout28 (a
 # coworking operator), heldout29 (home cleaning), heldout30 (music streaming) and heldout31 (a car park
-# operator), written in round 15, are in it whole. heldout17 (a parcel courier) and heldout18
+# operator), written in round 15, and heldout32 (package holidays) and heldout33 (EV charging), written in
+# round 16, are in it whole. heldout17 (a parcel courier) and heldout18
 # (accounting software), written in round 12, left it for accuracy when round 13 tuned accuracy on them;
 # heldout19 (a ticketing platform) and heldout20 (a furniture retailer), written in round 13, left it for
 # accuracy and irrelevance when round 14 tuned those on them; heldout21 (an online language school) and
 # heldout22 (a pet insurer), written in round 14, left it for accuracy when round 15 tuned accuracy on them
-# (heldout22 for irrelevance too).
+# (heldout22 for irrelevance too); heldout23 (e-scooter sharing) and heldout24 (a dental chain), written in
+# round 14, left it for accuracy when round 16 tuned accuracy on them.
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
 HELDOUT19 = DEV.with_name("heldout19.jsonl")
@@ -59,6 +60,10 @@ HELDOUT21 = DEV.with_name("heldout21.jsonl")
 HELDOUT22 = DEV.with_name("heldout22.jsonl")
 # heldout22's irrelevance rows were at 0.64 with the fourteenth-round rules, when they were never read
 HELDOUT22_KAPPA_FLOOR = 0.6
+HELDOUT23 = DEV.with_name("heldout23.jsonl")
+HELDOUT24 = DEV.with_name("heldout24.jsonl")
+# their harmfulness rows, still held out, are at 0.67 and 0.57 by the rules alone (no harm classifier)
+HELDOUT23_24_KAPPA_FLOOR = 0.5
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -406,6 +411,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT20, VALIDATION3_KAPPA_FLOOR),
         (HELDOUT21, VALIDATION3_KAPPA_FLOOR),
         (HELDOUT22, HELDOUT22_KAPPA_FLOOR),
+        (HELDOUT23, HELDOUT23_24_KAPPA_FLOOR),
+        (HELDOUT24, HELDOUT23_24_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -426,6 +433,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout20",
         "heldout21",
         "heldout22",
+        "heldout23",
+        "heldout24",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -450,15 +459,15 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
         "accuracy": (
-            115 + 117 + 122 + 118 + 114 + 113 + 115 + 158 + 158 + 155 + 156 + 150 + 154 + 156 + 160 + 153
+            115 + 117 + 122 + 118 + 114 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 160 + 153 + 154 + 156
         ),
         "irrelevance": (
             115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 113
-            + 110 + 111 + 110 + 110 + 110 + 110 + 107
+            + 110 + 111 + 110 + 110 + 110 + 110 + 107 + 110 + 110
         ),
         "harmfulness": (
             112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100 + 100 + 98 + 100 + 103 + 100 + 100
-            + 100 + 100 + 107
+            + 100 + 100 + 107 + 104 + 100
         ),
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
