@@ -6,7 +6,11 @@ ninety-nine cents" into ``6.99 usd``, "a fifty-euro voucher" into ``50 eur``, "1
 pounds a month" into gbp), "$38 a month" into ``38 usd per month``, "15 percent" into ``15 percent``,
 "2pm" into ``14:00``, "Sat 9-1" into ``saturday 9-1``, "two-year" into ``2 year``, "two more years"
 into ``2 year``, "the last week" into ``1 week``, "the next working day" into ``1 business day``,
-"under-14s" into ``under 14``, an opening "Yep" or "Yeah" into ``yes`` and "can’t" into ``can not``.
+"under-14s" into ``under 14``, an opening "Yep", "Sure" or "Of course" into ``yes`` and "can’t" into
+``can not``; also "€29,99" into ``29.99 eur``, "twenty-six pounds eighty" into ``26.8 gbp``, "20 cents"
+beside "€1" into ``0.2 eur``, "£25/seat" into ``25 gbp per seat``, "parent/guardian" into two words,
+"70, 80 or 90 percent" into ``70 percent, 80 percent or 90 percent``, "a full hour" into ``1 hour``, and
+a numbered list's "1." markers into nothing. ``stem`` reads "lapses" as "lapse" and "bought" as "buy".
 """
 
 import re
