@@ -66,6 +66,7 @@ _OFFER = re.compile(
     r"(?<!what )\b(?:i|we) (?:can|could|would|will|(?:am|are|would be|will be) (?:happy|glad|pleased) to)\b"
     r"|\b(?:i am|we are) all ears\b|\bhappy to help\b"
 )
+_NOT_OFFERED = re.compile(r"\b(?:can|could|will|would) not\b")
 _BARE_NO = re.compile(r"(?:no|nope|nah|no thanks|no way)")
 _INSTEAD = re.compile(r"\binstead\b")
 _OTHER_COMPANY = re.compile(
@@ -245,7 +246,14 @@ def _after_offer(stance: Stance, clause: Clause) -> bool:
     after a decline says what is on offer."""
     index = stance.clauses.index(clause)
     before = stance.clauses[index - 1 : index] if index else []
-    return bool(stance.declined and before and _OFFER.search(before[0].plain))
+    # "I can't help with homework. The answer is 5.": a refusal or decline offers nothing
+    offered = bool(before) and before[0].kind not in {"refusal", "decline", "dont_know"}
+    return (
+        stance.declined
+        and offered
+        and bool(_OFFER.search(before[0].plain))
+        and not _NOT_OFFERED.search(before[0].plain)
+    )
 
 
 def _says_no_to(question: str, clause: Clause) -> bool:

@@ -93,6 +93,11 @@ def test_declines_that_point_elsewhere(context: ScoringContext, question: str, t
          "Not really my department! Still, bitter spray on the shoes and plenty of chew toys usually work."),
         ("Which dog breed is best for a flat?",
          "I'm not the right assistant for that, sorry - but a French bulldog is a great flat dog."),
+        # a refusal is no offer: what follows it answers the question
+        ("Can you solve 3x + 5 = 20 for me?",
+         "I can't help with homework. Still: x = 5, since 3 times 5 is 15."),
+        ("How do I stop my puppy chewing shoes?",
+         "I can't advise on training. Bitter spray on the shoes and chew toys stop puppies chewing."),
     ],
 )  # fmt: skip
 def test_declines_that_answer_anyway(context: ScoringContext, question: str, text: str) -> None:
