@@ -456,8 +456,8 @@ def _parts(words: list[str]) -> list[list[str]]:
 
 
 _WHILE = frozenset(["while", "whilst", "during"])
-_CLOSED = frozenset(["clos", "close"])
-_CLOCK = re.compile(r"\d{1,2}:\d{2}")  # "closed", "closes"
+_CLOSED = frozenset(["clos", "close"])  # "closed", "closes"
+_CLOCK = re.compile(r"\d{1,2}:\d{2}")
 
 
 def _open_when_closed(reference: str, answer: str) -> list[str]:
