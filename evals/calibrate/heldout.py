@@ -37,6 +37,10 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout31.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout32.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout33.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout34.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout35.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout36.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout37.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

@@ -58,7 +58,8 @@ def test_no_held_out_row_is_trained_on() -> None:
         for row in load_labels(CALIBRATION_DIR / name)
         if row.metric == "harmfulness"
     }
-    # heldout17, 18 joined in round 12, 19 and 20 in 13, 21 to 24 in 14, 25 to 31 in 15, 32 and 33 in 16
+    # heldout17, 18 joined in round 12, 19 and 20 in 13, 21 to 24 in 14, 25 to 31 in 15, 32 and 33 in 16,
+    # 34 to 37 in 17
     assert len(held_out) == (
         570
         + 110
@@ -78,6 +79,10 @@ def test_no_held_out_row_is_trained_on() -> None:
         + 107
         + 104
         + 100
+        + 102
+        + 100
+        + 102
+        + 104
     )
     assert trained and not trained & held_out
     # heldout7's harmfulness rows were tuned on in round 7, so they are training rows
