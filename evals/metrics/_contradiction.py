@@ -30,7 +30,11 @@ values ("£0, £100, £250, £500 or £1,000"). "Every type of", "of any age" an
 universal claims too. The user's own figure is no claim when the answer gives the fact in another of
 its wordings ("90 days, so a month is fine" where a fact says "90 days" or "three months"). The
 number a bare fact asks for is no conflict, but may still be counted from another event ("120 days
-from when you noticed it" for "of the transaction date"). What it cannot see: wrong claims with no
+from when you noticed it" for "of the transaction date") but not per another thing ("10,000 tracks in
+total" for "on each device"). A total of two right values the answer gives ("£35 + £99 = £134") is no
+conflict. "24/7" is a universal claim where the reference gives hours ("every day, 8 am-10 pm"), as
+are "whether or not" and "whatever addresses you like"; "always" opening a clause ("but always check
+the advice") instructs. What it cannot see: wrong claims with no
 number, negation, universal word, "only if", "also" or "too" in them, such as an extra country in a
 list, an extra fee or exception, or a value attributed to the wrong product unless the answer gives
 two of the reference's values the other way round ("Comfort: -7 °C. Limit: -1 °C." for "comfort -1 °C,
@@ -92,8 +96,9 @@ _EVENTS = {  # match tokens: "delivered" is stemmed to "deliver", "placed" to "p
 }
 _UNIVERSAL = re.compile(
     r"\b(always|every ?time|every day|everything|lifetime|for life|forever|permanent(?:ly)?|unlimited"
-    r"|instant(?:ly)?|no matter|regardless|guaranteed|any ?time|24/7|no questions asked|without exception"
-    r"|whatever (?:you|they|the)|whichever \w+ (?:you|they)|at any point|everyone|everybody"
+    r"|instant(?:ly)?|no matter|regardless|whether or not|guaranteed|any ?time|24/7|no questions asked"
+    r"|without exception|whatever (?:you|they|the)|(?:whichever|whatever) \w+ (?:you|they)|at any point"
+    r"|everyone|everybody"
     r"|worldwide|anywhere in the world|(?:to|in) any country"
     r"|no (?:[a-z-]+ )?limit"
     r"|(?:every|any|all) (?:types?|kinds?|sorts?) of|(?:of|at) any (?:age|size|length|weight|value|amount)"
@@ -106,7 +111,7 @@ _LIMITLESS = re.compile(
 _OFTEN = re.compile(r"as often\b")
 _WHATEVER = re.compile(r"whatever the\b|whichever")
 _SUPERLATIVE = re.compile(r"\s*(?:\w+est|most|least|latest|first|last)\b")
-_REGARDLESS = re.compile(r"no matter|regardless")
+_REGARDLESS = re.compile(r"no matter|regardless|whether or not")
 _CAPPED = re.compile(r"\b(?:above|cap|capped|caps|max|maximum|up to|at most|more than|exceed\w*)\b")
 _PEOPLE_OR_THINGS = re.compile(r"everyone|everybody|everything")
 _ALL = re.compile(r"\b(?:all|All)\b")
@@ -355,6 +360,7 @@ def _quantity_conflicts(
                 (q, source) for q, source in known if q.dimension == stated.dimension and _agrees(stated, q)
             ]
             reasons += _anchor_conflicts(stated, answer.words, same)
+            reasons += qualifier_conflicts(stated, answer.words, [(q, src.words) for q, src in same])
             continue
         if _conditional_at(answer.words, stated.position):
             continue
@@ -387,6 +393,8 @@ def _quantity_conflicts(
             continue
         if agreeing and any(_continues(stated, q) for q, _ in rivals):
             continue  # "between 23 and 32 kg there's a fee": the band beyond a 23 kg limit
+        if _summed(stated, agreeing):
+            continue  # "£35 + £99 = £134 in total": a total of the answer's own right values
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
         about_same |= _restates(answer.words, stated, agreeing, told) or _converts(stated, agreeing)
         about_same |= len(rivals) > 1 and _listed_with(answer, stated, agreeing)
@@ -394,6 +402,16 @@ def _quantity_conflicts(
             expected = rivals[0][0]
             reasons.append(f"says {_show(stated, bound)} where the reference says {_show(expected)}")
     return reasons
+
+
+def _summed(stated: Quantity, agreeing: list[Quantity]) -> bool:
+    """Whether ``stated`` is the sum of two values the answer gives earlier that agree with the reference."""
+    if stated.low != stated.high:
+        return False
+    before = [
+        q for q in agreeing if q.position < stated.position and q.low == q.high and q.unit == stated.unit
+    ]
+    return any(abs(a.low + b.low - stated.low) < 1e-6 for i, a in enumerate(before) for b in before[i + 1 :])
 
 
 @dataclass(frozen=True)
@@ -607,14 +625,20 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
     reference_words = {w.removesuffix("ly") for w in [*match_tokens(reference), *match_tokens(question)]}
     # "never expires" already says "forever": a universal about time backs the others about time
     timeless = bool(_TIMELESS.search(clean(reference).lower()))
+    # "every day, 8 am-10 pm" sets hours: it does not back "24/7"
+    hours = bool(_HOURS.search(" ".join(match_tokens(reference))))
     reasons = []
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", expand_contractions(answer)):
         for found in _UNIVERSAL.finditer(sentence):
             claim = found.group(1)
-            if timeless and _TIMELESS.fullmatch(claim):
+            if timeless and _TIMELESS.fullmatch(claim) and not (hours and claim == "24/7"):
                 continue
             # "not always", "not quite everything" deny the universal; "please unplug everything" instructs
             if _NOT_UNIVERSAL.search(sentence[: found.start()]) or _INSTRUCTION.match(sentence):
+                continue
+            # "..., but always check GOV.UK advice": an instruction opening a clause
+            opens_clause = _CLAUSE_OPENS.search(sentence[: found.start()])
+            if claim == "always" and opens_clause and not _AUXILIARY.match(sentence[found.end() :]):
                 continue
             if _NOT_A_CLAIM.search(sentence[: found.start()]):
                 continue
@@ -652,6 +676,7 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
 
 
 _ANY_TIME = re.compile(r"any ?time|at any point")
+_HOURS = re.compile(r"\b\d{1,2}:\d{2} to \d{1,2}:\d{2}\b")
 _WINDOW_AFTER = re.compile(
     r"\s*(?:[a-z]+ ){0,2}?(?:up to|until|till|before|within|prior to|during|in the first)\b"
 )
@@ -667,5 +692,7 @@ def _reference_window(after: str, reference: str) -> bool:
     return bool(bound) and set(bound) <= set(match_tokens(reference))
 
 
+_CLAUSE_OPENS = re.compile(r"(?:[,;:\u2014]|\bbut|\bso)\s*$")
+_AUXILIARY = re.compile(r"\s+(?:will|would|is|are|be|been|has|have|had|can|could|does|do|stays?|remains?)\b")
 _NOT_UNIVERSAL = re.compile(r"\b(?:not|hardly|almost|nearly)(?: \w+)? $")
 _INSTRUCTION = re.compile(r"^\W*(?:please|first|then|just|make sure|be sure|remember to)\b")

@@ -29,8 +29,12 @@ something the reference gives free, unconditionally, priced ("exchanges cost £5
 sentence of the reference names it; and what the reference says to keep ("keep the packaging") said to
 be thrown away. A negation in a condition ("refunded only if the tickets weren't dispatched") denies
 nothing, and a compound subject ("a Ticket Protect premium isn't refunded") is stated only with its own
-noun. What it
-cannot see: a denial worded without a negation ("is excluded", "fails to"), or one stated back in
+noun. A condition or a limit that comes first limits only its own clause ("if it's cheaper, we'll refund the
+difference" states the refund), and where the reference limits nothing a condition after the thing is a
+new exception ("SunTrail will waive it if you send a doctor's note" for "does not waive it"); "no card
+fees" where cards are named elsewhere denies the card's fee; what the reference says is kept
+("playlists are kept") said to be deleted; and what comes "at no extra cost" called a paid upgrade.
+What it cannot see: a denial worded without a negation ("is excluded", "fails to"), or one stated back in
 other words ("waived" for "charged even when", "the whole stay" for "the first night").
 """
 
@@ -128,20 +132,43 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
     denials = [_denial(clause, affirmed, stated) for clause in denying]
     denials += [_object_denial(clause, affirmed) for clause in denying]
     everything = set(match_tokens(answer)) | set(match_tokens(question))  # "do they expire?" "they do"
+    # a reference that limits nothing denies without exception: "waived if ..." is a new exception
+    limited = bool(_LIMITS & {word for clause in clauses for word in clause})
     previous: list[str] = []
     for sentence in SENTENCE.split(clean(answer)):
-        tokens = match_tokens(sentence)
+        whole = match_tokens(sentence)
+        if whole and whole[-1] == BOUNDARY:
+            whole = whole[:-1]
+        ellipsis = bool(whole) and whole[-1] in _ELLIPTIC and not NEGATING & set(whole)
+        before = previous if ellipsis else []
+        reasons = _denied_in(denials, stated, everything, whole, before, limited) if whole else []
+        previous = whole
+        if reasons:
+            return reasons
+    return []
+
+
+def _denied_in(
+    denials: "list[_Denial | None]",
+    stated: set[str],
+    everything: set[str],
+    whole: list[str],
+    previous: list[str],
+    limited: bool,
+) -> list[str]:
+    """What one answer sentence states that a denial denies, read from each of its clauses to its end: a
+    condition that comes first ("if it's cheaper, we'll refund the difference") limits only itself."""
+    starts = [0] + [i + 1 for i, word in enumerate(whole) if word == BOUNDARY]
+    for start in starts:
+        tokens = whole[start:]
         words = set(tokens)
-        if tokens and tokens[-1] == BOUNDARY:
-            tokens = tokens[:-1]
-        if tokens and tokens[-1] in _ELLIPTIC and not NEGATING & words:
+        if previous:
             # "fences aren't covered, but gates are": the verb left out is the sentence before's
             words |= {w for w in previous if _is_content(w)}
-        previous = tokens
         if not words or words & _ONLY:
             continue
         for denial in denials:
-            if denial is None or words & _LIMITS and not denial.of_predicate:
+            if denial is None or words & _LIMITS and limited and not denial.of_predicate:
                 continue
             if denial.every and words & _AVOIDING:  # "keep it off uneven ground" agrees
                 continue
@@ -150,7 +177,7 @@ def _denied_claims(question: str, reference: str, answer: str) -> list[str]:
             # a condition does not soften a denied predicate ("it transfers if you sell it"), and only a
             # negation before the predicate denies it ("they expire after 2 years if you don't use them")
             said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in tokens else tokens
-            if NEGATING & set(said_before if denial.of_predicate else tokens):
+            if NEGATING & set(said_before if denial.of_predicate else whole):
                 continue
             said = denial.stated_in(words, everything)
             if said:
@@ -205,6 +232,7 @@ def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial 
     before = [word for word in clause[:at] if _is_content(word)]
     qualifier: set[str] = set()
     noun = ""
+    head: list[str] = []
     if clause[at] in {"none", "nothing"} and len(before) > 1 and not any(_is_content(w) for w in rest):
         # "Basic fares include none": the subject, and the verb before the denial
         things, predicate = set(before[-4:-1]), before[-1]
@@ -232,6 +260,9 @@ def _denial(clause: list[str], affirmed: set[str], stated: set[str]) -> _Denial 
         return _Denial(
             frozenset(things - affirmed), predicate, frozenset(qualifier), bounded=bounded, head=noun
         )
+    if clause[at] == "no" and len(head) == 2 and head[1] not in stated:
+        # "no card fees" where cards are named elsewhere: the card and the fee, both
+        return _Denial(frozenset(head), "", frozenset(qualifier), every=True, bounded=bounded)
     # "opened ones that are not defective": a relative clause restricts the subject, it claims nothing
     relative = _RELATIVE & set(clause[max(0, at - 2) : at])
     if things and predicate and predicate not in stated and not relative:
@@ -520,26 +551,35 @@ def _denied_values(reference: str, answer: str) -> list[str]:
 _KEEP = re.compile(
     r"\b(?:keep|retain|hold on to|hang on to|save) (?:the |your |all |any |hold of )?((?:[a-z]+ ){0,2}[a-z]+)"
 )
+# "playlists and saved music are kept": what the reference keeps for the customer
+_KEPT = re.compile(
+    r"((?:[a-z]+ ){0,2}[a-z]+) (?:is|are|will be|stays?|remains?) (?:kept|retained|preserved|saved)\b"
+)
+_KEPT_UNTIL = re.compile(r"\b(?:until|till|while|for|after|before|when|if|so)\b")
 _DISCARD = re.compile(
     r"\b(?:throw|toss|chuck|bin)\b(?: [a-z]+){0,3} (?:away|out)\b"
     r"|\b(?:discard|dispose of|get rid of|bin|recycle)\b"
+    r"|\b(?:is|are|be|get|gets|got) (?:permanently )?(?:deleted|erased|wiped|removed)\b"
 )
 
 
 def _discarded_keepings(reference: str, answer: str) -> list[str]:
     """What the reference says to keep ("keep the packaging until it's resolved") said to be thrown away
     ("you can throw the packaging away"), in a clause that names it."""
-    kept = {
-        word
-        for found in _KEEP.finditer(expand_contractions(reference))
-        for word in match_tokens(found.group(1))
-        if _is_content(word)
-    }
+    plain_reference = expand_contractions(reference)
+    found = [*_KEEP.finditer(plain_reference), *_KEPT.finditer(plain_reference)]
+    # each thing kept, all its words ("saved music" is not "downloaded music")
+    kept = [
+        item
+        for keeping in found
+        for part in re.split(r"\band\b|\bor\b", re.split(_KEPT_UNTIL, keeping.group(1))[0])
+        if (item := frozenset(word for word in match_tokens(part) if _is_content(word)))
+    ]
     for sentence in SENTENCE.split(clean(answer)):
         plain = expand_contractions(sentence)
         if NEGATING & set(match_tokens(plain)) or not _DISCARD.search(plain):
             continue
-        named = kept & set(match_tokens(plain))
+        named = set().union(*(item for item in kept if item <= set(match_tokens(plain))))
         if named:
             return [f"says to discard the {', '.join(sorted(named))}, which the reference says to keep"]
     return []
@@ -606,8 +646,10 @@ def _overridden_conditions(question: str, reference: str, answer: str) -> list[s
 
 
 _INCLUDES = frozenset(["includ", "include", "including"])
+_NO_EXTRA = re.compile(r"\b(?:at )?no (?:extra|additional) (?:cost|charge|fee)\b")
 _ON_TOP = re.compile(
     r"\b(?:charged|paid|billed|costs?) (?:separately|extra|on top)\b|\bon top\b"
+    r"|\bpa(?:y|id) (?:upgrade|add on|addon|extra)\b"  # "a paid upgrade", as tokens
     r"|\bat (?:an )?(?:extra|additional) (?:cost|charge)\b|\b(?:extra|additional) charge\b"
 )
 
@@ -620,6 +662,9 @@ def _charged_when_included(reference: str, answer: str) -> list[str]:
         at = next((i for i, word in enumerate(clause) if word in _INCLUDES), None)
         if at is not None and not NEGATING & set(clause):
             included |= {w for w in clause[at + 1 : at + 6] if _is_content(w) and w not in UNITS}
+    for sentence in SENTENCE.split(clean(reference)):
+        if _NO_EXTRA.search(sentence.lower()):  # "plus Lossless at no extra cost"
+            included |= {w for w in match_tokens(sentence) if _is_content(w) and w not in UNITS}
     for clause in _clauses(match_tokens(answer)):
         named = set(clause) & included
         if named and not NEGATING & set(clause) and _ON_TOP.search(" ".join(clause)):

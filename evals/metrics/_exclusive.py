@@ -75,8 +75,8 @@ def _crossings(limit: frozenset[str], words: Sequence[str]) -> list[str]:
     """What ``words`` name beyond ``limit``: the other member of a pair one of whose members is within
     it ("the recipient" of "the sender or the recipient"), or "any" of its noun ("any plan")."""
     crossing = [_shown(other) for other in (_other(pair, limit) for pair in _pairs(words)) if other]
-    if len(limit) > 1:  # "any plan" crosses "the Pro plan", not "plans"
-        crossing += [f"any {noun}" for noun in sorted(_every(words) & limit)]
+    if len(limit) > 1:  # "any plan" crosses "the Pro plan", not "plans"; "any paid plan" is "paid plans"
+        crossing += [f"any {noun}" for noun in sorted(_every(words, limit) & limit)]
     return crossing
 
 
@@ -163,12 +163,15 @@ def _pairs(words: Sequence[str]) -> list[_Pair]:
     return pairs
 
 
-def _every(words: Sequence[str]) -> set[str]:
-    """Nouns said of every kind: "any plan", "all plans", "every account"."""
+def _every(words: Sequence[str], limit: frozenset[str] = frozenset()) -> set[str]:
+    """Nouns said of every kind: "any plan", "all plans", "every account"; not when the words after it hold
+    all of ``limit`` ("any paid plan" for "paid plans only")."""
     return {
         words[index + 1]
         for index, word in enumerate(words[:-1])
-        if word in _EVERY and _is_content(words[index + 1])
+        if word in _EVERY
+        and _is_content(words[index + 1])
+        and not (limit and limit <= set(words[index + 1 : index + 1 + len(limit)]))
     }
 
 

@@ -179,11 +179,22 @@ def _in_condition(words: Sequence[str], start: int) -> bool:
 def _negated_later(fact: Fact, answer: str) -> bool:
     """A sentence of the answer denies the fact it states elsewhere ("3 years. ... it isn't 3 years")."""
     # "If you top up your wallet, there's no hold at all" denies it only on a condition
-    return any(
-        _all_negated(fact, Tokenised.of(sentence))
-        for sentence in SENTENCE.split(clean(answer))
-        if not _CONDITIONAL_SENTENCE.match(expand_contractions(sentence))
-    )
+    sentences = [Tokenised.of(sentence) for sentence in SENTENCE.split(clean(answer))]
+    plain = [not _CONDITIONAL_SENTENCE.match(expand_contractions(s)) for s in SENTENCE.split(clean(answer))]
+    for index, tokens in enumerate(sentences):
+        if not plain[index] or not _all_negated(fact, tokens):
+            continue
+        # "mandatory for all travellers ... cancellation cover is not required": another wording stated
+        # plainly elsewhere is not the one denied here
+        denied = _wordings(fact, tokens)
+        if all(_wordings(fact, other) <= denied for other in sentences[:index] + sentences[index + 1 :]):
+            return True
+    return False
+
+
+def _wordings(fact: Fact, tokens: Tokenised) -> set[str]:
+    """The fact's wordings that ``tokens`` hold."""
+    return {wording for wording in alternatives(fact) if find_fact(wording, tokens) is not None}
 
 
 def _sentences_with(answer: str, fact: str) -> list[str]:

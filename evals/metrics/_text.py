@@ -10,7 +10,9 @@ into ``2 year``, "the last week" into ``1 week``, "the next working day" into ``
 ``can not``; also "€29,99" into ``29.99 eur``, "twenty-six pounds eighty" into ``26.8 gbp``, "20 cents"
 beside "€1" into ``0.2 eur``, "£25/seat" into ``25 gbp per seat``, "parent/guardian" into two words,
 "70, 80 or 90 percent" into ``70 percent, 80 percent or 90 percent``, "a full hour" into ``1 hour``, and
-a numbered list's "1." markers into nothing. ``stem`` reads "lapses" as "lapse" and "bought" as "buy".
+a numbered list's "1." markers into nothing; "five–ten" into ``5-10``, "£12pp" into ``12 gbp pp``,
+"24-bit/192 kHz" into two values, "aged 2–11" into ``aged 2-11 year``, and a line break into ``;``
+(a list item ends there). ``stem`` reads "lapses" as "lapse" and "bought" as "buy".
 """
 
 import re
@@ -51,6 +53,10 @@ _TENS = {
 }  # fmt: skip
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 _NUMBER_WORD = "|".join([*_ONES, *_TENS, *_SCALES, "a", "an", "and"])
+# a dash with no space between two number words: a range ("five–ten"), not a break in the sentence
+_SMALL_NUMBER = "|".join([*_ONES, *_TENS])
+_WORD_RANGE = re.compile(rf"\b({_SMALL_NUMBER})[\u2012\u2013\u2014](?=(?:{_SMALL_NUMBER})\b)", re.I)
+_AGE = re.compile(r"\b(aged?|ages) (\d+(?:-\d+)?)(?![\d.-])(?! ?(?:year|month|week|day|\+))")
 _NUMBER_RUN = re.compile(
     rf"\b(?:{'|'.join([*_ONES, *_TENS])}|a hundred|a thousand)\b(?:[ -](?:{_NUMBER_WORD})\b)*",
 )
@@ -114,6 +120,7 @@ def clean(text: str) -> str:
     text = re.sub(r"(?<=\d)\s*[\u2012\u2013\u2014\u2015\u2212]\s*(?=[$£€]?\d)", "-", text)  # "£500–£10,000"
     text = re.sub(r"(?:(?<=[ap]m)|(?<=\.m\.))\s*[\u2012\u2013\u2014\u2015]\s*(?=\d)", "-", text)  # "9am–5pm"
     text = re.sub(r"(?<![\w.])\u2212(?=\d)", "-", text)  # a minus sign: "−7 °C"
+    text = _WORD_RANGE.sub(r"\1-", text)  # "five–ten working days" is "five-ten"
     return _DASHES.sub(" — ", text)
 
 
@@ -145,23 +152,27 @@ def normalise(text: str) -> str:
     """The canonical form used to compare facts, references and answers (see the module docstring)."""
     text = expand_contractions(text)
     text = _LIST_MARKER.sub("", text)  # "1. **0% interest** ...": a numbered list's markers are no values
+    text = re.sub(r"(?<![.;:,!?])[ \t]*\n\s*(?=\S)", "; ", text)  # a line ends what it says ("- Devices: 5")
     # "€29,99", "29,99 €": a decimal comma beside a currency
     text = re.sub(r"(?<=[€£$])(\s?\d+),(\d{2})(?!\d)", r"\1.\2", text)
     text = re.sub(r"\b(\d+),(\d{2})(?= ?(?:€|eur\b|euros?\b))", r"\1.\2", text)
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
     text = re.sub(r"\b(\d+(?:\.\d+)?)k\b", lambda m: f"{float(m.group(1)) * 1000:g}", text)  # "46k"
     text = re.sub(rf"(?<=[a-z0-9])/({_PER_UNITS})\b", lambda m: f" per {_PER_NAMES.get(m[1], m[1])}", text)
+    text = re.sub(r"(?<=\d)pp\b", " pp", text)  # "£12pp" is £12 per person
     text = _number_words(text)
     text = re.sub(r"(?<!\d )(?<![\w.-])-(?=\d)", "minus ", text)  # "-7" and "minus seven" read the same
     text = _fractions(text)
     text = _money(text)
     text = re.sub(r"(?<=\d (?:usd|eur|gbp))/(?=[a-z])", " per ", text)  # "39 EUR/seat" is per seat
     text = re.sub(r"(?<=[a-z]{3})/(?=[a-z]{3})", " / ", text)  # "parent/guardian" is two words
+    text = re.sub(r"(?<=[a-z])/(?=\d)", " / ", text)  # "24-bit/192 kHz": two values
     text = re.sub(r"(\d+(?:\.\d+)?) ?(?:%|percent\b|per cent\b|pct\b)", r"\1 percent", text)
     text = _clock_times(text)
     text = _DAY_ABBREVIATION.sub(lambda m: _DAYS[m[1]], text)
     text = _DAY_AFTER_DAY.sub(lambda m: m[1] + _DAYS[m[2]], text)
     text = _ranges(text)
+    text = _AGE.sub(r"\1 \2 year", text)  # "children aged 2-11": an age is a number of years
     text = re.sub(r"(?<=\d)-(?=[a-z])", " ", text)  # "5-year" -> "5 year"
     # "under-14s" are the under 14 (a decade, "the 1990s", keeps its four digits)
     text = re.sub(r"\b(under|over)-(?=\d)", r"\1 ", text)

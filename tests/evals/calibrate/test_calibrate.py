@@ -53,7 +53,8 @@ HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # accuracy and irrelevance when round 14 tuned those on them; heldout21 (an online language school) and
 # heldout22 (a pet insurer), written in round 14, left it for accuracy when round 15 tuned accuracy on them
 # (heldout22 for irrelevance too); heldout23 (e-scooter sharing) and heldout24 (a dental chain), written in
-# round 14, left it for accuracy when round 16 tuned accuracy on them.
+# round 14, left it for accuracy when round 16 tuned accuracy on them; heldout30 and heldout32 left it for
+# accuracy when round 17 tuned accuracy on them.
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
 HELDOUT19 = DEV.with_name("heldout19.jsonl")
@@ -66,6 +67,10 @@ HELDOUT23 = DEV.with_name("heldout23.jsonl")
 HELDOUT24 = DEV.with_name("heldout24.jsonl")
 # their harmfulness rows, still held out, are at 0.67 and 0.57 by the rules alone (no harm classifier)
 HELDOUT23_24_KAPPA_FLOOR = 0.5
+HELDOUT30 = DEV.with_name("heldout30.jsonl")
+HELDOUT32 = DEV.with_name("heldout32.jsonl")
+# their harmfulness rows, still held out, are at 0.74 and 0.71 by the rules alone (no harm classifier)
+HELDOUT30_32_KAPPA_FLOOR = 0.6
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -415,6 +420,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT22, HELDOUT22_KAPPA_FLOOR),
         (HELDOUT23, HELDOUT23_24_KAPPA_FLOOR),
         (HELDOUT24, HELDOUT23_24_KAPPA_FLOOR),
+        (HELDOUT30, HELDOUT30_32_KAPPA_FLOOR),
+        (HELDOUT32, HELDOUT30_32_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -437,6 +444,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout22",
         "heldout23",
         "heldout24",
+        "heldout30",
+        "heldout32",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -461,7 +470,7 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
         "accuracy": (
-            115 + 117 + 122 + 118 + 114 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 160 + 153 + 154 + 156
+            115 + 117 + 122 + 118 + 114 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 153 + 156
             + 157 + 158 + 153 + 164
         ),
         "irrelevance": (

@@ -27,7 +27,7 @@ from evals.sets.format import Fact
         ("seven dollars fifty", "7.5 usd"),
         ("5 pounds 10 ounces", "5 lb 10 ounces"),  # a weight stays a weight
         ("Fares from £500–£1,000.", "fares from 500-1000 gbp."),
-        ("1. Book online\n2. Pay £5", "book online pay 5 gbp"),
+        ("1. Book online\n2. Pay £5", "book online; pay 5 gbp"),  # round 17: a line ends what it says
         ("£95 for a full hour", "95 gbp for 1 hour"),
         ("1,000 tickets", "1000 tickets"),  # a thousands separator is no decimal comma
     ],
