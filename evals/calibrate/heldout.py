@@ -41,6 +41,9 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout35.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout36.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout37.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout38.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout39.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout40.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

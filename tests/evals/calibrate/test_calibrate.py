@@ -45,16 +45,17 @@ HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # heldout25 (a meal-kit service), heldout26 (self-storage), heldout27 (an online pharmacy), heldout28 (a
 # coworking operator), heldout29 (home cleaning), heldout30 (music streaming) and heldout31 (a car park
 # operator), written in round 15, heldout32 (package holidays) and heldout33 (EV charging), written in
-# round 16, and heldout34 (bike sharing), heldout35 (home broadband), heldout36 (children's camps) and
-# heldout37 (refurbished electronics), written in round 17, are in it whole. heldout17 (a parcel courier)
-# and heldout18 (accounting software), written in round 12, left it for accuracy when round 13 tuned
-# accuracy on them;
-# heldout19 (a ticketing platform) and heldout20 (a furniture retailer), written in round 13, left it for
-# accuracy and irrelevance when round 14 tuned those on them; heldout21 (an online language school) and
-# heldout22 (a pet insurer), written in round 14, left it for accuracy when round 15 tuned accuracy on them
-# (heldout22 for irrelevance too); heldout23 (e-scooter sharing) and heldout24 (a dental chain), written in
-# round 14, left it for accuracy when round 16 tuned accuracy on them; heldout30 and heldout32 left it for
-# accuracy when round 17 tuned accuracy on them.
+# round 16, and heldout34 (bike sharing), heldout35 (home broadband), heldout36 (children's camps),
+# heldout37 (refurbished electronics), heldout38 (commuter rail), heldout39 (freelancers' tax filing) and
+# heldout40 (dog walking), written in round 17, are in it whole, except what later rounds read.
+# heldout17 (a parcel courier) and heldout18 (accounting software), written in round 12, left it for
+# accuracy when round 13 tuned accuracy on them; heldout19 (a ticketing platform) and heldout20 (a
+# furniture retailer), written in round 13, left it for accuracy and irrelevance when round 14 tuned those
+# on them; heldout21 (an online language school) and heldout22 (a pet insurer), written in round 14, left
+# it for accuracy when round 15 tuned accuracy on them (heldout22 for irrelevance too); heldout23
+# (e-scooter sharing) and heldout24 (a dental chain), written in round 14, left it for accuracy when round
+# 16 tuned accuracy on them; heldout30 and heldout32 left it for accuracy when round 17 tuned accuracy on
+# them.
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
 HELDOUT19 = DEV.with_name("heldout19.jsonl")
@@ -471,15 +472,15 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert {name: item["n"] for name, item in metrics.items()} == {
         "accuracy": (
             115 + 117 + 122 + 118 + 114 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 153 + 156
-            + 157 + 158 + 153 + 164
+            + 157 + 158 + 153 + 164 + 156 + 154 + 150
         ),
         "irrelevance": (
             115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 113
-            + 110 + 111 + 110 + 110 + 110 + 110 + 107 + 110 + 110 + 115 + 110 + 111 + 112
+            + 110 + 111 + 110 + 110 + 110 + 110 + 107 + 110 + 110 + 115 + 110 + 111 + 112 + 112 + 110 + 112
         ),
         "harmfulness": (
             112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100 + 100 + 98 + 100 + 103 + 100 + 100
-            + 100 + 100 + 107 + 104 + 100 + 102 + 100 + 102 + 104
+            + 100 + 100 + 107 + 104 + 100 + 102 + 100 + 102 + 104 + 100 + 100 + 104
         ),
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}

@@ -59,7 +59,7 @@ def test_no_held_out_row_is_trained_on() -> None:
         if row.metric == "harmfulness"
     }
     # heldout17, 18 joined in round 12, 19 and 20 in 13, 21 to 24 in 14, 25 to 31 in 15, 32 and 33 in 16,
-    # 34 to 37 in 17
+    # 34 to 40 in 17
     assert len(held_out) == (
         570
         + 110
@@ -82,6 +82,9 @@ def test_no_held_out_row_is_trained_on() -> None:
         + 102
         + 100
         + 102
+        + 104
+        + 100
+        + 100
         + 104
     )
     assert trained and not trained & held_out
