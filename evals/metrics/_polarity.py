@@ -179,10 +179,10 @@ def _in_condition(words: Sequence[str], start: int) -> bool:
 def _negated_later(fact: Fact, answer: str) -> bool:
     """A sentence of the answer denies the fact it states elsewhere ("3 years. ... it isn't 3 years")."""
     # "If you top up your wallet, there's no hold at all" denies it only on a condition
-    sentences = [Tokenised.of(sentence) for sentence in SENTENCE.split(clean(answer))]
-    plain = [not _CONDITIONAL_SENTENCE.match(expand_contractions(s)) for s in SENTENCE.split(clean(answer))]
+    texts = SENTENCE.split(clean(answer))
+    sentences = [Tokenised.of(text) for text in texts]
     for index, tokens in enumerate(sentences):
-        if not plain[index] or not _all_negated(fact, tokens):
+        if _CONDITIONAL_SENTENCE.match(expand_contractions(texts[index])) or not _all_negated(fact, tokens):
             continue
         # "mandatory for all travellers ... cancellation cover is not required": another wording stated
         # plainly elsewhere is not the one denied here

@@ -58,7 +58,7 @@ _SMALL_NUMBER = "|".join([*_ONES, *_TENS])
 _WORD_RANGE = re.compile(rf"\b({_SMALL_NUMBER})[\u2012\u2013\u2014](?=(?:{_SMALL_NUMBER})\b)", re.I)
 _AGE = re.compile(r"\b(aged?|ages) (\d+(?:-\d+)?)(?![\d.-])(?! ?(?:year|month|week|day|\+))")
 _NUMBER_RUN = re.compile(
-    rf"\b(?:{'|'.join([*_ONES, *_TENS])}|a hundred|a thousand)\b(?:[ -](?:{_NUMBER_WORD})\b)*",
+    rf"\b(?:{_SMALL_NUMBER}|a hundred|a thousand)\b(?:[ -](?:{_NUMBER_WORD})\b)*",
 )
 
 _PER_UNITS = r"hr|h|hour|day|d|wk|week|mo|month|yr|year|night|person|item|order|unit|kg|lb"
