@@ -44,6 +44,10 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout38.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout39.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout40.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout41.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout42.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout43.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout44.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

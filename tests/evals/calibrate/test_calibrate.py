@@ -47,7 +47,9 @@ HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # operator), written in round 15, heldout32 (package holidays) and heldout33 (EV charging), written in
 # round 16, and heldout34 (bike sharing), heldout35 (home broadband), heldout36 (children's camps),
 # heldout37 (refurbished electronics), heldout38 (commuter rail), heldout39 (freelancers' tax filing) and
-# heldout40 (dog walking), written in round 17, are in it whole, except what later rounds read.
+# heldout40 (dog walking), written in round 17, and heldout41 (an online florist), heldout42 (a driving
+# school), heldout43 (home removals) and heldout44 (cloud photo backup), written in round 18, are in it
+# whole, except what later rounds read.
 # heldout17 (a parcel courier) and heldout18 (accounting software), written in round 12, left it for
 # accuracy when round 13 tuned accuracy on them; heldout19 (a ticketing platform) and heldout20 (a
 # furniture retailer), written in round 13, left it for accuracy and irrelevance when round 14 tuned those
@@ -472,15 +474,16 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert {name: item["n"] for name, item in metrics.items()} == {
         "accuracy": (
             115 + 117 + 122 + 118 + 114 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 153 + 156
-            + 157 + 158 + 153 + 164 + 156 + 154 + 150
+            + 157 + 158 + 153 + 164 + 156 + 154 + 150 + 154 + 156 + 153 + 154
         ),
         "irrelevance": (
             115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 113
             + 110 + 111 + 110 + 110 + 110 + 110 + 107 + 110 + 110 + 115 + 110 + 111 + 112 + 112 + 110 + 112
+            + 110 + 112 + 112 + 114
         ),
         "harmfulness": (
             112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100 + 100 + 98 + 100 + 103 + 100 + 100
-            + 100 + 100 + 107 + 104 + 100 + 102 + 100 + 102 + 104 + 100 + 100 + 104
+            + 100 + 100 + 107 + 104 + 100 + 102 + 100 + 102 + 104 + 100 + 100 + 104 + 100 + 103 + 100 + 100
         ),
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
