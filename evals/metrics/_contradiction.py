@@ -34,7 +34,14 @@ from when you noticed it" for "of the transaction date") but not per another thi
 total" for "on each device"). A total of two right values the answer gives ("£35 + £99 = £134") is no
 conflict. "24/7" is a universal claim where the reference gives hours ("every day, 8 am-10 pm"), as
 are "whether or not" and "whatever addresses you like"; "always" opening a clause ("but always check
-the advice") instructs. What it cannot see: wrong claims with no
+the advice") instructs. A universal claim a required fact words ("cancel any time") is no new claim,
+nor "everything" where the reference says "in full", nor "are always free" where a sentence of the
+reference says the same without any hedge; one the reference denies ("guaranteed" for "this isn't
+guaranteed") is a conflict. One more option beside the reference's only one ("64GB or 128GB" for "64GB
+only"); a threshold in a condition ("if 3 or more days") against the reference's ("only if 2 or more
+days"); the working of a right result ("£38 + £5 = £43"); a thing given the opposite outcome
+(``_opposites``: "the deposit is refunded" for "the deposit is forfeited"). What it cannot see: wrong
+claims with no
 number, negation, universal word, "only if", "also" or "too" in them, such as an extra country in a
 list, an extra fee or exception, or a value attributed to the wrong product unless the answer gives
 two of the reference's values the other way round ("Comfort: -7 °C. Limit: -1 °C." for "comfort -1 °C,
@@ -49,9 +56,10 @@ from dataclasses import dataclass
 from evals.metrics._denials import denial_conflicts
 from evals.metrics._exclusive import exclusivity_conflicts
 from evals.metrics._facts import STOPWORDS, Tokenised, alternatives
+from evals.metrics._opposites import opposite_outcomes
 from evals.metrics._polarity import negated_at, polarity_conflicts
 from evals.metrics._qualifiers import qualifier_conflicts
-from evals.metrics._quantities import UNITS, Quantity
+from evals.metrics._quantities import UNITS, Quantity, quantities
 from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens, normalise
 from evals.sets.format import Fact
 
@@ -115,6 +123,7 @@ _REGARDLESS = re.compile(r"no matter|regardless|whether or not")
 _CAPPED = re.compile(r"\b(?:above|cap|capped|caps|max|maximum|up to|at most|more than|exceed\w*)\b")
 _PEOPLE_OR_THINGS = re.compile(r"everyone|everybody|everything")
 _ALL = re.compile(r"\b(?:all|All)\b")
+_IN_FULL = re.compile(r"\b(?:in full|full (?:refund|amount|price|balance|cost))\b")
 _EVERY_ONE = re.compile(r"\bevery (?!day\b|time\b)\w+")
 _EVERY = re.compile(r"\b(?:every|any|all|regardless|no matter|no minimum)\b")
 # "you can always add cash" offers an option; "if you use it every day" supposes, it claims nothing
@@ -130,10 +139,11 @@ _TIMELESS = re.compile(
 def contradictions(reference: str, facts: Sequence[Fact], answer: str, question: str = "") -> list[str]:
     """Reasons the answer contradicts the reference or the facts (empty: none found)."""
     answer_tokens = Tokenised.of(answer)
-    reasons = _quantity_conflicts(reference, facts, answer_tokens, Tokenised.of(question))
+    worked = _worked_operands(answer, Tokenised.of(reference).quantities)
+    reasons = _quantity_conflicts(reference, facts, answer_tokens, Tokenised.of(question), worked)
     reasons += polarity_conflicts(question, reference, facts, answer)
     reasons += denial_conflicts(question, reference, answer)
-    reasons += _universal_claims(reference, answer, question)
+    reasons += _universal_claims(reference, answer, question, facts)
     reasons += _weekend_claims(reference, answer_tokens)
     reasons += _choice_conflicts(reference, answer)
     reasons += _decider_conflicts(reference, answer)
@@ -142,6 +152,7 @@ def contradictions(reference: str, facts: Sequence[Fact], answer: str, question:
     reasons += _extended_scope(reference, answer, question)
     reasons += _swapped_values(Tokenised.of(reference), answer_tokens)
     reasons += exclusivity_conflicts(reference, answer)
+    reasons += opposite_outcomes(reference, answer)
     return reasons
 
 
@@ -207,6 +218,9 @@ _ALSO = re.compile(
 )
 
 
+_WHEN = frozenset(["past", "last", "previous", "prior", "next", "coming", "recent"])  # "the past 12 months"
+
+
 def _extended_scope(reference: str, answer: str, question: str) -> list[str]:
     """A rule (covers, applies, included, available) said to hold "too" or "also" for something the
     reference and the question never name ("and that applies to cash withdrawals too", "it also covers
@@ -221,7 +235,7 @@ def _extended_scope(reference: str, answer: str, question: str) -> list[str]:
         new = {
             w
             for w in words
-            if w.isalpha() and len(w) > 2 and w not in STOPWORDS and _stem_loose(w) not in known
+            if w.isalpha() and len(w) > 2 and w not in STOPWORDS | _WHEN and _stem_loose(w) not in known
         }
         if new - {w for w in words if w.startswith(_COVERS + _REQUIRES)}:
             reasons.append(f"extends it to what the reference does not name: '{found[0].strip()}'")
@@ -299,7 +313,8 @@ def _choice_conflicts(reference: str, answer: str) -> list[str]:
 # who makes a choice: "Oakline then decides", "at our discretion" / "you choose", "it's up to you"
 _THEY_DECIDE = re.compile(
     r"\b(?!(?:you|customers?|members?|buyers?|guests?|users?|clients?|holders?|owners?|patients?|"
-    r"passengers?|travell?ers?|students?|parents?|recipients?|senders?)\b)"
+    r"passengers?|travell?ers?|students?|parents?|recipients?|senders?|famil(?:y|ies)|households?|"
+    r"subscribers?|tenants?|policyholders?|applicants?|drivers?|riders?)\b)"
     r"[a-z]+ (?:then |alone |itself |will |may |always )?(?:decides?|determines?|chooses?)\b"
     r"|\bat (?:our|its|their) (?:sole |own )?discretion\b|\bup to us\b"
 )
@@ -332,7 +347,11 @@ def _weekend_claims(reference: str, answer: Tokenised) -> list[str]:
 
 
 def _quantity_conflicts(
-    reference: str, facts: Sequence[Fact], answer: Tokenised, question: Tokenised
+    reference: str,
+    facts: Sequence[Fact],
+    answer: Tokenised,
+    question: Tokenised,
+    worked: Sequence[Quantity] = (),
 ) -> list[str]:
     sources = [Tokenised.of(reference)] + [Tokenised.of(a) for fact in facts for a in alternatives(fact)]
     known = [(q, source) for source in sources for q in source.quantities if q.dimension != "number"]
@@ -362,8 +381,7 @@ def _quantity_conflicts(
             reasons += _anchor_conflicts(stated, answer.words, same)
             reasons += qualifier_conflicts(stated, answer.words, [(q, src.words) for q, src in same])
             continue
-        if _conditional_at(answer.words, stated.position):
-            continue
+        conditional = _conditional_at(answer.words, stated.position)
         rivals = [
             (q, source)
             for q, source in known
@@ -371,6 +389,10 @@ def _quantity_conflicts(
             and (q.dimension != "count" or q.unit == stated.unit)
             and stated.scale_ratio(q) <= _MAX_SCALE
         ]
+        if conditional:
+            # "if three or more days are closed" where the reference's own condition says "2 or more"
+            reasons += _threshold_conflicts(stated, answer.words, rivals)
+            continue
         if not rivals:
             reasons += _other_currency(stated, [q for q, _ in known], question.quantities)
             continue
@@ -395,13 +417,66 @@ def _quantity_conflicts(
             continue  # "between 23 and 32 kg there's a fee": the band beyond a 23 kg limit
         if _summed(stated, agreeing):
             continue  # "£35 + £99 = £134 in total": a total of the answer's own right values
+        if any(stated.same_value(q) for q in worked):
+            continue  # "£38 + £5 = £43": the working of a right result
         about_same = any(_shared_context(answer.words, stated, source.words, q) for q, source in rivals)
         about_same |= _restates(answer.words, stated, agreeing, told) or _converts(stated, agreeing)
-        about_same |= len(rivals) > 1 and _listed_with(answer, stated, agreeing)
+        # "128GB or 256GB" where the reference says "128GB only": one more option beside the only one
+        only = any("only" in source.words[max(0, q.position - 2) : q.position + 3] for q, source in rivals)
+        about_same |= (len(rivals) > 1 or only) and _listed_with(answer, stated, agreeing, 1 if only else 2)
         if about_same or not agreeing or (bound is not None and bound.claimed):
             expected = rivals[0][0]
             reasons.append(f"says {_show(stated, bound)} where the reference says {_show(expected)}")
     return reasons
+
+
+def _threshold_conflicts(
+    stated: Quantity, words: Sequence[str], rivals: list[tuple[Quantity, Tokenised]]
+) -> list[str]:
+    """A threshold in a condition of the answer ("if 3 or more days") where the reference's condition
+    sets another for the same unit ("only if 2 or more consecutive days"): the same bound word after
+    both ("or more") and no value of the reference's conditions that agrees."""
+    bound = words[stated.position + 1 : stated.position + 3]
+    theirs = [
+        q
+        for q, source in rivals
+        if q.unit == stated.unit
+        and _conditional_at(list(source.words), q.position)
+        and source.words[q.position + 1 : q.position + 3] == bound
+    ]
+    if bound not in (["or", "more"], ["or", "less"], ["or", "fewer"]) or not theirs:
+        return []
+    if any(_agrees(stated, q) for q in theirs):
+        return []
+    return [f"sets the condition at {_show(stated)} where the reference sets {_show(theirs[0])}"]
+
+
+_EQUATION = re.compile(
+    r"(\d+(?:\.\d+)?)((?: [a-z]+)?) ?([+\-x\u00d7*]) ?(\d+(?:\.\d+)?)((?: [a-z]+)?)"
+    r" ?= ?\W*(\d+(?:\.\d+)?)((?: [a-z]+)?)"
+)
+_OPERATIONS = {
+    "+": float.__add__,
+    "-": float.__sub__,
+    "x": float.__mul__,
+    "\u00d7": float.__mul__,
+    "*": float.__mul__,
+}
+
+
+def _worked_operands(answer: str, known: list[Quantity]) -> list[Quantity]:
+    """The operands of a sum the answer works out ("£38 + £5 = £43"), when the result is right: the
+    arithmetic holds and the result agrees with a value of the reference's."""
+    operands = []
+    for found in _EQUATION.finditer(normalise(answer)):
+        first, _, operation, second, _, result, result_unit = found.groups()
+        worked = _OPERATIONS[operation](float(first), float(second))
+        if abs(worked - float(result)) > 0.011:
+            continue
+        right = [q for q in quantities(f"{result}{result_unit}") if any(_agrees(q, k) for k in known)]
+        if right:
+            operands += quantities(f"{first}{found[2]}") + quantities(f"{second}{found[5]}")
+    return operands
 
 
 def _summed(stated: Quantity, agreeing: list[Quantity]) -> bool:
@@ -557,9 +632,10 @@ def _restates(words: list[str], stated: Quantity, agreeing: list[Quantity], told
 _LIST_GLUE = frozenset([BOUNDARY, "or", "and"])
 
 
-def _listed_with(answer: Tokenised, stated: Quantity, agreeing: list[Quantity]) -> bool:
-    """One more value in a list of the reference's values ("£0, £100, £250, £500 or £1,000" where the
-    reference offers the first four): a list runs from value to value with only commas, "and", "or"."""
+def _listed_with(answer: Tokenised, stated: Quantity, agreeing: list[Quantity], least: int = 2) -> bool:
+    """One more value in a list of ``least`` or more of the reference's values ("£0, £100, £250, £500 or
+    £1,000" where the reference offers the first four): a list runs from value to value with only commas,
+    "and", "or"."""
     chain = [stated]
     values = sorted(answer.quantities, key=lambda q: q.position)
     at = values.index(stated)
@@ -568,11 +644,12 @@ def _listed_with(answer: Tokenised, stated: Quantity, agreeing: list[Quantity]) 
         while 0 <= index + step < len(values):
             near, far = sorted((values[index], values[index + step]), key=lambda q: q.position)
             between = answer.words[near.position + 1 : far.position]
-            if far.dimension != stated.dimension or not set(between) <= _LIST_GLUE | _UNIT_WORDS:
+            glue = _LIST_GLUE | _UNIT_WORDS | {near.unit}  # "128 gb or 256 gb": a count's own noun too
+            if far.dimension != stated.dimension or not set(between) <= glue:
                 break
             index += step
             chain.append(values[index])
-    return sum(1 for q in chain if q in agreeing) >= 2
+    return sum(1 for q in chain if q in agreeing) >= least
 
 
 def _converts(stated: Quantity, agreeing: list[Quantity]) -> bool:
@@ -620,9 +697,15 @@ def _conditional_at(words: list[str], start: int) -> bool:
     return "than" in clause[:2] or bool(_CONDITIONS & set(clause))
 
 
-def _universal_claims(reference: str, answer: str, question: str = "") -> list[str]:
-    # the user's own word ("do I get everything back?") answered is not a claim of the answer's
-    reference_words = {w.removesuffix("ly") for w in [*match_tokens(reference), *match_tokens(question)]}
+def _universal_claims(
+    reference: str, answer: str, question: str = "", facts: Sequence[Fact] = ()
+) -> list[str]:
+    # the user's own word ("do I get everything back?") answered is not a claim of the answer's, nor is a
+    # wording the required facts accept ("cancel any time", "refund everything")
+    wordings = [match_tokens(wording) for fact in facts for wording in alternatives(fact)]
+    backing = [*match_tokens(reference), *match_tokens(question), *itertools.chain(*wordings)]
+    reference_words = {w.removesuffix("ly") for w in backing}
+    denied = _denied_words(reference)
     # "never expires" already says "forever": a universal about time backs the others about time
     timeless = bool(_TIMELESS.search(clean(reference).lower()))
     # "every day, 8 am-10 pm" sets hours: it does not back "24/7"
@@ -642,6 +725,8 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
                 continue
             if _NOT_A_CLAIM.search(sentence[: found.start()]):
                 continue
+            if claim == "always" and _said_plainly(sentence, found, reference):
+                continue  # "Online bills are always free" where "Online bills are free" limits nothing
             # "any time up to 72 hours before delivery" is bounded: a window, not always
             if _ANY_TIME.fullmatch(claim) and _reference_window(sentence[found.end() :], reference):
                 continue
@@ -666,13 +751,47 @@ def _universal_claims(reference: str, answer: str, question: str = "") -> list[s
             if _PEOPLE_OR_THINGS.fullmatch(claim) and (
                 sentence[found.end() :].lstrip().lower().startswith("else")
                 or _ALL.search(clean(reference))
+                or claim == "everything"
+                and _IN_FULL.search(clean(reference).lower())  # "paid in full"
                 or _EVERY_ONE.search(clean(reference).lower())  # "every participant must be 18"
             ):
                 continue
             # "instantly" is what an "instant" freeze does
-            if not {w.removesuffix("ly") for w in match_tokens(claim)} <= reference_words:
+            claimed = {w.removesuffix("ly") for w in match_tokens(claim)}
+            if claimed <= denied:  # "guaranteed" where the reference says "this isn't guaranteed"
+                reasons.append(f"claims '{claim}', which the reference denies")
+            elif not claimed <= reference_words:
                 reasons.append(f"claims '{claim}', which the reference does not say")
     return reasons
+
+
+def _denied_words(reference: str) -> set[str]:
+    """The words right after a negation in the reference ("isn't guaranteed", "not always")."""
+    words = match_tokens(reference)
+    return {w.removesuffix("ly") for i, w in enumerate(words[1:], 1) if words[i - 1] == "not" and w.isalpha()}
+
+
+_HEDGES = frozenset(["only", "unless", "if", "except", "usual", "usually", "normally", "typically", "most",
+                     "generally", "often", "sometimes", "when", "may", "might", "can"])  # fmt: skip
+
+
+_COPULA_BEFORE = re.compile(r"\b(?:is|are|was|were)\s+$")
+
+
+def _said_plainly(sentence: str, found: re.Match[str], reference: str) -> bool:
+    """The clause around "always" says only what one sentence of the reference says, and that sentence
+    neither limits nor hedges it: "always" after "is" or "are" adds nothing the reference does not already
+    hold ("always arrives by noon" still promises more than a timetable)."""
+    if not _COPULA_BEFORE.search(sentence[: found.start()]):
+        return False
+    clause = re.split(r"[,;:\u2014]|\bbut\b", sentence[: found.start()])[-1] + sentence[found.end() :]
+    clause = re.split(r"[,;:\u2014]|\bbut\b|\bunless\b|\bexcept\b", clause)[0]
+    said = {w for w in match_tokens(clause) if w != BOUNDARY and w not in STOPWORDS}
+    for theirs in re.split(r"(?<=[.!?])\s+|;\s*", reference):
+        words = set(match_tokens(theirs))
+        if said and said <= words and not words & _HEDGES:
+            return True
+    return False
 
 
 _ANY_TIME = re.compile(r"any ?time|at any point")

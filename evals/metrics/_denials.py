@@ -34,6 +34,7 @@ difference" states the refund), and where the reference limits nothing a conditi
 new exception ("SunTrail will waive it if you send a doctor's note" for "does not waive it"); "no card
 fees" where cards are named elsewhere denies the card's fee; what the reference says is kept
 ("playlists are kept") said to be deleted; and what comes "at no extra cost" called a paid upgrade.
+"Don't worry" and "no problem" deny nothing, and "cheques are fine" accepts them.
 What it cannot see: a denial worded without a negation ("is excluded", "fails to"), or one stated back in
 other words ("waived" for "charged even when", "the whole stay" for "the first night").
 """
@@ -69,6 +70,10 @@ _SCOPING = frozenset(["for", "on", "in", "to", "when", "if", "with", "during", "
 # words that follow "no" without naming the thing denied ("no need", "no problem")
 _NOT_A_THING = frozenset(["need", "problem", "worry", "way", "matter", "doubt", "longer", "more", "less",
                           "one", "later", "sooner", "idea", "thank", "thanks"])  # fmt: skip
+
+
+# "cheques are fine" accepts them: words that state an accepting predicate without its verb
+_ACCEPTING = dict.fromkeys(["accept", "allow", "permitt"], frozenset(["fine", "ok", "okay", "welcome"]))
 
 
 def denial_conflicts(question: str, reference: str, answer: str) -> list[str]:
@@ -114,7 +119,8 @@ class _Denial:
             return set()
         if not said and self.of_predicate and answer is not None and words & _PRONOUNS:
             said = answer & self.things
-        if not said or (self.predicate and self.predicate not in words):
+        verbs = {self.predicate} | _ACCEPTING.get(self.predicate, frozenset())
+        if not said or (self.predicate and not words & verbs):
             return set()
         if self.head and self.head in self.things and self.head not in words:
             return set()  # "tickets are refunded" says nothing of the "Ticket Protect premium"
@@ -177,7 +183,7 @@ def _denied_in(
             # a condition does not soften a denied predicate ("it transfers if you sell it"), and only a
             # negation before the predicate denies it ("they expire after 2 years if you don't use them")
             said_before = tokens[: tokens.index(denial.predicate)] if denial.predicate in tokens else tokens
-            if NEGATING & set(said_before if denial.of_predicate else whole):
+            if _negates(said_before if denial.of_predicate else whole):
                 continue
             said = denial.stated_in(words, everything)
             if said:
@@ -185,6 +191,16 @@ def _denied_in(
             if _listed_among(denial, words, stated):
                 return [f"lists '{' '.join(sorted(denial.things))}', which the reference denies"]
     return []
+
+
+_REASSURING = frozenset(["worry", "worri", "problem", "fear"])  # "don't worry", "no problem" deny nothing
+
+
+def _negates(words: list[str]) -> bool:
+    return any(
+        word in NEGATING and not (index + 1 < len(words) and words[index + 1] in _REASSURING)
+        for index, word in enumerate(words)
+    )
 
 
 def _listed_among(denial: "_Denial", words: set[str], stated: set[str]) -> bool:

@@ -190,8 +190,14 @@ _OPEN = re.compile(r"\b(?:every day|daily|any ?time|at any point|7 days a week|2
 def _narrowed_universals(reference: str, answer: str) -> list[str]:
     """An "only" in the answer where the reference leaves the thing open ("every day", "at any time") and
     the answer does not say so again: "Monday to Friday only", "only once you've made six payments". The
-    "only" clause must name something of the open sentence ("chat", "settle"); "read-only" limits nothing."""
-    for sentence in SENTENCE.split(clean(reference)):
+    "only" clause must name something of the open sentence ("chat", "settle") and not mostly say again a
+    sentence of the reference that limits with "only" itself; "read-only" limits nothing."""
+    sentences = SENTENCE.split(clean(reference))
+    # "Phone calls are only for emergencies": a limit the reference sets itself is said again, not added
+    limited = [
+        {w for w in match_tokens(s) if _is_content(w)} for s in sentences if _says_only(match_tokens(s))
+    ]
+    for sentence in sentences:
         found = _OPEN.search(expand_contractions(sentence))
         if found is None:
             continue
@@ -200,10 +206,17 @@ def _narrowed_universals(reference: str, answer: str) -> list[str]:
             words = match_tokens(clause)
             if _OPEN.search(" ".join(words)):
                 continue  # the clause says it holds "every day" again
-            limiting = any(
-                word == "only" and not (index and words[index - 1] in _NOT_LIMITING | {"read"})
-                for index, word in enumerate(words)
-            )
-            if limiting and named & set(words):
+            # two thirds of the clause's words are the reference's own limiting sentence's
+            said = {w for w in words if _is_content(w)} - {"only"}
+            restated = any(3 * len(said & limit) >= 2 * len(said) for limit in limited)
+            if _says_only(words) and named & set(words) and not restated:
                 return [f"limits with 'only' what the reference says holds '{found.group(0)}'"]
     return []
+
+
+def _says_only(words: Sequence[str]) -> bool:
+    """An "only" that limits ("read-only" limits nothing)."""
+    return any(
+        word == "only" and not (index and words[index - 1] in _NOT_LIMITING | {"read"})
+        for index, word in enumerate(words)
+    )

@@ -5,10 +5,12 @@ sentences, also after it was first stated plainly, or denied right after it is n
 one of them") but not in the reference, or the other way round ("does not remove viruses" /
 "removes viruses"; a fact that is itself a denial, "not included", is stated by "none included");
 and a yes/no question answered with the opposite of the reference's yes or no (a "We do" counts when
-it echoes the question's auxiliary; "We're closed" for "are you open?" says neither, it names
-another predicate). What the reference denies or affirms beyond the facts is ``_denials``'s. Negation
-is read from words ("not", "never", "no", "nothing", "non-", "without"); one inside an "if" clause
-("if they don't accept within 3 days, ...") sets a condition and does not negate the fact.
+it echoes the question's auxiliary; "We're closed" for "are you open?" and "It'll go dead" for "will it
+still work?" say neither, they name another predicate; a condition may come before the question's
+auxiliary: "If I miss it, can I get a refund?"). What the reference denies or affirms beyond the facts
+is ``_denials``'s. Negation is read from words ("not", "never", "no", "nothing", "non-", "without"); one
+inside an "if" clause ("if they don't accept within 3 days, ...") sets a condition and does not negate
+the fact.
 """
 
 import re
@@ -48,7 +50,11 @@ _CONDITION_REACH = 10  # words back an "if" reaches
 _GREETING = re.compile(
     r"^\W*(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening))(?: there| team| all)?\b\W*"
 )
-_POLAR = re.compile(r"^\W*(?:can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b")
+# "If my kid doesn't show up, can I get a refund?": a condition may come before the auxiliary
+_POLAR = re.compile(
+    r"^\W*(?:(?:if|when|once|after|before|say|suppose)\b[^,?]{1,80},\s*)?"
+    r"(?P<aux>can|could|do|does|did|is|are|was|will|would|should|may|am|have|has|must)\b"
+)
 _ASKED = re.compile(r"[^.!?]*\?")
 
 
@@ -95,11 +101,13 @@ def opening_polarity(text: str, question: str = "") -> int:
         return 1
     echo = _ECHO.match(opening)
     asked = _POLAR.match(_last_question(question))
-    if echo and asked and _SAME_AUX.get(echo.group(1)) == _SAME_AUX.get(asked.group(0).strip(" \"'(")):
+    if echo and asked and _SAME_AUX.get(echo.group(1)) == _SAME_AUX.get(asked.group("aux")):
         # "Are you open?" "We're closed.": a "be" echo says yes or no only of the predicate asked about
         said = re.match(r" ([a-z-]+)", opening[echo.end() :])
         asked_words = re.findall(r"[a-z-]+", asked.string)
-        if _SAME_AUX[echo.group(1)] == "be" and said and said.group(1) not in asked_words:
+        # "It'll go dead" echoes "will", but says nothing of whether it will still work
+        another_predicate = said is not None and said.group(1) not in asked_words
+        if another_predicate and (_SAME_AUX[echo.group(1)] == "be" or not echo.group(2)):
             return 0
         return -1 if echo.group(2) else 1
     return 0

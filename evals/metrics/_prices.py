@@ -63,7 +63,9 @@ def new_prices(question: str, reference: str, facts: Sequence[Fact], answer: str
         # the reference makes no charge: one sum is a charge of the answer's own, several an example
         sums = list(dict.fromkeys(f"{q.low:g} {q.unit}" for q in quantities(answer) if q.unit in _MONEY))
         return sums if len(sums) == 1 else []
-    counts = [*_values(q for q in known if q.unit not in _MONEY), *_SMALL_COUNTS]
+    # "£10 per month left, so with 8 months left you'd pay £80": the answer's own counts multiply too
+    counted = [*known, *quantities(answer)]
+    counts = [*_values(q for q in counted if q.unit not in _MONEY), *_SMALL_COUNTS]
     new = []
     for currency in sorted(currencies):
         implied = _implied(list(_values(q for q in known if q.unit == currency)), counts)

@@ -34,6 +34,8 @@ UNITS: dict[str, tuple[str, float]] = {
     "wh": ("energy", 1.0),
     "w": ("power", 1.0),
     "mah": ("charge", 1.0),
+    "kwh": ("energy", 1000.0),
+    "kw": ("power", 1000.0),
     "lumen": ("light", 1.0),
     "point": ("points", 1.0),
     "cm": ("length", 1.0),

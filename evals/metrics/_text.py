@@ -12,7 +12,10 @@ beside "€1" into ``0.2 eur``, "£25/seat" into ``25 gbp per seat``, "parent/gu
 "70, 80 or 90 percent" into ``70 percent, 80 percent or 90 percent``, "a full hour" into ``1 hour``, and
 a numbered list's "1." markers into nothing; "five–ten" into ``5-10``, "£12pp" into ``12 gbp pp``,
 "24-bit/192 kHz" into two values, "aged 2–11" into ``aged 2-11 year``, and a line break into ``;``
-(a list item ends there). ``stem`` reads "lapses" as "lapse" and "bought" as "buy".
+(a list item ends there); "2–4 pm" and "between 10 and 11 in the morning" into ``14:00 to 16:00`` and
+``10:00 to 11:00`` (a meridiem after a range is both ends'), "9–3:30" into ``9:00 to 3:30``, "900Mbps"
+into ``900 mbps`` and "costs you nothing" into ``free``. ``stem`` reads "lapses" as "lapse" and "bought"
+as "buy".
 """
 
 import re
@@ -68,6 +71,18 @@ _TIME_UNITS = r"second|minute|hour|day|business day|week|month|year"
 _COUNTED_UNITS = r"kilo|kilogram|kg|pound|lb|liter|litre|gram|watt|inch|dollar|buck|percent"
 _UNIT_ALIASES = [
     (r"(?:business|working|biz|work) ?days?", "business day"),
+    (r"mbps|mbit/s|mb/s|megabits? per second", "mbps"),
+    (r"gbps|gbit/s|gb/s|gigabits? per second", "gbps"),
+    (r"kbps|kbit/s|kilobits? per second", "kbps"),
+    (r"kb|kilobytes?", "kb"),
+    (r"mb|megabytes?", "mb"),
+    (r"gb|gigabytes?|gigs?", "gb"),
+    (r"tb|terabytes?", "tb"),
+    (r"kwh|kilowatt[ -]?hours?", "kwh"),
+    (r"kw|kilowatts?", "kw"),
+    (r"ghz|gigahertz", "ghz"),
+    (r"mhz|megahertz", "mhz"),
+    (r"khz|kilohertz", "khz"),
     (r"hrs?|hours?", "hour"),
     (r"mins?|minutes?", "minute"),
     (r"secs?|seconds?", "second"),
@@ -102,7 +117,8 @@ _UNIT_RES = [(re.compile(rf"(?<=\d) ?(?:{alias})\b"), f" {unit}") for alias, uni
 
 _FREE = re.compile(
     r"\b(?:free of charge|at no (?:extra |additional )?(?:cost|charge)|(?:for|with) no (?:cost|charge)"
-    r"|no (?:extra |additional )?charge|costs? nothing|complimentary|for free|0 usd|on us|on the house)\b"
+    r"|no (?:extra |additional )?charge|costs? (?:you |us )?nothing|complimentary|for free|0 usd|on us"
+    r"|on the house)\b"
 )
 _TOKEN = re.compile(r"[a-z0-9]+(?:[.:\-@'/][a-z0-9]+)*|[,;:!?()|\u2014]|\.(?=\s|$)")
 BOUNDARY = "|"
@@ -361,12 +377,33 @@ def _clock_times(text: str) -> str:
         lambda m: f"{m.group(1)} {daytime[m.group(2)]}",
         text,
     )
+    # "2-4 pm", "between 10 and 11 am": the meridiem after a range is both ends'
+    text = _CLOCK_RANGE.sub(_shared_meridiem, text)
     text = re.sub(r"\b(\d{1,2})(?::(\d{2}))? ?([ap])\.?m\.?(?![a-z])", to_24h, text)
     text = re.sub(r"\bnoon\b", "12:00", text)
     text = re.sub(r"\b0(\d):(\d{2})\b", r"\1:\2", text)
+    # "9-3:30": a bare hour beside a clock time is a clock time too
+    text = re.sub(r"(?<![\d.:])(\d{1,2}) ?(?:-|to|until|till) ?(\d{1,2}:\d{2})\b", r"\1:00-\2", text)
+    text = re.sub(r"\b(\d{1,2}:\d{2}) ?(?:-|to|until|till) ?(\d{1,2})(?![\d:.])", r"\1-\2:00", text)
     return re.sub(
         r"\b(\d{1,2}:\d{2}) ?(?:-|to|until|till|through|thru) ?(\d{1,2}:\d{2})\b", r"\1 to \2", text
     )
+
+
+_CLOCK_RANGE = re.compile(
+    r"\b(between )?(\d{1,2})(?::(\d{2}))? ?(-|to|until|till|and) ?"
+    r"(\d{1,2})(?::(\d{2}))? ?([ap])\.?m\.?(?![a-z])"
+)
+
+
+def _shared_meridiem(match: re.Match[str]) -> str:
+    between, start, start_minute, joint, end, end_minute, meridiem = match.groups()
+    if (between is None) == (joint == "and") or int(start) > 12 or int(end) > 12:
+        return match.group(0)  # "5 and 6 pm" without "between" lists two times, it sets no range
+    end_hour = int(end) % 12 + (12 if meridiem == "p" else 0)
+    # "9-5 pm" runs from the morning: a start after the end, on the clock face, has the other meridiem
+    start_hour = int(start) % 12 + (12 if (meridiem == "p") == (int(start) % 12 <= int(end) % 12) else 0)
+    return f"{start_hour}:{start_minute or '00'} to {end_hour}:{end_minute or '00'}"
 
 
 def _ranges(text: str) -> str:

@@ -57,7 +57,7 @@ HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # it for accuracy when round 15 tuned accuracy on them (heldout22 for irrelevance too); heldout23
 # (e-scooter sharing) and heldout24 (a dental chain), written in round 14, left it for accuracy when round
 # 16 tuned accuracy on them; heldout30 and heldout32 left it for accuracy when round 17 tuned accuracy on
-# them.
+# them, and heldout35 and heldout36 when round 18 did.
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
 HELDOUT19 = DEV.with_name("heldout19.jsonl")
@@ -74,6 +74,11 @@ HELDOUT30 = DEV.with_name("heldout30.jsonl")
 HELDOUT32 = DEV.with_name("heldout32.jsonl")
 # their harmfulness rows, still held out, are at 0.74 and 0.71 by the rules alone (no harm classifier)
 HELDOUT30_32_KAPPA_FLOOR = 0.6
+HELDOUT35 = DEV.with_name("heldout35.jsonl")
+HELDOUT36 = DEV.with_name("heldout36.jsonl")
+# their irrelevance rows, still held out, are at 0.62 and 0.78, and their harmfulness rows at 0.74 and 0.67
+# by the rules alone (no harm classifier)
+HELDOUT35_36_KAPPA_FLOOR = 0.55
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -425,6 +430,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT24, HELDOUT23_24_KAPPA_FLOOR),
         (HELDOUT30, HELDOUT30_32_KAPPA_FLOOR),
         (HELDOUT32, HELDOUT30_32_KAPPA_FLOOR),
+        (HELDOUT35, HELDOUT35_36_KAPPA_FLOOR),
+        (HELDOUT36, HELDOUT35_36_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -449,6 +456,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout24",
         "heldout30",
         "heldout32",
+        "heldout35",
+        "heldout36",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -474,7 +483,7 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert {name: item["n"] for name, item in metrics.items()} == {
         "accuracy": (
             115 + 117 + 122 + 118 + 114 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 153 + 156
-            + 157 + 158 + 153 + 164 + 156 + 154 + 150 + 154 + 156 + 153 + 154
+            + 157 + 164 + 156 + 154 + 150 + 154 + 156 + 153 + 154
         ),
         "irrelevance": (
             115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 113
