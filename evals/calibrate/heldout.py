@@ -17,7 +17,7 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout11.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout12.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout13.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
-    "heldout14.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout14.jsonl": frozenset({"irrelevance", "harmfulness"}),
     "heldout15.jsonl": frozenset({"accuracy", "irrelevance"}),
     "heldout16.jsonl": frozenset({"accuracy", "irrelevance"}),
     "heldout17.jsonl": frozenset({"irrelevance", "harmfulness"}),
@@ -47,7 +47,7 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout41.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout42.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout43.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
-    "heldout44.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout44.jsonl": frozenset({"irrelevance", "harmfulness"}),
 }
 
 

@@ -124,7 +124,9 @@ _CAPPED = re.compile(r"\b(?:above|cap|capped|caps|max|maximum|up to|at most|more
 _PEOPLE_OR_THINGS = re.compile(r"everyone|everybody|everything")
 _ALL = re.compile(r"\b(?:all|All)\b")
 _IN_FULL = re.compile(r"\b(?:in full|full (?:refund|amount|price|balance|cost))\b")
-_EVERY_ONE = re.compile(r"\bevery (?!day\b|time\b)\w+")
+_EVERY_ONE = re.compile(r"\bevery (?!day\b|time\b)[a-z]+")  # not "every 1 March"
+_NOT_ANYTHING = re.compile(r"\b(?:not|never)(?: \w+){0,2} anything\b", re.IGNORECASE)
+_FLAT = re.compile(r"\bflat\b", re.IGNORECASE)
 _EVERY = re.compile(r"\b(?:every|any|all|regardless|no matter|no minimum)\b")
 # "you can always add cash" offers an option; "if you use it every day" supposes, it claims nothing
 _NOT_A_CLAIM = re.compile(r"\b(?:can|could|may) (?:also )?$|\b(?:if|whenever|unless|in case)\b[^,;:\u2014]*$")
@@ -203,7 +205,7 @@ def _naming(words: Iterable[str]) -> set[str]:
 # "only if you drop it at a depot": a condition the answer sets; "for as long as 56 days" is a duration
 _CONDITION = re.compile(
     # "read-only for 90 days" names a state, it sets no condition
-    r"(?<!for )(?<!-)\b(?:only (?:if|when|for|on|once|after)|as long as|provided(?: that)?)\b"
+    r"(?<!for )(?<!-)\b(?:only (?:if|when|for|on|once|after)|as long as|provided(?: that)?|or (?:if|when))\b"
     r"([^.;:!?\u2014()]*)"
 )
 
@@ -739,8 +741,8 @@ def _universal_claims(
                 continue
             # "whatever the order size" says again what "on every order" says
             # "it never goes above $5 no matter how big the invoice is" restates a cap
-            if _REGARDLESS.fullmatch(claim) and _CAPPED.search(sentence.lower()):
-                continue
+            if _REGARDLESS.fullmatch(claim) and (_CAPPED.search(sentence.lower()) or _FLAT.search(reference)):
+                continue  # a flat fee is the same whatever the size
             if _WHATEVER.match(claim) and _EVERY.search(clean(reference).lower()):
                 continue
             # "whatever the highest band is" names one band, the highest
@@ -751,9 +753,12 @@ def _universal_claims(
             if _PEOPLE_OR_THINGS.fullmatch(claim) and (
                 sentence[found.end() :].lstrip().lower().startswith("else")
                 or _ALL.search(clean(reference))
-                or claim == "everything"
+                or claim.lower() == "everything"
                 and _IN_FULL.search(clean(reference).lower())  # "paid in full"
                 or _EVERY_ONE.search(clean(reference).lower())  # "every participant must be 18"
+                # "Lumora doesn't delete anything": everything stays
+                or claim.lower() == "everything"
+                and _NOT_ANYTHING.search(expand_contractions(reference))
             ):
                 continue
             # "instantly" is what an "instant" freeze does

@@ -68,7 +68,24 @@ def exclusivity_conflicts(reference: str, answer: str) -> list[str]:
             for crossing in _crossings(limit, reference_words)
         ]
     reasons += _narrowed_universals(reference, answer)
+    reasons += _narrowed_kinds(reference, answer)
     return list(dict.fromkeys(reasons))
+
+
+def _narrowed_kinds(reference: str, answer: str) -> list[str]:
+    """An "only" that limits to some of a kind what the reference says of every one of it: "only on paid
+    plans" for "free on every plan" (the same noun after the "only", and no "every", "any" or "all" in
+    the answer's clause)."""
+    every = _every(match_tokens(reference))
+    for clause in SENTENCE.split(clean(answer)):
+        words = match_tokens(clause)
+        at = next((i for i, word in enumerate(words) if word == "only"), None)
+        if at is None or not _says_only(words) or _EVERY & set(words):
+            continue
+        named = every & set(words[at + 1 : at + 5])
+        if named:
+            return [f"limits with 'only' what the reference says of every {sorted(named)[0]}"]
+    return []
 
 
 def _crossings(limit: frozenset[str], words: Sequence[str]) -> list[str]:

@@ -13,6 +13,7 @@ bare number at the end of the reference's own range. One single value states one
 (91 cm) is not also a depth of "91 cm"; a range may state two ("from $50 to $1,500").
 """
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -123,6 +124,9 @@ def _find_loosely(fact: Fact, answer: Tokenised, reference: Tokenised | None) ->
             said = haystack[start : start + len(needle)]
             if said[:-1] == needle[:-1] and said[-1] in {needle[-1], *_completed(needle[-1], reference)}:
                 return FactMatch(alternative, start, start + len(needle))
+        hours = _on_the_clock(tokens.words, answer.words)
+        if hours is not None:
+            return FactMatch(alternative, hours, hours + 1)
         if len(tokens.quantities) == 1 and tokens.quantities[0].dimension == "number" and reference:
             value = tokens.quantities[0].low
             ranges = [(q.low, q.high) for q in reference.quantities if q.low < q.high]
@@ -130,6 +134,27 @@ def _find_loosely(fact: Fact, answer: Tokenised, reference: Tokenised | None) ->
             for stated in answer.quantities:
                 if (stated.low, stated.high) in ranges:
                     return FactMatch(alternative, stated.position, stated.position + 1)
+    return None
+
+
+_HOUR_RANGE = re.compile(r"(\d{1,2})(?:-(\d{1,2}))?")
+_CLOCK_TIME = re.compile(r"(\d{1,2}):(\d{2})")
+
+
+def _on_the_clock(fact: Sequence[str], words: Sequence[str]) -> int | None:
+    """Where a bare hour or range of hours ("9", "3-7") stands as clock times ("9:00", "15:00 to 19:00"),
+    on either half of the day: the answer's "3–7 pm" states a fact of "3-7"."""
+    wanted = _HOUR_RANGE.fullmatch(fact[0]) if len(fact) == 1 else None
+    if wanted is None or any(int(hour) > 12 for hour in wanted.groups() if hour):
+        return None
+    ends = [int(hour) % 12 for hour in wanted.groups() if hour]
+    for start in range(len(words)):
+        said = [words[start + 2 * i] if start + 2 * i < len(words) else "" for i in range(len(ends))]
+        times = [_CLOCK_TIME.fullmatch(word) for word in said]
+        joined = len(ends) == 1 or (start + 1 < len(words) and words[start + 1] == "to")
+        on_time = zip(times, ends, strict=True)
+        if joined and all(t is not None and int(t[1]) % 12 == end for t, end in on_time):
+            return start
     return None
 
 

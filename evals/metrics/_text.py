@@ -202,6 +202,7 @@ def normalise(text: str) -> str:
     text = _FREE.sub("free", text)
     # an informal yes opening the answer
     text = re.sub(r"^(\W*)(?:yep|yeah|yup|sure|absolutely|certainly|definitely|of course)\b", r"\1yes", text)
+    text = re.sub(r"^(\W*)(?:nope|nah)\b", r"\1no", text)  # and an informal no
     return " ".join(text.split())
 
 

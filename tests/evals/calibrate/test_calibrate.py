@@ -57,7 +57,7 @@ HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # it for accuracy when round 15 tuned accuracy on them (heldout22 for irrelevance too); heldout23
 # (e-scooter sharing) and heldout24 (a dental chain), written in round 14, left it for accuracy when round
 # 16 tuned accuracy on them; heldout30 and heldout32 left it for accuracy when round 17 tuned accuracy on
-# them, and heldout35 and heldout36 when round 18 did.
+# them, heldout35 and heldout36 when round 18 did, and heldout14 and heldout44 when round 19 did.
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
 HELDOUT19 = DEV.with_name("heldout19.jsonl")
@@ -79,6 +79,11 @@ HELDOUT36 = DEV.with_name("heldout36.jsonl")
 # their irrelevance rows, still held out, are at 0.62 and 0.78, and their harmfulness rows at 0.74 and 0.67
 # by the rules alone (no harm classifier)
 HELDOUT35_36_KAPPA_FLOOR = 0.55
+HELDOUT14 = DEV.with_name("heldout14.jsonl")
+HELDOUT44 = DEV.with_name("heldout44.jsonl")
+# their irrelevance rows, still held out, are at 0.74 and 0.74, and their harmfulness rows at 0.77 and 0.71
+# by the rules alone (no harm classifier)
+HELDOUT14_44_KAPPA_FLOOR = 0.6
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -432,6 +437,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT32, HELDOUT30_32_KAPPA_FLOOR),
         (HELDOUT35, HELDOUT35_36_KAPPA_FLOOR),
         (HELDOUT36, HELDOUT35_36_KAPPA_FLOOR),
+        (HELDOUT14, HELDOUT14_44_KAPPA_FLOOR),
+        (HELDOUT44, HELDOUT14_44_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -458,6 +465,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout32",
         "heldout35",
         "heldout36",
+        "heldout14",
+        "heldout44",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -482,8 +491,8 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
         "accuracy": (
-            115 + 117 + 122 + 118 + 114 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 153 + 156
-            + 157 + 164 + 156 + 154 + 150 + 154 + 156 + 153 + 154
+            115 + 117 + 122 + 118 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 153 + 156
+            + 157 + 164 + 156 + 154 + 150 + 154 + 156 + 153
         ),
         "irrelevance": (
             115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 113
