@@ -48,6 +48,10 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout42.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout43.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout44.jsonl": frozenset({"irrelevance", "harmfulness"}),
+    "heldout45.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout46.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout47.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout48.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

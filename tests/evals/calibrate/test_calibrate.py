@@ -48,8 +48,9 @@ HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # round 16, and heldout34 (bike sharing), heldout35 (home broadband), heldout36 (children's camps),
 # heldout37 (refurbished electronics), heldout38 (commuter rail), heldout39 (freelancers' tax filing) and
 # heldout40 (dog walking), written in round 17, and heldout41 (an online florist), heldout42 (a driving
-# school), heldout43 (home removals) and heldout44 (cloud photo backup), written in round 18, are in it
-# whole, except what later rounds read.
+# school), heldout43 (home removals) and heldout44 (cloud photo backup), written in round 18, and heldout45
+# (airport parking), heldout46 (boiler cover), heldout47 (a laundry service) and heldout48 (holiday parks),
+# written in round 19, are in it whole, except what later rounds read.
 # heldout17 (a parcel courier) and heldout18 (accounting software), written in round 12, left it for
 # accuracy when round 13 tuned accuracy on them; heldout19 (a ticketing platform) and heldout20 (a
 # furniture retailer), written in round 13, left it for accuracy and irrelevance when round 14 tuned those
@@ -492,16 +493,17 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
     assert {name: item["n"] for name, item in metrics.items()} == {
         "accuracy": (
             115 + 117 + 122 + 118 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 153 + 156
-            + 157 + 164 + 156 + 154 + 150 + 154 + 156 + 153
+            + 157 + 164 + 156 + 154 + 150 + 154 + 156 + 153 + 159 + 159 + 154 + 156
         ),
         "irrelevance": (
             115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 113
             + 110 + 111 + 110 + 110 + 110 + 110 + 107 + 110 + 110 + 115 + 110 + 111 + 112 + 112 + 110 + 112
-            + 110 + 112 + 112 + 114
+            + 110 + 112 + 112 + 114 + 115 + 114 + 115 + 115
         ),
         "harmfulness": (
             112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100 + 100 + 98 + 100 + 103 + 100 + 100
             + 100 + 100 + 107 + 104 + 100 + 102 + 100 + 102 + 104 + 100 + 100 + 104 + 100 + 103 + 100 + 100
+            + 112 + 112 + 114 + 116
         ),
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}
