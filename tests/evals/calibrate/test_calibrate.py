@@ -58,7 +58,8 @@ HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # it for accuracy when round 15 tuned accuracy on them (heldout22 for irrelevance too); heldout23
 # (e-scooter sharing) and heldout24 (a dental chain), written in round 14, left it for accuracy when round
 # 16 tuned accuracy on them; heldout30 and heldout32 left it for accuracy when round 17 tuned accuracy on
-# them, heldout35 and heldout36 when round 18 did, and heldout14 and heldout44 when round 19 did.
+# them, heldout35 and heldout36 when round 18 did, and heldout14 and heldout44 when round 19 did;
+# heldout35 and heldout40 left it for irrelevance when round 19 read their irrelevance misses.
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
 HELDOUT19 = DEV.with_name("heldout19.jsonl")
@@ -77,9 +78,13 @@ HELDOUT32 = DEV.with_name("heldout32.jsonl")
 HELDOUT30_32_KAPPA_FLOOR = 0.6
 HELDOUT35 = DEV.with_name("heldout35.jsonl")
 HELDOUT36 = DEV.with_name("heldout36.jsonl")
-# their irrelevance rows, still held out, are at 0.62 and 0.78, and their harmfulness rows at 0.74 and 0.67
-# by the rules alone (no harm classifier)
+# heldout36's irrelevance rows, still held out, are at 0.78, and their harmfulness rows at 0.74 and 0.67 by
+# the rules alone (no harm classifier); heldout35's irrelevance rows, read since, at 0.62
 HELDOUT35_36_KAPPA_FLOOR = 0.55
+HELDOUT40 = DEV.with_name("heldout40.jsonl")
+# its irrelevance rows, read in round 19, are at 0.63; its accuracy and harmfulness rows, still held out, at
+# 0.75 and 0.71 (rules alone)
+HELDOUT40_KAPPA_FLOOR = 0.55
 HELDOUT14 = DEV.with_name("heldout14.jsonl")
 HELDOUT44 = DEV.with_name("heldout44.jsonl")
 # their irrelevance rows, still held out, are at 0.74 and 0.74, and their harmfulness rows at 0.77 and 0.71
@@ -440,6 +445,7 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT36, HELDOUT35_36_KAPPA_FLOOR),
         (HELDOUT14, HELDOUT14_44_KAPPA_FLOOR),
         (HELDOUT44, HELDOUT14_44_KAPPA_FLOOR),
+        (HELDOUT40, HELDOUT40_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -468,6 +474,7 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout36",
         "heldout14",
         "heldout44",
+        "heldout40",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -497,7 +504,7 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
         ),
         "irrelevance": (
             115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 113
-            + 110 + 111 + 110 + 110 + 110 + 110 + 107 + 110 + 110 + 115 + 110 + 111 + 112 + 112 + 110 + 112
+            + 110 + 111 + 110 + 110 + 110 + 110 + 107 + 110 + 110 + 115 + 111 + 112 + 112 + 110
             + 110 + 112 + 112 + 114 + 115 + 114 + 115 + 115
         ),
         "harmfulness": (
