@@ -41,11 +41,10 @@ guaranteed") is a conflict. One more option beside the reference's only one ("64
 only"); a threshold in a condition ("if 3 or more days") against the reference's ("only if 2 or more
 days"); the working of a right result ("£38 + £5 = £43"); a thing given the opposite outcome
 (``_opposites``: "the deposit is refunded" for "the deposit is forfeited"). What it cannot see: wrong
-claims with no
-number, negation, universal word, "only if", "also" or "too" in them, such as an extra country in a
-list, an extra fee or exception, or a value attributed to the wrong product unless the answer gives
-two of the reference's values the other way round ("Comfort: -7 °C. Limit: -1 °C." for "comfort -1 °C,
-limit -7 °C"), each with the words of the other and none of its own.
+claims with no number, negation, universal word, "only if", "also" or "too" in them, such as an extra
+country in a list, an extra fee or exception, or a value attributed to the wrong product unless the
+answer gives two of the reference's values the other way round ("Comfort: -7 °C. Limit: -1 °C." for
+"comfort -1 °C, limit -7 °C"), each with the words of the other and none of its own.
 """
 
 import itertools
@@ -471,13 +470,13 @@ def _worked_operands(answer: str, known: list[Quantity]) -> list[Quantity]:
     arithmetic holds and the result agrees with a value of the reference's."""
     operands = []
     for found in _EQUATION.finditer(normalise(answer)):
-        first, _, operation, second, _, result, result_unit = found.groups()
+        first, first_unit, operation, second, second_unit, result, result_unit = found.groups()
         worked = _OPERATIONS[operation](float(first), float(second))
         if abs(worked - float(result)) > 0.011:
             continue
         right = [q for q in quantities(f"{result}{result_unit}") if any(_agrees(q, k) for k in known)]
         if right:
-            operands += quantities(f"{first}{found[2]}") + quantities(f"{second}{found[5]}")
+            operands += quantities(f"{first}{first_unit}") + quantities(f"{second}{second_unit}")
     return operands
 
 
@@ -753,12 +752,13 @@ def _universal_claims(
             if _PEOPLE_OR_THINGS.fullmatch(claim) and (
                 sentence[found.end() :].lstrip().lower().startswith("else")
                 or _ALL.search(clean(reference))
-                or claim.lower() == "everything"
-                and _IN_FULL.search(clean(reference).lower())  # "paid in full"
                 or _EVERY_ONE.search(clean(reference).lower())  # "every participant must be 18"
-                # "Lumora doesn't delete anything": everything stays
+                # "paid in full"; "Lumora doesn't delete anything": everything stays
                 or claim.lower() == "everything"
-                and _NOT_ANYTHING.search(expand_contractions(reference))
+                and bool(
+                    _IN_FULL.search(clean(reference).lower())
+                    or _NOT_ANYTHING.search(expand_contractions(reference))
+                )
             ):
                 continue
             # "instantly" is what an "instant" freeze does
