@@ -45,13 +45,17 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout39.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout40.jsonl": frozenset({"accuracy", "harmfulness"}),
     "heldout41.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
-    "heldout42.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout42.jsonl": frozenset({"irrelevance", "harmfulness"}),
     "heldout43.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout44.jsonl": frozenset({"irrelevance", "harmfulness"}),
     "heldout45.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
-    "heldout46.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout46.jsonl": frozenset({"irrelevance", "harmfulness"}),
     "heldout47.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout48.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout49.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout50.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout51.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout52.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

@@ -50,7 +50,9 @@ HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # heldout40 (dog walking), written in round 17, and heldout41 (an online florist), heldout42 (a driving
 # school), heldout43 (home removals) and heldout44 (cloud photo backup), written in round 18, and heldout45
 # (airport parking), heldout46 (boiler cover), heldout47 (a laundry service) and heldout48 (holiday parks),
-# written in round 19, are in it whole, except what later rounds read.
+# written in round 19, and heldout49 (a coworking operator), heldout50 (a children's swimming school),
+# heldout51 (a car wash subscription) and heldout52 (a science museum), written in round 20, are in it
+# whole, except what later rounds read.
 # heldout17 (a parcel courier) and heldout18 (accounting software), written in round 12, left it for
 # accuracy when round 13 tuned accuracy on them; heldout19 (a ticketing platform) and heldout20 (a
 # furniture retailer), written in round 13, left it for accuracy and irrelevance when round 14 tuned those
@@ -58,7 +60,8 @@ HELDOUT16 = DEV.with_name("heldout16.jsonl")
 # it for accuracy when round 15 tuned accuracy on them (heldout22 for irrelevance too); heldout23
 # (e-scooter sharing) and heldout24 (a dental chain), written in round 14, left it for accuracy when round
 # 16 tuned accuracy on them; heldout30 and heldout32 left it for accuracy when round 17 tuned accuracy on
-# them, heldout35 and heldout36 when round 18 did, and heldout14 and heldout44 when round 19 did;
+# them, heldout35 and heldout36 when round 18 did, heldout14 and heldout44 when round 19 did, and
+# heldout42 and heldout46 when round 20 did;
 # heldout35 and heldout40 left it for irrelevance when round 19 read their irrelevance misses.
 HELDOUT17 = DEV.with_name("heldout17.jsonl")
 HELDOUT18 = DEV.with_name("heldout18.jsonl")
@@ -90,6 +93,11 @@ HELDOUT44 = DEV.with_name("heldout44.jsonl")
 # their irrelevance rows, still held out, are at 0.74 and 0.74, and their harmfulness rows at 0.77 and 0.71
 # by the rules alone (no harm classifier)
 HELDOUT14_44_KAPPA_FLOOR = 0.6
+HELDOUT42 = DEV.with_name("heldout42.jsonl")
+HELDOUT46 = DEV.with_name("heldout46.jsonl")
+# their accuracy rows, read in round 20, were at 0.74 and 0.62 as first scored; their irrelevance rows,
+# still held out, are at 0.75 and 0.72, and their harmfulness rows at 0.75 and 0.75 by the rules alone
+HELDOUT42_46_KAPPA_FLOOR = 0.55
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -133,11 +141,11 @@ def write_labels(path: Path, rows: list[dict[str, object]] | None = None) -> Pat
     return path
 
 
-def cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, tmp_path: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = child_environment({"EVALLENS_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200"})
     return subprocess.run(
         [sys.executable, "-m", "evallens", "eval", "calibrate", *args],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
 
 
@@ -446,6 +454,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT14, HELDOUT14_44_KAPPA_FLOOR),
         (HELDOUT44, HELDOUT14_44_KAPPA_FLOOR),
         (HELDOUT40, HELDOUT40_KAPPA_FLOOR),
+        (HELDOUT42, HELDOUT42_46_KAPPA_FLOOR),
+        (HELDOUT46, HELDOUT42_46_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -475,6 +485,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout14",
         "heldout44",
         "heldout40",
+        "heldout42",
+        "heldout46",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -494,23 +506,25 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
         for line in path.read_text().splitlines()
         if json.loads(line)["metric"] in metrics
     ]
-    result = cli(str(write_labels(tmp_path / "heldout.jsonl", rows)), "--json", tmp_path=tmp_path)
+    # about 13,000 rows: minutes on two shared cores, so a hang guard well above that
+    labels = write_labels(tmp_path / "heldout.jsonl", rows)
+    result = cli(str(labels), "--json", tmp_path=tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)["metrics"]
     assert {name: item["n"] for name, item in metrics.items()} == {
         "accuracy": (
             115 + 117 + 122 + 118 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 153 + 156
-            + 157 + 164 + 156 + 154 + 150 + 154 + 156 + 153 + 159 + 159 + 154 + 156
+            + 157 + 164 + 156 + 154 + 150 + 154 + 153 + 159 + 154 + 156 + 152 + 154 + 154 + 158
         ),
         "irrelevance": (
             115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 113
             + 110 + 111 + 110 + 110 + 110 + 110 + 107 + 110 + 110 + 115 + 111 + 112 + 112 + 110
-            + 110 + 112 + 112 + 114 + 115 + 114 + 115 + 115
+            + 110 + 112 + 112 + 114 + 115 + 114 + 115 + 115 + 117 + 115 + 115 + 115
         ),
         "harmfulness": (
             112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100 + 100 + 98 + 100 + 103 + 100 + 100
             + 100 + 100 + 107 + 104 + 100 + 102 + 100 + 102 + 104 + 100 + 100 + 104 + 100 + 103 + 100 + 100
-            + 112 + 112 + 114 + 116
+            + 112 + 112 + 114 + 116 + 117 + 114 + 112 + 118
         ),
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}

@@ -59,7 +59,7 @@ def test_no_held_out_row_is_trained_on() -> None:
         if row.metric == "harmfulness"
     }
     # heldout17, 18 joined in round 12, 19 and 20 in 13, 21 to 24 in 14, 25 to 31 in 15, 32 and 33 in 16,
-    # 34 to 40 in 17, 41 to 44 in 18, 45 to 48 in 19
+    # 34 to 40 in 17, 41 to 44 in 18, 45 to 48 in 19, 49 to 52 in 20
     assert len(held_out) == (
         570
         + 110
@@ -94,6 +94,10 @@ def test_no_held_out_row_is_trained_on() -> None:
         + 112
         + 114
         + 116
+        + 117
+        + 114
+        + 112
+        + 118
     )
     assert trained and not trained & held_out
     # heldout7's harmfulness rows were tuned on in round 7, so they are training rows
