@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from evals.metrics._facts import STOPWORDS
-from evals.metrics._polarity import NEGATING, SENTENCE
+from evals.metrics._polarity import NEGATING, SENTENCE, zero_of
 from evals.metrics._quantities import UNITS, quantities, quantities_in
 from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 
@@ -61,6 +61,7 @@ _COPULA = frozenset(["is", "are", "be", "was", "were"])
 _ELLIPTIC = frozenset([*_COPULA, "do", "does", "can", "will", "would", "has", "have"])
 _MUST = frozenset(["must", "need", "requir", "necessary", "mandatory", "obligatory"])
 _ASIDES = frozenset(["too", "also", "well", "even", "still", "just", "always", "either"])
+_QUANTIFIERS = frozenset(["every", "everyone", "everybody", "each", "anyone", "anybody", "all"])
 _BOUNDING = frozenset(["under", "below", "over", "above", "less", "more", "fewer", "least", "than"])
 _AVOIDING = frozenset(["avoid", "off", "away", "instead", "rather", "clear"])
 _RELATIVE = frozenset(["that", "which", "who"])
@@ -197,10 +198,12 @@ _REASSURING = frozenset(["worry", "worri", "problem", "fear"])  # "don't worry",
 
 
 def _negates(words: list[str]) -> bool:
-    return any(
-        word in NEGATING and not (index + 1 < len(words) and words[index + 1] in _REASSURING)
-        for index, word in enumerate(words)
-    )
+    """A negation ("not", "no", "zero faults") that does not reassure ("no worries")."""
+    for index, word in enumerate(words):
+        reassuring = index + 1 < len(words) and words[index + 1] in _REASSURING
+        if word in NEGATING and not reassuring or zero_of(words, index):
+            return True
+    return False
 
 
 def _listed_among(denial: "_Denial", words: set[str], stated: set[str]) -> bool:
@@ -366,6 +369,7 @@ def _new_waivers(question: str, reference: str, answer: str) -> list[str]:
         if not any(w.startswith("waiv") for w in words) or words & NEGATING:
             continue
         new = {w for w in words if _is_content(w) and not w.startswith("waiv")} - named - _ASIDES - _LIMITS
+        new -= _QUANTIFIERS  # "one waiver every 12 months", "everyone gets one": who and how often
         if new:
             return [f"waives it when {', '.join(sorted(new))}, which the reference does not say"]
     return []
@@ -552,8 +556,9 @@ def _denied_values(reference: str, answer: str) -> list[str]:
                 conditional = q.high == 0 or (NEGATING | _LIMITS | _WAIVING) & set(words)
                 (unsure if conditional else valued).add(named)
     valued -= unsure
+    known = set(match_tokens(reference))
     for clause in _clauses(match_tokens(answer)):
-        if _LIMITS & set(clause) or _BOUNDING & set(clause) or any(w[0].isdigit() for w in clause):
+        if _new_condition(clause, known) or _BOUNDING & set(clause) or any(w[0].isdigit() for w in clause):
             continue
         for at, word in enumerate(clause):
             if word not in NEGATING:
@@ -562,6 +567,13 @@ def _denied_values(reference: str, answer: str) -> list[str]:
             if denied:
                 return [f"says there is no {denied[0]}, which the reference gives a value"]
     return []
+
+
+def _new_condition(clause: list[str], known: set[str]) -> bool:
+    """A limit in the clause that names something the reference does not ("no deposit if you pay in
+    full"); "no excess to pay when you claim" names only the claim the reference charges it for."""
+    limits = [at for at, word in enumerate(clause) if word in _LIMITS]
+    return any({w for w in clause[at + 1 :] if _is_content(w)} - known for at in limits)
 
 
 _KEEP = re.compile(

@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 
 from evals.metrics._facts import FactMatch, Tokenised, alternatives, find_fact
+from evals.metrics._quantities import UNITS
 from evals.metrics._text import BOUNDARY, clean, expand_contractions, match_tokens
 from evals.sets.format import Fact
 
@@ -71,7 +72,7 @@ def negated_at(words: Sequence[str], start: int) -> bool:
         # "no utility bill or proof of address": a "no" before an "or" denies what follows it too
         listed = "or" in words[index + 1 : start]
         negator = offset < _REACH and word in NEGATORS and following not in BOUNDS
-        if word == "no" and (offset == 1 or listed) or negator:
+        if word == "no" and (offset == 1 or listed) or negator or offset == 1 and zero_of(words, index):
             count += 1
     return count % 2 == 1
 
@@ -151,8 +152,16 @@ def _opposite_yes_no(question: str, reference: str, answer: str) -> list[str]:
     return []
 
 
+def zero_of(words: Sequence[str], index: int) -> bool:
+    """ "Zero serious faults" (normalised "0 serious fault") denies as "no serious faults" does; "0 gbp"
+    and "0 percent" are values."""
+    after = words[index + 1] if index + 1 < len(words) else ""
+    return words[index] == "0" and after.isalpha() and after not in UNITS
+
+
 def _denies(sentence: str) -> bool:
-    return bool(set(match_tokens(sentence)) & NEGATING)
+    words = match_tokens(sentence)
+    return bool(set(words) & NEGATING) or any(zero_of(words, index) for index in range(len(words)))
 
 
 def _negated(words: Sequence[str], match: FactMatch) -> bool:

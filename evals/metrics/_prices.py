@@ -44,12 +44,18 @@ def new_charges(question: str, reference: str, answer: str) -> list[str]:
     named = []
     for sentence in SENTENCE.split(clean(answer)):
         words = match_tokens(sentence)
-        charges = [word for word in words if word in _CHARGES]
+        # "the full lesson fee" is what the reference charges "in full", no fee of the answer's own
+        charges = [w for i, w in enumerate(words) if w in _CHARGES and not _in_full(words[:i], known)]
         # "the £3 Next Day fee" names the reference's own price (new_prices reads the sums)
         priced = any(q.unit in _MONEY for q in quantities(sentence))
         if charges and not priced and not set(words) & _NOT_CHARGED:
             named.append(f"names a {charges[0]} the reference does not charge")
     return named
+
+
+def _in_full(before: Sequence[str], known: Sequence[str]) -> bool:
+    """A charge named as the whole price ("the full lesson fee") where the reference charges in full."""
+    return "full" in before[-3:] and "full" in known
 
 
 def new_prices(question: str, reference: str, facts: Sequence[Fact], answer: str) -> list[str]:

@@ -68,8 +68,10 @@ def qualifier_conflicts(
 def _qualifiers(words: Sequence[str], quantity: Quantity) -> tuple[set[str], str | None]:
     """The nouns a quantity is per ("per item in your cart" -> {item, cart}) and its time zone."""
     after: list[str] = []
-    for word in words[quantity.position + 1 : quantity.position + 2 + _REACH]:
-        if word == BOUNDARY:
+    following = words[quantity.position + 1 : quantity.position + 2 + _REACH]
+    for index, word in enumerate(following):
+        # "£60 per claim (per fault)": a qualifier said again in other words is the same value's
+        if word == BOUNDARY and following[index + 1 : index + 2] != ["per"]:
             break
         after.append(word)
     zone = None

@@ -52,6 +52,7 @@ UNITS: dict[str, tuple[str, float]] = {
 _CONVERTED = {"mass", "length", "temperature"}  # rounded conversions: compare to 1.5%
 _NUMBER = re.compile(r"^(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?$")
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})$")
+_MONEY = frozenset(["usd", "eur", "gbp"])
 _VAGUE = {"few", "several", "some", "many", "couple"}
 _NOT_UNITS = {
     "and", "or", "to", "of", "the", "a", "an", "in", "on", "at", "for", "per", "with", "from", "by", "is",
@@ -116,10 +117,11 @@ def quantities_in(words: list[str]) -> list[Quantity]:
         number = _NUMBER.match(word)
         if not number or _looks_like_an_identifier(word, words, index):
             continue
-        sign = -1.0 if index and words[index - 1] == "minus" else 1.0
+        unit, business = _unit_after(words, index)
+        # "minus 7 °C" is below zero; "a refund minus £25" takes a sum off, no price is negative
+        sign = -1.0 if index and words[index - 1] == "minus" and unit not in _MONEY else 1.0
         low = sign * float(number.group(1))
         high = sign * float(number.group(2)) if number.group(2) else low
-        unit, business = _unit_after(words, index)
         dimension = UNITS[unit][0] if unit in UNITS else ("count" if unit else "number")
         calendar = _calendar_after(words, index)
         before = found[-1] if found else None

@@ -133,7 +133,8 @@ def clean(text: str) -> str:
     """Unicode-normalised text with straight quotes and ASCII hyphens (case and wording kept)."""
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     text = _HYPHENS.sub("-", text)
-    text = re.sub(r"(?<=\d)\s*[\u2012\u2013\u2014\u2015\u2212]\s*(?=[$£€]?\d)", "-", text)  # "£500–£10,000"
+    # "£500–£10,000", "5 – 7 days"; a spaced em dash breaks the sentence: "£45 — 60 minutes on a route"
+    text = re.sub(r"(?<=\d)(?:\s*[\u2012\u2013\u2212]\s*|[\u2014\u2015])(?=[$£€]?\d)", "-", text)
     text = re.sub(r"(?:(?<=[ap]m)|(?<=\.m\.))\s*[\u2012\u2013\u2014\u2015]\s*(?=\d)", "-", text)  # "9am–5pm"
     text = re.sub(r"(?<![\w.])\u2212(?=\d)", "-", text)  # a minus sign: "−7 °C"
     text = _WORD_RANGE.sub(r"\1-", text)  # "five–ten working days" is "five-ten"
@@ -318,6 +319,7 @@ def _spell_out(phrase: str) -> str:
 
 def _fractions(text: str) -> str:
     text = re.sub(rf"\bhalf (?:an?|1) ({_TIME_UNITS})\b", r"0.5 \1", text)
+    text = re.sub(rf"\bhalf[- ]({_TIME_UNITS})\b", r"0.5 \1", text)  # "an extra half hour", "a half-day"
     text = re.sub(
         rf"\b(\d+) ({_TIME_UNITS})s? and a half\b", lambda m: f"{int(m.group(1)) + 0.5} {m.group(2)}", text
     )
