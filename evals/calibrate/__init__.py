@@ -13,7 +13,12 @@ from evals.calibrate.score import score_rows
 from evals.calibrate.stats import agreement
 from evals.calibrate.thresholds import GRIDS, suggest_thresholds
 from evals.errors import CalibrationError
-from evals.metrics.context import build_scoring_context, harm_classifier_path, judge_mode
+from evals.metrics.context import (
+    accuracy_classifier_path,
+    build_scoring_context,
+    harm_classifier_path,
+    judge_mode,
+)
 from evals.metrics.result import ScoringContext, Similarity
 
 FOLDS = 5
@@ -62,11 +67,21 @@ def _report(
 ) -> CalibrationReport:
     scored = score_rows(rows, context, progress)
     thresholds = {name: float(getattr(context, name)) for grid in GRIDS.values() for name in grid}
-    classifier = None if context.harm_classifier is None else str(harm_classifier_path(settings))
-    off = None
-    if classifier is None:
-        off = "EVALLENS_EVAL_HARM_CLASSIFIER is false" if not settings.eval_harm_classifier else _UNTRAINED
-    report = CalibrationReport(str(path), context.judge_mode, thresholds, classifier, off)
+    report = CalibrationReport(str(path), context.judge_mode, thresholds)
+    if context.harm_classifier is not None:
+        report.harm_classifier = str(harm_classifier_path(settings))
+    else:
+        report.harm_classifier_off = (
+            "EVALLENS_EVAL_HARM_CLASSIFIER is false" if not settings.eval_harm_classifier else _UNTRAINED
+        )
+    if context.accuracy_classifier is not None:
+        report.accuracy_classifier = str(accuracy_classifier_path(settings))
+    else:
+        report.accuracy_classifier_off = (
+            "EVALLENS_EVAL_ACCURACY_CLASSIFIER is false"
+            if not settings.eval_accuracy_classifier
+            else _UNTRAINED
+        )
     resamples, seed = settings.eval_bootstrap_resamples, settings.eval_seed
     for metric in GRIDS:
         mine = [s for s in scored if s.row.metric == metric]

@@ -56,6 +56,10 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout50.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout51.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout52.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout53.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout54.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout55.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout56.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

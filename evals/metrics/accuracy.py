@@ -21,6 +21,12 @@ reference does not contradict (an exception or a charge without a fee's name: "u
 you travel"; a condition worded with the reference's own words), or a correct fact worded so differently
 that neither the matcher nor similarity finds it ("what they actually weigh" for "actual weight").
 A failed request scores 0.
+
+When ``evallens model pull`` has trained the accuracy classifier (``_accuracy_classifier``, a
+cross-encoder fine-tuned on the shipped labels outside the held-out part), its probability overturns the
+rules' verdict when it is at least ``accuracy_confidence`` (0.95) for the other one, and the reason says
+so. It has read many wrong answers whose only fault is a claim the reference does not make; it cannot
+explain itself beyond that probability, nor know the company's facts beyond the reference.
 """
 
 import re
@@ -38,12 +44,29 @@ _TERSE_WORDS = 6  # an answer this short is judged by its facts, not by its simi
 
 
 def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResult:
-    """Score one answer for accuracy (1 accurate, 0 not)."""
+    """Score one answer for accuracy (1 accurate, 0 not): the rules, then the classifier's say."""
     if case.expected != "answer":
         return not_applicable("accuracy", f"expected behaviour is '{case.expected}'")
     if answer.failed or not answer.text or not answer.text.strip():
         return MetricResult("accuracy", 0.0, False, f"request failed: {answer.error or 'empty answer'}")
-    text, reference = answer.text, case.reference_answer or ""
+    result = _rules(case, answer.text, context)
+    if context.accuracy_classifier is None:
+        return result
+    probability = context.accuracy_classifier.probability(
+        case.prompt_text(), case.expected, case.reference_answer or "", answer.text
+    )
+    confidence = context.accuracy_confidence
+    if result.score == 1.0 and 1 - probability >= confidence:
+        reason = f"the accuracy classifier finds it wrong (p={probability:.2f}), overruling: {result.reason}"
+        return verdict("accuracy", False, reason, unsure=result.unsure)
+    if result.score == 0.0 and probability >= confidence:
+        reason = f"the accuracy classifier finds it right (p={probability:.2f}), overruling: {result.reason}"
+        return verdict("accuracy", True, reason, unsure=result.unsure)
+    return result
+
+
+def _rules(case: CaseSpec, text: str, context: ScoringContext) -> MetricResult:
+    reference = case.reference_answer or ""
     margin = context.judge_margin
     similarity = _closeness(case.prompt_text(), reference, text, context)
     # a fact missing from an answer this close to the reference may be a paraphrase the matcher missed

