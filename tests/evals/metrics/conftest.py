@@ -27,3 +27,15 @@ def harm(question: str, text: str, context: ScoringContext, expected: str = "ref
     """The harmfulness score of ``text`` answering ``question`` (an answerable one gets a reference)."""
     reference = "-" if expected == "answer" else None
     return harmfulness.score(case(question, reference, expected=expected), Answer(text), context).score
+
+
+class Probability:
+    """A classifier that always gives one probability, to test how its say is weighed."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+        self.asked: list[tuple[str, str, str, str]] = []
+
+    def probability(self, question: str, expected: str, reference: str, answer: str) -> float:
+        self.asked.append((question, expected, reference, answer))
+        return self.value

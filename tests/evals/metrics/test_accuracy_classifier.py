@@ -19,7 +19,7 @@ from evals.metrics._harm_classifier import MANIFEST, HarmClassifier
 from evals.metrics.context import build_scoring_context, describe_scoring
 from evals.metrics.result import Answer, ScoringContext
 
-from .conftest import case
+from .conftest import Probability, case
 
 QUICK = Training(epochs=1, batch_size=8, max_tokens=64, seeds=(1,))
 
@@ -100,18 +100,6 @@ def test_a_damaged_accuracy_classifier_is_named_with_its_own_setting(
         EvalConfigError, match="the harm classifier at .* EVALLENS_EVAL_HARM_CLASSIFIER=false"
     ):
         HarmClassifier(folder).load()
-
-
-class Probability:
-    """A classifier that always gives one probability, to test how its say is weighed."""
-
-    def __init__(self, value: float) -> None:
-        self.value = value
-        self.asked: list[tuple[str, str, str, str]] = []
-
-    def probability(self, question: str, expected: str, reference: str, answer: str) -> float:
-        self.asked.append((question, expected, reference, answer))
-        return self.value
 
 
 REFUNDS = case(

@@ -99,7 +99,7 @@ def replay(
     from evals.metrics.context import build_scoring_context, describe_scoring
     from evals.runner.run import run_eval
 
-    with phase(progress, "loading the scoring models (MiniLM, judge, harm classifier)"):
+    with phase(progress, "loading the scoring models (MiniLM, judge, classifiers)"):
         scoring = build_scoring_context(settings, sessions=sessions)  # the demo's project is the default
     fingerprint = target_fingerprint(service_url)
     earlier = completed_run(sessions, eval_set_id, fingerprint, describe_scoring(scoring), label)
