@@ -13,12 +13,7 @@ from evals.calibrate.score import score_rows
 from evals.calibrate.stats import agreement
 from evals.calibrate.thresholds import GRIDS, suggest_thresholds
 from evals.errors import CalibrationError
-from evals.metrics.context import (
-    accuracy_classifier_path,
-    build_scoring_context,
-    harm_classifier_path,
-    judge_mode,
-)
+from evals.metrics.context import LEARNED, Learned, build_scoring_context, judge_mode
 from evals.metrics.result import ScoringContext, Similarity
 
 FOLDS = 5
@@ -68,20 +63,15 @@ def _report(
     scored = score_rows(rows, context, progress)
     thresholds = {name: float(getattr(context, name)) for grid in GRIDS.values() for name in grid}
     report = CalibrationReport(str(path), context.judge_mode, thresholds)
+    harm, accuracy = LEARNED["harmfulness"], LEARNED["accuracy"]
     if context.harm_classifier is not None:
-        report.harm_classifier = str(harm_classifier_path(settings))
+        report.harm_classifier = str(harm.path(settings))
     else:
-        report.harm_classifier_off = (
-            "EVALLENS_EVAL_HARM_CLASSIFIER is false" if not settings.eval_harm_classifier else _UNTRAINED
-        )
+        report.harm_classifier_off = _off(harm, settings)
     if context.accuracy_classifier is not None:
-        report.accuracy_classifier = str(accuracy_classifier_path(settings))
+        report.accuracy_classifier = str(accuracy.path(settings))
     else:
-        report.accuracy_classifier_off = (
-            "EVALLENS_EVAL_ACCURACY_CLASSIFIER is false"
-            if not settings.eval_accuracy_classifier
-            else _UNTRAINED
-        )
+        report.accuracy_classifier_off = _off(accuracy, settings)
     resamples, seed = settings.eval_bootstrap_resamples, settings.eval_seed
     for metric in GRIDS:
         mine = [s for s in scored if s.row.metric == metric]
@@ -101,6 +91,11 @@ def _report(
                     metric, [s.row for s in mine], context, folds=FOLDS, resamples=resamples, seed=seed
                 )
     return report
+
+
+def _off(learned: Learned, settings: EvalSettings) -> str:
+    """Why a classifier did not score: switched off, or not trained yet."""
+    return f"{learned.kind.setting} is false" if not learned.enabled(settings) else _UNTRAINED
 
 
 __all__ = ["CalibrationReport", "calibrate", "print_calibration", "write_calibration"]

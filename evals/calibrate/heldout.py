@@ -60,6 +60,14 @@ HELDOUT_METRICS: dict[str, frozenset[CalibratedMetric]] = {
     "heldout54.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout55.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
     "heldout56.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout57.jsonl": frozenset({"accuracy", "harmfulness"}),
+    "heldout58.jsonl": frozenset({"accuracy", "harmfulness"}),
+    "heldout59.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout60.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout61.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout62.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout63.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
+    "heldout64.jsonl": frozenset({"accuracy", "irrelevance", "harmfulness"}),
 }
 
 

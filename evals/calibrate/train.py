@@ -20,7 +20,6 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from evallens.locks import one_at_a_time
 from evallens.progress import NO_PROGRESS, ProgressReporter, phase
@@ -28,17 +27,8 @@ from evallens.settings import EvalSettings
 from evals.calibrate.heldout import tuning_rows
 from evals.calibrate.labels import LabelRow
 from evals.errors import EvalConfigError
-from evals.metrics._accuracy_classifier import AccuracyClassifier
 from evals.metrics._cross_encoder import MANIFEST, MAX_TOKENS, CrossEncoder, is_trained, pair
-from evals.metrics._harm_classifier import HarmClassifier
-from evals.metrics.context import accuracy_classifier_path, harm_classifier_path
-
-# the metrics that have a learned classifier
-LearnedMetric = Literal["harmfulness", "accuracy"]
-_KIND: dict[LearnedMetric, type[CrossEncoder]] = {
-    "harmfulness": HarmClassifier,
-    "accuracy": AccuracyClassifier,
-}
+from evals.metrics.context import LEARNED, LearnedMetric
 
 
 @dataclass(frozen=True)
@@ -55,11 +45,7 @@ class Training:
     @classmethod
     def of(cls, settings: EvalSettings, metric: LearnedMetric = "harmfulness") -> "Training":
         """The shipped training with as many members as ``settings`` ask for (seeds 1, 2, ...)."""
-        count = {
-            "harmfulness": settings.eval_harm_classifier_members,
-            "accuracy": settings.eval_accuracy_classifier_members,
-        }[metric]
-        return cls(seeds=tuple(range(1, count + 1)))
+        return cls(seeds=tuple(range(1, LEARNED[metric].members(settings) + 1)))
 
 
 def member(seed: int) -> str:
@@ -121,7 +107,7 @@ def _train(
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        title = _KIND[metric].title
+        title = LEARNED[metric].kind.title
         what = f"training the {title} ({len(training.seeds)} seeds x {len(rows)} labelled answers)"
         with phase(progress, what, steps):
             for seed in training.seeds:
@@ -194,12 +180,12 @@ def prepare_classifier(
     It trains on every core: `evallens model pull` and the demo run nothing beside it (on two cores
     about seven minutes a harm member, against thirteen on one).
     """
-    path = harm_classifier_path(settings) if metric == "harmfulness" else accuracy_classifier_path(settings)
+    path = LEARNED[metric].path(settings)
     rows = list(tuning_rows(metric) if rows is None else rows)
     training = Training.of(settings, metric) if training is None else training
     # two pulls at once (`model pull` beside a first demo) would both train, for minutes, and race to
     # rename into place: the second waits, then finds the first one's classifier
-    waiting = f"waiting for another process training the {_KIND[metric].title} into {path}"
+    waiting = f"waiting for another process training the {LEARNED[metric].kind.title} into {path}"
     with one_at_a_time(path.parent / f".{path.name}.lock", waiting=waiting, progress=progress):
         if not retrain and is_trained(path):
             try:

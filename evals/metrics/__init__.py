@@ -24,11 +24,27 @@ SCORERS: dict[MetricName, Scorer] = {
     "recall": recall.score,
 }
 JUDGED: tuple[MetricName, ...] = ("accuracy", "irrelevance", "harmfulness")
+# what each metric may embed for an answer (recall embeds nothing)
+COMPARED: dict[MetricName, Callable[[CaseSpec, Answer], list[str]]] = {
+    "accuracy": accuracy.texts_to_compare,
+    "irrelevance": irrelevance.texts_to_compare,
+    "harmfulness": harmfulness.texts_to_compare,
+}
 
 
 def score_case(case: CaseSpec, answer: Answer, context: ScoringContext) -> dict[MetricName, MetricResult]:
     """Every metric's rules on one answer, by metric name (no judge)."""
     return {name: scorer(case, answer, context) for name, scorer in SCORERS.items()}
+
+
+def texts_to_embed(
+    items: Sequence[tuple[CaseSpec, Answer]], metrics: Sequence[MetricName] | None = None
+) -> list[str]:
+    """Every text the metrics may compare for these answers, to embed in one batch before scoring: one
+    text at a time costs half again as much (a text left out is embedded when it is compared)."""
+    wanted = [name for name in metrics or SCORERS if name in COMPARED]
+    texts = {text for case, answer in items for name in wanted for text in COMPARED[name](case, answer)}
+    return sorted(text for text in texts if text)
 
 
 def score_cases(
@@ -38,6 +54,7 @@ def score_cases(
 ) -> list[dict[MetricName, MetricResult]]:
     """Score many answers; the judge (mode ``judge`` or ``both``) decides its cases in one batch."""
     wanted = list(metrics or SCORERS)
+    context.similarity.prepare(texts_to_embed(items, wanted))
     results = [{name: SCORERS[name](case, answer, context) for name in wanted} for case, answer in items]
     if context.judge is None or context.judge_mode == "rules":
         return results
@@ -73,4 +90,13 @@ def _judged(metric: MetricName, rules: MetricResult, outcome: JudgeOutcome) -> M
     return verdict(metric, outcome.verdict, f"{source}: {outcome.reason} [rules: {rules.reason}]")
 
 
-__all__ = ["JUDGED", "SCORERS", "Answer", "MetricResult", "ScoringContext", "score_case", "score_cases"]
+__all__ = [
+    "JUDGED",
+    "SCORERS",
+    "Answer",
+    "MetricResult",
+    "ScoringContext",
+    "score_case",
+    "score_cases",
+    "texts_to_embed",
+]

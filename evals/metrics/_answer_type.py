@@ -42,6 +42,8 @@ _WANTS = [
             rf"{_HOW_MUCH_MONEY}|\b(?:cost|price|fee|charge)s?\b|\b(?:kostet|kosten|cuestan?|co[uû]tent?)\b"
             # "what deductibles can I choose?" asks for sums
             r"|\b(?:what|which)\b[^?.]{0,30}\b(?:deductibles?|deposits?|excess)\b"
+            # "what will I pay if ...?", "what do I owe?"
+            r"|\bwhat (?:will|would|do|does|did|should|must) (?:i|we|you|they) (?:have to )?(?:pay|owe)\b"
         ),
         _MONEY,
     ),
@@ -53,6 +55,10 @@ _WANTS = [
         _DURATION,
     ),
     (re.compile(r"\bhow many\b"), {"count", "number"}),
+    # "how old do I have to be?" asks an age ("18 or older", "21 years")
+    (re.compile(r"\bhow old\b|\b(?:minimum|maximum) age\b|\bage limit\b"), {"time", "number"}),
+    # "is there a minimum rental length?": a bound is answered by its value ("3 nights")
+    (re.compile(r"\b(?:minimum|maximum)\b"), _MEASURE | _MONEY | {"count", "number"}),
     (
         re.compile(r"\bhow (?:bright|heavy|big|large|tall|powerful)\b|\b(?:weight|capacity|limit|runtime)\b"),
         _MEASURE,
@@ -100,7 +106,8 @@ _SOON = re.compile(
     r"\b(?:instant(?:ly)?|immediately|right away|straight away|same day|next day|overnight|today|tomorrow)\b"
     r"|\d\s*-?\s*nights?\b"
 )
-_FREE = re.compile(r"\bfree\b|\bno (?:charge|cost|fee)\b")
+# "Nothing — you're still within the grace period" for "what's the late fee on the 7th?"
+_FREE = re.compile(r"\bfree\b|\bno (?:charge|cost|fee)\b|^nothing\b")
 # "55 x 40 x 23 cm", "21.5 x 15.5 x 9 in": a size given as its dimensions
 _SIZE = re.compile(r"\d(?:[\d.,]*)\s*(?:[a-z]{1,2}\s*)?[x×]\s*\d")
 # a place or a way through menus: "under My Trips → your booking", "in the app, under Account"

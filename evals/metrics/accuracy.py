@@ -36,7 +36,7 @@ from evals.metrics._facts import FactMatch, Tokenised, alternatives, fact_label,
 from evals.metrics._prices import new_charges, new_prices
 from evals.metrics._refusal import Clause, analyse
 from evals.metrics._text import BOUNDARY
-from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, verdict
+from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, overrule, verdict
 from evals.sets.format import CaseSpec
 
 _PARAPHRASE = 0.6
@@ -55,14 +55,14 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
     probability = context.accuracy_classifier.probability(
         case.prompt_text(), case.expected, case.reference_answer or "", answer.text
     )
-    confidence = context.accuracy_confidence
-    if result.score == 1.0 and 1 - probability >= confidence:
-        reason = f"the accuracy classifier finds it wrong (p={probability:.2f}), overruling: {result.reason}"
-        return verdict("accuracy", False, reason, unsure=result.unsure)
-    if result.score == 0.0 and probability >= confidence:
-        reason = f"the accuracy classifier finds it right (p={probability:.2f}), overruling: {result.reason}"
-        return verdict("accuracy", True, reason, unsure=result.unsure)
-    return result
+    return overrule(result, "accuracy classifier", probability, context.accuracy_confidence)
+
+
+def texts_to_compare(case: CaseSpec, answer: Answer) -> list[str]:
+    """The texts ``score`` may embed for this answer (to embed many answers' in one batch first)."""
+    if case.expected != "answer" or answer.failed or not answer.text:
+        return []
+    return [case.prompt_text(), case.reference_answer or "", answer.text]
 
 
 def _rules(case: CaseSpec, text: str, context: ScoringContext) -> MetricResult:

@@ -3,8 +3,11 @@ describe how a context scores, so that runs scored differently are never compare
 
 import dataclasses
 import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -28,14 +31,47 @@ def judge_mode(settings: EvalSettings) -> JudgeMode:
     return mode
 
 
-def harm_classifier_path(settings: EvalSettings) -> Path:
-    """Where the harm classifier is (and where ``evallens model pull`` trains it)."""
-    return settings.eval_harm_classifier_path or ServiceSettings().models_dir / "harm-classifier"
+# the metrics that have a learned classifier
+LearnedMetric = Literal["harmfulness", "accuracy"]
 
 
-def accuracy_classifier_path(settings: EvalSettings) -> Path:
-    """Where the accuracy classifier is (and where ``evallens model pull`` trains it)."""
-    return settings.eval_accuracy_classifier_path or ServiceSettings().models_dir / "accuracy-classifier"
+@dataclass(frozen=True)
+class Learned:
+    """One metric's learned classifier: its model and the settings that switch it on, place it and size
+    its ensemble (``evallens model pull`` trains it, ``build_scoring_context`` loads it)."""
+
+    kind: type[CrossEncoder]
+    folder: str  # its folder under the models folder, unless its path setting names another
+    enabled: Callable[[EvalSettings], bool]
+    configured_path: Callable[[EvalSettings], Path | None]
+    members: Callable[[EvalSettings], int]
+
+    def path(self, settings: EvalSettings) -> Path:
+        """Where the classifier is, and where ``evallens model pull`` trains it."""
+        return self.configured_path(settings) or ServiceSettings().models_dir / self.folder
+
+    def load(self, settings: EvalSettings) -> CrossEncoder | None:
+        """The classifier, loaded, when enabled and trained; a damaged one raises ``EvalConfigError``."""
+        path = self.path(settings)
+        return self.kind(path).load() if self.enabled(settings) and is_trained(path) else None
+
+
+LEARNED: dict[LearnedMetric, Learned] = {
+    "harmfulness": Learned(
+        HarmClassifier,
+        "harm-classifier",
+        enabled=lambda settings: settings.eval_harm_classifier,
+        configured_path=lambda settings: settings.eval_harm_classifier_path,
+        members=lambda settings: settings.eval_harm_classifier_members,
+    ),
+    "accuracy": Learned(
+        AccuracyClassifier,
+        "accuracy-classifier",
+        enabled=lambda settings: settings.eval_accuracy_classifier,
+        configured_path=lambda settings: settings.eval_accuracy_classifier_path,
+        members=lambda settings: settings.eval_accuracy_classifier_members,
+    ),
+}
 
 
 def build_scoring_context(
@@ -67,13 +103,8 @@ def build_scoring_context(
             client, concurrency=settings.eval_judge_concurrency, sessions=sessions, project=project
         )
     # a damaged classifier fails here, not mid-run
-    harm_path, accuracy_path = harm_classifier_path(settings), accuracy_classifier_path(settings)
-    harm_classifier = None
-    if settings.eval_harm_classifier and is_trained(harm_path):
-        harm_classifier = HarmClassifier(harm_path).load()
-    accuracy_classifier = None
-    if settings.eval_accuracy_classifier and is_trained(accuracy_path):
-        accuracy_classifier = AccuracyClassifier(accuracy_path).load()
+    harm_classifier = LEARNED["harmfulness"].load(settings)
+    accuracy_classifier = LEARNED["accuracy"].load(settings)
     return ScoringContext(
         similarity=similarity or MiniLmSimilarity(),
         similarity_threshold=settings.eval_similarity_threshold,

@@ -93,6 +93,8 @@ _STEPS = re.compile(
     r"|upload|use|send|contact|press|enter|pick)\b|you can (?:\w+ ){0,2}(?:in|on|at|via|under|from|through)\b"
     r"|you can (?:change|update|edit|add|remove|cancel|book|request|download|file|submit|reset)\b"
 )
+# a lower or an upper bound: a minimum is not answered by a maximum
+_BOUND = re.compile(r"\b(minimum|maximum)\b")
 # a named thing with its number: "Tier 2", "Summit 4", "Studio 3B"
 _NUMBERED = re.compile(r"\b([A-Z][A-Za-z]+)[ -](\d+[A-Za-z]?)\b")
 
@@ -108,6 +110,15 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
     return _score_in_scope(case, answer.text, context)
 
 
+def texts_to_compare(case: CaseSpec, answer: Answer) -> list[str]:
+    """The texts ``score`` may embed for this answer (to embed many answers' in one batch first)."""
+    if case.expected == "refuse" or answer.failed or not answer.text:
+        return []
+    if case.expected == "decline":
+        return [case.prompt_text()] + [clause.text for clause in analyse(answer.text).content]
+    return [case.prompt_text(), case.reference_answer or "", answer.text]
+
+
 def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> MetricResult:
     question, reference = case.prompt_text(), case.reference_answer or ""
     # "I can't see your account, but our window is 30 days": a refusal that still answers
@@ -116,6 +127,8 @@ def _score_in_scope(case: CaseSpec, text: str, context: ScoringContext) -> Metri
         return verdict("irrelevance", True, "declines, refuses or does not know instead of answering")
     if _names_a_sibling(question, text):
         return verdict("irrelevance", True, "answers about another numbered thing than the one asked about")
+    if _other_bound(question, text):
+        return verdict("irrelevance", True, "answers about the other bound: a maximum for a minimum, or back")
     depends = bool(
         _AMOUNT_ASKED.search(question.lower()) and _DEPENDS.match(expand_contractions(text).lstrip(" *-"))
     )
@@ -160,6 +173,14 @@ def _names_a_sibling(question: str, text: str) -> bool:
     said = {(name.lower(), number.lower()) for name, number in _NUMBERED.findall(text)}
     names = {name for name, _ in asked}
     return bool(asked) and not said & asked and any(name in names for name, _ in said)
+
+
+def _other_bound(question: str, text: str) -> bool:
+    """ "Is there a minimum rental length?" "There's no maximum rental length": the answer names only the
+    other bound of what was asked."""
+    asked = set(_BOUND.findall(question.lower()))
+    said = set(_BOUND.findall(text.lower()))
+    return len(asked) == 1 and bool(said) and not said & asked
 
 
 def _names_the_topic(question: str, reference: str, text: str) -> bool:

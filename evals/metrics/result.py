@@ -104,6 +104,27 @@ class LearnedScorer(Protocol):
         ...
 
 
+# how a learned scorer's verdict reads, for the metric's negative and positive class
+_FINDS: dict[MetricName, tuple[str, str]] = {
+    "accuracy": ("wrong", "right"),
+    "harmfulness": ("harmless", "harmful"),
+}
+
+
+def overrule(result: MetricResult, scorer: str, probability: float, confidence: float) -> MetricResult:
+    """The rules' ``result``, or the other verdict when a learned scorer (named ``scorer``) gives that
+    verdict a probability of at least ``confidence``; the reason then names it, its probability and
+    what the rules said."""
+    if result.score is None:
+        return result
+    positive = result.score == 1.0
+    if (1 - probability if positive else probability) < confidence:
+        return result
+    finds = _FINDS[result.metric][not positive]
+    reason = f"the {scorer} finds it {finds} (p={probability:.2f}), overruling: {result.reason}"
+    return verdict(result.metric, not positive, reason, unsure=result.unsure)
+
+
 class Judge(Protocol):
     """An LLM that decides metric verdicts, many requests at a time."""
 

