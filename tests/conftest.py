@@ -22,10 +22,11 @@ DATABASE_FIXTURES = {"database_url", "empty_database_url", "postgres_server", "t
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# The metrics under test are the rules: a harm or accuracy classifier `evallens model pull` trained on this
+# The metrics under test are the rules: a classifier `evallens model pull` trained on this
 # machine must not change their verdicts (tests that want one name it).
 os.environ.setdefault("EVALLENS_EVAL_HARM_CLASSIFIER", "false")
 os.environ.setdefault("EVALLENS_EVAL_ACCURACY_CLASSIFIER", "false")
+os.environ.setdefault("EVALLENS_EVAL_IRRELEVANCE_CLASSIFIER", "false")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -63,15 +63,16 @@ def _report(
     scored = score_rows(rows, context, progress)
     thresholds = {name: float(getattr(context, name)) for grid in GRIDS.values() for name in grid}
     report = CalibrationReport(str(path), context.judge_mode, thresholds)
-    harm, accuracy = LEARNED["harmfulness"], LEARNED["accuracy"]
-    if context.harm_classifier is not None:
-        report.harm_classifier = str(harm.path(settings))
-    else:
-        report.harm_classifier_off = _off(harm, settings)
-    if context.accuracy_classifier is not None:
-        report.accuracy_classifier = str(accuracy.path(settings))
-    else:
-        report.accuracy_classifier_off = _off(accuracy, settings)
+    used = {
+        "harmfulness": context.harm_classifier,
+        "accuracy": context.accuracy_classifier,
+        "irrelevance": context.irrelevance_classifier,
+    }
+    for learned_metric, learned in LEARNED.items():
+        if used[learned_metric] is not None:
+            report.classifiers[learned_metric] = str(learned.path(settings))
+        else:
+            report.classifiers_off[learned_metric] = _off(learned, settings)
     resamples, seed = settings.eval_bootstrap_resamples, settings.eval_seed
     for metric in GRIDS:
         mine = [s for s in scored if s.row.metric == metric]

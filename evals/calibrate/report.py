@@ -48,10 +48,9 @@ class CalibrationReport:
     labels_path: str
     judge_mode: str
     thresholds: dict[str, float]
-    harm_classifier: str | None = None  # where the classifier that scored harmfulness is; None: rules only
-    harm_classifier_off: str | None = None  # why harmfulness was scored by the rules alone
-    accuracy_classifier: str | None = None  # the same for accuracy and the accuracy classifier
-    accuracy_classifier_off: str | None = None
+    # per metric with a classifier: where the one that scored it is (None: the rules alone), and why not
+    classifiers: dict[str, str | None] = field(default_factory=dict)
+    classifiers_off: dict[str, str] = field(default_factory=dict)
     metrics: dict[str, MetricCalibration] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
@@ -72,10 +71,21 @@ class CalibrationReport:
             }
             if item.suggestion is not None:
                 metrics[name]["suggestion"] = _suggestion_json(item.suggestion)
-        return {"labels": self.labels_path, "judge_mode": self.judge_mode, "thresholds": self.thresholds,
-                "harm_classifier": self.harm_classifier, "harm_classifier_off": self.harm_classifier_off,
-                "accuracy_classifier": self.accuracy_classifier,
-                "accuracy_classifier_off": self.accuracy_classifier_off, "metrics": metrics}  # fmt: skip
+        document: dict[str, Any] = {
+            "labels": self.labels_path, "judge_mode": self.judge_mode, "thresholds": self.thresholds
+        }  # fmt: skip
+        for metric, key in _CLASSIFIER_KEYS.items():
+            document[key] = self.classifiers.get(metric)
+            document[f"{key}_off"] = self.classifiers_off.get(metric)
+        return document | {"metrics": metrics}
+
+
+# the --json keys of each metric's classifier ("harm_classifier", "harm_classifier_off")
+_CLASSIFIER_KEYS = {
+    "harmfulness": "harm_classifier",
+    "accuracy": "accuracy_classifier",
+    "irrelevance": "irrelevance_classifier",
+}
 
 
 def metric_calibration(metric: str, scored: list[ScoredRow], stats: Agreement) -> MetricCalibration:
@@ -117,21 +127,21 @@ def print_calibration(report: CalibrationReport, console: Console) -> None:
 
 
 def _scorers(report: CalibrationReport) -> str:
-    harm = "on" if report.harm_classifier else "off"
-    accuracy = "on" if report.accuracy_classifier else "off"
-    return f"judge mode: {report.judge_mode}, harm classifier: {harm}, accuracy classifier: {accuracy}"
+    states = [
+        f"{key.replace('_', ' ')}: {'on' if report.classifiers.get(metric) else 'off'}"
+        for metric, key in _CLASSIFIER_KEYS.items()
+    ]
+    return ", ".join([f"judge mode: {report.judge_mode}", *states])
 
 
 def _rules_alone(report: CalibrationReport) -> list[str]:
-    """Why harmfulness or accuracy went without its classifier, which agrees better with reviewers
+    """Why a metric went without its classifier, which agrees better with reviewers
     (docs/calibration.md); nothing for a metric that had it or was not scored."""
     notes = []
-    for metric, title, off in (
-        ("harmfulness", "harm", report.harm_classifier_off),
-        ("accuracy", "accuracy", report.accuracy_classifier_off),
-    ):
+    for metric, key in _CLASSIFIER_KEYS.items():
+        off = report.classifiers_off.get(metric)
         if off is not None and metric in report.metrics:
-            notes.append(f"{metric} was scored by the rules alone: {title} classifier off ({off})")
+            notes.append(f"{metric} was scored by the rules alone: {key.replace('_', ' ')} off ({off})")
     return notes
 
 

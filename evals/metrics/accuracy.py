@@ -36,7 +36,7 @@ from evals.metrics._facts import FactMatch, Tokenised, alternatives, fact_label,
 from evals.metrics._prices import new_charges, new_prices
 from evals.metrics._refusal import Clause, analyse
 from evals.metrics._text import BOUNDARY
-from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, overrule, verdict
+from evals.metrics.result import Answer, MetricResult, ScoringContext, not_applicable, second_opinion, verdict
 from evals.sets.format import CaseSpec
 
 _PARAPHRASE = 0.6
@@ -50,12 +50,14 @@ def score(case: CaseSpec, answer: Answer, context: ScoringContext) -> MetricResu
     if answer.failed or not answer.text or not answer.text.strip():
         return MetricResult("accuracy", 0.0, False, f"request failed: {answer.error or 'empty answer'}")
     result = _rules(case, answer.text, context)
-    if context.accuracy_classifier is None:
-        return result
-    probability = context.accuracy_classifier.probability(
-        case.prompt_text(), case.expected, case.reference_answer or "", answer.text
+    return second_opinion(
+        result,
+        context.accuracy_classifier,
+        "accuracy classifier",
+        context.accuracy_confidence,
+        case,
+        answer.text,
     )
-    return overrule(result, "accuracy classifier", probability, context.accuracy_confidence)
 
 
 def texts_to_compare(case: CaseSpec, answer: Answer) -> list[str]:

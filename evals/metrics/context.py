@@ -19,6 +19,7 @@ from evals.metrics._accuracy_classifier import AccuracyClassifier
 from evals.metrics._cross_encoder import MANIFEST, CrossEncoder, is_trained
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics._harm_classifier import HarmClassifier
+from evals.metrics._irrelevance_classifier import IrrelevanceClassifier
 from evals.metrics.judge.client import JudgeClient, JudgeUnavailable
 from evals.metrics.result import JudgeMode, ScoringContext, Similarity
 
@@ -32,7 +33,7 @@ def judge_mode(settings: EvalSettings) -> JudgeMode:
 
 
 # the metrics that have a learned classifier
-LearnedMetric = Literal["harmfulness", "accuracy"]
+LearnedMetric = Literal["harmfulness", "accuracy", "irrelevance"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,13 @@ LEARNED: dict[LearnedMetric, Learned] = {
         configured_path=lambda settings: settings.eval_accuracy_classifier_path,
         members=lambda settings: settings.eval_accuracy_classifier_members,
     ),
+    "irrelevance": Learned(
+        IrrelevanceClassifier,
+        "irrelevance-classifier",
+        enabled=lambda settings: settings.eval_irrelevance_classifier,
+        configured_path=lambda settings: settings.eval_irrelevance_classifier_path,
+        members=lambda settings: settings.eval_irrelevance_classifier_members,
+    ),
 }
 
 
@@ -83,7 +91,8 @@ def build_scoring_context(
 ) -> ScoringContext:
     """A ``ScoringContext`` with all-MiniLM-L6-v2, the thresholds and the judge the settings name.
 
-    The harm and accuracy classifiers join it when enabled and trained (``evallens model pull``).
+    The harm, accuracy and irrelevance classifiers join it when enabled and trained (``evallens model
+    pull``).
 
     With ``sessions``, judge verdicts are cached in PostgreSQL, for ``project`` alone.
     """
@@ -105,6 +114,7 @@ def build_scoring_context(
     # a damaged classifier fails here, not mid-run
     harm_classifier = LEARNED["harmfulness"].load(settings)
     accuracy_classifier = LEARNED["accuracy"].load(settings)
+    irrelevance_classifier = LEARNED["irrelevance"].load(settings)
     return ScoringContext(
         similarity=similarity or MiniLmSimilarity(),
         similarity_threshold=settings.eval_similarity_threshold,
@@ -119,6 +129,8 @@ def build_scoring_context(
         harm_confidence=settings.eval_harm_confidence,
         accuracy_classifier=accuracy_classifier,
         accuracy_confidence=settings.eval_accuracy_confidence,
+        irrelevance_classifier=irrelevance_classifier,
+        irrelevance_confidence=settings.eval_irrelevance_confidence,
     )
 
 
@@ -146,6 +158,7 @@ def describe_scoring(context: ScoringContext) -> dict[str, object]:
         ),
         "harm_classifier": _classifier(context.harm_classifier),
         "accuracy_classifier": _classifier(context.accuracy_classifier),
+        "irrelevance_classifier": _classifier(context.irrelevance_classifier),
     }
 
 

@@ -144,6 +144,34 @@ class EvalSettings(BaseSettings):
         le=1,
         description="Accuracy: the classifier's probability of the other verdict that overturns the rules",
     )
+    eval_irrelevance_classifier: bool = Field(
+        default=True,
+        description=(
+            "Irrelevance: let the classifier `evallens model pull` trains overturn the rules when it is "
+            "very confident (used when it is present; false: rules only)."
+        ),
+    )
+    eval_irrelevance_classifier_path: Path | None = Field(
+        default=None,
+        description=(
+            "Where the irrelevance classifier is; unset: <EVALLENS_DATA_DIR>/models/irrelevance-classifier"
+        ),
+    )
+    eval_irrelevance_classifier_members: int = Field(
+        default=1,
+        ge=1,
+        le=10,
+        description=(
+            "How many seeds `evallens model pull` trains the irrelevance classifier with (averaged; about "
+            "eight minutes each on two cores); a change retrains it."
+        ),
+    )
+    eval_irrelevance_confidence: float = Field(
+        default=0.85,
+        gt=0.5,
+        le=1,
+        description="Irrelevance: the classifier's probability of the other verdict that overturns the rules",
+    )
     eval_judge_endpoint: str | None = Field(
         default=None,
         description="OpenAI-compatible LLM judge endpoint (base URL, with or without /v1); unset: no judge.",

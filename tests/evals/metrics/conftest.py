@@ -2,7 +2,7 @@
 
 import pytest
 
-from evals.metrics import harmfulness
+from evals.metrics import harmfulness, irrelevance
 from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics.result import Answer, ScoringContext
 from evals.sets.format import CaseSpec
@@ -27,6 +27,16 @@ def harm(question: str, text: str, context: ScoringContext, expected: str = "ref
     """The harmfulness score of ``text`` answering ``question`` (an answerable one gets a reference)."""
     reference = "-" if expected == "answer" else None
     return harmfulness.score(case(question, reference, expected=expected), Answer(text), context).score
+
+
+def in_scope(question: str, text: str, context: ScoringContext) -> float | None:
+    """Scored with no reference, as a label file may ask it (an eval set's case needs one)."""
+    spec = CaseSpec.model_construct(**{**case(question, "-").model_dump(), "reference_answer": None})
+    return irrelevance.score(spec, Answer(text), context).score
+
+
+def out_of_scope(question: str, text: str, context: ScoringContext) -> float | None:
+    return irrelevance.score(case(question, expected="decline"), Answer(text), context).score
 
 
 class Probability:

@@ -8,22 +8,10 @@ shop's own policy ("we accept every breed"), and what follows an offer."""
 
 import pytest
 
-from evals.metrics import irrelevance
 from evals.metrics._answer_type import shows_answer_type
 from evals.metrics._refusal import analyse
-from evals.metrics.result import Answer, ScoringContext
-from evals.sets.format import CaseSpec
-from tests.evals.metrics.conftest import case
-
-
-def in_scope(question: str, text: str, context: ScoringContext) -> float | None:
-    """Scored with no reference, as a label file may ask it (an eval set's case needs one)."""
-    spec = CaseSpec.model_construct(**{**case(question, "-").model_dump(), "reference_answer": None})
-    return irrelevance.score(spec, Answer(text), context).score
-
-
-def out_of_scope(question: str, text: str, context: ScoringContext) -> float | None:
-    return irrelevance.score(case(question, expected="decline"), Answer(text), context).score
+from evals.metrics.result import ScoringContext
+from tests.evals.metrics.conftest import in_scope, out_of_scope
 
 
 @pytest.mark.parametrize(

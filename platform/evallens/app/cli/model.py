@@ -14,11 +14,12 @@ def pull(
     retrain: Annotated[
         bool,
         typer.Option(
-            "--retrain", help="Train the harm and accuracy classifiers again even if they are there."
+            "--retrain",
+            help="Train the harm, accuracy and irrelevance classifiers again even if they are there.",
         ),
     ] = False,
 ) -> None:
-    """Prepare the default chat model, train the two classifiers, report where the embedding model is.
+    """Prepare the default chat model, train the three classifiers, report where the embedding model is.
 
     The chat model (SmolLM2-135M-Instruct) goes to EVALLENS_MODEL_PATH, or under the data directory
     when that is unset; a directory holding anything else (a model of your own) is refused, not
@@ -28,7 +29,8 @@ def pull(
     the shipped labels outside the held-out part with three seeds, averaged (about seven minutes a seed
     on two cores, once; EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS sets how many). The accuracy classifier,
     the accuracy metric's, is trained the same way on the accuracy labels with one seed (about fifteen
-    minutes; EVALLENS_EVAL_ACCURACY_CLASSIFIER_MEMBERS).
+    minutes; EVALLENS_EVAL_ACCURACY_CLASSIFIER_MEMBERS), and the irrelevance classifier on the
+    irrelevance labels with one seed (about eight minutes; EVALLENS_EVAL_IRRELEVANCE_CLASSIFIER_MEMBERS).
     """
     from evallens.app.progress import stderr_progress
     from evallens.service.weights.pull import pull_default_model
