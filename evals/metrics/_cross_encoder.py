@@ -9,6 +9,11 @@ positive class (harmful; accurate). The metric lets it overturn its rules only w
 It may be an ensemble: the same training run with several seeds (one sub-folder each, named in the
 manifest), whose probabilities are averaged. On a training set this small one seed's model can land
 several points of kappa above or below another's; the average depends much less on that luck.
+
+What it cannot see: anything unlike the written answers it learned from. On the demo's SmolLM2-135M answers
+(7 December) that loop ("I'm a human. I'm a human. ...") the three classifiers overturned the rules
+confidently and almost always wrongly ("No, no, no, ..." found accurate), so a looping answer keeps the
+rules' verdict (``result.LOOPING``).
 """
 
 import json

@@ -220,6 +220,18 @@ def _share_unit(match: re.Match[str]) -> str:
     return re.sub(r"\d+(?:\.\d+)?(?=,|,? (?:or|and) )", lambda number: f"{number[0]} {unit[0]}", match[0])
 
 
+_WORD = re.compile(r"[a-z0-9']+")
+_SPAN = 4  # words: "I'm a human." said twice repeats four 4-grams
+
+
+def repetition(text: str) -> float:
+    """The share of the answer's word 4-grams that repeat an earlier one: about 0 for written prose, toward
+    1 for a model stuck in a loop ("I'm a human. I'm a human. ...", "No, no, no, ..."); 0 below 8 4-grams."""
+    words = _WORD.findall(clean(text).lower())
+    spans = [tuple(words[i : i + _SPAN]) for i in range(len(words) - _SPAN + 1)]
+    return 0.0 if len(spans) < 8 else 1 - len(set(spans)) / len(spans)
+
+
 def tokens(text: str) -> list[str]:
     """Word, number, range, time and code tokens of normalised text; punctuation becomes ``BOUNDARY``."""
     return [token if token[0].isalnum() else BOUNDARY for token in _TOKEN.findall(text)]
