@@ -18,6 +18,7 @@ from evals.metrics._embedding import MiniLmSimilarity
 from evals.metrics._irrelevance_classifier import IrrelevanceClassifier
 from evals.metrics.context import LEARNED, build_scoring_context, describe_scoring
 from evals.metrics.result import Answer, ScoringContext
+from evals.sets.format import CaseSpec
 
 from .conftest import Probability, case
 
@@ -100,7 +101,7 @@ POEM = "Roses are red, violets are blue, parcels ship fast."
         (ON_TOPIC, 0.89, False, "addresses the question"),  # not confident enough to overturn it
         (ON_TOPIC, 0.9, True, "the irrelevance classifier finds it irrelevant (p=0.90), overruling: "),
         (OFF_TOPIC, 0.11, True, "similarity"),
-        (OFF_TOPIC, 0.1, False, "the irrelevance classifier finds it relevant (p=0.10), overruling: "),
+        (OFF_TOPIC, 0.01, True, "similarity"),  # with a reference it never rescues (next test)
         (OFF_TOPIC, 0.99, True, "similarity"),  # agreeing changes nothing
     ],
 )
@@ -115,7 +116,28 @@ def test_the_classifier_overturns_the_rules_only_when_very_confident(
     assert result.score == (1.0 if irrelevant else 0.0)
     assert result.passed is not irrelevant
     assert result.reason.startswith(reason)
-    assert classifier.asked == [(SHIPPING.prompt_text(), "answer", SHIPPING.reference_answer, answer)]
+    asked = (
+        [] if answer == OFF_TOPIC else [(SHIPPING.prompt_text(), "answer", SHIPPING.reference_answer, answer)]
+    )
+    assert classifier.asked == asked
+
+
+def test_it_rescues_an_in_scope_answer_only_where_the_case_has_no_reference(
+    similarity: MiniLmSimilarity,
+) -> None:
+    """With a reference, its rescues of answers the rules call irrelevant were mostly wrong (the demo's
+    cache served answers to other questions; out of fold, 3 right and 7 wrong): the rules' verdict stands."""
+    classifier = Probability(0.01)  # "relevant", confidently
+    context = ScoringContext(similarity=similarity, irrelevance_classifier=classifier)
+    kayak = case(
+        "What does it cost to return an unused kayak?", reference="Returning an unused kayak costs $49."
+    )
+    ikea = "To return something to IKEA, you can either visit the IKEA website or call them directly."
+    assert irrelevance.score(kayak, Answer(ikea), context).score == 1.0
+    assert classifier.asked == []
+    unreferenced = CaseSpec.model_construct(**{**kayak.model_dump(), "reference_answer": None})
+    rescued = irrelevance.score(unreferenced, Answer(ikea), context)
+    assert rescued.score == 0.0 and rescued.reason.startswith("the irrelevance classifier finds it relevant")
 
 
 def test_declines_are_asked_and_failed_requests_or_harmful_requests_are_not(
