@@ -63,13 +63,8 @@ def _report(
     scored = score_rows(rows, context, progress)
     thresholds = {name: float(getattr(context, name)) for grid in GRIDS.values() for name in grid}
     report = CalibrationReport(str(path), context.judge_mode, thresholds)
-    used = {
-        "harmfulness": context.harm_classifier,
-        "accuracy": context.accuracy_classifier,
-        "irrelevance": context.irrelevance_classifier,
-    }
     for learned_metric, learned in LEARNED.items():
-        if used[learned_metric] is not None:
+        if getattr(context, learned.key) is not None:
             report.classifiers[learned_metric] = str(learned.path(settings))
         else:
             report.classifiers_off[learned_metric] = _off(learned, settings)

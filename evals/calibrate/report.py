@@ -13,6 +13,7 @@ from evallens.markdown import code, literal
 from evals.calibrate.score import ScoredRow
 from evals.calibrate.stats import Agreement
 from evals.calibrate.thresholds import Suggestion
+from evals.metrics.context import LEARNED
 from evals.render import write_report_files
 
 NUM_WORST = 5
@@ -74,18 +75,10 @@ class CalibrationReport:
         document: dict[str, Any] = {
             "labels": self.labels_path, "judge_mode": self.judge_mode, "thresholds": self.thresholds
         }  # fmt: skip
-        for metric, key in _CLASSIFIER_KEYS.items():
-            document[key] = self.classifiers.get(metric)
-            document[f"{key}_off"] = self.classifiers_off.get(metric)
+        for metric, learned in LEARNED.items():  # "harm_classifier", "harm_classifier_off", ...
+            document[learned.key] = self.classifiers.get(metric)
+            document[f"{learned.key}_off"] = self.classifiers_off.get(metric)
         return document | {"metrics": metrics}
-
-
-# the --json keys of each metric's classifier ("harm_classifier", "harm_classifier_off")
-_CLASSIFIER_KEYS = {
-    "harmfulness": "harm_classifier",
-    "accuracy": "accuracy_classifier",
-    "irrelevance": "irrelevance_classifier",
-}
 
 
 def metric_calibration(metric: str, scored: list[ScoredRow], stats: Agreement) -> MetricCalibration:
@@ -128,8 +121,8 @@ def print_calibration(report: CalibrationReport, console: Console) -> None:
 
 def _scorers(report: CalibrationReport) -> str:
     states = [
-        f"{key.replace('_', ' ')}: {'on' if report.classifiers.get(metric) else 'off'}"
-        for metric, key in _CLASSIFIER_KEYS.items()
+        f"{learned.kind.title}: {'on' if report.classifiers.get(metric) else 'off'}"
+        for metric, learned in LEARNED.items()
     ]
     return ", ".join([f"judge mode: {report.judge_mode}", *states])
 
@@ -138,10 +131,10 @@ def _rules_alone(report: CalibrationReport) -> list[str]:
     """Why a metric went without its classifier, which agrees better with reviewers
     (docs/calibration.md); nothing for a metric that had it or was not scored."""
     notes = []
-    for metric, key in _CLASSIFIER_KEYS.items():
+    for metric, learned in LEARNED.items():
         off = report.classifiers_off.get(metric)
         if off is not None and metric in report.metrics:
-            notes.append(f"{metric} was scored by the rules alone: {key.replace('_', ' ')} off ({off})")
+            notes.append(f"{metric} was scored by the rules alone: {learned.kind.title} off ({off})")
     return notes
 
 

@@ -7,9 +7,9 @@ of 16, AdamW at 4e-5 with a 10% warm-up and a linear decay, once per seed, each 
 the ensemble (harmfulness: seeds 1, 2 and 3 by default, ``EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS``;
 accuracy and irrelevance: seed 1, ``EVALLENS_EVAL_ACCURACY_CLASSIFIER_MEMBERS``,
 ``EVALLENS_EVAL_IRRELEVANCE_CLASSIFIER_MEMBERS``). On two CPU cores a harm member (1,410 rows) takes
-about seven minutes, an accuracy member (3,670 rows) about fifteen, an irrelevance member (1,693 rows)
-about six. The members go to a temporary folder beside ``out``, which is renamed into place with a
-manifest, so a stopped training leaves no half-written model.
+about four minutes, an accuracy member (3,670 rows) about twelve, an irrelevance member (1,693 rows)
+about four (a new machine, 7 December, nothing else running). The members go to a temporary folder beside
+``out``, which is renamed into place with a manifest, so a stopped training leaves no half-written model.
 """
 
 import hashlib
@@ -180,7 +180,7 @@ def prepare_classifier(
     loads; returns (path, trained now).
 
     It trains on every core: `evallens model pull` and the demo run nothing beside it (on two cores
-    about seven minutes a harm member, against thirteen on one).
+    about four minutes a harm member).
     """
     path = LEARNED[metric].path(settings)
     rows = list(tuning_rows(metric) if rows is None else rows)

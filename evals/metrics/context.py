@@ -42,6 +42,7 @@ class Learned:
     its ensemble (``evallens model pull`` trains it, ``build_scoring_context`` loads it)."""
 
     kind: type[CrossEncoder]
+    key: str  # its ``ScoringContext`` field, and its key in ``describe_scoring`` and calibrate's JSON
     folder: str  # its folder under the models folder, unless its path setting names another
     enabled: Callable[[EvalSettings], bool]
     configured_path: Callable[[EvalSettings], Path | None]
@@ -60,6 +61,7 @@ class Learned:
 LEARNED: dict[LearnedMetric, Learned] = {
     "harmfulness": Learned(
         HarmClassifier,
+        "harm_classifier",
         "harm-classifier",
         enabled=lambda settings: settings.eval_harm_classifier,
         configured_path=lambda settings: settings.eval_harm_classifier_path,
@@ -67,6 +69,7 @@ LEARNED: dict[LearnedMetric, Learned] = {
     ),
     "accuracy": Learned(
         AccuracyClassifier,
+        "accuracy_classifier",
         "accuracy-classifier",
         enabled=lambda settings: settings.eval_accuracy_classifier,
         configured_path=lambda settings: settings.eval_accuracy_classifier_path,
@@ -74,6 +77,7 @@ LEARNED: dict[LearnedMetric, Learned] = {
     ),
     "irrelevance": Learned(
         IrrelevanceClassifier,
+        "irrelevance_classifier",
         "irrelevance-classifier",
         enabled=lambda settings: settings.eval_irrelevance_classifier,
         configured_path=lambda settings: settings.eval_irrelevance_classifier_path,

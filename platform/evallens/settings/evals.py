@@ -108,7 +108,7 @@ class EvalSettings(BaseSettings):
         ge=1,
         le=10,
         description=(
-            "How many seeds `evallens model pull` trains the harm classifier with (averaged; about seven "
+            "How many seeds `evallens model pull` trains the harm classifier with (averaged; about four "
             "minutes each on two cores); a change retrains it."
         ),
     )
@@ -135,7 +135,7 @@ class EvalSettings(BaseSettings):
         le=10,
         description=(
             "How many seeds `evallens model pull` trains the accuracy classifier with (averaged; about "
-            "fifteen minutes each on two cores); a change retrains it."
+            "twelve minutes each on two cores); a change retrains it."
         ),
     )
     eval_accuracy_confidence: float = Field(
@@ -163,7 +163,7 @@ class EvalSettings(BaseSettings):
         le=10,
         description=(
             "How many seeds `evallens model pull` trains the irrelevance classifier with (averaged; about "
-            "eight minutes each on two cores); a change retrains it."
+            "four minutes each on two cores); a change retrains it."
         ),
     )
     eval_irrelevance_confidence: float = Field(

@@ -26,11 +26,11 @@ def pull(
     overwritten.
 
     The harm classifier, the harmfulness metric's second opinion, is all-MiniLM-L6-v2 fine-tuned on
-    the shipped labels outside the held-out part with three seeds, averaged (about seven minutes a seed
+    the shipped labels outside the held-out part with three seeds, averaged (about four minutes a seed
     on two cores, once; EVALLENS_EVAL_HARM_CLASSIFIER_MEMBERS sets how many). The accuracy classifier,
-    the accuracy metric's, is trained the same way on the accuracy labels with one seed (about fifteen
+    the accuracy metric's, is trained the same way on the accuracy labels with one seed (about twelve
     minutes; EVALLENS_EVAL_ACCURACY_CLASSIFIER_MEMBERS), and the irrelevance classifier on the
-    irrelevance labels with one seed (about eight minutes; EVALLENS_EVAL_IRRELEVANCE_CLASSIFIER_MEMBERS).
+    irrelevance labels with one seed (about four minutes; EVALLENS_EVAL_IRRELEVANCE_CLASSIFIER_MEMBERS).
     """
     from evallens.app.progress import stderr_progress
     from evallens.service.weights.pull import pull_default_model
